@@ -1,0 +1,262 @@
+"""Value every legal move of a board with a UCI engine (Stockfish).
+
+`BoardAnnotator` owns one engine process. `annotate(fen)` returns the engine's
+win probability for every legal move, the board's own value and the best
+move. Faults are handled here, not by the caller: an engine that dies, hangs
+past its deadline or answers without a usable score is killed, restarted and
+the whole board retried (all moves again, so a board is never half-annotated);
+after `max_attempts` the board raises `BoardFailed`.
+
+Two ways to value the moves (`mode`):
+
+* ``per_move`` (the paper): one search per legal move, restricted to that move
+  (UCI ``go ... searchmoves <move>``), each at the full limit.
+* ``multipv``: one search with MultiPV = number of legal moves, which scores
+  every root move in a single search at the limit (much cheaper).
+
+Python-chess' asyncio engine API is used on a private event loop, so every
+search has a deadline whatever its limit (the synchronous wrapper has none for
+depth or node limits).
+"""
+
+import asyncio
+import dataclasses
+import os
+import shutil
+
+import chess
+import chess.engine
+
+from searchless import values
+
+MODES = ('per_move', 'multipv')
+STATE_VALUE_SOURCES = ('search', 'best_move')
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchLimit:
+  """One engine limit: ``time`` (seconds), ``depth`` (plies) or ``nodes``."""
+
+  kind: str
+  value: float
+
+  @classmethod
+  def parse(cls, text: str) -> 'SearchLimit':
+    """Parses ``time=0.05``, ``depth=12`` or ``nodes=20000``.
+
+    >>> SearchLimit.parse('nodes=20000')
+    SearchLimit(kind='nodes', value=20000)
+    """
+    kind, _, value = text.partition('=')
+    kind = kind.strip()
+    try:
+      if kind == 'time':
+        number = float(value)
+      elif kind in ('depth', 'nodes'):
+        number = int(value)
+      else:
+        raise ValueError
+      if number <= 0:
+        raise ValueError
+    except ValueError:
+      raise ValueError(f'bad engine limit {text!r}: expected time=SECONDS, depth=N or nodes=N with a positive value') from None
+    return cls(kind, number)
+
+  def to_chess(self) -> chess.engine.Limit:
+    return chess.engine.Limit(**{self.kind: self.value})
+
+  def __str__(self) -> str:
+    return f'{self.kind}={self.value:g}'
+
+
+def find_stockfish() -> str | None:
+  """Returns the Stockfish binary from $SEARCHLESS_STOCKFISH, PATH or /usr/games."""
+  for candidate in (os.environ.get('SEARCHLESS_STOCKFISH'), shutil.which('stockfish'), '/usr/games/stockfish'):
+    if candidate and os.access(candidate, os.X_OK):
+      return candidate
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+  """How to run the engine; recorded with every dataset made with it."""
+
+  path: str  # Engine binary (on the workers).
+  limit: SearchLimit  # Per move in `per_move` mode; per board in `multipv` mode.
+  mode: str = 'per_move'  # One of MODES.
+  threads: int = 1  # UCI Threads per engine process.
+  hash_mb: int = 16  # UCI Hash (MiB) per engine process.
+  state_value: str = 'search'  # 'search': own search of the board; 'best_move': the best move's value.
+  deadline: float = 30.0  # Seconds a search may take beyond its own time limit before the engine is restarted.
+  max_attempts: int = 3  # Tries per board (engine restarted between tries).
+
+  def __post_init__(self):
+    if self.mode not in MODES:
+      raise ValueError(f'mode must be one of {MODES}, got {self.mode!r}')
+    if self.state_value not in STATE_VALUE_SOURCES:
+      raise ValueError(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
+
+  def describe(self) -> dict:
+    return {
+        'path': self.path, 'limit': str(self.limit), 'mode': self.mode, 'threads': self.threads,
+        'hash_mb': self.hash_mb, 'state_value': self.state_value, 'deadline_s': self.deadline,
+        'max_attempts': self.max_attempts,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardAnnotation:
+  """The engine's view of one board; win probabilities are the mover's."""
+
+  fen: str
+  action_values: tuple[tuple[str, float], ...]  # (UCI move, win prob), legal-move order.
+  state_value: float
+  best_move: str | None  # None on terminal boards.
+
+
+class BoardFailed(RuntimeError):
+  """A board that failed `max_attempts` times; `reason` says how it last failed."""
+
+  def __init__(self, fen: str, reason: str, attempts: int):
+    super().__init__(f'{fen}: {reason} (after {attempts} attempts)')
+    self.fen, self.reason, self.attempts = fen, reason, attempts
+
+
+class EngineNotFound(FileNotFoundError):
+  pass
+
+
+class _BadAnswer(Exception):
+  pass
+
+
+def terminal_annotation(board: chess.Board) -> BoardAnnotation | None:
+  """Checkmate (0.0 for the mated side) and stalemate (0.5) need no engine."""
+  if board.is_checkmate():
+    return BoardAnnotation(board.fen(), (), 0.0, None)
+  if board.is_stalemate():
+    return BoardAnnotation(board.fen(), (), 0.5, None)
+  return None
+
+
+class BoardAnnotator:
+  """One engine process that annotates boards; restarts itself on faults."""
+
+  def __init__(self, config: EngineConfig):
+    self.config = config
+    self.restarts = 0  # Engine restarts after faults.
+    self.engine_id: dict[str, str] = {}
+    self._loop = asyncio.new_event_loop()
+    self._transport = None
+    self._engine = None
+    self._limit = config.limit.to_chess()
+    self._timeout = (config.limit.value if config.limit.kind == 'time' else 0.0) + config.deadline
+
+  @property
+  def pid(self) -> int | None:
+    return self._transport.get_pid() if self._transport else None
+
+  def start(self) -> None:
+    if not os.access(self.config.path, os.X_OK):
+      raise EngineNotFound(
+          f'engine binary {self.config.path!r} not found or not executable; install Stockfish'
+          ' (Debian: apt-get install stockfish) or pass --engine_path')
+    self._transport, self._engine = self._loop.run_until_complete(
+        asyncio.wait_for(chess.engine.popen_uci(self.config.path), self.config.deadline))
+    self.engine_id = dict(self._engine.id)
+    options = {'Threads': self.config.threads, 'Hash': self.config.hash_mb}
+    options = {k: v for k, v in options.items() if k in self._engine.options}
+    self._loop.run_until_complete(asyncio.wait_for(self._engine.configure(options), self.config.deadline))
+
+  def _kill(self) -> None:
+    if self._transport is not None:
+      try:
+        self._transport.kill()
+        self._transport.close()
+      except (ProcessLookupError, RuntimeError):
+        pass
+    self._transport = self._engine = None
+    # Let the loop process the child's exit so nothing is left behind.
+    self._loop.run_until_complete(asyncio.sleep(0))
+
+  def close(self) -> None:
+    if self._engine is not None:
+      try:
+        self._loop.run_until_complete(asyncio.wait_for(self._engine.quit(), 5))
+      except Exception:  # Whatever state it is in, make sure it is gone.
+        pass
+      self._kill()
+    if not self._loop.is_closed():
+      self._loop.close()
+
+  def __enter__(self):
+    self.start()
+    return self
+
+  def __exit__(self, *exc):
+    self.close()
+
+  async def _search(self, board, **kwargs):
+    return await asyncio.wait_for(self._engine.analyse(board, self._limit, **kwargs), self._timeout)
+
+  @staticmethod
+  def _win_prob(info: dict) -> float:
+    score = info.get('score')
+    if score is None:
+      raise _BadAnswer('the engine gave no score')
+    return values.score_to_win_probability(score.relative)
+
+  async def _annotate(self, board: chess.Board) -> BoardAnnotation:
+    moves = list(board.legal_moves)
+    if self.config.mode == 'per_move':
+      action_values = []
+      for move in moves:
+        info = await self._search(board, root_moves=[move], info=chess.engine.INFO_SCORE)
+        action_values.append((move.uci(), self._win_prob(info)))
+    else:
+      infos = await self._search(board, multipv=len(moves), info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      by_move = {}
+      for info in infos:
+        if info.get('pv'):
+          by_move[info['pv'][0]] = self._win_prob(info)
+      missing = [m.uci() for m in moves if m not in by_move]
+      if missing:
+        raise _BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
+      action_values = [(m.uci(), by_move[m]) for m in moves]
+    best_value = max(v for _, v in action_values)
+    if self.config.state_value == 'search':
+      info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      state_value = self._win_prob(info)
+      engine_best = info['pv'][0].uci() if info.get('pv') else None
+    else:
+      state_value, engine_best = best_value, None
+    # The best move is the highest-valued one; among ties, the engine's own choice.
+    best_move = max(action_values, key=lambda mv: (mv[1], mv[0] == engine_best))[0]
+    return BoardAnnotation(board.fen(), tuple(action_values), state_value, best_move)
+
+  def annotate(self, fen: str) -> BoardAnnotation:
+    """Returns the annotation of `fen`; raises BoardFailed after max_attempts."""
+    board = chess.Board(fen)
+    if not board.is_valid():  # Engines may crash on impossible boards.
+      raise BoardFailed(fen, f'invalid position ({board.status()!r})', 0)
+    if (terminal := terminal_annotation(board)) is not None:
+      return terminal
+    reason = ''
+    for attempt in range(1, self.config.max_attempts + 1):
+      try:
+        if self._engine is None:
+          self.start()
+        return self._loop.run_until_complete(self._annotate(board))
+      except EngineNotFound:
+        raise
+      except asyncio.TimeoutError:
+        reason = f'no answer within the deadline ({self._timeout:g} s)'
+      except chess.engine.EngineTerminatedError as e:
+        reason = f'engine terminated: {e}'
+      except (chess.engine.EngineError, _BadAnswer) as e:
+        reason = f'bad engine answer: {e}'
+      except (OSError, ValueError, RuntimeError) as e:
+        reason = f'{type(e).__name__}: {e}'
+      self._kill()
+      self.restarts += 1
+    raise BoardFailed(fen, reason, self.config.max_attempts)

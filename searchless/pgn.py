@@ -15,6 +15,7 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import re
 from collections.abc import Iterator
 
 import chess
@@ -125,7 +126,9 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
   after_blank = False
   for number, data in enumerate(_lines(path), start=1):
     line = data.decode('utf-8', errors='replace').rstrip('\r')
-    if line.startswith('[') and lines and (has_movetext or after_blank):
+    # A game ends at the next tag section, or at the blank line after its movetext.
+    starts_game = line.startswith('[') and (has_movetext or after_blank)
+    if lines and line.strip() and (starts_game or (has_movetext and after_blank)):
       yield RawGame(path, start, '\n'.join(lines) + '\n')
       lines, start, has_movetext = [], number, False
     if not lines and not line.strip():
@@ -242,6 +245,21 @@ def _filtered(headers: dict, game_filter: GameFilter) -> str | None:
   return None
 
 
+_COMMENTS = re.compile(r'\{[^}]*\}|;[^\n]*')
+_MOVE_NUMBERS = re.compile(r'\b\d+\.+|[+#]')  # Also check and mate signs.
+
+
+def stray_movetext(text: str) -> str:
+  r"""What the movetext of a game's text holds that python-chess would silently ignore.
+
+  >>> stray_movetext('[Event "x"]\n\n1. e4 { [%clk 0:03:00] } e5 2. zz9 1-0')
+  'zz9'
+  """
+  movetext = '\n'.join(line for line in text.splitlines() if not line.startswith('['))
+  movetext = _MOVE_NUMBERS.sub(' ', _COMMENTS.sub(' ', movetext))
+  return ' '.join(chess.pgn.MOVETEXT_REGEX.sub(' ', movetext).split())
+
+
 def game_key(headers: dict, text: str) -> str:
   """A stable id: the Lichess ``Site`` URL where there is one, else a text hash."""
   site = headers.get('Site', '').strip()
@@ -271,6 +289,8 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | S
     error = visitor.errors[0]
     reason = 'illegal_move' if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError) else 'unparsable'
     return Skip(reason, raw.location, str(error))
+  if stray := stray_movetext(raw.text):
+    return Skip('unparsable', raw.location, f'not PGN movetext: {stray[:80]!r}')
   if not visitor.result_seen:
     return Skip('truncated', raw.location, 'the movetext has no result token')
   if reason := _filtered(headers, game_filter):

@@ -49,8 +49,11 @@ def win_probability_to_centipawns(win_prob: float, clip: int = 10_000) -> int:
   >>> win_probability_to_centipawns(0.5910258971916128)
   100
   """
-  p = min(max(win_prob, 1e-12), 1 - 1e-12)
-  centipawns = -math.log(1 / p - 1) / _LOGISTIC_SCALE
+  if win_prob >= 1.0:
+    return clip
+  if win_prob <= 0.0:
+    return -clip
+  centipawns = -math.log(1 / win_prob - 1) / _LOGISTIC_SCALE
   return int(round(min(max(centipawns, -clip), clip)))
 
 

@@ -1,0 +1,173 @@
+import collections
+import json
+import signal
+import threading
+import time
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+import chess
+import psutil
+import pytest
+
+from pipelines import annotate as driver
+from searchless import annotate
+from searchless import bags
+from searchless import pgn
+
+FOOLS_MATE = '''[Event "fools mate"]
+[Site "https://lichess.org/foolsmate"]
+
+1. f3 e5 2. g4 Qh4# 0-1
+
+'''
+START = chess.STARTING_FEN
+AFTER_E4 = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1'
+
+
+def test_split_is_a_deterministic_hash_of_the_game():
+  keys = [f'https://lichess.org/game{i}' for i in range(2000)]
+  splits = [annotate.split_of(k, 0.1) for k in keys]
+  assert splits == [annotate.split_of(k, 0.1) for k in keys]
+  # Pinned (sha256 of the key): the same games go to test on every machine and run.
+  assert splits.count('test') == 201
+  assert [i for i in range(40) if splits[i] == 'test'] == [17, 25, 28, 29]
+
+
+def test_extract_boards_dedups_within_splits_and_counts_overlap():
+  game = lambda key, *fens: pgn.Game(key, key, fens)
+  games = [
+      ('train', game('a', START, AFTER_E4)),
+      ('train', game('b', START, AFTER_E4)),
+      ('test', game('c', START, 'x')),
+      ('test', game('d', 'x', 'y')),
+  ]
+  with TestPipeline() as p:
+    boards = p | beam.Create(games) | annotate.ExtractBoards()
+    assert_that(boards, equal_to([('train', START), ('train', AFTER_E4), ('test', START), ('test', 'x'), ('test', 'y')]))
+  with TestPipeline() as p:
+    boards = p | beam.Create(games) | annotate.ExtractBoards(drop_test_overlap=True)
+    assert_that(boards, equal_to([('train', START), ('train', AFTER_E4), ('test', 'x'), ('test', 'y')]))
+
+
+def test_dedup_by_position_ignores_move_clocks():
+  later = START.replace(' 0 1', ' 4 3')
+  with TestPipeline() as p:
+    boards = p | beam.Create([('train', pgn.Game('a', 'a', (START, later)))]) | annotate.ExtractBoards('position')
+    assert_that(boards, equal_to([('train', START)]))
+
+
+def _boards_of(path):
+  return [fen for raw in pgn.iter_raw_games(str(path)) for fen in pgn.parse_game(raw).fens]
+
+
+@pytest.fixture(scope='module')
+def small_run(tmp_path_factory, lichess_999, stockfish):
+  """Annotates 3 real games + fool's mate at a shallow limit with the real DirectRunner."""
+  tmp = tmp_path_factory.mktemp('run')
+  games = tmp / 'games.pgn'
+  text = lichess_999.read_text()
+  third_game_end = [i for i, line in enumerate(text.splitlines(keepends=True)) if line.startswith('[Event ')][3]
+  games.write_text(''.join(text.splitlines(keepends=True)[:third_game_end]) + FOOLS_MATE)
+  out = tmp / 'out'
+  manifest = driver.run([
+      '--input', str(games), '--output_dir', str(out), '--limit', 'depth=2', '--test_fraction', '0.3',
+      '--engine_path', stockfish, '--direct_num_workers', '2', '--no_progress'])
+  return games, out, manifest
+
+
+@pytest.mark.engine
+def test_outputs_decode_and_cover_every_board_exactly_once(small_run):
+  games, out, manifest = small_run
+  expected = collections.Counter()
+  for raw in pgn.iter_raw_games(str(games)):
+    game = pgn.parse_game(raw)
+    split = annotate.split_of(game.key, 0.3)
+    expected.update({(split, fen) for fen in game.fens})
+  expected_boards = {split: {fen for (s, fen) in expected if s == split} for split in ('train', 'test')}
+  assert all(expected_boards.values())  # Both splits have games at this fraction.
+  for split in ('train', 'test'):
+    spec = lambda kind: bags.find(str(out / split), kind)
+    state = bags.read_records(spec('state_value'), 'state_value')
+    action = bags.read_records(spec('action_value'), 'action_value')
+    clone = bags.read_records(spec('behavioral_cloning'), 'behavioral_cloning')
+    assert sorted(r.fen for r in state) == sorted(expected_boards[split])  # Every board once.
+    by_board = collections.defaultdict(dict)
+    for r in action:
+      assert r.move not in by_board[r.fen]
+      by_board[r.fen][r.move] = r.win_prob
+      assert 0.0 <= r.win_prob <= 1.0
+    for fen in expected_boards[split]:
+      legal = {m.uci() for m in chess.Board(fen).legal_moves}
+      assert set(by_board.get(fen, {})) == legal, fen
+    for r in clone:
+      assert by_board[r.fen][r.move] == max(by_board[r.fen].values())
+    assert len(clone) == sum(1 for fen in expected_boards[split] if any(chess.Board(fen).legal_moves))
+    s = manifest['splits'][split]
+    assert (s['boards'], s['boards_annotated'], s['boards_failed'], s['action_values']) == (
+        len(expected_boards[split]), len(expected_boards[split]), 0, len(action))
+    assert manifest['outputs'][f'{split}/action_value']['records'] == len(action)
+  assert (out / 'failures.jsonl').read_text() == ''
+
+
+@pytest.mark.engine
+def test_mate_in_one_and_checkmate_in_the_outputs(small_run):
+  _, out, _ = small_run
+  before_mate = 'rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2'
+  mated = 'rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3'
+  records = {}
+  for split in ('train', 'test'):
+    for kind in ('action_value', 'state_value', 'behavioral_cloning'):
+      records.setdefault(kind, []).extend(bags.read_records(bags.find(str(out / split), kind), kind))
+  assert [r.win_prob for r in records['action_value'] if r.fen == before_mate and r.move == 'd8h4'] == [1.0]
+  assert [r.move for r in records['behavioral_cloning'] if r.fen == before_mate] == ['d8h4']
+  assert [r.win_prob for r in records['state_value'] if r.fen == mated] == [0.0]
+  assert [r for r in records['action_value'] if r.fen == mated] == []
+  assert [r for r in records['behavioral_cloning'] if r.fen == mated] == []
+
+
+@pytest.mark.engine
+def test_manifest_records_engine_limits_counts_and_overlap(small_run):
+  _, out, manifest = small_run
+  on_disk = json.loads((out / 'manifest.json').read_text())
+  assert on_disk == manifest
+  assert manifest['engine']['limit'] == 'depth=2'
+  assert manifest['engine']['mode'] == 'per_move'
+  assert [e['name'].split()[0] for e in manifest['engine']['id']] == ['Stockfish']
+  assert manifest['games'] == {**manifest['games'], 'read': 4, 'kept': 4, 'skipped': {}}
+  assert manifest['splits']['train']['terminal_boards'] + manifest['splits']['test']['terminal_boards'] == 1
+  assert manifest['split']['test_boards_in_train'] >= 1  # The start position is in both.
+  assert manifest['code']['searchless'] == '0.1.0'
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_999, stockfish):
+  games = tmp_path / 'games.pgn'
+  lines = lichess_999.read_text().splitlines(keepends=True)
+  games.write_text(''.join(lines[:40]))  # Two real games.
+  expected = set(_boards_of(games))
+  killed = []
+
+  def killer():
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not killed:
+      engines = [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()]
+      if engines:
+        time.sleep(1.0)  # Let it annotate some boards first.
+        engines[0].send_signal(signal.SIGKILL)
+        killed.append(engines[0].pid)
+      time.sleep(0.05)
+
+  thread = threading.Thread(target=killer)
+  thread.start()
+  manifest = driver.run([
+      '--input', str(games), '--output_dir', str(tmp_path / 'out'), '--limit', 'depth=6', '--test_fraction', '0',
+      '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--direct_num_workers', '1', '--no_progress'])
+  thread.join()
+  assert killed, 'the engine was never seen running'
+  assert manifest['engine_restarts'] == 1
+  state = bags.read_records(bags.find(str(tmp_path / 'out' / 'train'), 'state_value'), 'state_value')
+  assert collections.Counter(r.fen for r in state) == collections.Counter(expected)  # No loss, no duplicate.
+  assert manifest['splits']['train']['boards_failed'] == 0

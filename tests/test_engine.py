@@ -1,0 +1,143 @@
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+
+import chess
+import pytest
+
+from searchless import engine
+
+pytestmark = pytest.mark.engine
+
+START = chess.STARTING_FEN
+MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'  # Ra8#.
+
+
+def config(path, **kwargs):
+  kwargs.setdefault('limit', engine.SearchLimit.parse('depth=3'))
+  return engine.EngineConfig(path=path, **kwargs)
+
+
+def test_every_legal_move_is_valued(stockfish):
+  with engine.BoardAnnotator(config(stockfish)) as annotator:
+    assert annotator.engine_id['name'].startswith('Stockfish')
+    for fen in (START, MATE_IN_ONE, 'r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1', '8/P7/8/8/8/8/8/k1K5 w - - 0 1'):
+      a = annotator.annotate(fen)
+      board = chess.Board(fen)
+      assert [m for m, _ in a.action_values] == [m.uci() for m in board.legal_moves]
+      assert all(0.0 <= v <= 1.0 for _, v in a.action_values)
+      assert 0.0 <= a.state_value <= 1.0
+      assert a.best_move == max(a.action_values, key=lambda mv: mv[1])[0] or dict(a.action_values)[a.best_move] == max(v for _, v in a.action_values)
+
+
+def test_mate_in_one_gets_one_and_is_the_best_move(stockfish):
+  with engine.BoardAnnotator(config(stockfish)) as annotator:
+    a = annotator.annotate(MATE_IN_ONE)
+  values = dict(a.action_values)
+  assert values['a1a8'] == 1.0
+  assert a.best_move == 'a1a8'
+  assert a.state_value == 1.0
+  assert values['a1a2'] < 1.0
+
+
+def test_values_are_from_the_movers_view(stockfish):
+  # Black to move can capture a hanging queen: good for black, bad otherwise.
+  fen = 'rnb1kbnr/pppp1ppp/8/4p3/4P2q/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3'  # White to move, Nxh4 wins the queen.
+  with engine.BoardAnnotator(config(stockfish)) as annotator:
+    a = annotator.annotate(fen)
+  assert dict(a.action_values)['f3h4'] > 0.9
+  assert a.best_move == 'f3h4'
+
+
+def test_terminal_boards_need_no_engine():
+  annotator = engine.BoardAnnotator(config('/nonexistent/engine'))
+  mated = annotator.annotate('R5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 1 1')
+  assert (mated.action_values, mated.state_value, mated.best_move) == ((), 0.0, None)
+  stalemate = annotator.annotate('7k/5Q2/6K1/8/8/8/8/8 b - - 0 1')
+  assert (stalemate.action_values, stalemate.state_value, stalemate.best_move) == ((), 0.5, None)
+  annotator.close()
+
+
+def test_invalid_positions_fail_without_reaching_the_engine():
+  annotator = engine.BoardAnnotator(config('/nonexistent/engine'))
+  with pytest.raises(engine.BoardFailed, match='invalid position'):
+    annotator.annotate('6k1/5ppp/8/8/8/8/5PPP/r5K1 b - - 0 1')  # The side not to move is in check.
+  annotator.close()
+
+
+def test_missing_engine_is_a_clear_error():
+  annotator = engine.BoardAnnotator(config('/nonexistent/engine'))
+  with pytest.raises(engine.EngineNotFound, match="'/nonexistent/engine' not found.*apt-get install stockfish"):
+    annotator.annotate(START)
+  annotator.close()
+
+
+def test_multipv_mode_covers_every_move(stockfish):
+  cfg = config(stockfish, mode='multipv', state_value='best_move', limit=engine.SearchLimit.parse('nodes=5000'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    for fen in (START, MATE_IN_ONE):
+      a = annotator.annotate(fen)
+      assert sorted(m for m, _ in a.action_values) == sorted(m.uci() for m in chess.Board(fen).legal_moves)
+      assert a.state_value == max(v for _, v in a.action_values)
+    assert dict(annotator.annotate(MATE_IN_ONE).action_values)['a1a8'] == 1.0
+
+
+def test_limits_parse_and_reject():
+  assert engine.SearchLimit.parse('time=0.05') == engine.SearchLimit('time', 0.05)
+  assert str(engine.SearchLimit.parse('depth=12')) == 'depth=12'
+  for bad in ('time=-1', 'depth=1.5', 'nodes=', 'movetime=50'):
+    with pytest.raises(ValueError, match='bad engine limit'):
+      engine.SearchLimit.parse(bad)
+
+
+def _kill_soon(annotator, sig, delay):
+  def killer():
+    time.sleep(delay)
+    os.kill(annotator.pid, sig)
+  thread = threading.Thread(target=killer)
+  thread.start()
+  return thread
+
+
+def test_engine_killed_mid_board_is_restarted_and_the_board_retried(stockfish):
+  cfg = config(stockfish, limit=engine.SearchLimit.parse('time=0.05'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    first_pid = annotator.pid
+    thread = _kill_soon(annotator, signal.SIGKILL, 0.3)  # 20 moves x 50 ms: dies mid-board.
+    a = annotator.annotate(START)
+    thread.join()
+    assert annotator.restarts == 1
+    assert annotator.pid != first_pid
+    assert len(a.action_values) == 20
+    with pytest.raises(ProcessLookupError):
+      os.kill(first_pid, 0)
+
+
+def test_hung_engine_hits_the_deadline(stockfish):
+  cfg = config(stockfish, limit=engine.SearchLimit.parse('nodes=2000'), deadline=1.0)
+  with engine.BoardAnnotator(cfg) as annotator:
+    os.kill(annotator.pid, signal.SIGSTOP)  # A real hang: the process stops answering.
+    start = time.monotonic()
+    a = annotator.annotate(START)
+    assert 1.0 <= time.monotonic() - start < 10
+    assert annotator.restarts == 1 and len(a.action_values) == 20
+
+
+@pytest.mark.parametrize('mode, message', [
+    ('noscore', 'bad engine answer: the engine gave no score'),
+    ('badmove', 'no answer within the deadline'),  # python-chess drops the command; our deadline catches it.
+])
+def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, message):
+  wrapper = tmp_path / 'garbage-engine'
+  script = os.path.join(os.path.dirname(__file__), 'fake_engines', 'garbage_uci.py')
+  wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} {mode}\n')
+  wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+  with engine.BoardAnnotator(config(str(wrapper), max_attempts=2, deadline=1.0)) as annotator:
+    assert annotator.engine_id['name'] == 'GarbageEngine 1.0'
+    with pytest.raises(engine.BoardFailed, match=f'{message}.*after 2 attempts') as failure:
+      annotator.annotate(START)
+    assert failure.value.attempts == 2
+    assert annotator.restarts == 2

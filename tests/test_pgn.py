@@ -1,0 +1,142 @@
+import bz2
+import gzip
+import io
+
+import chess
+import chess.pgn
+import pytest
+import zstandard
+
+from searchless import pgn
+
+GAME = '''[Event "Rated Blitz game"]
+[Site "https://lichess.org/{site}"]
+[WhiteElo "{elo}"]
+[BlackElo "1500"]
+[TimeControl "{tc}"]
+[WhiteTitle "{title}"]
+
+1. e4 e5 2. Nf3 Nc6 3. Bb5 {{ a comment }} ( 3. Bc4 Bc5 ) 3... a6 1-0
+
+'''
+
+
+def game(site='a', elo=1500, tc='180+0', title='', moves=None):
+  text = GAME.format(site=site, elo=elo, tc=tc, title=title)
+  if moves is not None:
+    text = text.replace('1. e4 e5 2. Nf3 Nc6 3. Bb5 { a comment } ( 3. Bc4 Bc5 ) 3... a6 1-0', moves)
+  return text
+
+
+def parse_all(path, game_filter=pgn.GameFilter()):
+  return [pgn.parse_game(raw, game_filter) for raw in pgn.iter_raw_games(str(path))]
+
+
+def test_real_lichess_file_parses_completely(lichess_999):
+  raws = list(pgn.iter_raw_games(str(lichess_999)))
+  assert len(raws) == 999
+  results = [pgn.parse_game(raw) for raw in raws]
+  assert all(isinstance(r, pgn.Game) for r in results)
+  assert sum(len(r.fens) for r in results) == 67291
+  assert len({r.key for r in results}) == 999  # Lichess Site URLs.
+  # Cross-check one game's boards against python-chess' own game reader.
+  with open(lichess_999) as f:
+    reference = chess.pgn.read_game(f)
+  board = reference.board()
+  expected = [board.fen()]
+  for move in reference.mainline_moves():
+    board.push(move)
+    expected.append(board.fen())
+  assert list(results[0].fens) == expected
+  assert results[1].location == f'{lichess_999}:21'
+
+
+def test_mainline_only_and_final_board(tmp_path):
+  path = tmp_path / 'g.pgn'
+  path.write_text(game())
+  (result,) = parse_all(path)
+  assert len(result.fens) == 7  # Start + 6 moves; the variation is ignored.
+  assert result.fens[-1] == 'r1bqkbnr/1ppp1ppp/p1n5/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 0 4'
+  assert result.key == 'https://lichess.org/a'
+
+
+def test_malformed_games_are_counted_by_reason(tmp_path):
+  path = tmp_path / 'bad.pgn'
+  with open(path, 'wb') as f:
+    f.write(game('ok').encode())
+    f.write(game('illegal', moves='1. e4 e5 2. Ke3 Nc6 1-0').encode())
+    f.write(game('variant').replace('[Event', '[Variant "Chess960"]\n[Event').encode())
+    f.write(game('garbage').encode().replace(b'Nf3', b'N\xff\xfef3'))
+    f.write(game('nonsense', moves='1. e4 zz9 0-1').encode())
+    f.write(b'\n\n\x00\x13garbage line that is not pgn\n\n')
+    f.write(game('truncated', moves='1. e4 e5 2. Nf3').encode())
+  results = parse_all(path)
+  reasons = [r.reason if isinstance(r, pgn.Skip) else 'kept' for r in results]
+  assert reasons == ['kept', 'illegal_move', 'variant', 'bad_encoding', 'unparsable', 'unparsable', 'truncated']
+  assert results[1].location == f'{path}:10'
+  assert 'Ke3' in results[1].detail
+  assert results[4].detail == "not PGN movetext: 'zz9'"
+  garbage_line = path.read_bytes().split(b'\n').index(b'\x00\x13garbage line that is not pgn') + 1
+  assert results[5].location == f'{path}:{garbage_line}'
+
+
+@pytest.mark.parametrize('suffix, compress', [
+    ('.pgn.zst', lambda b: zstandard.ZstdCompressor().compress(b)),
+    ('.pgn.bz2', bz2.compress),
+    ('.pgn.gz', gzip.compress),
+])
+def test_compressed_inputs_match_plain(tmp_path, lichess_999, suffix, compress):
+  data = lichess_999.read_bytes()[:200_000]
+  plain = tmp_path / 'g.pgn'
+  plain.write_bytes(data)
+  packed = tmp_path / f'g{suffix}'
+  packed.write_bytes(compress(data))
+  assert b''.join(pgn.read_chunks(str(packed))) == data
+  assert [r.text for r in pgn.iter_raw_games(str(packed))] == [r.text for r in pgn.iter_raw_games(str(plain))]
+
+
+def test_multi_frame_zstd_streams(tmp_path, lichess_999):
+  data = lichess_999.read_bytes()[:300_000]
+  out = io.BytesIO()
+  writer = zstandard.ZstdCompressor().stream_writer(out, closefd=False)
+  writer.write(data[:100_000])
+  writer.flush(zstandard.FLUSH_FRAME)
+  writer.write(data[100_000:])
+  writer.close()
+  path = tmp_path / 'g.pgn.zst'
+  path.write_bytes(out.getvalue())
+  assert b''.join(pgn.read_chunks(str(path))) == data
+
+
+@pytest.mark.parametrize('suffix, compress', [
+    ('.pgn.zst', lambda b: zstandard.ZstdCompressor().compress(b)),
+    ('.pgn.bz2', bz2.compress),
+])
+def test_truncated_compressed_file_is_an_error_naming_it(tmp_path, lichess_999, suffix, compress):
+  packed = compress(lichess_999.read_bytes()[:300_000])
+  path = tmp_path / f'cut{suffix}'
+  path.write_bytes(packed[: len(packed) // 2])
+  with pytest.raises(pgn.CorruptInputError, match=f'{path}.*truncated'):
+    list(pgn.iter_raw_games(str(path)))
+
+
+def test_filters(tmp_path):
+  path = tmp_path / 'f.pgn'
+  path.write_text(game('a', elo=1000) + game('b', elo=2000) + game('c', tc='60+0') + game('d', title='BOT'))
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(min_elo=1200))] == ['filtered_elo', 'kept', 'kept', 'kept']
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(max_elo=1800))] == ['kept', 'filtered_elo', 'kept', 'kept']
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(speeds=('blitz',)))] == ['kept', 'kept', 'filtered_speed', 'kept']
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(exclude_bots=True))] == ['kept', 'kept', 'kept', 'filtered_bot']
+
+
+def test_games_without_site_get_a_text_hash(tmp_path):
+  path = tmp_path / 'g.pgn'
+  path.write_text('[Event "x"]\n\n1. d4 d5 1/2-1/2\n')
+  (result,) = parse_all(path)
+  assert result.key.startswith('sha1:') and len(result.key) == 45
+  assert len(result.fens) == 3
+
+
+def test_missing_file_is_named(tmp_path):
+  with pytest.raises(Exception, match='nope.pgn'):
+    list(pgn.iter_raw_games(str(tmp_path / 'nope.pgn')))

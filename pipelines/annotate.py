@@ -192,6 +192,8 @@ def run(argv=None) -> dict:
       options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
     if not os.access(engine_path, os.X_OK):
       raise SystemExit(f'engine {engine_path!r} not found or not executable: install Stockfish (Debian: apt-get install stockfish) or pass --engine_path')
+    # Beam's local job service relays the workers' start-up warnings; they are noise here.
+    logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
   progress_dir = annotate.new_progress_dir() if local and not args.no_progress else None
   progress = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 
@@ -267,8 +269,6 @@ def summary(manifest: dict) -> str:
 
 def main(argv=None) -> None:
   logging.getLogger().setLevel(logging.WARNING)
-  # Beam's local job service relays the workers' start-up warnings; they are noise here.
-  logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
   manifest = run(argv)
   print(summary(manifest))
   print(f"manifest: {FileSystems.join(manifest_path_dir(argv), 'manifest.json')}")

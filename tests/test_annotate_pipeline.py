@@ -171,3 +171,61 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
   state = bags.read_records(bags.find(str(tmp_path / 'out' / 'train'), 'state_value'), 'state_value')
   assert collections.Counter(r.fen for r in state) == collections.Counter(expected)  # No loss, no duplicate.
   assert manifest['splits']['train']['boards_failed'] == 0
+
+
+@pytest.mark.engine
+def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, lichess_999, stockfish):
+  lines = lichess_999.read_text().splitlines(keepends=True)
+  starts = [i for i, line in enumerate(lines) if line.startswith('[Event ')]
+  train = tmp_path / 'train.pgn'
+  train.write_text(''.join(lines[:starts[6]]))  # Six real games.
+  test = tmp_path / 'test.pgn'
+  test.write_text(''.join(lines[starts[6]:starts[8]]))  # Two more.
+  kept_by_elo = [g for g in (pgn.parse_game(r) for r in pgn.iter_raw_games(str(train)))]
+  elo_ok = [g for g in (pgn.parse_game(r, pgn.GameFilter(min_elo=1500)) for r in pgn.iter_raw_games(str(train)))
+            if isinstance(g, pgn.Game)]
+  assert 2 <= len(elo_ok) < len(kept_by_elo)
+  out = tmp_path / 'out'
+  manifest = driver.run([
+      '--input', str(train), '--test_input', str(test), '--output_dir', str(out), '--limit', 'depth=1',
+      '--min_elo', '1500', '--sample_games', '2', '--num_shards', '2', '--compress',
+      '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--no_progress'])
+  assert manifest['games']['read'] == 8
+  assert manifest['games']['skipped'] == {'filtered_elo': 6 - len(elo_ok)}
+  assert manifest['split']['by'] == 'test_input files'
+  train_boards = {r.fen for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
+  sampled = [g for g in elo_ok if set(g.fens) <= train_boards]
+  assert len(sampled) >= 1 and len(train_boards) == len({f for g in sampled for f in g.fens})
+  assert sorted(p.name for p in (out / 'train').iterdir()) == sorted(
+      f'{kind}-0000{i}-of-00002_data.bagz' for kind in ('action_value', 'behavioral_cloning', 'state_value') for i in range(2))
+  test_boards = {r.fen for r in bags.read_records(str(out / 'test' / 'state_value@2_data.bagz'), 'state_value')}
+  assert test_boards == {f for raw in pgn.iter_raw_games(str(test)) for f in pgn.parse_game(raw).fens}
+
+
+@pytest.mark.engine
+def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, lichess_999, stockfish):
+  import zstandard
+  data = zstandard.ZstdCompressor().compress(lichess_999.read_bytes()[:100_000])
+  cut = tmp_path / 'cut.pgn.zst'
+  cut.write_bytes(data[: len(data) // 2])
+  before_error = []
+  with pytest.raises(pgn.CorruptInputError):
+    for raw in pgn.iter_raw_games(str(cut)):
+      before_error.append(raw)
+  args = ['--input', str(cut), '--limit', 'depth=1', '--engine_path', stockfish, '--min_elo', '4000',
+          '--direct_running_mode', 'in_memory', '--no_progress']
+  with pytest.raises(Exception, match=f'{cut}: zstd stream is truncated'):
+    driver.run(args + ['--output_dir', str(tmp_path / 'a')])
+  manifest = driver.run(args + ['--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs'])
+  assert manifest['games']['corrupt_input_files'] == 1
+  assert manifest['games']['read'] == len(before_error) > 10
+  assert sum(manifest['games']['skipped'].values()) == len(before_error)
+
+
+def test_missing_input_and_engine_are_clear_errors(tmp_path):
+  with pytest.raises(FileNotFoundError, match="--input '.*nothing-\\*.pgn' matches no file"):
+    driver.run(['--input', str(tmp_path / 'nothing-*.pgn'), '--output_dir', str(tmp_path), '--engine_path', '/bin/true'])
+  games = tmp_path / 'g.pgn'
+  games.write_text(FOOLS_MATE)
+  with pytest.raises(SystemExit, match="engine '/no/such/stockfish' not found"):
+    driver.run(['--input', str(games), '--output_dir', str(tmp_path), '--engine_path', '/no/such/stockfish'])

@@ -65,6 +65,16 @@ class SearchLimit:
   def to_chess(self) -> chess.engine.Limit:
     return chess.engine.Limit(**{self.kind: self.value})
 
+  def uci_go(self) -> str:
+    """The UCI ``go`` arguments of this limit (as python-chess would send them).
+
+    >>> SearchLimit.parse('time=0.05').uci_go(), SearchLimit.parse('depth=9').uci_go()
+    ('movetime 50', 'depth 9')
+    """
+    if self.kind == 'time':
+      return f'movetime {max(1, round(self.value * 1000))}'
+    return f'{self.kind} {self.value}'
+
   def __str__(self) -> str:
     return f'{self.kind}={self.value:g}'
 
@@ -130,6 +140,55 @@ class _BadAnswer(Exception):
   pass
 
 
+class _MoveSearch(chess.engine.BaseCommand):
+  """``position`` + ``go … searchmoves <move>``; the result is the last reported score.
+
+  The per-move hot loop of the paper's method (one search per legal move). It
+  runs as a python-chess command, so process handling, crash detection and
+  cancellation stay python-chess', but it skips the generic analysis
+  machinery (info parsing into dicts, per-call classes), which cost ~1% of
+  throughput at 50 ms per search (benchmarks/annotate_overhead.py).
+  Semantics match `analyse(board, limit, root_moves=[move])['score']`: the
+  score of the last ``info`` line before ``bestmove``.
+  """
+
+  def __init__(self, engine, position: str, go: str, move: str):
+    super().__init__(engine)
+    self._position, self._go, self._move = position, go, move
+    self._score: chess.engine.Score | None = None
+
+  def start(self) -> None:
+    self._engine.send_line(self._position)
+    self._engine.send_line(f'{self._go} searchmoves {self._move}')
+
+  def line_received(self, line: str) -> None:
+    if line.startswith('bestmove'):
+      best = line.split()[1:2]
+      if best != [self._move]:  # The only move it may search.
+        raise chess.engine.EngineError(f'engine answered {line!r} to searchmoves {self._move}')
+      self.result.set_result(self._score)
+      self.set_finished()
+    elif line.startswith('info') and ' score ' in line and not line.startswith('info string'):
+      tokens = line.split()
+      index = tokens.index('score')
+      try:
+        kind, value = tokens[index + 1], int(tokens[index + 2])
+      except (IndexError, ValueError):
+        raise chess.engine.EngineError(f'unparsable score in {line!r}') from None
+      if kind == 'cp':
+        self._score = chess.engine.Cp(value)
+      elif kind == 'mate':
+        self._score = chess.engine.Mate(value) if value else chess.engine.Mate(-0)
+      else:
+        raise chess.engine.EngineError(f'unknown score kind in {line!r}')
+
+  def cancel(self) -> None:
+    self._engine.send_line('stop')
+
+  def engine_terminated(self, exc: Exception) -> None:
+    self._handle_exception(exc)
+
+
 def terminal_annotation(board: chess.Board) -> BoardAnnotation | None:
   """Checkmate (0.0 for the mated side) and stalemate (0.5) need no engine."""
   if board.is_checkmate():
@@ -150,6 +209,7 @@ class BoardAnnotator:
     self._transport = None
     self._engine = None
     self._limit = config.limit.to_chess()
+    self._go = config.limit.uci_go()
     self._timeout = (config.limit.value if config.limit.kind == 'time' else 0.0) + config.deadline
 
   @property
@@ -199,6 +259,13 @@ class BoardAnnotator:
   async def _search(self, board, **kwargs):
     return await asyncio.wait_for(self._engine.analyse(board, self._limit, **kwargs), self._timeout)
 
+  async def _search_move(self, position: str, move: str) -> float:
+    go = f'go {self._go}'
+    score = await asyncio.wait_for(self._engine.communicate(lambda e: _MoveSearch(e, position, go, move)), self._timeout)
+    if score is None:
+      raise _BadAnswer('the engine gave no score')
+    return values.score_to_win_probability(score)
+
   @staticmethod
   def _win_prob(info: dict) -> float:
     score = info.get('score')
@@ -209,10 +276,10 @@ class BoardAnnotator:
   async def _annotate(self, board: chess.Board) -> BoardAnnotation:
     moves = list(board.legal_moves)
     if self.config.mode == 'per_move':
+      position = f'position fen {board.fen()}'
       action_values = []
       for move in moves:
-        info = await self._search(board, root_moves=[move], info=chess.engine.INFO_SCORE)
-        action_values.append((move.uci(), self._win_prob(info)))
+        action_values.append((move.uci(), await self._search_move(position, move.uci())))
     else:
       infos = await self._search(board, multipv=len(moves), info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
       by_move = {}

@@ -191,7 +191,9 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
       '--min_elo', '1500', '--sample_games', '2', '--num_shards', '2', '--compress',
       '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--no_progress'])
   assert manifest['games']['read'] == 8
-  assert manifest['games']['skipped'] == {'filtered_elo': 6 - len(elo_ok)}
+  test_elo_ok = [g for g in (pgn.parse_game(r, pgn.GameFilter(min_elo=1500)) for r in pgn.iter_raw_games(str(test)))
+                 if isinstance(g, pgn.Game)]
+  assert manifest['games']['skipped'] == {'filtered_elo': 8 - len(elo_ok) - len(test_elo_ok)}
   assert manifest['split']['by'] == 'test_input files'
   train_boards = {r.fen for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
   sampled = [g for g in elo_ok if set(g.fens) <= train_boards]
@@ -199,7 +201,7 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
   assert sorted(p.name for p in (out / 'train').iterdir()) == sorted(
       f'{kind}-0000{i}-of-00002_data.bagz' for kind in ('action_value', 'behavioral_cloning', 'state_value') for i in range(2))
   test_boards = {r.fen for r in bags.read_records(str(out / 'test' / 'state_value@2_data.bagz'), 'state_value')}
-  assert test_boards == {f for raw in pgn.iter_raw_games(str(test)) for f in pgn.parse_game(raw).fens}
+  assert test_boards == {f for g in test_elo_ok for f in g.fens}
 
 
 @pytest.mark.engine

@@ -12,16 +12,12 @@ from pipelines import puzzles as pipeline
 from searchless import bags
 from searchless import puzzles
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'data'
-DEV = DATA / 'puzzles' / 'lichess_puzzles_dev.csv'
 HEADER = 'PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags'
 
 
 @pytest.fixture(scope='module')
-def dev() -> pathlib.Path:
-  if not DEV.is_file():
-    pytest.skip(f'real Lichess dev puzzles not found at {DEV}')
-  return DEV
+def dev(shared_data) -> pathlib.Path:
+  return shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'
 
 
 @pytest.fixture(scope='module')

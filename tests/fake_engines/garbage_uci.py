@@ -6,7 +6,7 @@ protocol with nonsense content (no score, an illegal best move).
 
 import sys
 
-# 'noscore': legal best move, but no usable score; 'badmove': a best move that is no move.
+# 'noscore': no score at all; 'banana': a score that is no score; 'badmove': a best move that is no move.
 MODE = sys.argv[1] if len(sys.argv) > 1 else 'noscore'
 
 for line in sys.stdin:
@@ -16,8 +16,11 @@ for line in sys.stdin:
   elif command == 'isready':
     print('readyok', flush=True)
   elif command.startswith('go'):
+    move = command.split('searchmoves ')[1] if 'searchmoves' in command else 'a2a3'
     if MODE == 'noscore':
-      print('info depth 1 score banana 17 nodes -3\nbestmove a2a3', flush=True)
+      print(f'info depth 1 nodes 5\nbestmove {move}', flush=True)
+    elif MODE == 'banana':
+      print(f'info depth 1 score banana 17 nodes -3\nbestmove {move}', flush=True)
     else:
       print('info depth 1 score cp 20\nbestmove z9z9', flush=True)
   elif command == 'quit':

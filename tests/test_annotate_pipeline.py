@@ -207,7 +207,7 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
 @pytest.mark.engine
 def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, lichess_999, stockfish):
   import zstandard
-  data = zstandard.ZstdCompressor().compress(lichess_999.read_bytes()[:100_000])
+  data = zstandard.ZstdCompressor().compress(lichess_999.read_bytes()[:600_000])  # Several 128 KiB blocks.
   cut = tmp_path / 'cut.pgn.zst'
   cut.write_bytes(data[: len(data) // 2])
   before_error = []

@@ -1,0 +1,212 @@
+"""The predictor against the reference: parameter names and shapes, outputs, sizes."""
+
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from searchless import config as config_lib
+from searchless import model
+from searchless import moves
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Published model name -> our config file.
+CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
+
+
+def model_config(name: str, overrides=()) -> model.ModelConfig:
+  experiment = config_lib.load(str(ROOT / 'configs' / f'{CONFIG_FILES[name]}.py'), list(overrides))
+  return model.ModelConfig.from_config(experiment)
+
+
+def abstract_params(config: model.ModelConfig):
+  return jax.eval_shape(lambda: model.init_params(config))
+
+
+def flat_shapes(params) -> dict[str, list[int]]:
+  return {f'{module}/{name}': list(leaf.shape) for module, leaves in params.items() for name, leaf in leaves.items()}
+
+
+def npz_params(npz) -> dict:
+  """'params/<module path>/<name>' keys -> haiku's {module path: {name: array}}."""
+  params = {}
+  for key in npz.files:
+    if key.startswith('params/'):
+      module, name = key.removeprefix('params/').rsplit('/', 1)
+      params.setdefault(module, {})[name] = npz[key]
+  return params
+
+
+@pytest.fixture(scope='module')
+def reference_shapes(compat):
+  return json.loads((compat / 'reference_param_shapes.json').read_text())
+
+
+@pytest.fixture(scope='module')
+def reference(compat):
+  with np.load(compat / 'reference_local_model.npz') as npz:
+    return npz_params(npz), npz['sequences'], npz['last_log_probs']
+
+
+@pytest.fixture(scope='module')
+def local_apply():
+  return jax.jit(model.build(model_config('local')).apply)
+
+
+@pytest.mark.parametrize('name', list(CONFIG_FILES))
+def test_param_names_shapes_and_count_match_reference(name, reference_shapes):
+  params = abstract_params(model_config(name))
+  expected = reference_shapes[name]
+  assert flat_shapes(params) == expected['params']
+  assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(params))
+  assert model.num_params(params) == expected['num_params']
+  assert model.num_params(params) == {'local': 402_624, '9M': 8_954_240, '136M': 136_479_872,
+                                      '270M': 270_730_368}[name]
+
+
+def test_reproduces_reference_log_probs(reference, local_apply):
+  params, sequences, last_log_probs = reference
+  assert sequences.shape == (8, 79) and last_log_probs.shape == (8, 128)
+  assert flat_shapes(params) == flat_shapes(abstract_params(model_config('local')))
+  log_probs = local_apply(params, None, sequences)  # [B, T, V]
+  assert log_probs.shape == (8, 79, 128) and log_probs.dtype == jnp.float32
+  error = np.abs(np.asarray(log_probs[:, -1]) - last_log_probs).max()
+  assert error <= 1e-5, error
+  # Not vacuous: the reference outputs differ between boards and from fresh params.
+  assert np.abs(last_log_probs - last_log_probs[0]).max() > 0.1
+  fresh = local_apply(model.init_params(model_config('local')), None, sequences)
+  assert np.abs(np.asarray(fresh[:, -1]) - last_log_probs).max() > 0.1
+
+
+def test_input_is_shifted_right(reference, local_apply):
+  """Position t sees tokens < t only through the shift: the last token is dropped."""
+  params, sequences, _ = reference
+  changed = sequences.copy()
+  changed[:, -1] = 77  # The dummy bucket token never reaches the model.
+  np.testing.assert_array_equal(local_apply(params, None, changed), local_apply(params, None, sequences))
+  changed[:, -2] = (changed[:, -2] + 1) % moves.NUM_ACTIONS  # The action does.
+  assert np.abs(local_apply(params, None, changed) - local_apply(params, None, sequences)).max() > 1e-3
+
+
+def test_bfloat16_compute_is_close_to_float32(reference):
+  params, sequences, last_log_probs = reference
+  config = model_config('local')
+  bf16 = model.build(config, compute_dtype=jnp.bfloat16)
+  log_probs = jax.jit(bf16.apply)(params, None, sequences)
+  assert log_probs.dtype == jnp.float32
+  # Measured on CPU: 0.035 max |log-prob error| (mostly in unlikely buckets),
+  # 6e-4 max |probability error|, 3e-4 max |expected win probability error|.
+  error = np.abs(np.asarray(log_probs[:, -1]) - last_log_probs).max()
+  assert 0 < error < 0.1, error
+  probs, reference_probs = np.exp(np.asarray(log_probs[:, -1])), np.exp(last_log_probs)
+  assert np.abs(probs - reference_probs).max() < 2e-3
+  bucket_values = (np.arange(128) + 0.5) / 128
+  assert np.abs((probs - reference_probs) @ bucket_values).max() < 1e-3
+  np.testing.assert_allclose(np.exp(np.asarray(log_probs)).sum(-1), 1.0, atol=1e-5)  # fp32 log-softmax.
+  # Parameters stay float32 and identical to the fp32 model's initialisation.
+  dummy = jnp.zeros((1, 79), jnp.int32)
+  init_bf16 = jax.jit(bf16.init)(jax.random.PRNGKey(1), dummy)
+  init_fp32 = model.init_params(config)
+  assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(init_bf16))
+  jax.tree.map(np.testing.assert_array_equal, init_bf16, init_fp32)
+
+
+def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
+  config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                             max_sequence_length=10, apply_qk_layernorm=True, use_causal_mask=True)
+  params = model.init_params(config)
+  tokens = np.arange(20, dtype=np.int32).reshape(2, 10)
+  fp32 = jax.jit(model.build(config).apply)(params, None, tokens)
+  bf16 = jax.jit(model.build(config, jnp.bfloat16).apply)(params, None, tokens)
+  assert bf16.dtype == jnp.float32 and bf16.shape == (2, 10, 16)
+  assert np.abs(np.asarray(bf16) - np.asarray(fp32)).max() < 0.05
+
+
+def test_causal_mask_hides_later_tokens():
+  config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                             max_sequence_length=10, use_causal_mask=True)
+  params = model.init_params(config)
+  apply = jax.jit(model.build(config).apply)
+  tokens = np.arange(10, dtype=np.int32)[None]
+  changed = tokens.copy()
+  changed[0, 6] = 500
+  before, after = apply(params, None, tokens), apply(params, None, changed)
+  np.testing.assert_array_equal(before[:, :7], after[:, :7])  # Position t sees tokens < t.
+  assert np.abs(before[:, 7:] - after[:, 7:]).max() > 1e-4
+  # Without the mask (the reference models) every position sees the whole board.
+  open_config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                                  max_sequence_length=10)
+  apply = jax.jit(model.build(open_config).apply)
+  assert np.abs(apply(params, None, tokens)[:, :7] - apply(params, None, changed)[:, :7]).max() > 1e-4
+
+
+@pytest.mark.parametrize('policy, output_size, length', [
+    ('action_value', 128, 79), ('state_value', 128, 78), ('behavioral_cloning', moves.NUM_ACTIONS, 78)])
+def test_from_config_policies(policy, output_size, length):
+  config = model_config('local', [f'policy={policy}'])
+  assert (config.output_size, config.max_sequence_length) == (output_size, 79)  # As the reference, any policy.
+  assert model.SEQUENCE_LENGTHS[policy] == length
+  assert (config.embedding_dim, config.num_layers, config.num_heads, config.widening_factor) == (64, 4, 4, 4)
+  apply = jax.jit(model.build(config).apply)
+  log_probs = apply(model.init_params(config), None, np.zeros((3, length), np.int32))
+  assert log_probs.shape == (3, length, output_size)
+
+
+def test_from_config_rejects_bad_settings():
+  with pytest.raises(ValueError, match='unknown policy'):
+    model_config('local', ['policy=q_learning'])
+  with pytest.raises(ValueError, match='not divisible by num_heads'):
+    model_config('local', ['model.num_heads=5'])
+  config = model_config('local')
+  with pytest.raises(ValueError, match='exceeds max_sequence_length 79'):
+    model.build(config).apply(model.init_params(config), None, np.zeros((1, 80), np.int32))
+
+
+@pytest.mark.parametrize('name', list(CONFIG_FILES))
+def test_infer_config_recovers_published_models(name, reference_shapes):
+  expected = model_config(name)
+  assert model.infer_config(abstract_params(expected)) == expected
+  # Straight from the reference's shapes, without our initialiser.
+  shapes = {}
+  for key, shape in reference_shapes[name]['params'].items():
+    module, leaf = key.rsplit('/', 1)
+    shapes.setdefault(module, {})[leaf] = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
+  assert model.infer_config(shapes) == expected
+
+
+def test_infer_config_needs_heads_outside_the_published_table():
+  config = model.ModelConfig(embedding_dim=64, num_layers=3, num_heads=2, widening_factor=2,
+                             output_size=32, max_sequence_length=78, apply_post_ln=False,
+                             apply_qk_layernorm=True)
+  params = abstract_params(config)
+  with pytest.raises(ValueError, match='cannot infer num_heads of a 3-layer, d=64 model'):
+    model.infer_config(params)
+  assert model.infer_config(params, num_heads=2) == config
+  with pytest.raises(ValueError, match='not predictor parameters'):
+    model.infer_config({'linear': {'w': np.zeros((2, 2))}})
+
+
+def test_flops_per_sequence_counts_every_weight_matmul():
+  for name in ('local', '9M', '270M'):
+    config = model_config(name)
+    params = abstract_params(config)
+    # 2 FLOPs per weight per position for every matrix (not embeddings, norms or
+    # biases), plus q.k and attention.v: 2 * 2 * T^2 * d per layer.
+    weights = sum(int(np.prod(p['w'].shape)) for p in params.values() if 'w' in p)
+    count = 2 * 79 * weights + config.num_layers * 4 * 79 * 79 * config.embedding_dim
+    assert model.flops_per_sequence(config, 79) == count
+  assert model.flops_per_sequence(model_config('local'), 79) == 49_103_872
+  assert model.flops_per_sequence(model_config('9M'), 79) == 1_381_703_680
+  assert model.flops_per_sequence(model_config('270M'), 79) == 42_842_521_600
+
+
+def test_resolve_dtype():
+  assert model.resolve_dtype('auto', 'cpu') == jnp.float32
+  assert model.resolve_dtype('auto', 'gpu') == jnp.bfloat16
+  assert model.resolve_dtype('auto', 'tpu') == jnp.bfloat16
+  assert model.resolve_dtype('float32', 'gpu') == jnp.float32
+  with pytest.raises(ValueError, match='float16'):
+    model.resolve_dtype('float16')

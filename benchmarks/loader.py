@@ -12,6 +12,12 @@ batches, so worker start-up is excluded). The reference loader is the published
 directory holding ``searchless_chess/src/*.py``, materialised from the upstream
 repository; never part of this project); without it that comparison is
 skipped. Before timing, the two loaders' unshuffled first batches are compared.
+
+To materialise the reference (it needs jaxtyping and dm-haiku installed)::
+
+    R=path/to/google-deepmind/searchless_chess  D=/tmp/ref/searchless_chess/src
+    mkdir -p $D && touch $D/../__init__.py $D/__init__.py
+    for f in bagz config constants data_loader tokenizer utils; do git -C $R show HEAD:src/$f.py > $D/$f.py; done
 """
 
 import argparse

@@ -382,21 +382,24 @@ def test_missing_files_name_the_spec(tmp_path):
     ((FEN, 'a1a2', 1.5), r'record 2: win probability 1.5 is not in \[0, 1\]'),
 ])
 def test_bad_records_name_spec_and_index(tmp_path, bad, message):
-  spec = _write(tmp_path / 'action_value_data.bag', 'action_value', [(FEN, 'a1a2', 0.5)] * 2 + [bad] + [(FEN, 'a1a2', 0.5)] * 5)
+  good = (FEN, 'a1a2', 0.5)
+  spec = _write(tmp_path / 'action_value_data.bag', 'action_value', [good] * 2 + [bad] + [good] * 5)
   loader = _loader(spec, batch_size=4, shuffle=False)
   with pytest.raises(ValueError, match=f'{spec}.*{message}'):
     list(loader)
 
 
 def test_bad_records_are_named_from_worker_processes_too(tmp_path):
-  spec = _write(tmp_path / 'action_value_data.bag', 'action_value', [(FEN, 'a1a2', 0.5)] * 2 + [(FEN, 'e2e9', 0.5)] + [(FEN, 'a1a2', 0.5)] * 5)
+  good = (FEN, 'a1a2', 0.5)
+  spec = _write(tmp_path / 'action_value_data.bag', 'action_value', [good] * 2 + [(FEN, 'e2e9', 0.5)] + [good] * 5)
   with pytest.raises(ValueError, match=f"{spec}', record 2: move 'e2e9'"):
     list(_loader(spec, batch_size=4, shuffle=False, worker_count=1))
 
 
 def test_policy_must_match_the_records(compat):
-  with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of .*state_value_sample.bag'"
-                                       r' is a state_value record \(the file name says state_value\)'):
+  with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of"
+                                       r".*state_value_sample.bag' is a state_value record"
+                                       r' \(the file name says state_value\)'):
     _loader(_bag(compat, 'state_value'), 'action_value', batch_size=4)
   with pytest.raises(ValueError, match="policy 'behavioral_cloning' needs .* is a action_value record"):
     _loader(_bag(compat, 'action_value'), 'behavioral_cloning', batch_size=4)

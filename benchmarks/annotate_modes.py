@@ -99,6 +99,7 @@ def main(argv=None):
   p.add_argument('--reference', default='nodes=400000', help='per-move limit of the deep reference')
   p.add_argument('--engine_path', default=engine_lib.find_stockfish())
   p.add_argument('--cache', type=pathlib.Path, default=pathlib.Path('/tmp/searchless-modes-reference.json'))
+  p.add_argument('--only', nargs='*', help='run only the modes whose name contains one of these words (the paper always runs)')
   args = p.parse_args(argv)
 
   fens = boards_lib.spread_boards(args.games, args.boards)
@@ -110,6 +111,8 @@ def main(argv=None):
   print(f'{"mode":36s} {"AV/s":>8s} {"x paper":>8s} {"best-move":>10s} {"mean|dP|":>9s} {"tau-b":>7s}')
   rows, paper_runs = [], []
   for name, mode, limit in MODES:
+    if args.only and 'paper' not in name and not any(word in name for word in args.only):
+      continue
     values, seconds = annotate(args.engine_path, mode, limit, fens)
     rate = moves / seconds
     if 'paper' in name:

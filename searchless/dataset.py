@@ -76,11 +76,7 @@ from searchless import values
 if TYPE_CHECKING:
   import jax
 
-SEQUENCE_LENGTHS = {
-    'action_value': tokenizer.SEQUENCE_LENGTH + 2,  # (s) + (a) + (r)
-    'state_value': tokenizer.SEQUENCE_LENGTH + 1,  # (s) + (r)
-    'behavioral_cloning': tokenizer.SEQUENCE_LENGTH + 1,  # (s) + (a)
-}
+SEQUENCE_LENGTHS = records.SEQUENCE_LENGTHS
 
 # The TupleCoder layout of each kind: 'str' = StrUtf8Coder, 'float' = FloatCoder.
 # Every component but the last is nested (a str gets a varint length prefix); the

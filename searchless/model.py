@@ -37,18 +37,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from searchless import moves
+from searchless import records
 from searchless import tokenizer
 
 # The reference sizes the position table for the longest sequence (action_value)
 # whatever the policy, so its checkpoints of every policy have 79 position rows.
 POSITION_ROWS = tokenizer.SEQUENCE_LENGTH + 2
 
-# Sequence length of each policy: 77 FEN tokens + the tokens it appends.
-SEQUENCE_LENGTHS = {
-    'action_value': tokenizer.SEQUENCE_LENGTH + 2,  # + action + return bucket.
-    'state_value': tokenizer.SEQUENCE_LENGTH + 1,  # + return bucket.
-    'behavioral_cloning': tokenizer.SEQUENCE_LENGTH + 1,  # + action.
-}
+SEQUENCE_LENGTHS = records.SEQUENCE_LENGTHS  # Per policy: 79 action_value, 78 otherwise.
 
 # Heads of the published models, keyed by (num_layers, embedding_dim): heads
 # are not visible in parameter shapes. 9M, 136M, 270M and the reference 'local'.

@@ -31,6 +31,8 @@ class BehavioralCloning(NamedTuple):
 
 
 KINDS = ('action_value', 'state_value', 'behavioral_cloning')
+# Tokens of a record as a model input: 77 FEN tokens + action and/or return bucket.
+SEQUENCE_LENGTHS = {'action_value': 79, 'state_value': 78, 'behavioral_cloning': 78}
 RECORD_TYPES = {
     'action_value': ActionValue,
     'state_value': StateValue,

@@ -26,12 +26,15 @@ import numpy as np
 import optax
 import tqdm
 
+from searchless import bags
 from searchless import checkpoint
 from searchless import config as config_lib
 from searchless import dataset
 from searchless import losses
+from searchless import metrics
 from searchless import model
 from searchless import sharding
+from searchless import values
 
 
 class TrainingState(NamedTuple):
@@ -71,7 +74,7 @@ class Functions(NamedTuple):
 
   init: callable  # rng -> TrainingState
   update: callable  # (TrainingState, sequences [B, T]) -> (TrainingState, metrics)
-  eval_loss: callable  # (params, sequences [B, T]) -> loss
+  last_log_probs: callable  # (params, sequences [B, T]) -> [B, V] log-probs at the last position
   state_sharding: TrainingState
   batch_sharding: jax.sharding.NamedSharding
   model_config: model.ModelConfig
@@ -107,7 +110,8 @@ def make_functions(config, mesh) -> Functions:
   return Functions(
       init=jax.jit(init, out_shardings=layout),
       update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
-      eval_loss=jax.jit(loss_fn, in_shardings=(layout.params, batch), out_shardings=out),
+      last_log_probs=jax.jit(lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32),
+                             in_shardings=(layout.params, batch), out_shardings=out),
       state_sharding=layout,
       batch_sharding=batch,
       model_config=model_config,
@@ -174,17 +178,47 @@ def _log(workdir: pathlib.Path, record: dict) -> None:
       f.write(json.dumps(record) + '\n')
 
 
-def evaluate(functions: Functions, params, config, mesh) -> dict:
-  """Loss of `params` on the first `train.eval_records` records of `data.eval`."""
-  loader = dataset.config_loader(config, split='eval')
-  total, batches = 0.0, 0
-  for local in loader:
-    sequences = dataset.global_batch(local, functions.batch_sharding)
-    total += float(functions.eval_loss(params, sequences))
-    batches += 1
-    if batches * config.data.batch_size >= config.train.eval_records:
-      break
-  return {'eval_loss': total / max(batches, 1)}
+class EvalSet(NamedTuple):
+  """The first `train.eval_records` records of `data.eval`, ready to score."""
+
+  sequences: np.ndarray  # [N, T] int32, N padded to a multiple of the batch size.
+  count: int  # Real (unpadded) sequences.
+  boards: list  # metrics.Board per complete board (action_value only).
+
+
+def load_eval_set(config) -> EvalSet:
+  reader = bags.reader(config.data.eval)
+  raw = list(reader[:min(len(reader), config.train.eval_records)])
+  sequences = dataset.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]
+  boards = []
+  if config.policy == 'action_value':
+    boards, _ = metrics.group_boards(list(zip(*dataset.decode_batch('action_value', raw))))
+  batch = config.data.batch_size
+  padded = np.zeros((-len(raw) % batch + len(raw), sequences.shape[1]), np.int32)
+  padded[:len(raw)] = sequences
+  return EvalSet(padded, len(raw), boards)
+
+
+def evaluate(functions: Functions, params, config, eval_set: EvalSet) -> dict:
+  """Log-loss on the eval records; action accuracy on their complete boards (action_value)."""
+  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
+  picked, bucket_probs = [], []
+  for i in range(0, len(eval_set.sequences), batch):
+    local = eval_set.sequences[i:i + batch][pi * batch // pc:(pi + 1) * batch // pc]
+    log_probs = functions.last_log_probs(params, dataset.global_batch(local, functions.batch_sharding))
+    log_probs = np.asarray(jax.device_get(log_probs))  # [B, V], replicated.
+    targets = eval_set.sequences[i:i + batch, -1]
+    picked.append(np.take_along_axis(log_probs, targets[:, None], axis=-1)[:, 0])
+    bucket_probs.append(np.exp(log_probs))
+  picked = np.concatenate(picked)[:eval_set.count]
+  result = {'eval_loss': float(-picked.mean())}
+  if eval_set.boards:
+    _, centres = values.uniform_buckets(config.num_return_buckets)
+    expected = np.concatenate(bucket_probs)[:eval_set.count] @ centres  # [N] expected win prob.
+    predicted = [expected[b.first_record:b.first_record + len(b.moves)] for b in eval_set.boards]
+    result['eval_action_accuracy'] = metrics.action_accuracy(predicted, [b.win_probs for b in eval_set.boards])
+    result['eval_boards'] = len(eval_set.boards)
+  return result
 
 
 def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingState:
@@ -213,6 +247,7 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
   if jax.process_index() == 0:
     (workdir / 'config.json').write_text(config_lib.to_json(config))
 
+  eval_set = load_eval_set(config) if config.data.eval else None
   num_steps = config.train.num_steps
   end = num_steps if stop_after is None else min(num_steps, start + stop_after)
   dtype = model.resolve_dtype(config.train.compute_dtype)
@@ -243,10 +278,11 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
         last_time, last_step = now, done
         _log(workdir, record)
         bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
-      if config.data.eval and (done % config.train.eval_every == 0 or done == num_steps):
-        record = {'step': done, **evaluate(functions, state.params_ema, config, mesh)}
+      if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps):
+        record = {'step': done, **evaluate(functions, state.params_ema, config, eval_set)}
         _log(workdir, record)
-        bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}")
+        accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
+        bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
       if done % config.train.ckpt_every == 0 or done == end or stop.requested:
         manager.save(done, state, data_iter.get_state(), config)
       if stop.requested:
@@ -263,6 +299,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--workdir', required=True, help='all outputs go here; rerun to resume')
   p.add_argument('--data', default=None, help='training records: bag file, @N spec or glob (sets data.train)')
   p.add_argument('--eval_data', default=None, help='held-out records (sets data.eval)')
+  p.add_argument('--distributed', action='store_true', help='multi-host with auto-detected cluster (Cloud TPU pods, SLURM): jax.distributed.initialize()')
   p.add_argument('--coordinator', default=None, help='multi-host: jax.distributed coordinator host:port')
   p.add_argument('--num_processes', type=int, default=None, help='multi-host: number of processes')
   p.add_argument('--process_id', type=int, default=None, help='multi-host: this process')
@@ -272,7 +309,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
   args = _parser().parse_args(argv)
-  if args.coordinator or os.environ.get('JAX_COORDINATOR_ADDRESS'):
+  if args.distributed or args.coordinator or os.environ.get('JAX_COORDINATOR_ADDRESS'):
     jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
   overrides = list(args.overrides)
   if args.data:

@@ -104,3 +104,31 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
   assert saved.data.batch_size == 16 and model_config.num_layers == 1
   records = [json.loads(line) for line in (tmp_path / 'run' / 'metrics.jsonl').read_text().splitlines()]
   assert len(records) == 6 and {(r['processes'], r['devices']) for r in records} == {(2, 2)}
+
+
+def test_fsdp_rule_shards_the_largest_divisible_dimension():
+  from jax.sharding import PartitionSpec as P
+  from searchless import sharding
+  assert sharding._spec((1968, 64), 2) == P('fsdp', None)
+  assert sharding._spec((64, 256), 4) == P(None, 'fsdp')
+  assert sharding._spec((3,), 2) == P()
+  assert sharding._spec((), 2) == P()
+  assert sharding._spec((1968, 64), 1) == P()
+  with pytest.raises(ValueError, match='fsdp=3 must divide the number of devices'):
+    sharding.make_mesh(3, devices=jax.devices() * 2)
+
+
+def test_periodic_evaluation_reports_loss_and_action_accuracy(tmp_path, av_bag):
+  from searchless import bags, metrics
+  config = small_config(av_bag, 'train.num_steps=4', 'train.eval_every=2', 'train.eval_records=300',
+                        f'data.eval={av_bag}')
+  train.train(config, tmp_path)
+  evals = [r for r in map(json.loads, (tmp_path / 'metrics.jsonl').read_text().splitlines()) if 'eval_loss' in r]
+  assert [r['step'] for r in evals] == [2, 4]
+  records = bags.read_records(av_bag, 'action_value')[:300]
+  boards, dropped = metrics.group_boards(records)
+  assert dropped == 1  # The last board is cut by the 300-record window.
+  assert {r['eval_boards'] for r in evals} == {len(boards)} and len(boards) >= 5
+  for r in evals:
+    assert 4.0 < r['eval_loss'] < 6.0
+    assert r['eval_action_accuracy'] * len(boards) == round(r['eval_action_accuracy'] * len(boards))

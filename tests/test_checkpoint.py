@@ -280,3 +280,18 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
                           cwd=ROOT, timeout=120)
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.strip().endswith('ok')
+
+
+def test_published_checkpoint_plays_legal_moves(compat):
+  import chess
+  from searchless import policy
+  model_config, params, saved = checkpoint.load_model(str(compat / 'reference_local_checkpoint'))
+  assert saved is None  # Published layout: architecture inferred from the shapes.
+  player = policy.ActionValuePolicy(model_config, params)
+  board = chess.Board()
+  for _ in range(6):
+    scored = player.action_values(board)
+    assert set(scored) == {m.uci() for m in board.legal_moves}
+    assert all(0.0 <= v <= 1.0 for v in scored.values())
+    board.push_uci(player.best_move(board))
+  assert len(board.move_stack) == 6

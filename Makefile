@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The main job's output directory and settings (override: make run RUN_DIR=... LIMIT=nodes=5000).
+# The main job's output directory and settings (override: make run RUN_DIR=... ANNOTATE_ARGS='--limit time=0.05').
 RUN_DIR ?= runs/demo
 INPUT ?= data/sample_games.pgn
-LIMIT ?= nodes=2000
+# One MultiPV search of 50k nodes per board scores every move: ~5 minutes for the sample on 2 cores.
+ANNOTATE_ARGS ?= --mode multipv --limit nodes=50000 --state_value best_move
 PYTEST_ARGS ?=
 
 .PHONY: run test setup stockfish stockfish-optional clean
 
 run: setup stockfish
-	$(PY) -m pipelines.annotate --input $(INPUT) --output_dir $(RUN_DIR)/data --limit $(LIMIT)
+	$(PY) -m pipelines.annotate --input $(INPUT) --output_dir $(RUN_DIR)/data $(ANNOTATE_ARGS)
 
 test: setup stockfish-optional
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -10,4 +10,16 @@ The package reads as the data flow:
 * ``tokenizer`` / ``moves`` / ``values`` - the model's view of a record.
 """
 
+import logging
+
+
+class _QuietBeamImport(logging.Filter):
+  """Drops Beam's import-time 'apitools not found' warning (GCS extras not installed)."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'apitools not found' not in record.getMessage()
+
+
+logging.getLogger().addFilter(_QuietBeamImport())
+
 __version__ = "0.1.0"

@@ -269,7 +269,10 @@ def summary(manifest: dict) -> str:
 
 def main(argv=None) -> None:
   logging.getLogger().setLevel(logging.WARNING)
-  manifest = run(argv)
+  try:
+    manifest = run(argv)
+  except (FileNotFoundError, ValueError, pgn.CorruptInputError) as e:
+    sys.exit(f'error: {e}')
   print(summary(manifest))
   print(f"manifest: {FileSystems.join(manifest_path_dir(argv), 'manifest.json')}")
 

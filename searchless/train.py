@@ -320,7 +320,10 @@ def main(argv=None) -> None:
     config = config_lib.load(args.config, overrides)
   except (KeyError, ValueError, FileNotFoundError) as e:
     sys.exit(f'error: {e}')
-  train(config, args.workdir)
+  try:
+    train(config, args.workdir)
+  except (FileNotFoundError, ValueError) as e:  # Bad data paths or records: say so, no traceback.
+    sys.exit(f'error: {e}')
 
 
 if __name__ == '__main__':

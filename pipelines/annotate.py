@@ -228,6 +228,7 @@ def run(argv=None) -> dict:
       'code': manifest_lib.code_version(),
       'command': manifest_lib.command_line() if argv is None else ['pipelines.annotate', *argv],
       'inputs': inputs,
+      'output_dir': args.output_dir,
       'engine': {**engine_config.describe(), 'id': engine_ids},
       'games': {
           'read': counts.get('games_read', 0),
@@ -274,12 +275,7 @@ def main(argv=None) -> None:
   except (FileNotFoundError, ValueError, pgn.CorruptInputError) as e:
     sys.exit(f'error: {e}')
   print(summary(manifest))
-  print(f"manifest: {FileSystems.join(manifest_path_dir(argv), 'manifest.json')}")
-
-
-def manifest_path_dir(argv) -> str:
-  args, _ = _parser().parse_known_args(argv)
-  return args.output_dir
+  print(f"manifest: {FileSystems.join(manifest['output_dir'], 'manifest.json')}")
 
 
 if __name__ == '__main__':

@@ -178,7 +178,7 @@ class _MoveSearch(chess.engine.BaseCommand):
       if kind == 'cp':
         self._score = chess.engine.Cp(value)
       elif kind == 'mate':
-        self._score = chess.engine.Mate(value) if value else chess.engine.Mate(-0)
+        self._score = chess.engine.Mate(value)
       else:
         raise chess.engine.EngineError(f'unknown score kind in {line!r}')
 
@@ -209,7 +209,7 @@ class BoardAnnotator:
     self._transport = None
     self._engine = None
     self._limit = config.limit.to_chess()
-    self._go = config.limit.uci_go()
+    self._go = f'go {config.limit.uci_go()}'
     self._timeout = (config.limit.value if config.limit.kind == 'time' else 0.0) + config.deadline
 
   @property
@@ -260,8 +260,8 @@ class BoardAnnotator:
     return await asyncio.wait_for(self._engine.analyse(board, self._limit, **kwargs), self._timeout)
 
   async def _search_move(self, position: str, move: str) -> float:
-    go = f'go {self._go}'
-    score = await asyncio.wait_for(self._engine.communicate(lambda e: _MoveSearch(e, position, go, move)), self._timeout)
+    score = await asyncio.wait_for(
+        self._engine.communicate(lambda e: _MoveSearch(e, position, self._go, move)), self._timeout)
     if score is None:
       raise _BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score)

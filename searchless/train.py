@@ -78,7 +78,6 @@ class Functions(NamedTuple):
   state_sharding: TrainingState
   batch_sharding: jax.sharding.NamedSharding
   model_config: model.ModelConfig
-  apply: callable
 
 
 def make_functions(config, mesh) -> Functions:
@@ -115,7 +114,6 @@ def make_functions(config, mesh) -> Functions:
       state_sharding=layout,
       batch_sharding=batch,
       model_config=model_config,
-      apply=net.apply,
   )
 
 

@@ -347,7 +347,7 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
   step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
   """
-  root = epath.Path(path)
+  root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
   if not root.exists():
     raise FileNotFoundError(f'checkpoint path {path} does not exist')
   candidates = [root, root / 'checkpoints']

@@ -130,11 +130,12 @@ class MultiHeadDotProductAttention(hk.Module):
     self._apply_qk_layernorm = apply_qk_layernorm
     self._compute_dtype = compute_dtype
 
-  def __call__(self, x: jax.Array) -> jax.Array:  # [B, T, D] -> [B, T, D]
+  def __call__(self, x: jax.Array, last_query_only: bool = False) -> jax.Array:
+    """[B, T, D] -> [B, T, D]; or [B, 1, D] (the last position's output) if `last_query_only`."""
     batch, length, width = x.shape
     head_dim = width // self._num_heads
-    split = lambda y: y.reshape(batch, length, self._num_heads, head_dim)  # [B, T, H, K]
-    q = hk.Linear(width, with_bias=False)(x)  # [B, T, D]
+    split = lambda y: y.reshape(batch, y.shape[1], self._num_heads, head_dim)  # [B, T, H, K]
+    q = hk.Linear(width, with_bias=False)(x[:, -1:] if last_query_only else x)  # [B, T or 1, D]
     k = hk.Linear(width, with_bias=False)(x)
     if self._apply_qk_layernorm:
       q = _layer_norm(q).astype(self._compute_dtype)
@@ -144,11 +145,11 @@ class MultiHeadDotProductAttention(hk.Module):
                         preferred_element_type=jnp.float32)  # [B, H, T, T]
     logits = logits * (1.0 / math.sqrt(head_dim))
     if self._use_causal_mask:
-      causal = np.tril(np.ones((1, 1, length, length), dtype=bool))
+      causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
       logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
     weights = jax.nn.softmax(logits).astype(self._compute_dtype)  # [B, H, T, T]
     mixed = jnp.einsum('bhts,bshk->bthk', weights, split(v))  # [B, T, H, K]
-    return hk.Linear(width, with_bias=False)(mixed.reshape(batch, length, width))
+    return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
 
 
 def _swiglu(x: jax.Array, config: ModelConfig) -> jax.Array:  # [B, T, D] -> [B, T, D]
@@ -158,8 +159,9 @@ def _swiglu(x: jax.Array, config: ModelConfig) -> jax.Array:  # [B, T, D] -> [B,
   return hk.Linear(config.embedding_dim, with_bias=False)(jax.nn.silu(gate) * up)
 
 
-def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
-  """[B, T] tokens -> [B, T, V] float32 log-probabilities of each next token."""
+def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
+             last_only: bool = False) -> jax.Array:
+  """[B, T] tokens -> [B, T, V] float32 log-probabilities of each next token ([B, V] if `last_only`)."""
   _, length = sequences.shape
   if length > config.max_sequence_length:
     raise ValueError(
@@ -177,21 +179,28 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
   )(jnp.arange(length))  # [T, D]
   h = tokens * math.sqrt(config.embedding_dim) + positions  # [B, T, D], float32 residual.
 
-  for _ in range(config.num_layers):
+  for layer in range(config.num_layers):
     attention = MultiHeadDotProductAttention(
         config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
     )
-    h = h + attention(_layer_norm(h).astype(compute_dtype))
+    # Only the last position is read out when `last_only`: the last block needs
+    # keys and values everywhere but a query (and an MLP) at that position only.
+    last = last_only and layer == config.num_layers - 1
+    h = (h[:, -1:] if last else h) + attention(_layer_norm(h).astype(compute_dtype), last)
     h = h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
 
   if config.apply_post_ln:
     h = _layer_norm(h)
   logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, T, V]
-  return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  return log_probs[:, -1] if last_only else log_probs
 
 
-def build(config: ModelConfig, compute_dtype: Any = jnp.float32) -> hk.Transformed:
+def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> hk.Transformed:
   """Returns the predictor: `apply(params, rng_or_None, sequences [B, T] int) -> [B, T, V]`.
+
+  With `last_only` it returns the last position's log-probs [B, V] (all that
+  playing and evaluation read) and skips the work no other position needs.
 
   Parameters are float32 whatever `compute_dtype` is. With bfloat16, matmuls and
   attention run in bfloat16 (attention logits accumulate in float32); the
@@ -210,9 +219,9 @@ def build(config: ModelConfig, compute_dtype: Any = jnp.float32) -> hk.Transform
 
   def forward(sequences: jax.Array) -> jax.Array:
     if compute_dtype == jnp.float32:
-      return _forward(sequences, config, compute_dtype)
+      return _forward(sequences, config, compute_dtype, last_only)
     with hk.custom_creator(create_float32), hk.custom_getter(cast_linear_weights):
-      return _forward(sequences, config, compute_dtype)
+      return _forward(sequences, config, compute_dtype, last_only)
 
   return hk.transform(forward)
 

@@ -1,45 +1,226 @@
-"""Searchless play from an action-value model: score every legal move, pick the best.
+"""Searchless policies over a trained predictor: score every legal move of a board.
 
-The minimal policy over a checkpoint (ours or a published one); the engines and
-the UCI front end build on it.
+`Predictor` runs the model on batches of token sequences with a fixed set of
+batch shapes (nothing recompiles per move: a board's moves are padded up to
+the next bucket, big inputs are cut into the largest). The three policies of
+the paper read it the way the reference engines do:
+
+* action-value: one sequence per legal move (77 FEN tokens, the move, a dummy
+  bucket), the move's win probability = sum over buckets of p(bucket) * centre;
+* state-value: the board after each legal move (77 tokens, a dummy), the value
+  seen from the mover (bucket distribution flipped); and the board's own value;
+* behavioral cloning: one sequence for the board, the 1968 action log-probs
+  renormalised over the legal moves.
+
+Moves are in the reference order (by action index) everywhere, so `Analysis`
+arrays line up with `moves`.
 
 >>> import chess
 >>> from searchless import checkpoint
->>> model_config, params, _ = checkpoint.load_model(PATH)  # doctest: +SKIP
->>> ActionValuePolicy(model_config, params).best_move(chess.Board())  # doctest: +SKIP
-'e2e4'
+>>> model_config, params, experiment = checkpoint.load_model(PATH)  # doctest: +SKIP
+>>> policy = make_policy('action_value', Predictor(model_config, params))  # doctest: +SKIP
+>>> analysis = policy.analyse(chess.Board())  # doctest: +SKIP
+>>> analysis.best_move()  # doctest: +SKIP
+Move.from_uci('e2e4')
 """
+
+import dataclasses
+from collections.abc import Sequence
 
 import chess
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from searchless import model
-from searchless import moves
+from searchless import moves as moves_lib
 from searchless import tokenizer
 from searchless import values
 
+ACTION_VALUE = 'action_value'
+STATE_VALUE = 'state_value'
+BEHAVIORAL_CLONING = 'behavioral_cloning'
+POLICIES = (ACTION_VALUE, STATE_VALUE, BEHAVIORAL_CLONING)
 
-class ActionValuePolicy:
-  """Win probability of every legal move in one forward pass; argmax plays."""
+# Batch shapes the predictor is compiled for; 218 legal moves at most fit in 256.
+BATCH_BUCKETS = (1, 8, 16, 32, 64, 128, 256)
 
-  def __init__(self, model_config: model.ModelConfig, params):
-    self._params = params
-    self._apply = jax.jit(model.build(model_config).apply)
-    _, self._centres = values.uniform_buckets(model_config.output_size)
 
-  def action_values(self, board: chess.Board) -> dict[str, float]:
-    """{UCI move: expected win probability for the mover} over the legal moves."""
-    legal = [m.uci() for m in board.legal_moves]
-    if not legal:
-      return {}
-    state = tokenizer.tokenize(board.fen()).astype(np.int32)  # [77]
-    sequences = np.zeros((len(legal), tokenizer.SEQUENCE_LENGTH + 2), np.int32)  # [M, 79]; bucket slot 0.
-    sequences[:, :tokenizer.SEQUENCE_LENGTH] = state
-    sequences[:, tokenizer.SEQUENCE_LENGTH] = [moves.MOVE_TO_ACTION[m] for m in legal]
-    log_probs = np.asarray(self._apply(self._params, None, sequences))[:, -1]  # [M, buckets]
-    return dict(zip(legal, np.exp(log_probs) @ self._centres))
+def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
+  """Legal moves sorted by action index (the reference's order)."""
+  return sorted(board.legal_moves, key=lambda m: moves_lib.MOVE_TO_ACTION[m.uci()])
 
-  def best_move(self, board: chess.Board) -> str | None:
-    scored = self.action_values(board)
-    return max(scored, key=scored.get) if scored else None
+
+class Predictor:
+  """Last-position log-probs of token sequences, jitted on fixed batch shapes.
+
+  `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are padded
+  to the smallest bucket that holds them, or cut into chunks of the largest.
+  """
+
+  def __init__(self, model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32,
+               batch_buckets: Sequence[int] = BATCH_BUCKETS):
+    self.model_config = model_config
+    self._params = jax.device_put(params)
+    self._apply = jax.jit(model.build(model_config, compute_dtype, last_only=True).apply)
+    self._buckets = tuple(sorted(batch_buckets))
+    self.sequences_run = 0  # Rows sent through the model, padding included.
+
+  def _bucket(self, rows: int) -> int:
+    return next(b for b in self._buckets if b >= rows)
+
+  def __call__(self, sequences: np.ndarray) -> np.ndarray:
+    sequences = np.asarray(sequences, np.int32)  # [N, T]
+    largest = self._buckets[-1]
+    outputs = []
+    for start in range(0, len(sequences), largest):
+      chunk = sequences[start:start + largest]
+      size = self._bucket(len(chunk))
+      padded = np.zeros((size, chunk.shape[1]), np.int32)
+      padded[:len(chunk)] = chunk
+      outputs.append(np.asarray(self._apply(self._params, None, padded))[:len(chunk)])
+      self.sequences_run += size
+    if not outputs:
+      return np.zeros((0, self.model_config.output_size), np.float32)
+    return np.concatenate(outputs)  # [N, V]
+
+  def warm_up(self, sequence_length: int) -> None:
+    """Compiles every batch shape for sequences of `sequence_length` tokens."""
+    for size in self._buckets:
+      self._apply(self._params, None, np.zeros((size, sequence_length), np.int32)).block_until_ready()
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+  """A policy's view of one board; arrays follow `moves` (the reference order)."""
+
+  fen: str
+  moves: tuple[chess.Move, ...]
+  scores: np.ndarray  # [M] what the policy maximises: win probability (AV, SV) or probability (BC).
+  log_probs: np.ndarray  # [M, buckets] (AV, SV: the mover's view) or [M] action log-probs (BC).
+  win_probs: np.ndarray | None  # [M] the mover's win probability after each move; None for BC.
+  value: float | None  # The board's win probability for the mover (SV: its own head; AV: best move's).
+
+  def best_move(self) -> chess.Move | None:
+    return self.moves[int(np.argmax(self.scores))] if self.moves else None
+
+  def restrict(self, allowed: Sequence[chess.Move]) -> 'Analysis':
+    """This analysis with only the `allowed` moves (kept in the reference order)."""
+    keep = [i for i, m in enumerate(self.moves) if m in set(allowed)]
+    return dataclasses.replace(
+        self, moves=tuple(self.moves[i] for i in keep), scores=self.scores[keep], log_probs=self.log_probs[keep],
+        win_probs=None if self.win_probs is None else self.win_probs[keep])
+
+  def ranked(self) -> list[tuple[chess.Move, float]]:
+    """(move, score) pairs, best first."""
+    order = np.argsort(-self.scores, kind='stable')
+    return [(self.moves[i], float(self.scores[i])) for i in order]
+
+
+class _Policy:
+  """Common part: the predictor and the bucket centres."""
+
+  kind: str
+  sequence_length: int
+
+  def __init__(self, predictor: Predictor):
+    self.predictor = predictor
+    self.num_buckets = predictor.model_config.output_size
+    _, self.centres = values.uniform_buckets(self.num_buckets)  # [K]
+
+  def analyse(self, board: chess.Board) -> Analysis:
+    return self.analyse_many([board])[0]
+
+  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
+    """Analyses several boards in shared batches (faster than one by one)."""
+    raise NotImplementedError
+
+
+def _fens_tokens(fens: Sequence[str], extra: int) -> np.ndarray:
+  tokens = tokenizer.tokenize_batch(list(fens)).astype(np.int32)  # [N, 77]
+  return np.pad(tokens, ((0, 0), (0, extra)))  # [N, 77 + extra]; extra slots 0.
+
+
+class ActionValuePolicy(_Policy):
+  """P(bucket | board, move) for every legal move, in one batched pass."""
+
+  kind = ACTION_VALUE
+  sequence_length = tokenizer.SEQUENCE_LENGTH + 2
+
+  def analyse_many(self, boards):
+    legal = [ordered_legal_moves(b) for b in boards]
+    counts = [len(m) for m in legal]
+    states = _fens_tokens([b.fen() for b in boards], 2)  # [N, 79]
+    sequences = np.repeat(states, counts, axis=0)  # [sum M, 79]
+    sequences[:, tokenizer.SEQUENCE_LENGTH] = [moves_lib.MOVE_TO_ACTION[m.uci()] for ms in legal for m in ms]
+    log_probs = self.predictor(sequences)  # [sum M, K]
+    win_probs = np.exp(log_probs) @ self.centres  # [sum M]
+    results, start = [], 0
+    for board, ms in zip(boards, legal):
+      lp, wp = log_probs[start:start + len(ms)], win_probs[start:start + len(ms)]
+      start += len(ms)
+      results.append(Analysis(board.fen(), tuple(ms), wp, lp, wp,
+                              float(wp.max()) if len(ms) else None))
+    return results
+
+
+class StateValuePolicy(_Policy):
+  """P(bucket | board) of the board and of the board after every legal move."""
+
+  kind = STATE_VALUE
+  sequence_length = tokenizer.SEQUENCE_LENGTH + 1
+
+  def analyse_many(self, boards):
+    legal, fens = [], []
+    for board in boards:
+      ms = ordered_legal_moves(board)
+      legal.append(ms)
+      fens.append(board.fen())
+      for m in ms:
+        board.push(m)
+        fens.append(board.fen())
+        board.pop()
+    log_probs = self.predictor(_fens_tokens(fens, 1))  # [sum (1 + M), K]
+    results, start = [], 0
+    for board, ms in zip(boards, legal):
+      own = log_probs[start]
+      following = log_probs[start + 1:start + 1 + len(ms)][:, ::-1]  # [M, K]: the mover's view.
+      start += 1 + len(ms)
+      wp = np.exp(following) @ self.centres
+      results.append(Analysis(board.fen(), tuple(ms), wp, np.ascontiguousarray(following), wp,
+                              float(np.exp(own) @ self.centres)))
+    return results
+
+
+class BehavioralCloningPolicy(_Policy):
+  """P(action | board) over the 1968 actions, renormalised to the legal moves."""
+
+  kind = BEHAVIORAL_CLONING
+  sequence_length = tokenizer.SEQUENCE_LENGTH + 1
+
+  def analyse_many(self, boards):
+    log_probs = self.predictor(_fens_tokens([b.fen() for b in boards], 1))  # [N, 1968]
+    results = []
+    for board, row in zip(boards, log_probs):
+      ms = ordered_legal_moves(board)
+      legal = row[[moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms]].astype(np.float64)
+      legal = legal - np.logaddexp.reduce(legal) if len(ms) else legal  # [M]
+      results.append(Analysis(board.fen(), tuple(ms), np.exp(legal), legal, None, None))
+    return results
+
+
+_POLICY_CLASSES = {
+    ACTION_VALUE: ActionValuePolicy,
+    STATE_VALUE: StateValuePolicy,
+    BEHAVIORAL_CLONING: BehavioralCloningPolicy,
+}
+
+
+def make_policy(kind: str, predictor: Predictor) -> _Policy:
+  """The `kind` policy (one of POLICIES) over `predictor`; checks the output size fits."""
+  if kind not in _POLICY_CLASSES:
+    raise ValueError(f'unknown policy {kind!r}; expected one of {POLICIES}')
+  output_size = predictor.model_config.output_size
+  if (kind == BEHAVIORAL_CLONING) != (output_size == moves_lib.NUM_ACTIONS):
+    raise ValueError(f'a {kind} policy does not fit a model with {output_size} outputs')
+  return _POLICY_CLASSES[kind](predictor)

@@ -213,7 +213,7 @@ def evaluate(functions: Functions, params, config, eval_set: EvalSet) -> dict:
   if eval_set.boards:
     _, centres = values.uniform_buckets(config.num_return_buckets)
     expected = np.concatenate(bucket_probs)[:eval_set.count] @ centres  # [N] expected win prob.
-    predicted = [expected[b.first_record:b.first_record + len(b.moves)] for b in eval_set.boards]
+    predicted = [expected[b.records] for b in eval_set.boards]
     result['eval_action_accuracy'] = metrics.action_accuracy(predicted, [b.win_probs for b in eval_set.boards])
     result['eval_boards'] = len(eval_set.boards)
   return result

@@ -38,3 +38,30 @@ def stockfish() -> str:
   if path is None:
     pytest.skip('Stockfish not found (apt-get install stockfish, or set SEARCHLESS_STOCKFISH)')
   return path
+
+
+TINY_CONFIG = ROOT / 'configs' / 'tiny.py'
+
+
+def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed: int = 0,
+                     overrides: tuple[str, ...] = ('model.embedding_dim=32', 'model.num_layers=2',
+                                                   'model.num_heads=2')) -> pathlib.Path:
+  """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
+  import optax  # Test-time imports: only checkpoint tests pay for JAX.
+
+  from searchless import checkpoint as checkpoint_lib
+  from searchless import config as config_lib
+  from searchless import model as model_lib
+
+  experiment = config_lib.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
+  params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
+  opt_state = optax.adam(1e-3).init(params)
+  assert checkpoint_lib.save(str(directory / 'checkpoints'), 1, params=params, params_ema=params,
+                             opt_state=opt_state, config=experiment)
+  return directory
+
+
+@pytest.fixture(scope='session')
+def model_checkpoint(tmp_path_factory) -> pathlib.Path:
+  """A small random action-value model (d=32, 2 layers) saved in our layout: its workdir."""
+  return write_checkpoint(tmp_path_factory.mktemp('model_checkpoint'))

@@ -287,11 +287,11 @@ def test_published_checkpoint_plays_legal_moves(compat):
   from searchless import policy
   model_config, params, saved = checkpoint.load_model(str(compat / 'reference_local_checkpoint'))
   assert saved is None  # Published layout: architecture inferred from the shapes.
-  player = policy.ActionValuePolicy(model_config, params)
+  player = policy.make_policy('action_value', policy.Predictor(model_config, params))
   board = chess.Board()
   for _ in range(6):
-    scored = player.action_values(board)
-    assert set(scored) == {m.uci() for m in board.legal_moves}
-    assert all(0.0 <= v <= 1.0 for v in scored.values())
-    board.push_uci(player.best_move(board))
+    analysis = player.analyse(board)
+    assert set(analysis.moves) == set(board.legal_moves)
+    assert all(0.0 <= v <= 1.0 for v in analysis.win_probs)
+    board.push(analysis.best_move())
   assert len(board.move_stack) == 6

@@ -1,0 +1,106 @@
+"""Agent specs and the engine agents, with real engine processes."""
+
+import chess
+import pytest
+
+from searchless import agents
+from searchless import engine
+
+
+def test_parse_spec():
+  assert agents.parse_spec('stockfish:nodes=1000,elo=1350,name=sf') == ('stockfish', '', {'nodes': '1000', 'elo': '1350', 'name': 'sf'})
+  assert agents.parse_spec('uci:/usr/games/toga2,time=0.1,option.Hash=8') == (
+      'uci', '/usr/games/toga2', {'time': '0.1', 'option.Hash': '8'})
+  assert agents.parse_spec('checkpoint:runs/demo/train') == ('checkpoint', 'runs/demo/train', {})
+
+
+@pytest.mark.parametrize('spec, message', [
+    ('lc0:x', "bad agent 'lc0:x': expected one of"),
+    ('stockfish', "bad agent 'stockfish': expected one of"),
+    ('stockfish:elo=1350', 'give exactly one limit'),
+    ('stockfish:time=0.1,depth=3', 'give exactly one limit'),
+    ('stockfish:time=-1', "bad engine limit 'time=-1'"),
+    ('stockfish:time=0.1,colour=red', "unknown option\\(s\\) \\['colour'\\]"),
+    ('stockfish:time=0.1,fast', "'fast' is not key=value"),
+    ('checkpoint:', 'checkpoint needs a path'),
+    ('uci:/usr/games/stockfish,time=0.1,Hash=8', 'engine options are option.NAME=VALUE'),
+])
+def test_bad_specs_say_what_is_wrong(spec, message):
+  with pytest.raises(ValueError, match=message):
+    agents.from_spec(spec)
+
+
+def test_missing_binaries_and_checkpoints():
+  with pytest.raises(engine.EngineNotFound, match="cannot start UCI engine '/nonexistent/engine'"):
+    agents.from_spec('uci:/nonexistent/engine,time=0.1')
+  with pytest.raises(FileNotFoundError, match='checkpoint path /nonexistent/ckpt does not exist'):
+    agents.from_spec('checkpoint:/nonexistent/ckpt')
+  with pytest.raises(ValueError, match="unknown option\\(s\\) \\['temprature'\\]"):
+    agents.from_spec('checkpoint:/nonexistent/ckpt,temprature=1')
+
+
+@pytest.mark.engine
+def test_stockfish_agents_play_legal_moves_and_leave_the_board_alone(stockfish):
+  board = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3')
+  before = board.copy()
+  for spec in ('stockfish:nodes=2000', 'stockfish:nodes=2000,elo=1350,name=weak', f'uci:{stockfish},depth=4',
+               'stockfish-all-moves:nodes=500'):
+    agent = agents.from_spec(spec)
+    try:
+      move = agent.play(board)
+      assert move in board.legal_moves and board == before and board.move_stack == before.move_stack
+    finally:
+      agent.close()
+  weak = agents.from_spec('stockfish:nodes=100,elo=1350,name=weak')
+  assert weak.name == 'weak' and weak.elo == 1350
+  weak.close()
+
+
+@pytest.mark.engine
+def test_stockfish_finds_mate_and_the_oracle_values_every_move(stockfish):
+  mate_in_one = chess.Board('6k1/5ppp/8/8/8/8/1n3PPP/R5K1 w - - 0 1')
+  for spec in ('stockfish:depth=3', 'stockfish-all-moves:nodes=300'):
+    agent = agents.from_spec(spec)
+    try:
+      assert agent.play(mate_in_one) == chess.Move.from_uci('a1a8')
+    finally:
+      agent.close()
+
+
+@pytest.mark.engine
+def test_uci_elo_out_of_range_is_refused(stockfish):
+  with pytest.raises(ValueError, match="expected value for option 'UCI_Elo' to be at least [0-9]+, got: 500"):
+    agents.from_spec('stockfish:nodes=100,elo=500')
+
+
+@pytest.mark.engine
+def test_engine_options_are_passed(stockfish):
+  agent = agents.from_spec(f'uci:{stockfish},nodes=100,option.Hash=7,name=sf7')
+  try:
+    assert agent.name == 'sf7' and agent._engine.protocol.config['Hash'] == 7  # What python-chess sent.
+  finally:
+    agent.close()
+
+
+def test_checkpoint_agent_with_options(model_checkpoint):
+  agent = agents.from_spec(f'checkpoint:{model_checkpoint},temperature=0.5,seed=3,decisive=off,name=net')
+  assert agent.name == 'net' and agent.options.temperature == 0.5 and agent.options.decisive == 'off'
+  assert agent.play(chess.Board()) in chess.Board().legal_moves
+  agent.close()
+
+
+@pytest.mark.engine
+def test_a_new_game_is_detected_from_the_move_stack(stockfish):
+  agent = agents.from_spec('stockfish:nodes=200')
+  try:
+    board = chess.Board()
+    agent.play(board)
+    first = agent._game
+    board.push_uci('e2e4')
+    board.push_uci('e7e5')
+    agent.play(board)  # The same game, continued.
+    assert agent._game is first
+    agent.play(chess.Board())  # Back to the start: a new game (python-chess sends ucinewgame).
+    assert agent._game is not first
+  finally:
+    agent.close()

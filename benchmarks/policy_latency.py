@@ -88,17 +88,21 @@ class ReferenceLoop:
     return legal[int(np.argmax(win_probs))]
 
 
-def reference_engine(src: str, model_config, params, compute_dtype):
-  """The reference's own ActionValueEngine from a checkout at `src` (only for this measurement)."""
+def reference_engine(src: str, model_config, params):
+  """The reference's own ActionValueEngine and transformer from a checkout at `src` (only for
+  this measurement; float32 as the reference): the whole published inference path."""
   sys.path.insert(0, src)
+  from searchless_chess.src import transformer  # pylint: disable=import-outside-toplevel
   from searchless_chess.src.engines import neural_engines  # pylint: disable=import-outside-toplevel
-  forward = model.build(model_config, compute_dtype)
-
-  class Predictor:
-    def predict(self, params, targets, rng):
-      return forward.apply(params, rng, targets)
-
-  predict_fn = neural_engines.wrap_predict_fn(Predictor(), params, batch_size=1)
+  config = transformer.TransformerConfig(
+      vocab_size=moves_lib.NUM_ACTIONS, output_size=model_config.output_size,
+      embedding_dim=model_config.embedding_dim, num_layers=model_config.num_layers,
+      num_heads=model_config.num_heads, use_causal_mask=False,
+      pos_encodings=transformer.PositionalEncodings.LEARNED,
+      max_sequence_length=model_config.max_sequence_length, widening_factor=model_config.widening_factor,
+      apply_qk_layernorm=model_config.apply_qk_layernorm, apply_post_ln=model_config.apply_post_ln)
+  predictor = transformer.build_transformer_predictor(config)
+  predict_fn = neural_engines.wrap_predict_fn(predictor, params, batch_size=1)
   return neural_engines.ActionValueEngine(values.uniform_buckets(model_config.output_size)[1], predict_fn)
 
 
@@ -154,9 +158,9 @@ def measure(name: str, dtype_name: str, boards, reference_boards, reference_src,
   result['speedup'] = result['ref_seq_per_s'] and result['ours_seq_per_s'] / result['ref_seq_per_s']
   result['ours_over_bound'] = (sum(ours_s) / len(boards)) / (legal * flops / rate)
   if reference_src:
-    engine = reference_engine(reference_src, model_config, params, dtype)
+    engine = reference_engine(reference_src, model_config, params)
     for board in reference_boards[:2]:
-      engine.play(board.copy())
+      assert engine.play(board.copy()) == ours.play(board)
     code_s = time_moves(lambda b: engine.play(b), reference_boards)
     result['refcode_median_ms'] = 1000 * statistics.median(code_s)
     result['refcode_seq_per_s'] = legal_ref * len(reference_boards) / sum(code_s)

@@ -39,11 +39,13 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
 import chess
 import chess.engine
 from tqdm import tqdm
+
+from searchless import cli
 
 RESULT_COLUMNS = ('suite', 'id', 'theme', 'line', 'fen', 'move', 'san', 'bm', 'am', 'solved', 'points',
                   'max_points')
@@ -274,12 +276,6 @@ def _parser() -> argparse.ArgumentParser:
   return p
 
 
-def _fail(message: object) -> NoReturn:
-  """Ends the command with a one-line ``error: ...`` on stderr and exit status 2."""
-  print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
-  raise SystemExit(2)
-
-
 def run(args: argparse.Namespace) -> dict:
   """Evaluates every suite, writes the outputs in ``args.out`` and returns the summary."""
   from searchless import agents as agents_lib  # Checkpoint agents import JAX on demand.
@@ -315,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     summary = run(args)
   except (FileNotFoundError, ValueError, OSError, chess.engine.EngineError,
           chess.engine.EngineTerminatedError) as e:
-    _fail(e)
+    cli.fail(e)
   print(f'agent: {summary["agent"]}')
   print(f'results: {os.path.join(args.out, "results.csv")}')
   for suite in summary['results']:

@@ -148,7 +148,9 @@ class MultiHeadDotProductAttention(hk.Module):
       causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
       logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
     weights = jax.nn.softmax(logits).astype(self._compute_dtype)  # [B, H, T, T]
-    mixed = jnp.einsum('bhts,bshk->bthk', weights, split(v))  # [B, T, H, K]
+    # Contracting to [B, H, T, K] and transposing is ~5x faster on XLA:CPU than
+    # producing [B, T, H, K] from the einsum directly (same numbers).
+    mixed = jnp.einsum('bhts,bshk->bhtk', weights, split(v)).transpose(0, 2, 1, 3)  # [B, T, H, K]
     return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
 
 

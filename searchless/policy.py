@@ -25,6 +25,7 @@ Move.from_uci('e2e4')
 """
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 import chess
@@ -42,8 +43,9 @@ STATE_VALUE = 'state_value'
 BEHAVIORAL_CLONING = 'behavioral_cloning'
 POLICIES = (ACTION_VALUE, STATE_VALUE, BEHAVIORAL_CLONING)
 
-# Batch shapes the predictor is compiled for; 218 legal moves at most fit in 256.
-BATCH_BUCKETS = (1, 8, 16, 32, 64, 128, 256)
+# Batch shapes the predictor is compiled for (218 legal moves at most). A board's
+# moves go in a few calls of these shapes (`Predictor._chunks`).
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
@@ -54,8 +56,8 @@ def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
 class Predictor:
   """Last-position log-probs of token sequences, jitted on fixed batch shapes.
 
-  `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are padded
-  to the smallest bucket that holds them, or cut into chunks of the largest.
+  `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are cut
+  into chunks of the bucket sizes, trading padding against calls (`_chunks`).
   """
 
   def __init__(self, model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32,
@@ -65,29 +67,53 @@ class Predictor:
     self._apply = jax.jit(model.build(model_config, compute_dtype, last_only=True).apply)
     self._buckets = tuple(sorted(batch_buckets))
     self.sequences_run = 0  # Rows sent through the model, padding included.
+    self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
+    self._plans: dict[int, list[tuple[int, int]]] = {}
 
-  def _bucket(self, rows: int) -> int:
-    return next(b for b in self._buckets if b >= rows)
+  def _chunks(self, rows: int) -> list[tuple[int, int]]:
+    """(rows, batch shape) per call: the plan of least modelled cost (`call_cost` per call +
+    1 per row computed, padding included), found by dynamic programming over the buckets."""
+    if rows not in self._plans:
+      cost, plan = {0: 0.0}, {0: []}
+      for n in range(1, rows + 1):
+        options = []
+        for b in self._buckets:
+          rest = max(n - b, 0)
+          options.append((self.call_cost + b + cost[rest], b, rest))
+        best, b, rest = min(options)
+        cost[n], plan[n] = best, [(n - rest, b)] + plan[rest]
+      self._plans[rows] = plan[rows]
+    return self._plans[rows]
 
   def __call__(self, sequences: np.ndarray) -> np.ndarray:
     sequences = np.asarray(sequences, np.int32)  # [N, T]
-    largest = self._buckets[-1]
-    outputs = []
-    for start in range(0, len(sequences), largest):
-      chunk = sequences[start:start + largest]
-      size = self._bucket(len(chunk))
-      padded = np.zeros((size, chunk.shape[1]), np.int32)
-      padded[:len(chunk)] = chunk
-      outputs.append(np.asarray(self._apply(self._params, None, padded))[:len(chunk)])
+    outputs, start = [], 0
+    for rows, size in self._chunks(len(sequences)):
+      padded = np.zeros((size, sequences.shape[1]), np.int32)
+      padded[:rows] = sequences[start:start + rows]
+      outputs.append(self._apply(self._params, None, padded))  # Dispatched asynchronously.
+      start += rows
       self.sequences_run += size
     if not outputs:
       return np.zeros((0, self.model_config.output_size), np.float32)
-    return np.concatenate(outputs)  # [N, V]
+    rows = [r for r, _ in self._chunks(len(sequences))]
+    return np.concatenate([np.asarray(o)[:r] for o, r in zip(outputs, rows)])  # [N, V]
 
   def warm_up(self, sequence_length: int) -> None:
-    """Compiles every batch shape for sequences of `sequence_length` tokens."""
+    """Compiles every batch shape for `sequence_length` tokens and measures the cost of a call."""
+    seconds = {}
     for size in self._buckets:
-      self._apply(self._params, None, np.zeros((size, sequence_length), np.int32)).block_until_ready()
+      batch = np.zeros((size, sequence_length), np.int32)
+      self._apply(self._params, None, batch).block_until_ready()  # Compile.
+      start = time.perf_counter()
+      for _ in range(3):
+        self._apply(self._params, None, batch).block_until_ready()
+      seconds[size] = (time.perf_counter() - start) / 3
+    small, large = self._buckets[0], self._buckets[-1]
+    if large > small:
+      per_row = max((seconds[large] - seconds[small]) / (large - small), 1e-9)
+      self.call_cost = float(np.clip((seconds[small] - small * per_row) / per_row, 0.0, 64.0))
+      self._plans.clear()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,13 +39,14 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
 import chess
 import chess.engine
 import chess.pgn
 from tqdm import tqdm
 
+from searchless import cli
 from searchless import puzzles as puzzles_lib
 
 RESULT_COLUMNS = ('PuzzleId', 'Rating', 'solved', 'played', 'expected', 'first_wrong', 'Moves', 'Themes')
@@ -218,12 +219,6 @@ def _parser() -> argparse.ArgumentParser:
   return p
 
 
-def _fail(message: object) -> NoReturn:
-  """Ends the command with a one-line ``error: ...`` on stderr and exit status 2."""
-  print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
-  raise SystemExit(2)
-
-
 def run(args: argparse.Namespace) -> dict:
   """Evaluates, writes the outputs in ``args.out`` and returns the summary."""
   from searchless import agents as agents_lib  # Checkpoint agents import JAX on demand.
@@ -262,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     summary = run(args)
   except (puzzles_lib.PuzzleFormatError, FileNotFoundError, ValueError, OSError,
           chess.engine.EngineError, chess.engine.EngineTerminatedError) as e:
-    _fail(e)
+    cli.fail(e)
   print(f'agent: {summary["agent"]}')
   print(band_table([Band(**b) for b in summary['bands']]))
   print(f'results: {os.path.join(args.out, "results.csv")}')

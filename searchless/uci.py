@@ -48,7 +48,7 @@ Options (``setoption``):
   full moves; argmax afterwards (`player.PlayOptions`).
 * ``Decisive`` (combo rule/stockfish/off) and ``RepetitionDraws`` (check): the
   player's decisive-win and repetition rules.
-* ``Threads`` (spin, default 1 or ``--threads``): CPU threads for XLA. It acts
+* ``Threads`` (spin, default all available CPUs or ``--threads``): CPU threads for XLA. It acts
   when the model is first loaded: the process is restricted to that many CPUs
   while JAX's backend starts and compiles, so XLA sizes its CPU thread pools to
   it, and the affinity is restored afterwards (Linux; elsewhere a no-op). Once
@@ -211,6 +211,10 @@ def checkpoint_policy(path: str) -> str:
   return experiment.policy if experiment is not None else policy_lib.ACTION_VALUE
 
 
+def _available_cpus() -> int:
+  return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+
+
 def limit_cpu_threads(threads: int) -> Callable[[], None] | None:
   """Restricts this process to `threads` CPUs until the returned restore function is called.
 
@@ -289,7 +293,7 @@ class UciEngine:
     self._loaded_policy: str | None = None
     self._options = options
     if max_threads is None:
-      max_threads = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+      max_threads = _available_cpus()
     self._max_threads = max_threads
     self._threads = min(max(threads, 1), self._max_threads)
     self._thread_limiter = thread_limiter
@@ -655,7 +659,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
                  help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
-  p.add_argument('--threads', type=int, default=1, help='Default of the Threads option.')
+  p.add_argument('--threads', type=int, default=None, help='Default of the Threads option (default: all available CPUs).')
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
   p.add_argument('--compilation_cache', metavar='DIR',
                  help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes.")
@@ -706,7 +710,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
   engine = UciEngine(factory, output, policy=policy,
                      checkpoint_name=os.path.basename(os.path.normpath(args.checkpoint)),
-                     options=options, threads=args.threads, thread_limiter=limit_cpu_threads)
+                     options=options, threads=args.threads or _available_cpus(), thread_limiter=limit_cpu_threads)
   while True:
     try:
       line = sys.stdin.readline()

@@ -1,0 +1,83 @@
+"""The main job end to end at a miniature size: every artefact exists and agrees; a rerun continues."""
+
+import csv
+import json
+import pathlib
+
+import chess.pgn
+import pytest
+
+from pipelines import demo
+from searchless import bags
+from searchless import checkpoint
+from searchless import pgn
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def mini_args(games: pathlib.Path, run_dir: pathlib.Path) -> list[str]:
+  return [
+      '--input', str(games), '--run_dir', str(run_dir), '--no_progress', '--workers', '1',
+      '--annotate_args', '--mode multipv --limit nodes=5000 --state_value best_move --no_progress',
+      '--train_args', ('train.num_steps=4 data.batch_size=16 model.embedding_dim=16 model.num_layers=1 '
+                       'model.num_heads=2 train.eval_every=2 train.log_every=1 train.ckpt_every=2 '
+                       'train.eval_records=500'),
+      '--mine_limit', 'nodes=1000', '--max_puzzles', '4',
+      '--match_opponent', 'stockfish:nodes=50,name=sf50', '--match_games', '2', '--match_max_plies', '16',
+  ]
+
+
+@pytest.mark.engine
+def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
+  games = tmp_path / 'games.pgn'
+  texts = [g.text.strip() for g in pgn.iter_raw_games(str(ROOT / 'data' / 'sample_games.pgn'))][:3]
+  games.write_text('\n\n'.join(texts) + '\n')  # With the default split: 1 test game, 2 train.
+  run_dir = tmp_path / 'run'
+  report = demo.run(mini_args(games, run_dir))
+  out = capsys.readouterr().out
+
+  # 1. Data: the manifest's counts are the records in the bags.
+  manifest = json.loads((run_dir / 'data' / 'manifest.json').read_text())
+  assert manifest['games']['kept'] == 3
+  for split in ('train', 'test'):
+    av = bags.read_records(bags.find(str(run_dir / 'data' / split), 'action_value'), 'action_value')
+    assert len(av) == manifest['splits'][split]['action_values'] > 0
+  # 2. Training: 4 steps, the checkpoint loads, metrics logged.
+  steps = [json.loads(line) for line in (run_dir / 'train' / 'metrics.jsonl').read_text().splitlines()]
+  assert max(r['step'] for r in steps) == 4 and any('eval_loss' in r for r in steps)
+  model_config, _, experiment = checkpoint.load_model(str(run_dir / 'train'))
+  assert model_config.embedding_dim == 16 and experiment.train.num_steps == 4
+  # 3. Evaluation over the test split's complete boards.
+  metrics = json.loads((run_dir / 'eval' / 'metrics.json').read_text())
+  test_boards = manifest['splits']['test']['boards'] - manifest['splits']['test'].get('terminal', 0)
+  assert metrics['boards'] + metrics['dropped_boards'] == test_boards
+  assert len((run_dir / 'eval' / 'boards.jsonl').read_text().splitlines()) == metrics['boards']
+  # 4-5. Puzzles mined from the test game, then solved.
+  with open(run_dir / 'puzzles' / 'puzzles.csv') as f:
+    mined = list(csv.DictReader(f))
+  summary = json.loads((run_dir / 'puzzles' / 'summary.json').read_text())
+  assert 0 < len(mined) <= 4 and summary['n'] == len(mined)
+  assert f"accuracy: {summary['accuracy']:.4f} ({summary['solved']}/{summary['n']})" in out
+  # 6. The match: 2 games in the PGN and in the results.
+  with open(run_dir / 'match' / 'games.pgn') as f:
+    played = [g for g in iter(lambda: chess.pgn.read_game(f), None)]
+  assert len(played) == 2 and {g.headers['White'] for g in played} == {'searchless', 'sf50'}
+  results = json.loads((run_dir / 'match' / 'results.json').read_text())
+  assert results['games'] == 2 and sum(s['points'] for s in results['scores'].values()) == 2.0
+  assert results['pairs'][0]['games'] == 2
+  # 7. The report and how to play.
+  assert report == run_dir / 'report' / 'report.html' and report.exists()
+  assert (run_dir / 'report' / 'report.md').exists()
+  assert f'searchless-uci --checkpoint {run_dir / "train"}' in out
+
+  # A rerun continues: nothing is redone.
+  before = (run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()
+  demo.run(mini_args(games, run_dir))
+  out = capsys.readouterr().out
+  assert out.count('done already') == 6  # annotate, train, evaluate, mine, puzzles, match.
+  assert ((run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()) == before
+
+
+def test_unknown_preset_is_an_error(tmp_path):
+  with pytest.raises(FileNotFoundError, match="no config for preset 'huge'"):
+    demo.run(['--input', 'x.pgn', '--run_dir', str(tmp_path), '--preset', 'huge'])

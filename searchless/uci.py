@@ -16,8 +16,9 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
 
 * The model is loaded (and every batch shape compiled, so the first move is
   fast) on the first ``isready`` or ``go``, not for ``uci``. Compiling
-  takes most of that time: ``--compilation_cache DIR`` keeps the compiled
-  shapes on disk for the next start (the tiny test model on 2 CPU cores:
+  takes most of that time: the compiled shapes are kept on disk for the next
+  start (``--compilation_cache DIR``, default ``~/.cache/searchless/xla``;
+  ``''`` turns it off) (the tiny test model on 2 CPU cores:
   readyok 7.8 s after start, 2.4 s with a warm cache; moves ~10 ms).
 * ``go`` answers at once whatever its limits (a searchless policy has no
   search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
@@ -608,7 +609,7 @@ class UciEngine:
     move, analysis = player.choose(board, root_moves=allowed if len(allowed) < len(legal) else None)
     nodes = len(legal)
     elapsed = max(self._clock() - search.started, 0.0)
-    score = _score_cp(board, move, analysis, player.options)
+    score = _score_cp(board, move, analysis, player)
     score_text = '' if score is None else f'score cp {score} '
     if self._debug:
       top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
@@ -637,18 +638,12 @@ def _normalise(board: chess.Board, text: str) -> str | None:
 
 
 def _score_cp(board: chess.Board, move: chess.Move, analysis: policy_lib.Analysis,
-              options: player_lib.PlayOptions) -> int | None:
-  """The chosen move's value for the mover in centipawns; None for behavioral cloning."""
+              player: player_lib.Player) -> int | None:
+  """The chosen move's value for the mover (after the player's repetition rule) in centipawns;
+  None for behavioral cloning."""
   if analysis.win_probs is None:
     return None
-  win_prob = float(analysis.win_probs[analysis.moves.index(move)])
-  if options.repetition_draws:
-    board.push(move)
-    try:
-      if board.is_fivefold_repetition() or board.can_claim_threefold_repetition():
-        win_prob = 0.5
-    finally:
-      board.pop()
+  win_prob = float(player.adjusted_scores(board, analysis)[analysis.moves.index(move)])
   return values.win_probability_to_centipawns(win_prob, clip=CP_CLIP)
 
 
@@ -661,10 +656,16 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
   p.add_argument('--threads', type=int, default=None, help='Default of the Threads option (default: all available CPUs).')
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
-  p.add_argument('--compilation_cache', metavar='DIR',
-                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes.")
+  p.add_argument('--compilation_cache', metavar='DIR', default=_default_cache(),
+                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes"
+                      " ('' turns it off).")
   p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
   return p
+
+
+def _default_cache() -> str:
+  root = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
+  return os.path.join(root, 'searchless', 'xla')
 
 
 def _uci_stdout():

@@ -847,7 +847,8 @@ def puzzles_section(ctx: Context) -> Section:
                      "A puzzle is solved when every one of the agent's moves is the solution's (any mate in one counts)."))
   if 'mined' in themes:
     blocks.append(Callout('note', 'These puzzles were mined from games by `searchless-mine-puzzles` (their Themes contain '
-                                  '`mined`; `make run` mines the test split\'s games). Their ratings are a proxy set by '
+                                  '`mined`), from games the model was not trained on (the shipped `data/sample_puzzles.csv`, or '
+                                  'the test split\'s games). Their ratings are a proxy set by '
                                   'the miner, not Lichess ratings: accuracies per band are not comparable with the '
                                   'paper\'s Lichess puzzle results.'))
   bands = [puzzle_eval.Band(**b) for b in summary.get('bands', [])]

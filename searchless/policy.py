@@ -91,13 +91,12 @@ class Predictor:
     for rows, size in self._chunks(len(sequences)):
       padded = np.zeros((size, sequences.shape[1]), np.int32)
       padded[:rows] = sequences[start:start + rows]
-      outputs.append(self._apply(self._params, None, padded))  # Dispatched asynchronously.
+      outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
       start += rows
       self.sequences_run += size
     if not outputs:
       return np.zeros((0, self.model_config.output_size), np.float32)
-    rows = [r for r, _ in self._chunks(len(sequences))]
-    return np.concatenate([np.asarray(o)[:r] for o, r in zip(outputs, rows)])  # [N, V]
+    return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
 
   def warm_up(self, sequence_length: int) -> None:
     """Compiles every batch shape for `sequence_length` tokens and measures the cost of a call."""

@@ -75,16 +75,6 @@ def _split_list(values: list[str]) -> list[str]:
   return [part for value in values for part in value.split(',') if part]
 
 
-def _match(patterns: list[str]) -> list[str]:
-  paths = []
-  for pattern in patterns:
-    matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    if not matched:
-      raise FileNotFoundError(f'--input {pattern!r} matches no file')
-    paths += matched
-  return paths
-
-
 def _is_local_direct(options: PipelineOptions) -> bool:
   runner = options.view_as(StandardOptions).runner
   return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
@@ -95,9 +85,9 @@ def build(pipeline: beam.Pipeline, args, engine_config: engine_lib.EngineConfig,
   game_filter = pgn.GameFilter(
       min_elo=args.min_elo, max_elo=args.max_elo,
       speeds=tuple(s for s in args.speeds.split(',') if s), exclude_bots=args.exclude_bots)
-  inputs = {'train': _match(_split_list(args.input))}
+  inputs = {'train': pgn.match_files(_split_list(args.input))}
   if args.test_input:
-    inputs['test'] = _match(_split_list(args.test_input))
+    inputs['test'] = pgn.match_files(_split_list(args.test_input), '--test_input')
   test_fraction = 0.0 if args.test_input else args.test_fraction
   splits = ['train'] + (['test'] if args.test_input or test_fraction > 0 else [])
 

@@ -16,7 +16,7 @@ import gzip
 import hashlib
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import chess
 import chess.pgn
@@ -38,6 +38,17 @@ SKIP_REASONS = (
     'filtered_speed',  # Time control not among --speeds.
     'filtered_bot',  # A BOT account played (with --exclude_bots).
 )
+
+
+def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
+  """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
+  paths = []
+  for pattern in patterns:
+    matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not matched:
+      raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
+    paths += matched
+  return paths
 
 
 class CorruptInputError(IOError):

@@ -94,7 +94,6 @@ from typing import NamedTuple
 import chess
 import chess.engine
 import chess.pgn
-from apache_beam.io.filesystems import FileSystems
 from tqdm import tqdm
 
 from searchless import annotate
@@ -330,16 +329,6 @@ def _puzzle_at(searcher: _Searcher, position: _Position, settings: _Settings) ->
                      position.game_url, depth, round(first[0].win_prob, 4), round(second, 4))
 
 
-def _match(patterns: Sequence[str]) -> list[str]:
-  paths = []
-  for pattern in patterns:
-    matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    if not matched:
-      raise FileNotFoundError(f'{pattern}: no such PGN file')
-    paths += matched
-  return paths
-
-
 def _select_games(paths: Sequence[str], split: str, test_fraction: float,
                   stats: MiningStats) -> Iterator[_SelectedGame]:
   """The kept games of `split`, in file order, keyed exactly as the annotation pipeline keys them."""
@@ -411,7 +400,7 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
     pgn_paths = [pgn_paths]
   if not pgn_paths:
     raise ValueError('no PGN file given')
-  stats = MiningStats(files=_match(pgn_paths))
+  stats = MiningStats(files=pgn.match_files(pgn_paths, '--games'))
   path = engine_path or engine_lib.find_stockfish()
   if path is None:
     raise engine_lib.EngineNotFound(

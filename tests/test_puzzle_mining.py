@@ -189,7 +189,7 @@ def test_cli_reports_and_writes(tactics, stockfish, tmp_path, capsys):
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--games', '/no/such.pgn'], '/no/such.pgn: no such PGN file'),
+    (['--games', '/no/such.pgn'], "--games '/no/such.pgn' matches no file"),
     (['--engine_path', '/no/stockfish'], "engine '/no/stockfish' not found"),
     (['--limit', 'nodes=0'], 'bad engine limit'),
     (['--test_fraction', '1.5'], 'test_fraction must be in [0, 1]'),

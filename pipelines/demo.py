@@ -75,6 +75,11 @@ def _config_path(preset: str) -> str:
   return str(ROOT / 'configs' / f'{preset}.py')
 
 
+def _repeated(flag: str, values: list[str]) -> list[str]:
+  """['--flag', 'a', '--flag', 'b']: the commands take a repeated flag per file."""
+  return [part for value in values for part in (flag, value)]
+
+
 def _announce(number: int, step: str, command: list[str]) -> None:
   print(f'\n[{number}/{len(STEPS)}] {step}: {shlex.join(command)}', flush=True)
 
@@ -112,7 +117,7 @@ def run(argv=None) -> pathlib.Path:
     from pipelines import annotate as annotate_lib
     print(annotate_lib.summary(annotate_lib.run(argv)))
 
-  step(1, 'annotate', ['searchless-annotate', '--input', *args.input, '--output_dir', str(data), *engine,
+  step(1, 'annotate', ['searchless-annotate', *_repeated('--input', args.input), '--output_dir', str(data), *engine,
                        *shlex.split(args.annotate_args)], data / 'manifest.json', annotate)
 
   train_args = PRESET_TRAIN_ARGS.get(args.preset, []) + shlex.split(args.train_args)
@@ -149,11 +154,11 @@ def run(argv=None) -> pathlib.Path:
     """The test games of the annotation (its manifest says which): puzzles never come from training games."""
     manifest_path = data / 'manifest.json'
     if not manifest_path.exists():
-      return ['--games', *args.input]
+      return _repeated('--games', args.input)
     manifest = json.loads(manifest_path.read_text())
     if 'test' in manifest['inputs']:  # --test_input files: every game is a test game.
-      return ['--games', *manifest['inputs']['test'], '--split', 'all']
-    return ['--games', *manifest['inputs']['train'], '--split', 'test',
+      return [*_repeated('--games', manifest['inputs']['test']), '--split', 'all']
+    return [*_repeated('--games', manifest['inputs']['train']), '--split', 'test',
             '--test_fraction', str(manifest['split']['test_fraction'])]
 
   puzzle_csv = pathlib.Path(args.puzzles).absolute() if args.puzzles else puzzle_dir / 'puzzles.csv'

@@ -15,9 +15,9 @@ from searchless import pgn
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def mini_args(games: pathlib.Path, run_dir: pathlib.Path) -> list[str]:
+def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:
   return [
-      '--input', str(games), '--run_dir', str(run_dir), '--no_progress', '--workers', '1',
+      '--input', *map(str, games), '--run_dir', str(run_dir), '--no_progress', '--workers', '1',
       '--annotate_args', '--mode multipv --limit nodes=5000 --state_value best_move --no_progress',
       '--train_args', ('train.num_steps=4 data.batch_size=16 model.embedding_dim=16 model.num_layers=1 '
                        'model.num_heads=2 train.eval_every=2 train.log_every=1 train.ckpt_every=2 '
@@ -29,9 +29,10 @@ def mini_args(games: pathlib.Path, run_dir: pathlib.Path) -> list[str]:
 
 @pytest.mark.engine
 def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
-  games = tmp_path / 'games.pgn'
   texts = [g.text.strip() for g in pgn.iter_raw_games(str(ROOT / 'data' / 'sample_games.pgn'))][:3]
-  games.write_text('\n\n'.join(texts) + '\n')  # With the default split: 1 test game, 2 train.
+  games = [tmp_path / 'a.pgn', tmp_path / 'b.pgn']  # Two inputs; with the default split 1 test game, 2 train.
+  games[0].write_text('\n\n'.join(texts[:2]) + '\n')
+  games[1].write_text(texts[2] + '\n')
   run_dir = tmp_path / 'run'
   report = demo.run(mini_args(games, run_dir))
   out = capsys.readouterr().out

@@ -63,6 +63,7 @@ import chess.svg
 import numpy as np
 
 from searchless import moves as moves_lib
+from searchless import plot as plot_lib
 
 REPORT_DIR = 'report'
 MARKDOWN_FILE = 'report.md'
@@ -506,24 +507,19 @@ def _figure(width: float, height: float):
   return Figure(figsize=(width, height), dpi=100, layout='constrained')
 
 
-def _series(records: Sequence[dict], key: str) -> tuple[list[int], list[float]]:
-  points = sorted({r['step']: r[key] for r in records if r.get(key) is not None}.items())
-  return [p[0] for p in points], [p[1] for p in points]
-
-
 def plot_training(records: Sequence[dict], path: pathlib.Path) -> None:
   """Train and eval loss (left) and eval action accuracy (right) against the step."""
   fig = _figure(11, 4)
   loss_ax, acc_ax = fig.subplots(1, 2)
   for key, label, color in (('loss', 'train loss (mean over log window)', 'tab:blue'),
                             ('eval_loss', 'eval loss (EMA params)', 'tab:orange')):
-    steps, values = _series(records, key)
+    steps, values = plot_lib.series(records, key)
     if steps:
       loss_ax.plot(steps, values, label=label, color=color, marker='o' if len(steps) <= 30 else None, ms=3)
   loss_ax.axhline(UNIFORM_LOSS, color='grey', ls=':', lw=1, label='uniform over 128 buckets (ln 128)')
   loss_ax.set(xlabel='step', ylabel='log-loss (nats)', title='Loss')
   loss_ax.legend(fontsize=9)
-  steps, values = _series(records, 'eval_action_accuracy')
+  steps, values = plot_lib.series(records, 'eval_action_accuracy')
   if steps:
     acc_ax.plot(steps, [100 * v for v in values], color='tab:green', marker='o', ms=4)
     acc_ax.set_ylim(0, max(10.0, 100 * max(values) * 1.25))

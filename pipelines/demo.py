@@ -16,6 +16,8 @@ arguments printed before it (copy them to run a step alone):
 6. match     ``searchless-tournament``      -> RUN_DIR/match (games.pgn, results.json, Elo)
 7. report    ``searchless-report``          -> RUN_DIR/report (report.html, report.md, figures)
 
+The commands are also kept in RUN_DIR/commands.json.
+
 Rerunning continues: a step whose output is complete (and newer than what it
 was made from) is skipped (annotate:
 manifest.json; train: complete.json; evaluate: metrics.json; mine: puzzles.csv;
@@ -80,6 +82,15 @@ def _repeated(flag: str, values: list[str]) -> list[str]:
   return [part for value in values for part in (flag, value)]
 
 
+def _record_command(run_dir: pathlib.Path, step: str, command: list[str]) -> None:
+  """Keeps each step's command in RUN_DIR/commands.json (the report shows them for steps to rerun)."""
+  path = run_dir / 'commands.json'
+  recorded = json.loads(path.read_text()) if path.exists() else {}
+  recorded[step] = shlex.join(command)
+  run_dir.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps(recorded, indent=2) + '\n')
+
+
 def _announce(number: int, step: str, command: list[str]) -> None:
   print(f'\n[{number}/{len(STEPS)}] {step}: {shlex.join(command)}', flush=True)
 
@@ -104,6 +115,7 @@ def run(argv=None) -> pathlib.Path:
     if name not in args.steps:
       return
     _announce(number, name, command)
+    _record_command(run_dir, name, command)
     if done is not None and done.exists() and all(
         not d.exists() or d.stat().st_mtime <= done.stat().st_mtime for d in after):
       print(f'  done already ({done.relative_to(run_dir)} exists): skipped', flush=True)

@@ -423,14 +423,15 @@ def _jsonl(path: pathlib.Path) -> list[dict]:
 
 
 def commands(run_dir: str | os.PathLike) -> dict[str, str]:
-  """The command that makes each step's artefacts in `run_dir` (as `pipelines.demo` runs them)."""
+  """The command that makes each step's artefacts in `run_dir`: those `pipelines.demo` recorded in
+  ``commands.json`` when it ran there, else the demo's defaults."""
   d = str(run_dir)
   q = lambda path: shlex.quote(path)
   model = f'checkpoint:{d}/train,name=searchless'
-  return {
+  defaults = {
       'all': f'python -m pipelines.demo --input data/sample_games.pgn --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
       'annotate': (f'searchless-annotate --input data/sample_games.pgn --output_dir {q(d + "/data")} '
-                   '--mode multipv --limit nodes=50000 --state_value best_move'),
+                   '--mode multipv --limit nodes=30000 --state_value best_move'),
       'train': (f'searchless-train --config configs/tiny.py --workdir {q(d + "/train")} '
                 f'--data {q(d + "/data/train/action_value*")} --eval_data {q(d + "/data/test/action_value*")}'),
       'evaluate': f'searchless-evaluate --checkpoint {q(d + "/train")} --data {q(d + "/data/test")} --out {q(d + "/eval")}',
@@ -443,6 +444,7 @@ def commands(run_dir: str | os.PathLike) -> dict[str, str]:
                 f'--out {q(d + "/match")}'),
       'report': f'searchless-report --run_dir {q(d)}',
   }
+  return {**defaults, **(_json(pathlib.Path(run_dir) / 'commands.json') or {})}
 
 
 def _not_run(section: Section, what: str, *steps: str, cmds: dict[str, str]) -> Section:

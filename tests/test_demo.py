@@ -70,6 +70,9 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
   assert report == run_dir / 'report' / 'report.html' and report.exists()
   assert (run_dir / 'report' / 'report.md').exists()
   assert f'searchless-uci --checkpoint {run_dir / "train"}' in out
+  recorded = json.loads((run_dir / 'commands.json').read_text())
+  assert list(recorded) == ['annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'report']
+  assert recorded['evaluate'] in out  # The command announced is the command kept.
 
   # A rerun continues: nothing is redone.
   before = (run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()

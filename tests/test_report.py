@@ -352,7 +352,7 @@ def test_missing_steps_say_not_run_with_their_command(tmp_path):
   expected = {
       'Dataset': (f'`{d}/data/manifest.json` is missing',
                   f'searchless-annotate --input data/sample_games.pgn --output_dir {d}/data --mode multipv '
-                  '--limit nodes=50000 --state_value best_move'),
+                  '--limit nodes=30000 --state_value best_move'),
       'Training': (f'`{d}/train/config.json` is missing',
                    f"searchless-train --config configs/tiny.py --workdir {d}/train --data '{d}/data/train/action_value*' "
                    f"--eval_data '{d}/data/test/action_value*'"),
@@ -448,3 +448,13 @@ def test_sample_game_with_stockfish(tmp_path, stockfish):
   assert '| 4 | **Qxf7#** (SF 100%) |  |' in game  # Checkmate: decided by the rules, not searched.
   assert game.count('(SF ') == 3 and '(500 nodes per position)' in game
   assert valid_png(run_dir / 'report' / 'sample_game.png')
+
+
+def test_not_run_sections_show_the_commands_the_demo_recorded(tmp_path):
+  run_dir = tmp_path / 'run'
+  run_dir.mkdir()
+  recorded = 'searchless-annotate --input games.pgn --output_dir run/data --limit nodes=777'
+  (run_dir / 'commands.json').write_text(json.dumps({'annotate': recorded}))
+  assert report.commands(run_dir)['annotate'] == recorded
+  report.build(run_dir, annotate_game=False, stockfish_nodes=0)
+  assert f'```sh\n{recorded}' in section((run_dir / 'report' / 'report.md').read_text(), 'Dataset')

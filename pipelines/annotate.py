@@ -5,7 +5,9 @@ r"""Annotate Lichess PGN games with Stockfish into ChessBench bag files.
 
 writes, per split (train, test), ChessBench-named record sets
 ``out/<split>/<kind>_data.bag`` (or shards ``<kind>-SSSSS-of-NNNNN_data.bag``)
-for kind in action_value, state_value, behavioral_cloning, plus
+for kind in action_value, state_value, behavioral_cloning (the ChessBench
+datasets) and board_value (one record per board: every legal move's value and
+the board's own; ``--records`` picks the sets), plus
 ``out/manifest.json``, ``out/failures.jsonl`` (boards the engine could not
 annotate) and ``out/skipped.jsonl`` (games not used, with file:line and reason).
 
@@ -45,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
   io.add_argument('--output_dir', required=True, help='where the splits, manifest and failures go (local path, gs://, s3://)')
   io.add_argument('--num_shards', type=int, default=1, help='shards per record set: 1 = one <kind>_data.bag, 0 = runner decides')
+  io.add_argument('--records', default='chessbench,board', help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value)')
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
   games = p.add_argument_group('games')
@@ -123,7 +126,7 @@ def build(pipeline: beam.Pipeline, args, engine_config: engine_lib.EngineConfig,
   out = args.output_dir
   for split in splits:
     of_split = annotated.annotations | f'Select[{split}]' >> beam.Filter(lambda a, s: a[0] == s, split) | f'Values[{split}]' >> beam.Values()
-    for kind in records.KINDS:
+    for kind in annotate.record_kinds(args.records):
       (of_split
        | f'{kind}[{split}]' >> beam.FlatMap(annotate.RECORDS_OF[kind])
        | f'Write[{split}/{kind}]' >> bagzio.WriteToBagz(
@@ -144,7 +147,7 @@ def build(pipeline: beam.Pipeline, args, engine_config: engine_lib.EngineConfig,
 def _outputs(out: str, splits: list[str]) -> dict:
   found = {}
   for split in splits:
-    for kind in records.KINDS:
+    for kind in records.ALL_KINDS:
       try:
         spec = bags.find(FileSystems.join(out, split), kind)
       except FileNotFoundError:
@@ -163,6 +166,7 @@ def _read_lines(path: str) -> list[str]:
 def run(argv=None) -> dict:
   """Runs the job; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
   args, beam_args = _parser().parse_known_args(argv)
+  annotate.record_kinds(args.records)  # A bad --records fails before anything runs.
   engine_path = args.engine_path or engine_lib.find_stockfish()
   if engine_path is None:
     raise SystemExit('no Stockfish found: install it (Debian: apt-get install stockfish) or pass --engine_path')

@@ -4,6 +4,7 @@
       --SplitGames--> (split, game) --ExtractBoards--> unique (split, fen)
       --AnnotateBoards--> (split, BoardAnnotation) (+ failures, engine ids)
       --ToRecords--> action_value / state_value / behavioral_cloning records
+                     and/or board_value records (one per board, `searchless.boards`)
 
 Counters (namespace ``searchless``) carry every count the manifest reports.
 """
@@ -17,8 +18,10 @@ import time
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from searchless import boards
 from searchless import engine as engine_lib
 from searchless import pgn
+from searchless import records
 
 NAMESPACE = 'searchless'
 SPLITS = ('train', 'test')
@@ -239,11 +242,31 @@ def behavioral_cloning_records(annotation: engine_lib.BoardAnnotation):
   return [] if annotation.best_move is None else [(annotation.fen, annotation.best_move)]
 
 
+def board_value_records(annotation: engine_lib.BoardAnnotation):
+  return [boards.from_action_values(annotation.fen, annotation.action_values, annotation.state_value)]
+
+
 RECORDS_OF = {
     'action_value': action_value_records,
     'state_value': state_value_records,
     'behavioral_cloning': behavioral_cloning_records,
+    records.BOARD_VALUE: board_value_records,
 }
+# --records choices: the record kinds each writes.
+RECORD_SETS = {'chessbench': records.KINDS, 'board': (records.BOARD_VALUE,)}
+
+
+def record_kinds(spec: str) -> tuple[str, ...]:
+  """The record kinds a ``--records`` value names (comma-separated RECORD_SETS keys).
+
+  >>> record_kinds('chessbench,board')
+  ('action_value', 'state_value', 'behavioral_cloning', 'board_value')
+  """
+  names = [n.strip() for n in spec.split(',') if n.strip()]
+  unknown = [n for n in names if n not in RECORD_SETS]
+  if unknown or not names:
+    raise ValueError(f'--records {spec!r}: expected a comma-separated subset of {sorted(RECORD_SETS)}')
+  return tuple(kind for name in names for kind in RECORD_SETS[name])
 
 
 def new_progress_dir() -> str:

@@ -45,6 +45,9 @@ def base() -> ml_collections.ConfigDict:
   c.model.apply_qk_layernorm = False  # LayerNorm on queries and keys.
   c.model.use_causal_mask = False  # The reference predicts from the whole board.
   c.model.seed = 1  # Parameter initialisation seed.
+  c.model.packing = 'none'  # none: one sequence per move (the paper) | board: one per board (board_value records).
+  c.model.move_attention = 'self'  # packing=board: a move token sees the board and itself | 'moves': all real moves.
+  c.model.joint_layers = 0  # packing=board: blocks before the last where board tokens also see the moves.
 
   c.data = ml_collections.ConfigDict()
   c.data.train = ''  # Bag spec/glob of training records (the --data flag sets it).
@@ -54,6 +57,7 @@ def base() -> ml_collections.ConfigDict:
   c.data.seed = 0  # Shuffle seed.
   c.data.worker_count = 16  # grain worker processes per host (0 = in-process).
   c.data.num_records = placeholder(int)  # Use only the first N records (None = all).
+  c.data.max_moves = 64  # packing=board: move slots per board row (a board with more keeps a random 64).
 
   c.optim = ml_collections.ConfigDict()
   c.optim.learning_rate = 1e-4  # Adam step size (constant, as the paper).
@@ -66,6 +70,7 @@ def base() -> ml_collections.ConfigDict:
 
   c.train = ml_collections.ConfigDict()
   c.train.num_steps = 10_000_000  # Optimiser steps (the paper: 10M, 2.67 epochs at batch 4096).
+  c.train.max_seconds = 0.0  # Stop (checkpointed; rerun resumes) after this many seconds of one run; 0 = no limit.
   c.train.log_every = 1000  # Steps between log lines.
   c.train.eval_every = 100_000  # Steps between evaluations on data.eval.
   c.train.eval_records = 65_536  # Held-out records per evaluation.
@@ -113,17 +118,23 @@ def override(config: ml_collections.ConfigDict, assignment: str) -> None:
   node[leaf] = value
 
 
-def load(path: str, overrides: list[str] = ()) -> ml_collections.FrozenConfigDict:
-  """Imports `path`'s `get_config()`, applies `overrides`, returns it frozen."""
+def from_file(path: str | pathlib.Path) -> ml_collections.ConfigDict:
+  """Imports `path`'s `get_config()` and returns its config (unfrozen; a config file may
+  start from another one's, e.g. ``from_file(pathlib.Path(__file__).with_name('tiny.py'))``)."""
   file = pathlib.Path(path)
   if not file.is_file():
-    raise FileNotFoundError(f'config file {path!r} not found')
+    raise FileNotFoundError(f'config file {str(path)!r} not found')
   spec = importlib.util.spec_from_file_location(f'searchless_config_{file.stem}', file)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   if not hasattr(module, 'get_config'):
     raise AttributeError(f'{path} has no get_config()')
-  config = module.get_config()
+  return module.get_config()
+
+
+def load(path: str, overrides: list[str] = ()) -> ml_collections.FrozenConfigDict:
+  """Imports `path`'s `get_config()`, applies `overrides`, returns it frozen."""
+  config = from_file(path)
   for assignment in overrides:
     override(config, assignment)
   return ml_collections.FrozenConfigDict(config)

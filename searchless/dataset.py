@@ -9,6 +9,14 @@ A record becomes one sequence, exactly as the reference data loader builds it:
 Buckets are `values.uniform_buckets` with ties to the lower bucket; actions are
 `moves.MOVE_TO_ACTION`; tokens are `tokenizer.tokenize_batch`.
 
+Board packing (``max_moves=M``, for ``model.packing='board'``): the records
+are ``board_value`` records (`searchless.boards`) and a board becomes one row
+of ``77 + 2M`` int32: its 77 FEN tokens, M move slots (the actions of its legal
+moves in the reference order, -1 in unused slots) and M targets (each move's
+return bucket, -1 in unused slots). A board with more than M legal moves keeps
+M of them, drawn per board and epoch (`packed_rows`); every move is scored at
+evaluation, where M covers the largest board.
+
 Speed: the unit grain moves around is a *batch*, not a record. Item ``u`` of
 the data source (`BagBatches`) is the raw bytes of one per-process batch, read
 with one ``bagz.Reader.read_indices`` call; `ToSequences` then decodes the
@@ -345,6 +353,7 @@ def permute(positions: np.ndarray, num_records: int, seed: int, epoch: int, roun
 class RawBatch(NamedTuple):
   indices: np.ndarray  # [B] int64 record indices in the bag
   records: list[bytes]  # [B] their encoded bytes (a list: keeps trailing NULs)
+  epoch: int = 0  # The pass over the records this batch belongs to.
 
 
 class BagBatches:
@@ -436,7 +445,8 @@ class BagBatches:
 
   def __getitem__(self, unit: int) -> RawBatch:
     indices = self.record_indices(unit)
-    return RawBatch(indices, self._reader.read_indices(indices))
+    epoch = unit // self._shard_count // self.steps_per_epoch
+    return RawBatch(indices, self._reader.read_indices(indices), epoch)
 
   def __getstate__(self) -> dict:
     state = self.__dict__.copy()
@@ -472,11 +482,91 @@ class ToSequences(grain.transforms.Map):
       raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
 
 
+def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edges: np.ndarray, *,
+                indices: Sequence[int] | None = None, epoch: int = 0) -> np.ndarray:
+  """Board records -> [B, 77 + 2M] int32 packed rows (FEN, M actions, M buckets; -1 = no move).
+
+  A board with more than `max_moves` moves keeps `max_moves` of them (in their
+  order), drawn by a generator seeded with (record index, epoch): the same
+  rows whatever the workers or processes. Raises `BadRecord` naming the board.
+
+  >>> board = records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2', 'a1b2'), (0.5, 0.2, 0.9), 0.9)
+  >>> row = packed_rows([board], 4, values.uniform_buckets(4)[0])[0]
+  >>> row[77:81].tolist(), row[81:].tolist()  # actions, buckets
+  ([0, 7, 8, -1], [1, 0, 3, -1])
+  """
+  count = len(boards)
+  rows = np.full((count, tokenizer.SEQUENCE_LENGTH + 2 * max_moves), -1, dtype=np.int32)  # [B, 77 + 2M]
+  fens = [b.fen for b in boards]
+  try:
+    rows[:, :tokenizer.SEQUENCE_LENGTH] = tokenizer.tokenize_batch(fens)  # [B, 77]
+  except ValueError:
+    for position, fen in enumerate(fens):
+      try:
+        tokenizer.tokenize(fen)
+      except ValueError as e:
+        raise BadRecord(position, str(e)) from None
+    raise
+  actions_at, buckets_at = tokenizer.SEQUENCE_LENGTH, tokenizer.SEQUENCE_LENGTH + max_moves
+  for position, board in enumerate(boards):
+    num = len(board.moves)
+    if len(board.win_probs) != num:
+      raise BadRecord(position, f'{num} moves but {len(board.win_probs)} win probabilities')
+    keep = np.arange(num)
+    if num > max_moves:
+      index = position if indices is None else int(indices[position])
+      keep = np.sort(np.random.default_rng((index, epoch)).choice(num, max_moves, replace=False))
+    actions = [_MOVE_TO_ACTION.get(board.moves[i], -1) for i in keep]
+    if min(actions, default=0) < 0:
+      raise BadRecord(position, f'move {board.moves[keep[actions.index(-1)]]!r} is not a move of the 1968-move vocabulary')
+    win_probs = np.asarray(board.win_probs, np.float64)[keep]
+    if not np.all((win_probs >= 0.0) & (win_probs <= 1.0)):
+      raise BadRecord(position, f'a win probability is not in [0, 1]: {win_probs.tolist()}')
+    rows[position, actions_at:actions_at + len(keep)] = actions
+    rows[position, buckets_at:buckets_at + len(keep)] = values.win_probabilities_to_buckets(win_probs, return_edges)
+  return rows
+
+
+def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
+  """Encoded board_value records -> records; raises `BadRecord` naming the record."""
+  out = []
+  for position, data in enumerate(raw):
+    try:
+      out.append(records.decode(records.BOARD_VALUE, data))
+    except ValueError as e:
+      raise BadRecord(position, f'cannot decode as board_value: {type(e).__name__}: {e}') from None
+  return out
+
+
+class ToPackedRows(grain.transforms.Map):
+  """grain transform: a `RawBatch` of board_value records -> [B_local, 77 + 2M] packed rows."""
+
+  def __init__(self, max_moves: int, num_return_buckets: int, spec: str):
+    if max_moves < 1:
+      raise ValueError(f'max_moves must be positive, got {max_moves}')
+    self._max_moves = max_moves
+    self._spec = spec
+    self._edges, _ = values.uniform_buckets(num_return_buckets)
+
+  def map(self, element: RawBatch) -> np.ndarray:
+    try:
+      return packed_rows(decode_boards(element.records), self._max_moves, self._edges,
+                         indices=element.indices, epoch=element.epoch)
+    except BadRecord as e:
+      raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
+
+
 # --------------------------------------------------------------------------------------
 # Loaders.
 
 
 def _fits(kind: str, data: bytes) -> bool:
+  if kind == records.BOARD_VALUE:
+    try:
+      board = records.decode(kind, data)
+    except ValueError:
+      return False
+    return len(board.moves) == len(board.win_probs) and all(m in _MOVE_TO_ACTION for m in board.moves)
   try:
     fields = decode_one(kind, data)
   except (ValueError, UnicodeDecodeError):
@@ -485,19 +575,26 @@ def _fits(kind: str, data: bytes) -> bool:
 
 
 def check_kind(spec: str, policy: str, reader=None) -> None:
-  """Raises ValueError unless the first, middle and last records of `spec` are `policy` records."""
-  _check_kind(policy)
+  """Raises ValueError unless the first, middle and last records of `spec` are `policy` records.
+
+  `policy` is a record kind: one of the three policies, or board_value.
+  """
+  if policy != records.BOARD_VALUE:
+    _check_kind(policy)
   reader = bags.reader(spec) if reader is None else reader
   count = len(reader)
   for index in sorted({0, count // 2, count - 1} - {-1}):
     data = reader[index]
     if _fits(policy, data):
       continue
-    found = [kind for kind in records.KINDS if kind != policy and _fits(kind, data)]
+    found = [kind for kind in records.ALL_KINDS if kind != policy and _fits(kind, data)]
     what = f'a {found[0]} record' if found else f'not a ChessBench record ({data[:40]!r}...)'
-    named = [k for k in records.KINDS if k in os.path.basename(spec.split(',')[0])]
+    named = [k for k in records.ALL_KINDS if k in os.path.basename(spec.split(',')[0])]
     hint = f' (the file name says {named[0]})' if named and named[0] != policy else ''
-    raise ValueError(f'policy {policy!r} needs {policy} records, but record {index} of {spec!r} is {what}{hint}')
+    convert = (' (searchless-convert SPEC DIR --to board makes board records from action-value records)'
+               if policy == records.BOARD_VALUE else '')
+    raise ValueError(f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'
+                     f' but record {index} of {spec!r} is {what}{hint}{convert}')
 
 
 def build_loader(
@@ -517,8 +614,13 @@ def build_loader(
     worker_buffer_size: int = 2,
     read_threads: int = 0,
     read_parallelism: int = 1,
+    max_moves: int | None = None,
 ) -> grain.DataLoader:
   """A grain loader of `policy` sequences from the bag(s) `spec`; yields [B_local, T] int32 arrays.
+
+  With `max_moves` (board packing; policy action_value) the records are
+  board_value records and each row is one board: [B_local, 77 + 2 * max_moves]
+  (`packed_rows`); `batch_size` then counts boards.
 
   Args:
     spec: a bag file, ``name@N_data.bag`` spec, glob or comma-separated list.
@@ -562,14 +664,21 @@ def build_loader(
       drop_remainder=drop_remainder,
       read_parallelism=read_parallelism,
   )
-  check_kind(spec, policy, source._reader)  # pylint: disable=protected-access
+  if max_moves is not None:
+    if policy != records.KINDS[0]:
+      raise ValueError(f'board packing needs policy action_value, got {policy!r}')
+    check_kind(spec, records.BOARD_VALUE, source._reader)  # pylint: disable=protected-access
+    operation = ToPackedRows(max_moves, num_return_buckets, spec)
+  else:
+    check_kind(spec, policy, source._reader)  # pylint: disable=protected-access
+    operation = ToSequences(policy, num_return_buckets, spec)
   shard_options = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
   return grain.DataLoader(
       data_source=source,
       # Items are already in training order (the shuffle is in `permute`):
       # the sampler walks them in sequence and ShardOptions deals them out.
       sampler=grain.samplers.SequentialSampler(len(source), shard_options),
-      operations=[ToSequences(policy, num_return_buckets, spec)],
+      operations=[operation],
       worker_count=worker_count,
       worker_buffer_size=worker_buffer_size,
       shard_options=shard_options,
@@ -586,8 +695,9 @@ def config_loader(
 ) -> grain.DataLoader:
   """The loader of an experiment config's ``data.train`` or ``data.eval`` records, forever.
 
-  Reads ``config.policy``, ``config.num_return_buckets`` and ``config.data.{train,
-  eval, batch_size, shuffle, seed, worker_count, num_records}``; this process's
+  Reads ``config.policy``, ``config.num_return_buckets``, ``config.model.packing``
+  and ``config.data.{train, eval, batch_size, shuffle, seed, worker_count,
+  num_records, max_moves}``; this process's
   slice of each global batch by ``jax.process_index()`` of ``jax.process_count()``
   unless given. ``num_records`` applies to the training split only. A fresh eval
   loader yields the same batches every time (same seed), so successive
@@ -615,7 +725,13 @@ def config_loader(
       shard_index=process_index,
       shard_count=process_count,
       num_records=config.data.num_records if split == 'train' else None,
+      max_moves=config.data.max_moves if packed(config) else None,
   )
+
+
+def packed(config) -> bool:
+  """Whether an experiment config trains the board-packed model (board_value records)."""
+  return config.model.get('packing', 'none') == 'board'
 
 
 def global_batch(local_sequences: np.ndarray, sharding: 'jax.sharding.Sharding') -> 'jax.Array':

@@ -14,6 +14,12 @@ Two ways to value the moves (`mode`):
 * ``multipv``: one search with MultiPV = number of legal moves, which scores
   every root move in a single search at the limit (much cheaper).
 
+Every board is searched from a fresh engine state: ``ucinewgame`` (and
+``isready``) before each board clears Stockfish's hash and search histories,
+so with a node or depth limit and one thread a board's labels do not depend on
+which boards the same engine searched before it (any order, any number of
+workers, any machine gives identical records).
+
 Python-chess' asyncio engine API is used on a private event loop, so every
 search has a deadline whatever its limit (the synchronous wrapper has none for
 depth or node limits).
@@ -189,6 +195,22 @@ class _MoveSearch(chess.engine.BaseCommand):
     self._handle_exception(exc)
 
 
+class _NewGame(chess.engine.BaseCommand):
+  """``ucinewgame`` + ``isready``: forget everything searched so far (hash, histories)."""
+
+  def start(self) -> None:
+    self._engine._ucinewgame()  # pylint: disable=protected-access  # So python-chess sends no second one.
+    self._engine.send_line('isready')
+
+  def line_received(self, line: str) -> None:
+    if line.strip() == 'readyok':
+      self.result.set_result(None)
+      self.set_finished()
+
+  def engine_terminated(self, exc: Exception) -> None:
+    self._handle_exception(exc)
+
+
 def terminal_annotation(board: chess.Board) -> BoardAnnotation | None:
   """Checkmate (0.0 for the mated side) and stalemate (0.5) need no engine."""
   if board.is_checkmate():
@@ -224,7 +246,9 @@ class BoardAnnotator:
     self._transport, self._engine = self._loop.run_until_complete(
         asyncio.wait_for(chess.engine.popen_uci(self.config.path), self.config.deadline))
     self.engine_id = dict(self._engine.id)
-    options = {'Threads': self.config.threads, 'Hash': self.config.hash_mb}
+    # UCI_AnalyseMode as python-chess' analyse() would set it on its first search: the
+    # same options for every search, the first board's included.
+    options = {'Threads': self.config.threads, 'Hash': self.config.hash_mb, 'UCI_AnalyseMode': True}
     options = {k: v for k, v in options.items() if k in self._engine.options}
     self._loop.run_until_complete(asyncio.wait_for(self._engine.configure(options), self.config.deadline))
 
@@ -275,6 +299,8 @@ class BoardAnnotator:
 
   async def _annotate(self, board: chess.Board) -> BoardAnnotation:
     moves = list(board.legal_moves)
+    # A fresh engine state per board: its labels must not depend on the boards before it.
+    await asyncio.wait_for(self._engine.communicate(_NewGame), self.config.deadline)
     if self.config.mode == 'per_move':
       position = f'position fen {board.fen()}'
       action_values = []

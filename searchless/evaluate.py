@@ -3,7 +3,8 @@
     searchless-evaluate --checkpoint WORKDIR --data DIR_OR_BAG [--policy P] [--num_boards N] --out DIR
 
 `--data` is a bag spec (file, ``name@N``, shards, glob) or a directory holding
-``action_value`` records (e.g. the ``test`` split of `searchless-annotate`).
+``action_value`` records (e.g. the ``test`` split of `searchless-annotate`), or
+``board_value`` records (the same boards, one record each).
 Every policy is evaluated on action-value records, as in the reference: they
 hold Stockfish's value of every legal move. Writes into ``--out``:
 
@@ -24,16 +25,54 @@ from collections.abc import Sequence
 import chess
 import tqdm
 
-from searchless import bags
-from searchless import metrics
-from searchless import policy as policy_lib
+import numpy as np
 
+from searchless import bags
+from searchless import boards as boards_lib
+from searchless import dataset
+from searchless import metrics
+from searchless import moves as moves_lib
+from searchless import policy as policy_lib
+from searchless import records
+
+
+
+def _board_records(spec: str) -> tuple[list[metrics.Board], int]:
+  """Complete boards of board_value records (boards without moves left out), dropped count."""
+  boards, dropped = [], 0
+  for b in bags.read_records(spec, records.BOARD_VALUE):
+    if boards_lib.mismatch(b.fen, b.moves) is not None:
+      dropped += 1
+    elif b.moves:
+      order = np.argsort([moves_lib.MOVE_TO_ACTION[m] for m in b.moves], kind='stable')
+      boards.append(metrics.Board(b.fen, tuple(b.moves[i] for i in order),
+                                  np.asarray(b.win_probs, np.float64)[order], order))
+  return boards, dropped
 
 
 def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.Board], int, str]:
-  """(complete boards, dropped count, reader spec) of the action-value records in `data`."""
-  spec = bags.find(data, metrics.AV) if pathlib.Path(data).is_dir() else data
-  boards, dropped = metrics.group_boards(bags.read_records(spec, metrics.AV))
+  """(complete boards, dropped count, reader spec) of the action-value or board_value records in `data`."""
+  kind = metrics.AV
+  if pathlib.Path(data).is_dir():
+    try:
+      spec = bags.find(data, metrics.AV)
+    except FileNotFoundError:
+      try:
+        spec, kind = bags.find(data, records.BOARD_VALUE), records.BOARD_VALUE
+      except FileNotFoundError:
+        raise FileNotFoundError(f'no action_value or board_value records in {data} (looked for'
+                                ' action_value_data.bag[z], board_value_data.bag[z] and their shards)') from None
+  else:
+    spec = data
+    try:
+      dataset.check_kind(spec, metrics.AV)
+    except ValueError:
+      dataset.check_kind(spec, records.BOARD_VALUE)  # Neither: say what the records are not.
+      kind = records.BOARD_VALUE
+  if kind == records.BOARD_VALUE:
+    boards, dropped = _board_records(spec)
+  else:
+    boards, dropped = metrics.group_boards(bags.read_records(spec, metrics.AV))
   if num_boards is not None:
     boards = boards[:num_boards]
   return boards, dropped, spec
@@ -104,7 +143,7 @@ def run(checkpoint_path: str, data: str, out: str, *, policy: str | None = None,
 def main(argv: Sequence[str] | None = None) -> None:
   parser = argparse.ArgumentParser(prog='searchless-evaluate', description=__doc__.split('\n\n')[0])
   parser.add_argument('--checkpoint', required=True, help='Workdir, checkpoint dir or published-layout model dir.')
-  parser.add_argument('--data', required=True, help='Action-value bag spec, or a directory holding one.')
+  parser.add_argument('--data', required=True, help='Action-value or board_value bag spec, or a directory holding one.')
   parser.add_argument('--out', required=True, help='Output directory (metrics.json, boards.jsonl).')
   parser.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's.")
   parser.add_argument('--num_boards', type=int, help='Evaluate the first N complete boards.')

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import jax.scipy.special
 
 
-def log_loss(log_probs: jax.Array, targets: jax.Array) -> jax.Array:
-  """Mean negative log-likelihood of `targets` [B] under `log_probs` [B, V]."""
+def log_loss(log_probs: jax.Array, targets: jax.Array, reduce: bool = True) -> jax.Array:
+  """Mean negative log-likelihood of `targets` [B] under `log_probs` [B, V] ([B] if not `reduce`)."""
   picked = jnp.take_along_axis(log_probs, targets[:, None], axis=-1)[:, 0]  # [B]
-  return -jnp.mean(picked)
+  return -jnp.mean(picked) if reduce else -picked
 
 
 def hl_gauss_labels(targets: jax.Array, num_classes: int, sigma: float) -> jax.Array:
@@ -36,7 +36,8 @@ def hl_gauss_labels(targets: jax.Array, num_classes: int, sigma: float) -> jax.A
   return mass / (cdf[:, -1:] - cdf[:, :1])
 
 
-def hl_gauss_loss(log_probs: jax.Array, targets: jax.Array, sigma: float) -> jax.Array:
-  """Mean cross-entropy between HL-Gauss labels around `targets` and `log_probs`."""
+def hl_gauss_loss(log_probs: jax.Array, targets: jax.Array, sigma: float, reduce: bool = True) -> jax.Array:
+  """Mean cross-entropy between HL-Gauss labels around `targets` and `log_probs` ([B] if not `reduce`)."""
   labels = hl_gauss_labels(targets, log_probs.shape[-1], sigma)  # [B, V]
-  return -jnp.mean(jnp.sum(labels * log_probs, axis=-1))
+  per_target = -jnp.sum(labels * log_probs, axis=-1)  # [B]
+  return jnp.mean(per_target) if reduce else per_target

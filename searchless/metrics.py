@@ -42,6 +42,7 @@ import chess
 import numpy as np
 from scipy import stats
 
+from searchless import boards as boards_lib
 from searchless import moves as moves_lib
 from searchless import values
 
@@ -69,11 +70,7 @@ def group_boards(records: Sequence[tuple]) -> tuple[list[Board], int]:
   boards, dropped = [], 0
   for fen, indices in by_fen.items():
     moves = [records[i][1] for i in indices]
-    try:
-      legal = {m.uci() for m in chess.Board(fen).legal_moves}
-    except ValueError:
-      legal = None
-    if legal is None or len(set(moves)) != len(moves) or set(moves) != legal:
+    if boards_lib.mismatch(fen, moves) is not None:
       dropped += 1
       continue
     order = sorted(range(len(indices)), key=lambda k: moves_lib.MOVE_TO_ACTION[moves[k]])

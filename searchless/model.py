@@ -11,6 +11,18 @@ loss uses the last position only. Blocks are pre-LayerNorm multi-head attention
 layer with bias and a log-softmax. Parameter names are those of the reference
 implementation, so its published checkpoints load as they are.
 
+Board packing (``packing='board'``, an option beside the paper's model): one
+sequence per BOARD instead of one per move. Its input is the 77 FEN tokens
+followed by the board's M legal-move tokens (``[B, 77 + M]``, -1 in unused move
+slots); the board part is shifted right as above (positions 0..77) and every
+move token sits at position 78, the position the move has in the per-move
+model. An attention mask keeps the moves apart: board tokens attend to board
+tokens only, each move token to the board and to itself (``move_attention=
+'moves'``: to every real move; ``joint_layers=K``: in the K blocks before the
+last one the board tokens see the real moves too). The output is the bucket distribution
+at every move token, ``[B, M, V]``: a whole board's moves in one pass. The
+parameters are the per-move model's, name for name and shape for shape.
+
 >>> cfg = ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128,
 ...                   max_sequence_length=79)
 >>> model = build(cfg)
@@ -22,6 +34,10 @@ implementation, so its published checkpoints load as they are.
 ((2, 79, 128), dtype('float32'))
 >>> infer_config(params, num_heads=2) == cfg
 True
+>>> packed = dataclasses.replace(cfg, packing='board')
+>>> tokens = np.zeros((2, 77 + 3), np.int32); tokens[:, -1] = -1  # 2 boards, 3 move slots, 1 unused.
+>>> build(packed).apply(params, None, tokens).shape  # [B, M, V]
+(2, 3, 128)
 """
 
 import dataclasses
@@ -46,6 +62,11 @@ POSITION_ROWS = tokenizer.SEQUENCE_LENGTH + 2
 
 SEQUENCE_LENGTHS = records.SEQUENCE_LENGTHS  # Per policy: 79 action_value, 78 otherwise.
 
+PACKINGS = ('none', 'board')  # One sequence per move (the paper) | per board.
+MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besides the board.
+BOARD_TOKENS = tokenizer.SEQUENCE_LENGTH + 1  # Packed: 0 + 77 FEN tokens (positions 0..77).
+MOVE_POSITION = BOARD_TOKENS  # Packed: the position every move token has (78).
+
 # Heads of the published models, keyed by (num_layers, embedding_dim): heads
 # are not visible in parameter shapes. 9M, 136M, 270M and the reference 'local'.
 _PUBLISHED_HEADS = {(8, 256): 8, (8, 1024): 8, (16, 1024): 8, (4, 64): 4}
@@ -68,12 +89,27 @@ class ModelConfig:
   apply_qk_layernorm: bool = False  # LayerNorm on queries and keys.
   use_causal_mask: bool = False  # The reference attends over the whole board.
   seed: int = 1  # Parameter initialisation seed (`init_params`).
+  packing: str = 'none'  # 'none': one sequence per move (the paper); 'board': one per board.
+  move_attention: str = 'self'  # Packed: a move token sees the board and itself | all real moves.
+  joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
 
   def __post_init__(self):
     if self.embedding_dim % self.num_heads:
       raise ValueError(
           f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}'
       )
+    if self.packing not in PACKINGS:
+      raise ValueError(f'packing must be one of {PACKINGS}, got {self.packing!r}')
+    if self.move_attention not in MOVE_ATTENTIONS:
+      raise ValueError(f'move_attention must be one of {MOVE_ATTENTIONS}, got {self.move_attention!r}')
+    if not 0 <= self.joint_layers < self.num_layers:
+      raise ValueError(f'joint_layers must be in [0, num_layers - 1 = {self.num_layers - 1}], got {self.joint_layers}')
+    if self.packing == 'board' and (self.use_causal_mask or self.output_size == moves.NUM_ACTIONS):
+      raise ValueError('board packing is an action-value model: no causal mask, value buckets as outputs')
+
+  @property
+  def packed(self) -> bool:
+    return self.packing == 'board'
 
   @classmethod
   def from_config(cls, config) -> 'ModelConfig':
@@ -82,6 +118,8 @@ class ModelConfig:
     if policy not in SEQUENCE_LENGTHS:
       raise ValueError(f'unknown policy {policy!r} (expected one of {sorted(SEQUENCE_LENGTHS)})')
     m = config.model
+    if m.get('packing', 'none') == 'board' and policy != 'action_value':
+      raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
     return cls(
         embedding_dim=m.embedding_dim,
         num_layers=m.num_layers,
@@ -94,6 +132,10 @@ class ModelConfig:
         output_size=moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets,
         max_sequence_length=POSITION_ROWS,
         seed=m.seed,
+        # Configs saved before board packing existed have none of these fields.
+        packing=m.get('packing', 'none'),
+        move_attention=m.get('move_attention', 'self'),
+        joint_layers=m.get('joint_layers', 0),
     )
 
 
@@ -130,12 +172,19 @@ class MultiHeadDotProductAttention(hk.Module):
     self._apply_qk_layernorm = apply_qk_layernorm
     self._compute_dtype = compute_dtype
 
-  def __call__(self, x: jax.Array, last_query_only: bool = False) -> jax.Array:
-    """[B, T, D] -> [B, T, D]; or [B, 1, D] (the last position's output) if `last_query_only`."""
+  def __call__(self, x: jax.Array, last_query_only: bool = False, *, query_start: int = 0,
+               mask: jax.Array | None = None) -> jax.Array:
+    """[B, T, D] -> [B, T, D]; or [B, 1, D] (the last position's output) if `last_query_only`.
+
+    `query_start`: only positions from there on are queried (outputs [B, T - query_start, D]).
+    `mask`: [B or 1, 1, T - query_start, T] bool, True where a query may attend to a key.
+    """
     batch, length, width = x.shape
     head_dim = width // self._num_heads
     split = lambda y: y.reshape(batch, y.shape[1], self._num_heads, head_dim)  # [B, T, H, K]
-    q = hk.Linear(width, with_bias=False)(x[:, -1:] if last_query_only else x)  # [B, T or 1, D]
+    if last_query_only:
+      query_start = length - 1
+    q = hk.Linear(width, with_bias=False)(x[:, query_start:])  # [B, Tq, D]
     k = hk.Linear(width, with_bias=False)(x)
     if self._apply_qk_layernorm:
       q = _layer_norm(q).astype(self._compute_dtype)
@@ -147,6 +196,8 @@ class MultiHeadDotProductAttention(hk.Module):
     if self._use_causal_mask:
       causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
       logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
+    if mask is not None:
+      logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
     weights = jax.nn.softmax(logits).astype(self._compute_dtype)  # [B, H, T, T]
     # Contracting to [B, H, T, K] and transposing is ~5x faster on XLA:CPU than
     # producing [B, T, H, K] from the einsum directly (same numbers).
@@ -198,11 +249,76 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
   return log_probs[:, -1] if last_only else log_probs
 
 
+def packed_mask(valid: jax.Array, move_attention: str, board_sees_moves: bool) -> jax.Array:
+  """[B, M] real move slots -> [B, 1, 78 + M, 78 + M] bool attention mask of a packed board.
+
+  Board rows see the board (and, with `board_sees_moves`, the real moves); move
+  rows see the board and themselves (`move_attention='moves'`: every real move).
+
+  >>> packed_mask(np.array([[True, False]]), 'self', False)[0, 0, 76:, 76:].astype(int).tolist()
+  [[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 0, 1]]
+  """
+  batch, num_moves = valid.shape
+  total = BOARD_TOKENS + num_moves
+  is_board_key = jnp.arange(total) < BOARD_TOKENS  # [T]
+  key_is_real_move = jnp.concatenate([jnp.zeros((batch, BOARD_TOKENS), bool), valid], axis=1)  # [B, T]
+  board_rows = jnp.broadcast_to(is_board_key, (batch, total))  # [B, T]
+  if board_sees_moves:
+    board_rows = board_rows | key_is_real_move
+  move_rows = jnp.broadcast_to(is_board_key, (batch, num_moves, total))  # [B, M, T]
+  move_rows = move_rows | (jnp.arange(total)[None, None, :] == BOARD_TOKENS + jnp.arange(num_moves)[None, :, None])
+  if move_attention == 'moves':
+    move_rows = move_rows | key_is_real_move[:, None, :]
+  rows = jnp.concatenate([jnp.broadcast_to(board_rows[:, None], (batch, BOARD_TOKENS, total)), move_rows], axis=1)
+  return rows[:, None]  # [B, 1, T, T]
+
+
+def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
+  """[B, 77 + M] FEN + move tokens (-1: no move) -> [B, M, V] float32 log-probs of each move's bucket."""
+  batch, length = tokens.shape
+  num_moves = length - tokenizer.SEQUENCE_LENGTH
+  if num_moves < 1:
+    raise ValueError(f'a packed board needs 77 FEN tokens and at least one move slot, got {length} tokens')
+  valid = tokens[:, tokenizer.SEQUENCE_LENGTH:] >= 0  # [B, M]
+  inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
+  token_embeddings = hk.Embed(
+      vocab_size=moves.NUM_ACTIONS,
+      embed_dim=config.embedding_dim,
+      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
+      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
+  )(inputs)  # [B, T, D]
+  position_ids = np.concatenate([np.arange(BOARD_TOKENS), np.full(num_moves, MOVE_POSITION)])  # [T]
+  positions = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)(position_ids)
+  h = token_embeddings * math.sqrt(config.embedding_dim) + positions  # [B, T, D]
+
+  masks = {joint: packed_mask(valid, config.move_attention, joint)
+           for joint in {False, config.joint_layers > 0}}  # [B, 1, T, T]
+  for layer in range(config.num_layers):
+    attention = MultiHeadDotProductAttention(
+        config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
+    )
+    # The last block's board outputs feed nothing: joint blocks are the K before it.
+    mask = masks[config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1]
+    # The last block's board outputs are never read: query (and MLP) the moves only.
+    start = BOARD_TOKENS if layer == config.num_layers - 1 else 0
+    h = h[:, start:] + attention(_layer_norm(h).astype(compute_dtype), query_start=start, mask=mask[:, :, start:])
+    h = h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
+
+  if config.apply_post_ln:
+    h = _layer_norm(h)
+  logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, M, V]
+  return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+
+
 def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> hk.Transformed:
   """Returns the predictor: `apply(params, rng_or_None, sequences [B, T] int) -> [B, T, V]`.
 
   With `last_only` it returns the last position's log-probs [B, V] (all that
   playing and evaluation read) and skips the work no other position needs.
+
+  A board-packed config (`config.packing == 'board'`) gives
+  `apply(params, rng_or_None, tokens [B, 77 + M] int) -> [B, M, V]` instead
+  (see the module docstring); `last_only` does not apply to it.
 
   Parameters are float32 whatever `compute_dtype` is. With bfloat16, matmuls and
   attention run in bfloat16 (attention logits accumulate in float32); the
@@ -219,11 +335,16 @@ def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: b
       value = value.astype(compute_dtype)
     return next_getter(value)
 
+  def run(sequences: jax.Array) -> jax.Array:
+    if config.packed:
+      return _packed_forward(sequences, config, compute_dtype)
+    return _forward(sequences, config, compute_dtype, last_only)
+
   def forward(sequences: jax.Array) -> jax.Array:
     if compute_dtype == jnp.float32:
-      return _forward(sequences, config, compute_dtype, last_only)
+      return run(sequences)
     with hk.custom_creator(create_float32), hk.custom_getter(cast_linear_weights):
-      return _forward(sequences, config, compute_dtype, last_only)
+      return run(sequences)
 
   return hk.transform(forward)
 
@@ -239,7 +360,8 @@ def init_params(config: ModelConfig) -> hk.Params:
   Use `jax.eval_shape(lambda: init_params(config))` for shapes without the memory.
   """
   init = _jitted_init(dataclasses.replace(config, seed=0))  # One compilation for every seed.
-  dummy = jnp.zeros((1, config.max_sequence_length), jnp.int32)
+  length = tokenizer.SEQUENCE_LENGTH + 1 if config.packed else config.max_sequence_length
+  dummy = jnp.zeros((1, length), jnp.int32)
   return init(jax.random.PRNGKey(config.seed), dummy)
 
 

@@ -96,7 +96,7 @@ class Player:
     """
     model_config, params, experiment = checkpoint.load_model(path, ema=ema)
     kind = policy or (experiment.policy if experiment is not None else policy_lib.ACTION_VALUE)
-    predictor = policy_lib.Predictor(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
+    predictor = policy_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
     return cls(policy_lib.make_policy(kind, predictor), options, name or f'searchless-{kind}')
 
   def analyse(self, board: chess.Board) -> policy_lib.Analysis:

@@ -12,6 +12,11 @@ the paper read it the way the reference engines do:
 * behavioral cloning: one sequence for the board, the 1968 action log-probs
   renormalised over the legal moves.
 
+A board-packed model (``packing='board'``, `searchless.model`) is read by
+`PackedActionValuePolicy` over a `PackedPredictor`: one row per board, every
+legal move scored in that one pass (move slots padded to `MOVE_BUCKETS`).
+`predictor_for` picks the predictor a model needs; `make_policy` the policy.
+
 Moves are in the reference order (by action index) everywhere, so `Analysis`
 arrays line up with `moves`.
 
@@ -46,6 +51,9 @@ POLICIES = (ACTION_VALUE, STATE_VALUE, BEHAVIORAL_CLONING)
 # Batch shapes the predictor is compiled for (218 legal moves at most). A board's
 # moves go in a few calls of these shapes (`Predictor._chunks`).
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# Packed model: move slots per row (a board's moves padded up to the next) and boards per call.
+MOVE_BUCKETS = (16, 32, 48, 64, 96, 128, 256)
+BOARD_BUCKETS = (1, 4, 16, 64)
 
 
 def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
@@ -118,6 +126,81 @@ class Predictor:
     self._plans.clear()
 
 
+class PackedPredictor:
+  """Log-probs of every move of whole boards through a board-packed model, on fixed shapes.
+
+  `predictor(fen_tokens [N, 77], actions: N arrays [M_i]) -> N arrays [M_i, V]`.
+  A board's moves are padded up to the next of `move_buckets` (-1 slots); the
+  boards of one move bucket go in calls of `board_buckets` rows (padded with
+  empty boards), so nothing recompiles per board.
+  """
+
+  def __init__(self, model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32,
+               move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
+    if not model_config.packed:
+      raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
+    self.model_config = model_config
+    self._params = jax.device_put(params)
+    self._apply = jax.jit(model.build(model_config, compute_dtype).apply)
+    self._move_buckets = tuple(sorted(move_buckets))
+    self._board_buckets = tuple(sorted(board_buckets))
+    self.rows_run = 0  # Rows (boards) sent through the model, padding included.
+
+  def _slots(self, num_moves: int) -> int:
+    for size in self._move_buckets:
+      if num_moves <= size:
+        return size
+    raise ValueError(f'{num_moves} moves exceed the largest move bucket {self._move_buckets[-1]}')
+
+  def _board_chunks(self, rows: int) -> list[tuple[int, int]]:
+    """(rows, batch shape) per call: pad up to the next bucket when that wastes less than
+    half of it, else fill the largest bucket that fits."""
+    chunks = []
+    while rows > 0:
+      above = [b for b in self._board_buckets if b >= rows]
+      size = above[0] if above and 2 * rows > above[0] else max(b for b in self._board_buckets if b <= rows)
+      chunks.append((min(rows, size), size))
+      rows -= min(rows, size)
+    return chunks
+
+  def __call__(self, fen_tokens: np.ndarray, actions: Sequence[np.ndarray]) -> list[np.ndarray]:
+    fen_tokens = np.asarray(fen_tokens, np.int32)  # [N, 77]
+    groups: dict[int, list[int]] = {}
+    for i, acts in enumerate(actions):
+      groups.setdefault(self._slots(max(len(acts), 1)), []).append(i)
+    pending = []
+    for slots, members in sorted(groups.items()):
+      start = 0
+      for rows, size in self._board_chunks(len(members)):
+        batch = np.full((size, tokenizer.SEQUENCE_LENGTH + slots), -1, np.int32)  # [B, 77 + M]
+        batch[:, :tokenizer.SEQUENCE_LENGTH] = 0
+        chunk = members[start:start + rows]
+        for row, i in enumerate(chunk):
+          batch[row, :tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
+          batch[row, tokenizer.SEQUENCE_LENGTH:tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
+        pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
+        self.rows_run += size
+        start += rows
+    out: list[np.ndarray] = [None] * len(actions)
+    for chunk, result in pending:
+      result = np.asarray(result)  # [B, M, V]
+      for row, i in enumerate(chunk):
+        out[i] = result[row, :len(actions[i])]
+    return out
+
+  def warm_up(self) -> None:
+    """Compiles one board per call for every move bucket (what play needs)."""
+    for slots in self._move_buckets:
+      batch = np.zeros((self._board_buckets[0], tokenizer.SEQUENCE_LENGTH + slots), np.int32)
+      self._apply(self._params, None, batch).block_until_ready()
+
+
+def predictor_for(model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32):
+  """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
+  cls = PackedPredictor if model_config.packed else Predictor
+  return cls(model_config, params, compute_dtype=compute_dtype)
+
+
 @dataclasses.dataclass(frozen=True)
 class Analysis:
   """A policy's view of one board; arrays follow `moves` (the reference order)."""
@@ -159,6 +242,10 @@ class _Policy:
   def analyse(self, board: chess.Board) -> Analysis:
     return self.analyse_many([board])[0]
 
+  def warm_up(self) -> None:
+    """Compiles what play needs and calibrates the batch plan (before the first move)."""
+    self.predictor.warm_up(self.sequence_length)
+
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     """Analyses several boards in shared batches (faster than one by one)."""
     raise NotImplementedError
@@ -190,6 +277,26 @@ class ActionValuePolicy(_Policy):
       results.append(Analysis(board.fen(), tuple(ms), wp, lp, wp,
                               float(wp.max()) if len(ms) else None))
     return results
+
+
+class PackedActionValuePolicy(_Policy):
+  """P(bucket | board, move) for every legal move from a board-packed model: one row per board."""
+
+  kind = ACTION_VALUE
+
+  def analyse_many(self, boards):
+    legal = [ordered_legal_moves(b) for b in boards]
+    tokens = tokenizer.tokenize_batch([b.fen() for b in boards])  # [N, 77]
+    actions = [np.array([moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms], np.int32) for ms in legal]
+    per_board = self.predictor(tokens, actions)  # N x [M, K]
+    results = []
+    for board, ms, lp in zip(boards, legal, per_board):
+      wp = np.exp(lp) @ self.centres  # [M]
+      results.append(Analysis(board.fen(), tuple(ms), wp, lp, wp, float(wp.max()) if len(ms) else None))
+    return results
+
+  def warm_up(self) -> None:
+    self.predictor.warm_up()
 
 
 class StateValuePolicy(_Policy):
@@ -244,10 +351,14 @@ _POLICY_CLASSES = {
 }
 
 
-def make_policy(kind: str, predictor: Predictor) -> _Policy:
+def make_policy(kind: str, predictor: Predictor | PackedPredictor) -> _Policy:
   """The `kind` policy (one of POLICIES) over `predictor`; checks the output size fits."""
   if kind not in _POLICY_CLASSES:
     raise ValueError(f'unknown policy {kind!r}; expected one of {POLICIES}')
+  if isinstance(predictor, PackedPredictor):
+    if kind != ACTION_VALUE:
+      raise ValueError(f'a board-packed model scores moves: it plays the action_value policy, not {kind}')
+    return PackedActionValuePolicy(predictor)
   output_size = predictor.model_config.output_size
   if (kind == BEHAVIORAL_CLONING) != (output_size == moves_lib.NUM_ACTIONS):
     raise ValueError(f'a {kind} policy does not fit a model with {output_size} outputs')

@@ -33,7 +33,9 @@ from searchless import dataset
 from searchless import losses
 from searchless import metrics
 from searchless import model
+from searchless import records
 from searchless import sharding
+from searchless import tokenizer
 from searchless import values
 
 
@@ -51,20 +53,40 @@ def make_optimizer(config) -> optax.GradientTransformation:
   )
 
 
+def split_packed(rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Packed rows [B, 77 + 2M] -> (model input [B, 77 + M], bucket targets [B, M], -1 = no move)."""
+  num_moves = (rows.shape[1] - tokenizer.SEQUENCE_LENGTH) // 2
+  return rows[:, :tokenizer.SEQUENCE_LENGTH + num_moves], rows[:, tokenizer.SEQUENCE_LENGTH + num_moves:]
+
+
 def make_loss_fn(apply, config):
-  """loss(params, sequences [B, T]) on the last token (the value bucket or the action)."""
+  """loss(params, batch) -> (mean loss, number of targets).
+
+  Per-move sequences [B, T]: the loss on the last token (the value bucket or
+  the action). Packed rows [B, 77 + 2M]: the mean over every real move of
+  every board (padded move slots are left out).
+  """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
     raise ValueError(f"loss.kind must be log_loss or hl_gauss, got {kind!r}")
   if kind == 'hl_gauss' and config.policy == 'behavioral_cloning':
     raise ValueError('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
 
-  def loss_fn(params, sequences):
-    log_probs = apply(params, None, sequences)[:, -1].astype(jnp.float32)  # [B, V]
-    targets = sequences[:, -1]  # [B]
+  def per_target(log_probs, targets):  # [N, V], [N] -> [N]
     if kind == 'log_loss':
-      return losses.log_loss(log_probs, targets)
-    return losses.hl_gauss_loss(log_probs, targets, config.loss.hl_gauss_sigma)
+      return losses.log_loss(log_probs, targets, reduce=False)
+    return losses.hl_gauss_loss(log_probs, targets, config.loss.hl_gauss_sigma, reduce=False)
+
+  def loss_fn(params, batch):
+    if not dataset.packed(config):
+      log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
+      return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
+    inputs, targets = split_packed(batch)  # [B, 77 + M], [B, M]
+    log_probs = apply(params, None, inputs)  # [B, M, V]
+    valid = targets >= 0  # [B, M]
+    flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
+    count = jnp.sum(valid, dtype=jnp.float32)
+    return jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0), count
 
   return loss_fn
 
@@ -73,8 +95,8 @@ class Functions(NamedTuple):
   """The jitted pure functions of a run and the layouts they use."""
 
   init: callable  # rng -> TrainingState
-  update: callable  # (TrainingState, sequences [B, T]) -> (TrainingState, metrics)
-  last_log_probs: callable  # (params, sequences [B, T]) -> [B, V] log-probs at the last position
+  update: callable  # (TrainingState, batch [B, T]) -> (TrainingState, metrics)
+  last_log_probs: callable  # (params, sequences [B, T]) -> [B, V] at the last position; packed: [B, M, V]
   state_sharding: TrainingState
   batch_sharding: jax.sharding.NamedSharding
   model_config: model.ModelConfig
@@ -88,17 +110,17 @@ def make_functions(config, mesh) -> Functions:
   decay = config.optim.ema_decay
 
   def init(rng):
-    dummy = jnp.zeros((1, model.SEQUENCE_LENGTHS[config.policy]), jnp.int32)
-    params = net.init(rng, dummy)
+    length = tokenizer.SEQUENCE_LENGTH + 1 if model_config.packed else model.SEQUENCE_LENGTHS[config.policy]
+    params = net.init(rng, jnp.zeros((1, length), jnp.int32))
     return TrainingState(jnp.zeros((), jnp.int32), params, params, optimizer.init(params))
 
-  def update(state: TrainingState, sequences):
-    loss, grads = jax.value_and_grad(loss_fn)(state.params, sequences)
+  def update(state: TrainingState, batch):
+    (loss, targets), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.
     params_ema = jax.tree.map(lambda e, p: e - (1.0 - decay) * (e - p), state.params_ema, params)
-    metrics = {'loss': loss, 'grad_norm': optax.global_norm(grads)}
+    metrics = {'loss': loss, 'grad_norm': optax.global_norm(grads), 'targets': targets}
     return TrainingState(state.step + 1, params, params_ema, opt_state), metrics
 
   abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
@@ -106,11 +128,14 @@ def make_functions(config, mesh) -> Functions:
   layout = layout._replace(step=sharding.replicated(mesh))
   batch = sharding.batch_sharding(mesh)
   out = sharding.replicated(mesh)
+  if model_config.packed:
+    read_out = lambda params, inputs: net.apply(params, None, inputs)  # [B, M, V]
+  else:
+    read_out = lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32)  # [B, V]
   return Functions(
       init=jax.jit(init, out_shardings=layout),
       update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
-      last_log_probs=jax.jit(lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32),
-                             in_shardings=(layout.params, batch), out_shardings=out),
+      last_log_probs=jax.jit(read_out, in_shardings=(layout.params, batch), out_shardings=out),
       state_sharding=layout,
       batch_sharding=batch,
       model_config=model_config,
@@ -179,26 +204,68 @@ def _log(workdir: pathlib.Path, record: dict) -> None:
 class EvalSet(NamedTuple):
   """The first `train.eval_records` records of `data.eval`, ready to score."""
 
-  sequences: np.ndarray  # [N, T] int32, N padded to a multiple of the batch size.
+  sequences: np.ndarray  # [N, T] int32 (packed: [N, 77 + 2M] rows), N padded to a multiple of the batch size.
   count: int  # Real (unpadded) sequences.
-  boards: list  # metrics.Board per complete board (action_value only).
+  boards: list  # metrics.Board per complete board (action_value only; packed: every board, rows in order).
+
+
+def _eval_rows(config, raw: list[bytes]) -> tuple[np.ndarray, list]:
+  """Packed eval rows: every move of every board (M = the largest board, rounded up to 16)."""
+  board_records = dataset.decode_boards(raw)
+  max_moves = max([16] + [-(-len(b.moves) // 16) * 16 for b in board_records])
+  edges, _ = values.uniform_buckets(config.num_return_buckets)
+  rows = dataset.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M]
+  boards = [metrics.Board(b.fen, b.moves, np.asarray(b.win_probs), np.arange(len(b.moves))) for b in board_records]
+  return rows, boards
 
 
 def load_eval_set(config) -> EvalSet:
   reader = bags.reader(config.data.eval)
   raw = list(reader[:min(len(reader), config.train.eval_records)])
-  sequences = dataset.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]
   boards = []
-  if config.policy == 'action_value':
-    boards, _ = metrics.group_boards(list(zip(*dataset.decode_batch('action_value', raw))))
+  if dataset.packed(config):
+    dataset.check_kind(config.data.eval, records.BOARD_VALUE, reader)
+    sequences, boards = _eval_rows(config, raw)
+  else:
+    sequences = dataset.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]
+    if config.policy == 'action_value':
+      boards, _ = metrics.group_boards(list(zip(*dataset.decode_batch('action_value', raw))))
   batch = config.data.batch_size
   padded = np.zeros((-len(raw) % batch + len(raw), sequences.shape[1]), np.int32)
   padded[:len(raw)] = sequences
   return EvalSet(padded, len(raw), boards)
 
 
+def _evaluate_packed(functions: Functions, params, config, eval_set: EvalSet) -> dict:
+  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
+  _, centres = values.uniform_buckets(config.num_return_buckets)
+  picked, predicted = [], []
+  for i in range(0, len(eval_set.sequences), batch):
+    rows = eval_set.sequences[i:i + batch]
+    inputs, targets = split_packed(rows)
+    local = inputs[pi * batch // pc:(pi + 1) * batch // pc]
+    log_probs = np.asarray(jax.device_get(
+        functions.last_log_probs(params, dataset.global_batch(local, functions.batch_sharding))))  # [B, M, V]
+    for b in range(len(rows)):
+      if i + b >= eval_set.count:
+        break
+      num = len(eval_set.boards[i + b].moves)
+      lp = log_probs[b, :num]  # [m, V]
+      picked.append(np.take_along_axis(lp, targets[b, :num, None], axis=-1)[:, 0])
+      predicted.append(np.exp(lp) @ centres)
+  return {
+      'eval_loss': float(-np.concatenate(picked).mean()),
+      'eval_action_accuracy': metrics.action_accuracy(
+          [p for p, b in zip(predicted, eval_set.boards) if len(b.moves)],
+          [b.win_probs for b in eval_set.boards if len(b.moves)]),
+      'eval_boards': sum(1 for b in eval_set.boards if len(b.moves)),
+  }
+
+
 def evaluate(functions: Functions, params, config, eval_set: EvalSet) -> dict:
   """Log-loss on the eval records; action accuracy on their complete boards (action_value)."""
+  if dataset.packed(config):
+    return _evaluate_packed(functions, params, config, eval_set)
   batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
   picked, bucket_probs = [], []
   for i in range(0, len(eval_set.sequences), batch):
@@ -249,12 +316,16 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
   num_steps = config.train.num_steps
   end = num_steps if stop_after is None else min(num_steps, start + stop_after)
   dtype = model.resolve_dtype(config.train.compute_dtype)
-  seq_len = model.SEQUENCE_LENGTHS[config.policy]
+  if dataset.packed(config):  # A row: 78 board tokens + max_moves move tokens.
+    seq_len = model.BOARD_TOKENS + config.data.max_moves
+  else:
+    seq_len = model.SEQUENCE_LENGTHS[config.policy]
   flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = peak_flops_per_device(dtype)
   bar = tqdm.tqdm(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
                   dynamic_ncols=True)
   last_time, last_step = time.perf_counter(), start
+  deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
   window = []  # Metrics of the steps since the last log line (device arrays, fetched lazily).
   with _Stop() as stop:
     for step in range(start, end):
@@ -263,20 +334,25 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
       window.append(metrics)
       done = step + 1
       bar.update(1)
+      out_of_time = deadline is not None and time.perf_counter() > deadline
+      if out_of_time:
+        end = done  # Log, evaluate and checkpoint as at the end.
       if done % config.train.log_every == 0 or done == end:
         # Means over the window: one batch is too noisy to read a curve from.
         metrics = {k: float(np.mean([m[k] for m in jax.device_get(window)])) for k in window[0]}
+        targets = metrics.pop('targets') * (done - last_step)  # Action-values (or records) trained on.
         window = []
         now = time.perf_counter()
         examples = (done - last_step) * config.data.batch_size / (now - last_time)
         record = {'step': done, **metrics, 'examples_per_s': examples, 'tokens_per_s': examples * seq_len,
+                  'targets': int(round(targets)), 'targets_per_s': targets / (now - last_time),
                   'devices': jax.device_count(), 'processes': jax.process_count()}
         if peak:
           record['mfu'] = examples * flops / (peak * jax.device_count())
         last_time, last_step = now, done
         _log(workdir, record)
         bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
-      if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps):
+      if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
         record = {'step': done, **evaluate(functions, state.params_ema, config, eval_set)}
         _log(workdir, record)
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
@@ -285,6 +361,9 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
         manager.save(done, state, data_iter.get_state(), config)
       if stop.requested:
         bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
+        break
+      if out_of_time:
+        bar.write(f'train.max_seconds={config.train.max_seconds:g} reached at step {done}; checkpoint saved')
         break
   manager.wait()
   bar.close()

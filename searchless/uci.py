@@ -503,8 +503,7 @@ class UciEngine:
       self._backend_started = True
       player = self._factory(policy, self._options)
       if self._warm_up:
-        predictor = player.policy.predictor
-        predictor.warm_up(player.policy.sequence_length)
+        player.policy.warm_up()
         player.analyse(chess.Board())
     finally:
       if restore is not None:

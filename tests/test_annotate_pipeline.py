@@ -14,6 +14,7 @@ import pytest
 from pipelines import annotate as driver
 from searchless import annotate
 from searchless import bags
+from searchless import moves
 from searchless import pgn
 
 FOOLS_MATE = '''[Event "fools mate"]
@@ -108,6 +109,13 @@ def test_outputs_decode_and_cover_every_board_exactly_once(small_run):
     assert (s['boards'], s['boards_annotated'], s['boards_failed'], s['action_values']) == (
         len(expected_boards[split]), len(expected_boards[split]), 0, len(action))
     assert manifest['outputs'][f'{split}/action_value']['records'] == len(action)
+    # Board records: the same values, one record per board, the board's own value from its state record.
+    board_records = bags.read_records(spec('board_value'), 'board_value')
+    assert manifest['outputs'][f'{split}/board_value']['records'] == len(board_records) == len(state)
+    state_of = dict(state)
+    for b in board_records:
+      assert dict(zip(b.moves, b.win_probs)) == by_board.get(b.fen, {}) and b.state_value == state_of[b.fen]
+      assert list(b.moves) == sorted(b.moves, key=moves.MOVE_TO_ACTION.get)
   assert (out / 'failures.jsonl').read_text() == ''
 
 
@@ -199,7 +207,8 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
   sampled = [g for g in elo_ok if set(g.fens) <= train_boards]
   assert len(sampled) >= 1 and len(train_boards) == len({f for g in sampled for f in g.fens})
   assert sorted(p.name for p in (out / 'train').iterdir()) == sorted(
-      f'{kind}-0000{i}-of-00002_data.bagz' for kind in ('action_value', 'behavioral_cloning', 'state_value') for i in range(2))
+      f'{kind}-0000{i}-of-00002_data.bagz' for kind in ('action_value', 'behavioral_cloning', 'board_value', 'state_value')
+      for i in range(2))
   test_boards = {r.fen for r in bags.read_records(str(out / 'test' / 'state_value@2_data.bagz'), 'state_value')}
   assert test_boards == {f for g in test_elo_ok for f in g.fens}
 
@@ -231,3 +240,23 @@ def test_missing_input_and_engine_are_clear_errors(tmp_path):
   games.write_text(FOOLS_MATE)
   with pytest.raises(SystemExit, match="engine '/no/such/stockfish' not found"):
     driver.run(['--input', str(games), '--output_dir', str(tmp_path), '--engine_path', '/no/such/stockfish'])
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_path, lichess_999, stockfish):
+  """Same input and node limit: the same records whatever the runner mode and worker count."""
+  text = lichess_999.read_text()
+  second_game = [i for i, line in enumerate(text.splitlines(keepends=True)) if line.startswith('[Event ')][1]
+  games = tmp_path / 'one_game.pgn'
+  games.write_text(''.join(text.splitlines(keepends=True)[:second_game]))
+  outputs = []
+  for name, runner in (('in_process', ['--direct_running_mode', 'in_memory']),
+                       ('two_workers', ['--direct_num_workers', '2'])):
+    out = tmp_path / name
+    driver.run(['--input', str(games), '--output_dir', str(out), '--limit', 'nodes=1000', '--test_fraction', '0',
+                '--engine_path', stockfish, '--no_progress', *runner])
+    outputs.append({kind: sorted(bags.read_records(bags.find(str(out / 'train'), kind), kind))
+                    for kind in ('action_value', 'state_value', 'behavioral_cloning')})
+  assert len(outputs[0]['state_value']) > 50
+  assert outputs[0] == outputs[1]

@@ -142,3 +142,28 @@ def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, me
       annotator.annotate(START)
     assert failure.value.attempts == 2
     assert annotator.restarts == 2
+
+
+def _real_boards(path, count):
+  from searchless import pgn
+  fens = []
+  for raw in pgn.iter_raw_games(str(path)):
+    fens += pgn.parse_game(raw).fens[10:10 + count // 3]
+    if len(fens) >= count:
+      return fens[:count]
+  return fens
+
+
+@pytest.mark.parametrize('mode, limit', [('per_move', 'nodes=2000'), ('multipv', 'nodes=20000')])
+def test_labels_do_not_depend_on_the_boards_searched_before(stockfish, lichess_999, mode, limit):
+  """Each board starts from a fresh engine state (ucinewgame): any order gives the same labels."""
+  fens = _real_boards(lichess_999, 12)
+  cfg = config(stockfish, mode=mode, limit=engine.SearchLimit.parse(limit))
+  with engine.BoardAnnotator(cfg) as annotator:
+    forward = [annotator.annotate(fen) for fen in fens]
+  with engine.BoardAnnotator(cfg) as annotator:
+    backward = [annotator.annotate(fen) for fen in reversed(fens)][::-1]
+  assert forward == backward
+  with engine.BoardAnnotator(cfg) as annotator:  # A board alone, after an unrelated search.
+    annotator.annotate(START)
+    assert annotator.annotate(fens[5]) == forward[5]

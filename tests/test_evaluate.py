@@ -70,4 +70,4 @@ def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
                            '--data', str(tmp_path), '--out', str(tmp_path / 'out')],
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 1
-  assert result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value records in {tmp_path}')
+  assert result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')

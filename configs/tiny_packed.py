@@ -1,0 +1,34 @@
+"""Tiny board-packed action-value model: configs/tiny.py's transformer, one pass per board.
+
+The same transformer as configs/tiny.py (4 layers, d=64, 4 heads; the same
+parameters, name for name), but a training row is a whole board: its 77 FEN
+tokens and up to 64 legal-move tokens, every move scored at once (see
+`searchless.model`). It reads board_value records, which `searchless-annotate`
+writes beside the ChessBench datasets (`searchless-convert ... --to board`
+makes them from action-value records).
+
+Run (after `make run` has annotated the sample games):
+
+    searchless-train --config configs/tiny_packed.py --workdir runs/tiny_packed \\
+        --data 'runs/demo/data/train/board_value*' \\
+        --eval_data runs/demo/data/test/board_value_data.bag
+
+Should reach (measured, benchmarks/RESULTS.md "Board packing", 2 CPU cores):
+about 20x the action-values per second of configs/tiny.py, and at equal
+training wall-clock a higher action accuracy (benchmarks/packing.py).
+"""
+
+import pathlib
+
+import ml_collections
+
+from searchless import config as config_lib
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = config_lib.from_file(pathlib.Path(__file__).with_name('tiny.py'))
+  c.model.packing = 'board'
+  c.data.batch_size = 32  # Boards per step (~1100 action-values of real games).
+  c.data.max_moves = 64  # Move slots per row; real boards have ~35 legal moves, few over 64.
+  c.train.eval_records = 512  # Boards.
+  return c

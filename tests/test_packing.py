@@ -1,0 +1,361 @@
+"""Board packing: board records, the converter, the packed model, its training and its play."""
+
+import dataclasses
+import json
+import pathlib
+import struct
+import subprocess
+import sys
+
+import chess
+import chess.engine
+import jax
+import numpy as np
+import pytest
+
+from searchless import bags
+from searchless import boards as boards_lib
+from searchless import config as config_lib
+from searchless import dataset
+from searchless import model
+from searchless import moves as moves_lib
+from searchless import policy as policy_lib
+from searchless import records
+from searchless import tokenizer
+from searchless import train
+from searchless import values
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TINY_PACKED = str(ROOT / 'configs' / 'tiny_packed.py')
+SMALL = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
+         'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']
+MIDDLEGAME = 'r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1'  # 43 legal moves.
+MOST_MOVES = 'R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1'  # 218 legal moves, the most known.
+ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
+
+
+# --------------------------------------------------------------------------------------
+# Board records and conversion.
+
+
+@pytest.mark.parametrize('module', [boards_lib, records, model])
+def test_docstring_examples(module):
+  import doctest
+  result = doctest.testmod(module)
+  assert result.attempted > 0 and result.failed == 0
+
+
+def test_board_value_coder_round_trip_and_layout():
+  board = records.BoardValue(ONE_MOVE, ('a1b2',), (0.123456789,), 0.25)
+  data = records.encode('board_value', board)
+  assert data == (bytes([len(ONE_MOVE)]) + ONE_MOVE.encode() + b'\x00\x00\x00\x01\x04a1b2'
+                  + b'\x00\x00\x00\x01' + struct.pack('>d', 0.123456789) + struct.pack('>d', 0.25))
+  assert records.decode('board_value', data) == board
+  terminal = records.BoardValue('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1', (), (), 0.0)
+  assert records.decode('board_value', records.encode('board_value', terminal)) == terminal
+
+
+def test_from_action_values_is_order_independent_and_derives_chessbench_records():
+  pairs = [('a1b2', 0.7), ('a1a2', 0.2), ('a1b1', 0.7)]
+  fen = '7k/8/8/8/8/8/8/K7 w - - 0 1'
+  a = boards_lib.from_action_values(fen, pairs)
+  assert a == boards_lib.from_action_values(fen, pairs[::-1])
+  assert a.moves == ('a1b1', 'a1a2', 'a1b2') and a.win_probs == (0.7, 0.2, 0.7) and a.state_value == 0.7
+  assert boards_lib.from_action_values(fen, pairs, 0.6).state_value == 0.6
+  out = boards_lib.to_chessbench(a)
+  assert sorted(out['action_value']) == sorted(records.ActionValue(fen, m, p) for m, p in pairs)
+  assert out['state_value'] == [records.StateValue(fen, 0.7)]
+  assert out['behavioral_cloning'] == [records.BehavioralCloning(fen, 'a1b1')]  # First of the equals.
+  mate = records.BoardValue('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1', (), (), 0.0)
+  assert boards_lib.to_chessbench(mate) == {'action_value': [], 'state_value': [records.StateValue(mate.fen, 0.0)],
+                                            'behavioral_cloning': []}
+
+
+def test_mismatch_names_what_is_wrong():
+  fen = '7k/8/8/8/8/8/8/K7 w - - 0 1'
+  assert boards_lib.mismatch(fen, ['a1a2', 'a1b1', 'a1b2']) is None
+  assert boards_lib.mismatch(fen, ['a1a2', 'a1b1']) == 'missing a1b2'
+  assert boards_lib.mismatch(fen, ['a1a2', 'a1b1', 'a1b2', 'h8h7']) == 'not legal h8h7'
+  assert boards_lib.mismatch(fen, ['a1a2', 'a1a2', 'a1b1', 'a1b2']) == 'repeated a1a2'
+  assert boards_lib.mismatch(fen, ['a1a2']) == 'missing a1b1 a1b2'
+
+
+def _convert(*argv):
+  from pipelines import convert
+  return convert.run([str(a) for a in argv])
+
+
+@pytest.fixture(scope='module')
+def converted(compat, tmp_path_factory):
+  """The compat action-value sample -> board records -> ChessBench records, through the real pipeline."""
+  out = tmp_path_factory.mktemp('converted')
+  to_board = _convert(compat / 'action_value_sample.bag', out / 'board', '--to', 'board')
+  to_chessbench = _convert(out / 'board' / 'board_value_data.bag', out / 'chessbench', '--to', 'chessbench')
+  return out, to_board, to_chessbench
+
+
+def test_converter_round_trip_is_exact(compat, converted):
+  out, to_board, to_chessbench = converted
+  original = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
+  round_trip = bags.read_records(str(out / 'chessbench' / 'action_value_data.bag'), 'action_value')
+  assert len(original) == len(round_trip) == 1740
+  assert sorted(original) == sorted(round_trip)  # Same records, float values bit for bit.
+  boards = bags.read_records(str(out / 'board' / 'board_value_data.bag'), 'board_value')
+  assert len(boards) == 57 == to_board['outputs']['board_value']['records']
+  assert to_board['bad_boards'] == 0 and to_board['action_values'] == 1740
+  for board in boards:
+    assert boards_lib.mismatch(board.fen, board.moves) is None
+    assert list(board.moves) == sorted(board.moves, key=moves_lib.MOVE_TO_ACTION.get)
+    assert board.state_value == max(board.win_probs)
+  state_values = bags.read_records(str(out / 'chessbench' / 'state_value_data.bag'), 'state_value')
+  assert sorted(state_values) == sorted((b.fen, b.state_value) for b in boards)
+  assert to_chessbench['outputs']['behavioral_cloning']['records'] == 57
+  # Bytes per action-value: the board records store each FEN once.
+  sizes = to_board['bytes_per_action_value']
+  assert sizes['action_value'] == (compat / 'action_value_sample.bag').stat().st_size / 1740
+  assert sizes['action_value'] / sizes['board_value'] > 4.5
+  assert json.loads((out / 'board' / 'convert.json').read_text())['bad_boards'] == 0
+
+
+def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, compat):
+  av = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
+  fens = list(dict.fromkeys(r.fen for r in av))
+  shuffled = av[1::2] + av[::2]  # Records of one board far apart.
+  bags.write_records(str(tmp_path / 'av.bag'), 'action_value', shuffled)
+  bags.write_records(str(tmp_path / 'sv.bag'), 'state_value', [(fen, 0.125) for fen in fens])
+  summary = _convert(tmp_path / 'av.bag', tmp_path / 'ok', '--to', 'board', '--state_values', tmp_path / 'sv.bag')
+  boards = bags.read_records(str(tmp_path / 'ok' / 'board_value_data.bag'), 'board_value')
+  assert summary['bad_boards'] == 0 and len(boards) == 57 and {b.state_value for b in boards} == {0.125}
+
+  missing = [r for r in av if not (r.fen == fens[3] and r.move == min(m.uci() for m in chess.Board(fens[3]).legal_moves))]
+  bags.write_records(str(tmp_path / 'bad.bag'), 'action_value', missing)
+  with pytest.raises(ValueError, match=r"1 board\(s\) of .*bad.bag' have moves that are not exactly their legal moves"
+                                       rf" \(first: '{fens[3]}': missing [a-h][1-8][a-h][1-8]\)"):
+    _convert(tmp_path / 'bad.bag', tmp_path / 'bad', '--to', 'board')
+  assert not (tmp_path / 'bad' / 'board_value_data.bag').exists()
+  assert len((tmp_path / 'bad' / 'bad_boards.jsonl').read_text().splitlines()) == 1
+  skipped = _convert(tmp_path / 'bad.bag', tmp_path / 'skip', '--to', 'board', '--skip_bad_boards')
+  assert skipped['bad_boards'] == 1 and skipped['outputs']['board_value']['records'] == 56
+
+
+def test_converter_cli_errors_are_one_line(tmp_path, compat):
+  run = lambda *argv: subprocess.run([sys.executable, '-m', 'pipelines.convert', *map(str, argv)],
+                                     capture_output=True, text=True, timeout=300)
+  wrong = run(compat / 'state_value_sample.bag', tmp_path / 'x', '--to', 'board')
+  assert wrong.returncode == 1
+  assert wrong.stderr.strip().splitlines()[-1].startswith(
+      "error: policy 'action_value' needs action_value records, but record 0 of")
+  assert 'is a state_value record' in wrong.stderr
+  missing = run(tmp_path / 'nothing.bag', tmp_path / 'x', '--to', 'chessbench')
+  assert missing.returncode == 1 and missing.stderr.strip().splitlines()[-1].startswith('error: cannot open bag')
+
+
+# --------------------------------------------------------------------------------------
+# The packed model.
+
+
+@pytest.fixture(scope='module')
+def small_model():
+  config = model.ModelConfig(embedding_dim=32, num_layers=3, num_heads=4, output_size=128, max_sequence_length=79)
+  rng = np.random.default_rng(0)
+  params = jax.tree.map(lambda x: x + 0.05 * rng.standard_normal(x.shape).astype(np.float32),
+                        model.init_params(config))  # Away from the symmetric init.
+  return config, params
+
+
+def _row(fen, actions, slots):
+  return np.concatenate([tokenizer.tokenize(fen), actions, [-1] * (slots - len(actions))]).astype(np.int32)
+
+
+@pytest.mark.parametrize('fen', [MIDDLEGAME, MOST_MOVES, ONE_MOVE])
+def test_packed_logits_equal_each_move_alone(small_model, fen):
+  config, params = small_model
+  packed = jax.jit(model.build(dataclasses.replace(config, packing='board')).apply)
+  actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(fen).legal_moves]
+  assert len(actions) in (43, 218, 1)
+  slots = max(16, -(-len(actions) // 16) * 16 + 16)  # Always some padded slots.
+  other = _row(MIDDLEGAME, [moves_lib.MOVE_TO_ACTION['e1g1']], slots)  # A second board in the batch.
+  together = packed(params, None, np.stack([_row(fen, actions, slots), other]))  # [2, M, V]
+  alone = np.stack([packed(params, None, _row(fen, [a], 1)[None])[0, 0] for a in actions])  # [m, V]
+  np.testing.assert_allclose(together[0, :len(actions)], alone, atol=2e-5)
+  np.testing.assert_allclose(np.exp(together).sum(-1), 1.0, atol=1e-5)
+  assert together.shape == (2, slots, 128)
+
+
+def test_one_block_packed_model_is_the_per_move_model(small_model):
+  """With one block nothing the board computes depends on the move: both models agree."""
+  config, params = small_model
+  config = dataclasses.replace(config, num_layers=1)
+  params = model.init_params(config)
+  actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]
+  packed = model.build(dataclasses.replace(config, packing='board')).apply(params, None, _row(MIDDLEGAME, actions, 48)[None])
+  sequences = np.stack([np.concatenate([tokenizer.tokenize(MIDDLEGAME), [a, 0]]) for a in actions]).astype(np.int32)
+  per_move = model.build(config, last_only=True).apply(params, None, sequences)
+  np.testing.assert_allclose(packed[0, :len(actions)], per_move, atol=1e-5)
+
+
+def test_packed_variants(small_model):
+  config, params = small_model
+  actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]
+  row = _row(MIDDLEGAME, actions, 48)
+  moves_view = model.build(dataclasses.replace(config, packing='board', move_attention='moves')).apply
+  joint = model.build(dataclasses.replace(config, packing='board', joint_layers=1)).apply
+  plain = model.build(dataclasses.replace(config, packing='board')).apply(params, None, row[None])
+  for apply in (moves_view, joint):
+    out = apply(params, None, row[None])
+    assert np.abs(out - plain)[0, :len(actions)].max() > 1e-3  # The moves now see each other.
+    # Padded slots change nothing: same output with fewer of them.
+    np.testing.assert_allclose(apply(params, None, _row(MIDDLEGAME, actions, 43)[None])[0], out[0, :43], atol=2e-5)
+  with pytest.raises(ValueError, match='joint_layers must be in'):
+    dataclasses.replace(config, packing='board', joint_layers=3)
+  with pytest.raises(ValueError, match='packing must be one of'):
+    dataclasses.replace(config, packing='row')
+
+
+def test_packed_and_per_move_models_share_parameters(small_model):
+  config, _ = small_model
+  shapes = lambda c: jax.tree.map(lambda x: x.shape, jax.eval_shape(lambda: model.init_params(c)))
+  assert shapes(config) == shapes(dataclasses.replace(config, packing='board'))
+
+
+# --------------------------------------------------------------------------------------
+# Data and training.
+
+
+def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
+  edges, _ = values.uniform_buckets(128)
+  board = boards_lib.from_action_values(
+      MIDDLEGAME, [(m.uci(), i / 42) for i, m in enumerate(chess.Board(MIDDLEGAME).legal_moves)])
+  full = dataset.packed_rows([board], 48, edges)[0]
+  actions = full[77:125]
+  assert actions[:43].tolist() == [moves_lib.MOVE_TO_ACTION[m] for m in board.moves] and set(actions[43:]) == {-1}
+  assert full[125:168].tolist() == values.win_probabilities_to_buckets(np.array(board.win_probs), edges).tolist()
+  cut = dataset.packed_rows([board, board], 16, edges, indices=[5, 6], epoch=2)
+  again = dataset.packed_rows([board], 16, edges, indices=[5], epoch=2)
+  np.testing.assert_array_equal(cut[0], again[0])  # Seeded by (record, epoch), not by batch position.
+  assert not np.array_equal(cut[0], cut[1])
+  assert not np.array_equal(cut[0], dataset.packed_rows([board], 16, edges, indices=[5], epoch=3)[0])
+  kept = cut[0, 77:93].tolist()
+  assert kept == sorted(kept, key=[moves_lib.MOVE_TO_ACTION[m] for m in board.moves].index) and -1 not in kept
+  bad = board._replace(win_probs=board.win_probs[:-1] + (1.5,))
+  with pytest.raises(dataset.BadRecord, match=r'record 1 of the batch: a win probability is not in \[0, 1\]'):
+    dataset.packed_rows([board, bad], 48, edges)
+
+
+@pytest.fixture(scope='module')
+def board_bag(compat, tmp_path_factory):
+  """The compat action-value sample as 57 board records (grouped in-process)."""
+  av = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
+  grouped = {}
+  for r in av:
+    grouped.setdefault(r.fen, []).append((r.move, r.win_prob))
+  path = tmp_path_factory.mktemp('boards') / 'board_value_data.bag'
+  bags.write_records(str(path), 'board_value', [boards_lib.from_action_values(f, p) for f, p in grouped.items()])
+  return str(path)
+
+
+def _packed_config(data, *extra):
+  return config_lib.load(TINY_PACKED, SMALL + [f'data.train={data}', *extra])
+
+
+def test_packed_loader_reads_board_records_only(board_bag, compat):
+  loader = dataset.build_loader(board_bag, policy='action_value', num_return_buckets=128, batch_size=8,
+                                shuffle=True, seed=0, num_epochs=1, worker_count=0, max_moves=64)
+  rows = list(loader)
+  assert len(rows) == 7 and rows[0].shape == (8, 77 + 128)
+  with pytest.raises(ValueError, match=r"board packing needs board_value records, but record 0 of .* is an? "
+                                       r"action_value record.*searchless-convert"):
+    dataset.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,
+                         batch_size=8, shuffle=False, seed=0, num_epochs=1, worker_count=0, max_moves=64)
+
+
+def test_packed_resume_is_bit_identical(tmp_path, board_bag):
+  config = _packed_config(board_bag, 'train.num_steps=6')
+  straight = train.train(config, tmp_path / 'a')
+  train.train(config, tmp_path / 'b', stop_after=3)
+  resumed = train.train(config, tmp_path / 'b')
+  assert int(straight.step) == int(resumed.step) == 6
+  for tree in ('params', 'params_ema', 'opt_state'):
+    for x, y in zip(jax.tree.leaves(getattr(straight, tree)), jax.tree.leaves(getattr(resumed, tree))):
+      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  lines = lambda d: [json.loads(l) for l in (d / 'metrics.jsonl').read_text().splitlines()]
+  assert [r['loss'] for r in lines(tmp_path / 'a')] == [r['loss'] for r in lines(tmp_path / 'b')]
+
+
+def test_packed_training_learns_and_evaluates_every_move(tmp_path, board_bag):
+  config = _packed_config(board_bag, 'train.num_steps=60', 'optim.learning_rate=3e-3', 'train.log_every=20',
+                          'data.num_records=8', f'data.eval={board_bag}', 'train.eval_every=60')
+  train.train(config, tmp_path)
+  log = [json.loads(l) for l in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+  losses = [r['loss'] for r in log if 'loss' in r]
+  assert losses[0] > 3.0 and losses[-1] < 1.5 and losses == sorted(losses, reverse=True)
+  train_boards = bags.read_records(board_bag, 'board_value')
+  moves_per_step = sum(len(b.moves) for b in train_boards[:8])  # The 8 boards, every step.
+  ratios = [r['targets_per_s'] / r['examples_per_s'] * 8 for r in log if 'loss' in r]
+  assert ratios == pytest.approx([moves_per_step] * 3, rel=1e-6) and moves_per_step == 221
+  evaluation = [r for r in log if 'eval_loss' in r][-1]
+  assert evaluation['eval_boards'] == 57 and 0 < evaluation['eval_loss'] < 6
+  assert evaluation['eval_action_accuracy'] * 57 == round(evaluation['eval_action_accuracy'] * 57)
+
+
+# --------------------------------------------------------------------------------------
+# Play: every command that takes a checkpoint takes a packed one.
+
+
+@pytest.fixture(scope='module')
+def packed_checkpoint(tmp_path_factory, board_bag):
+  workdir = tmp_path_factory.mktemp('packed_run')
+  train.train(_packed_config(board_bag, 'train.num_steps=3'), workdir)
+  return workdir
+
+
+def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_checkpoint):
+  from searchless import checkpoint, player as player_lib
+  player = player_lib.Player.load(str(packed_checkpoint), compute_dtype='float32')
+  assert isinstance(player.policy, policy_lib.PackedActionValuePolicy)
+  boards = [chess.Board(MIDDLEGAME), chess.Board(MOST_MOVES), chess.Board(ONE_MOVE), chess.Board()]
+  before = player.policy.predictor.rows_run
+  together = player.policy.analyse_many(boards)
+  assert player.policy.predictor.rows_run - before == 4  # One row each: 48, 256, 16 and 32 move slots.
+  player.policy.analyse_many([chess.Board()] * 3)
+  assert player.policy.predictor.rows_run - before == 4 + 4  # 3 boards of 32 slots: one call of 4 rows.
+  model_config, params, _ = checkpoint.load_model(str(packed_checkpoint))
+  apply = jax.jit(model.build(model_config).apply)
+  for board, analysis in zip(boards, together):
+    legal = policy_lib.ordered_legal_moves(board)
+    assert analysis.moves == tuple(legal)
+    alone = np.stack([apply(params, None, _row(board.fen(), [moves_lib.MOVE_TO_ACTION[m.uci()]], 1)[None])[0, 0]
+                      for m in legal])
+    np.testing.assert_allclose(analysis.log_probs, alone, atol=2e-5)
+    assert player.play(board) in legal
+  with pytest.raises(ValueError, match='board-packed model scores moves: it plays the action_value policy'):
+    player_lib.Player.load(str(packed_checkpoint), policy='state_value')
+
+
+def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat, tmp_path, board_bag):
+  from searchless import agents, evaluate
+  summary = evaluate.run(str(packed_checkpoint), str(compat / 'action_value_sample.bag'), str(tmp_path / 'av'),
+                         dtype='float32', progress=False)
+  assert summary['boards'] == 57 and summary['policy'] == 'action_value' and 0 <= summary['action_accuracy'] <= 1
+  on_boards = evaluate.run(str(packed_checkpoint), board_bag, str(tmp_path / 'boards'), dtype='float32', progress=False)
+  for key in ('boards', 'dropped_boards', 'action_accuracy', 'kendall_tau', 'log_loss', 'l2_win_prob'):
+    assert on_boards[key] == pytest.approx(summary[key], rel=1e-9), key  # The same boards either way.
+  agent = agents.from_spec(f'checkpoint:{packed_checkpoint}')
+  try:
+    assert agent.play(chess.Board(MIDDLEGAME)) in chess.Board(MIDDLEGAME).legal_moves
+  finally:
+    agent.close()
+
+
+def test_packed_checkpoint_plays_legal_moves_through_uci(packed_checkpoint):
+  engine = chess.engine.SimpleEngine.popen_uci(
+      [sys.executable, '-m', 'searchless.uci', '--checkpoint', str(packed_checkpoint)], timeout=120,
+      stderr=subprocess.DEVNULL)
+  try:
+    board = chess.Board()
+    for _ in range(6):
+      move = engine.play(board, chess.engine.Limit(time=1.0)).move
+      assert move in board.legal_moves
+      board.push(move)
+  finally:
+    engine.quit()

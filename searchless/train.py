@@ -334,6 +334,8 @@ def train(config, workdir: str, *, stop_after: int | None = None) -> TrainingSta
       window.append(metrics)
       done = step + 1
       bar.update(1)
+      if deadline is not None and len(window) > 1:
+        jax.block_until_ready(window[-2]['loss'])  # Dispatch is asynchronous: keep the clock one step behind at most.
       out_of_time = deadline is not None and time.perf_counter() > deadline
       if out_of_time:
         end = done  # Log, evaluate and checkpoint as at the end.

@@ -172,24 +172,27 @@ class MultiHeadDotProductAttention(hk.Module):
     self._apply_qk_layernorm = apply_qk_layernorm
     self._compute_dtype = compute_dtype
 
-  def __call__(self, x: jax.Array, last_query_only: bool = False, *, query_start: int = 0,
-               mask: jax.Array | None = None) -> jax.Array:
-    """[B, T, D] -> [B, T, D]; or [B, 1, D] (the last position's output) if `last_query_only`.
+  def __call__(self, x: jax.Array, *, query_start: int = 0, mask: jax.Array | None = None,
+               moves_from: int | None = None) -> jax.Array:
+    """[B, T, D] -> [B, T - query_start, D]: the outputs of the positions from `query_start` on.
 
-    `query_start`: only positions from there on are queried (outputs [B, T - query_start, D]).
     `mask`: [B or 1, 1, T - query_start, T] bool, True where a query may attend to a key.
+    `moves_from`: a packed board whose positions from there on are moves that see the
+    board and themselves only (and the board sees only itself): computed as board
+    attention plus one self term per move, without a [T, T] mask.
     """
     batch, length, width = x.shape
     head_dim = width // self._num_heads
     split = lambda y: y.reshape(batch, y.shape[1], self._num_heads, head_dim)  # [B, T, H, K]
-    if last_query_only:
-      query_start = length - 1
     q = hk.Linear(width, with_bias=False)(x[:, query_start:])  # [B, Tq, D]
     k = hk.Linear(width, with_bias=False)(x)
     if self._apply_qk_layernorm:
       q = _layer_norm(q).astype(self._compute_dtype)
       k = _layer_norm(k).astype(self._compute_dtype)
     v = hk.Linear(width, with_bias=False)(x)
+    if moves_from is not None:
+      mixed = self._board_and_self(split(q), split(k), split(v), query_start, moves_from)  # [B, Tq, H, K]
+      return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
     logits = jnp.einsum('bthk,bshk->bhts', split(q), split(k),
                         preferred_element_type=jnp.float32)  # [B, H, T, T]
     logits = logits * (1.0 / math.sqrt(head_dim))
@@ -204,12 +207,57 @@ class MultiHeadDotProductAttention(hk.Module):
     mixed = jnp.einsum('bhts,bshk->bhtk', weights, split(v)).transpose(0, 2, 1, 3)  # [B, T, H, K]
     return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
 
+  def _board_and_self(self, q, k, v, query_start: int, moves_from: int) -> jax.Array:
+    """q [B, Tq, H, K] (positions query_start...), k, v [B, T, H, K] -> [B, Tq, H, K]."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    board_logits = jnp.einsum('bthk,bshk->bhts', q, k[:, :moves_from],
+                              preferred_element_type=jnp.float32) * scale  # [B, H, Tq, S]
+    own_k, own_v = k[:, query_start:], v[:, query_start:]  # [B, Tq, H, K]
+    self_logits = jnp.einsum('bthk,bthk->bht', q, own_k, preferred_element_type=jnp.float32) * scale  # [B, H, Tq]
+    is_move = np.arange(query_start, query_start + q.shape[1]) >= moves_from  # [Tq]: board rows see the board only.
+    self_logits = jnp.where(is_move, self_logits, jnp.finfo(jnp.float32).min)
+    weights = jax.nn.softmax(jnp.concatenate([board_logits, self_logits[..., None]], axis=-1))
+    weights = weights.astype(self._compute_dtype)  # [B, H, Tq, S + 1]
+    mixed = jnp.einsum('bhts,bshk->bhtk', weights[..., :-1], v[:, :moves_from])  # [B, H, Tq, K]
+    return mixed.transpose(0, 2, 1, 3) + weights[..., -1].transpose(0, 2, 1)[..., None] * own_v
+
 
 def _swiglu(x: jax.Array, config: ModelConfig) -> jax.Array:  # [B, T, D] -> [B, T, D]
   hidden = config.widening_factor * config.embedding_dim
   gate = hk.Linear(hidden, with_bias=False)(x)  # [B, T, F]
   up = hk.Linear(hidden, with_bias=False)(x)
   return hk.Linear(config.embedding_dim, with_bias=False)(jax.nn.silu(gate) * up)
+
+
+def _embed(inputs: jax.Array, position_ids, config: ModelConfig) -> jax.Array:
+  """[B, T] input tokens and [T] position ids -> [B, T, D] float32 residual stream."""
+  tokens = hk.Embed(
+      vocab_size=moves.NUM_ACTIONS,
+      embed_dim=config.embedding_dim,
+      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
+      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
+  )(inputs)  # [B, T, D]
+  positions = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)(position_ids)  # [T, D]
+  return tokens * math.sqrt(config.embedding_dim) + positions
+
+
+def _block(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, *, query_start: int = 0,
+           mask: jax.Array | None = None, moves_from: int | None = None) -> jax.Array:
+  """One transformer block: [B, T, D] -> [B, T - query_start, D] (only later positions queried)."""
+  attention = MultiHeadDotProductAttention(
+      config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
+  )
+  normed = _layer_norm(h).astype(compute_dtype)
+  h = h[:, query_start:] + attention(normed, query_start=query_start, mask=mask, moves_from=moves_from)
+  return h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
+
+
+def _read_out(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
+  """[B, T, D] -> [B, T, V] float32 log-probabilities."""
+  if config.apply_post_ln:
+    h = _layer_norm(h)
+  logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, T, V]
+  return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
 
 
 def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
@@ -221,31 +269,13 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
         f'sequence length {length} exceeds max_sequence_length {config.max_sequence_length}'
     )
   inputs = jnp.pad(sequences, ((0, 0), (1, 0)))[:, :-1]  # [B, T]: right shift, 0 in front.
-  tokens = hk.Embed(
-      vocab_size=moves.NUM_ACTIONS,
-      embed_dim=config.embedding_dim,
-      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
-      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
-  )(inputs)  # [B, T, D]
-  positions = hk.Embed(
-      vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim
-  )(jnp.arange(length))  # [T, D]
-  h = tokens * math.sqrt(config.embedding_dim) + positions  # [B, T, D], float32 residual.
-
+  h = _embed(inputs, jnp.arange(length), config)  # [B, T, D], float32 residual.
   for layer in range(config.num_layers):
-    attention = MultiHeadDotProductAttention(
-        config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
-    )
     # Only the last position is read out when `last_only`: the last block needs
     # keys and values everywhere but a query (and an MLP) at that position only.
     last = last_only and layer == config.num_layers - 1
-    h = (h[:, -1:] if last else h) + attention(_layer_norm(h).astype(compute_dtype), last)
-    h = h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
-
-  if config.apply_post_ln:
-    h = _layer_norm(h)
-  logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, T, V]
-  log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    h = _block(h, config, compute_dtype, query_start=length - 1 if last else 0)
+  log_probs = _read_out(h, config, compute_dtype)
   return log_probs[:, -1] if last_only else log_probs
 
 
@@ -281,33 +311,19 @@ def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.d
     raise ValueError(f'a packed board needs 77 FEN tokens and at least one move slot, got {length} tokens')
   valid = tokens[:, tokenizer.SEQUENCE_LENGTH:] >= 0  # [B, M]
   inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
-  token_embeddings = hk.Embed(
-      vocab_size=moves.NUM_ACTIONS,
-      embed_dim=config.embedding_dim,
-      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
-      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
-  )(inputs)  # [B, T, D]
   position_ids = np.concatenate([np.arange(BOARD_TOKENS), np.full(num_moves, MOVE_POSITION)])  # [T]
-  positions = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)(position_ids)
-  h = token_embeddings * math.sqrt(config.embedding_dim) + positions  # [B, T, D]
-
-  masks = {joint: packed_mask(valid, config.move_attention, joint)
-           for joint in {False, config.joint_layers > 0}}  # [B, 1, T, T]
+  h = _embed(inputs, position_ids, config)  # [B, T, D]
   for layer in range(config.num_layers):
-    attention = MultiHeadDotProductAttention(
-        config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
-    )
-    # The last block's board outputs feed nothing: joint blocks are the K before it.
-    mask = masks[config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1]
-    # The last block's board outputs are never read: query (and MLP) the moves only.
+    # Joint blocks (board tokens see the moves) are the K before the last; the last
+    # block's board outputs are never read, so it queries (and MLPs) the moves only.
+    joint = config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1
     start = BOARD_TOKENS if layer == config.num_layers - 1 else 0
-    h = h[:, start:] + attention(_layer_norm(h).astype(compute_dtype), query_start=start, mask=mask[:, :, start:])
-    h = h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
-
-  if config.apply_post_ln:
-    h = _layer_norm(h)
-  logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, M, V]
-  return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    if config.move_attention == 'self' and not joint:  # The default: no [T, T] mask needed.
+      h = _block(h, config, compute_dtype, query_start=start, moves_from=BOARD_TOKENS)
+    else:
+      mask = packed_mask(valid, config.move_attention, joint)[:, :, start:]  # [B, 1, Tq, T]
+      h = _block(h, config, compute_dtype, query_start=start, mask=mask)
+  return _read_out(h, config, compute_dtype)  # [B, M, V]
 
 
 def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> hk.Transformed:

@@ -265,35 +265,30 @@ class ActionValuePolicy(_Policy):
   def analyse_many(self, boards):
     legal = [ordered_legal_moves(b) for b in boards]
     counts = [len(m) for m in legal]
-    states = _fens_tokens([b.fen() for b in boards], 2)  # [N, 79]
+    fens = [b.fen() for b in boards]
+    states = _fens_tokens(fens, 2)  # [N, 79]
     sequences = np.repeat(states, counts, axis=0)  # [sum M, 79]
     sequences[:, tokenizer.SEQUENCE_LENGTH] = [moves_lib.MOVE_TO_ACTION[m.uci()] for ms in legal for m in ms]
     log_probs = self.predictor(sequences)  # [sum M, K]
-    win_probs = np.exp(log_probs) @ self.centres  # [sum M]
-    results, start = [], 0
-    for board, ms in zip(boards, legal):
-      lp, wp = log_probs[start:start + len(ms)], win_probs[start:start + len(ms)]
-      start += len(ms)
-      results.append(Analysis(board.fen(), tuple(ms), wp, lp, wp,
-                              float(wp.max()) if len(ms) else None))
+    return self._analyses(fens, legal, np.split(log_probs, np.cumsum([len(ms) for ms in legal])[:-1]))
+
+  def _analyses(self, fens, legal, per_board) -> list[Analysis]:
+    """Analyses from each board's [M, K] bucket log-probs (moves in the reference order)."""
+    results = []
+    for fen, ms, lp in zip(fens, legal, per_board):
+      wp = np.exp(lp) @ self.centres  # [M]
+      results.append(Analysis(fen, tuple(ms), wp, lp, wp, float(wp.max()) if len(ms) else None))
     return results
 
 
-class PackedActionValuePolicy(_Policy):
+class PackedActionValuePolicy(ActionValuePolicy):
   """P(bucket | board, move) for every legal move from a board-packed model: one row per board."""
-
-  kind = ACTION_VALUE
 
   def analyse_many(self, boards):
     legal = [ordered_legal_moves(b) for b in boards]
-    tokens = tokenizer.tokenize_batch([b.fen() for b in boards])  # [N, 77]
+    fens = [b.fen() for b in boards]
     actions = [np.array([moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms], np.int32) for ms in legal]
-    per_board = self.predictor(tokens, actions)  # N x [M, K]
-    results = []
-    for board, ms, lp in zip(boards, legal, per_board):
-      wp = np.exp(lp) @ self.centres  # [M]
-      results.append(Analysis(board.fen(), tuple(ms), wp, lp, wp, float(wp.max()) if len(ms) else None))
-    return results
+    return self._analyses(fens, legal, self.predictor(tokenizer.tokenize_batch(fens), actions))  # N x [M, K]
 
   def warm_up(self) -> None:
     self.predictor.warm_up()

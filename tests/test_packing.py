@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 import pathlib
 import struct
 import subprocess
@@ -200,7 +201,12 @@ def test_packed_variants(small_model):
   row = _row(MIDDLEGAME, actions, 48)
   moves_view = model.build(dataclasses.replace(config, packing='board', move_attention='moves')).apply
   joint = model.build(dataclasses.replace(config, packing='board', joint_layers=1)).apply
-  plain = model.build(dataclasses.replace(config, packing='board')).apply(params, None, row[None])
+  plain_apply = model.build(dataclasses.replace(config, packing='board')).apply
+  plain = plain_apply(params, None, row[None])
+  # One real move: seeing every real move is seeing itself, so the masked attention of the
+  # 'moves' variant and the default's mask-free board-and-self attention must agree.
+  lone = _row(MIDDLEGAME, actions[:1], 16)[None]
+  np.testing.assert_allclose(moves_view(params, None, lone)[0, 0], plain_apply(params, None, lone)[0, 0], atol=2e-5)
   for apply in (moves_view, joint):
     out = apply(params, None, row[None])
     assert np.abs(out - plain)[0, :len(actions)].max() > 1e-3  # The moves now see each other.
@@ -256,6 +262,40 @@ def board_bag(compat, tmp_path_factory):
 
 def _packed_config(data, *extra):
   return config_lib.load(TINY_PACKED, SMALL + [f'data.train={data}', *extra])
+
+
+@pytest.mark.parametrize('loss', ['log_loss', 'hl_gauss'])
+def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
+  """One block: the packed model's outputs are the per-move model's, so the losses agree exactly."""
+  one_block = ['model.num_layers=1', f'loss.kind={loss}', 'data.train=unused']
+  packed_config = config_lib.load(TINY_PACKED, SMALL + one_block)
+  per_move_config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'), SMALL + one_block)
+  params = model.init_params(model.ModelConfig.from_config(per_move_config))
+  boards = bags.read_records(board_bag, 'board_value')[:5]  # 5 boards, 24-45 moves each, 64 slots.
+  edges, _ = values.uniform_buckets(128)
+  rows = dataset.packed_rows(boards, 64, edges)  # [5, 77 + 128]
+  raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
+  sequences = dataset.to_sequences('action_value', raw, 128)  # [sum M, 79]
+  packed_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(packed_config)).apply, packed_config)
+  per_move_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(per_move_config)).apply, per_move_config)
+  (packed_loss, packed_count), (per_move_loss, per_move_count) = packed_fn(params, rows), per_move_fn(params, sequences)
+  assert int(packed_count) == int(per_move_count) == len(raw) == sum(len(b.moves) for b in boards)
+  assert float(packed_loss) == pytest.approx(float(per_move_loss), rel=1e-5)
+
+
+@pytest.mark.slow
+def test_packed_training_on_eight_cpu_devices_matches_one(tmp_path, board_bag):
+  def run(name, *extra, env=None):
+    cmd = [sys.executable, '-m', 'searchless.train', '--config', TINY_PACKED, '--workdir', str(tmp_path / name),
+           '--data', board_bag, *SMALL, 'train.num_steps=4', *extra]
+    result = subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(l) for l in (tmp_path / name / 'metrics.jsonl').read_text().splitlines()]
+
+  one = run('one')
+  eight = run('eight', 'train.fsdp=2', env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  np.testing.assert_allclose([r['loss'] for r in eight], [r['loss'] for r in one], rtol=2e-5)
+  assert {r['devices'] for r in eight} == {8} and [r['targets'] for r in eight] == [r['targets'] for r in one]
 
 
 def test_packed_loader_reads_board_records_only(board_bag, compat):

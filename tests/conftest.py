@@ -65,3 +65,17 @@ def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed
 def model_checkpoint(tmp_path_factory) -> pathlib.Path:
   """A small random action-value model (d=32, 2 layers) saved in our layout: its workdir."""
   return write_checkpoint(tmp_path_factory.mktemp('model_checkpoint'))
+
+
+@pytest.fixture(scope='session')
+def board_bag(compat, tmp_path_factory) -> str:
+  """The compat action-value sample as 57 board_value records (grouped in-process)."""
+  from searchless import bags
+  from searchless import boards as boards_lib
+
+  grouped = {}
+  for r in bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'):
+    grouped.setdefault(r.fen, []).append((r.move, r.win_prob))
+  path = tmp_path_factory.mktemp('boards') / 'board_value_data.bag'
+  bags.write_records(str(path), 'board_value', [boards_lib.from_action_values(f, p) for f, p in grouped.items()])
+  return str(path)

@@ -248,18 +248,6 @@ def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
     dataset.packed_rows([board, bad], 48, edges)
 
 
-@pytest.fixture(scope='module')
-def board_bag(compat, tmp_path_factory):
-  """The compat action-value sample as 57 board records (grouped in-process)."""
-  av = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
-  grouped = {}
-  for r in av:
-    grouped.setdefault(r.fen, []).append((r.move, r.win_prob))
-  path = tmp_path_factory.mktemp('boards') / 'board_value_data.bag'
-  bags.write_records(str(path), 'board_value', [boards_lib.from_action_values(f, p) for f, p in grouped.items()])
-  return str(path)
-
-
 def _packed_config(data, *extra):
   return config_lib.load(TINY_PACKED, SMALL + [f'data.train={data}', *extra])
 
@@ -307,19 +295,6 @@ def test_packed_loader_reads_board_records_only(board_bag, compat):
                                        r"action_value record.*searchless-convert"):
     dataset.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,
                          batch_size=8, shuffle=False, seed=0, num_epochs=1, worker_count=0, max_moves=64)
-
-
-def test_packed_resume_is_bit_identical(tmp_path, board_bag):
-  config = _packed_config(board_bag, 'train.num_steps=6')
-  straight = train.train(config, tmp_path / 'a')
-  train.train(config, tmp_path / 'b', stop_after=3)
-  resumed = train.train(config, tmp_path / 'b')
-  assert int(straight.step) == int(resumed.step) == 6
-  for tree in ('params', 'params_ema', 'opt_state'):
-    for x, y in zip(jax.tree.leaves(getattr(straight, tree)), jax.tree.leaves(getattr(resumed, tree))):
-      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-  lines = lambda d: [json.loads(l) for l in (d / 'metrics.jsonl').read_text().splitlines()]
-  assert [r['loss'] for r in lines(tmp_path / 'a')] == [r['loss'] for r in lines(tmp_path / 'b')]
 
 
 def test_packed_training_learns_and_evaluates_every_move(tmp_path, board_bag):

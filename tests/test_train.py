@@ -35,8 +35,13 @@ def _losses(workdir):
   return [r['loss'] for r in map(json.loads, (pathlib.Path(workdir) / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r]
 
 
-def test_resume_is_bit_identical(tmp_path, av_bag):
-  config = small_config(av_bag, 'train.num_steps=6')
+@pytest.mark.parametrize('packed', [False, True], ids=['per_move', 'board_packed'])
+def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
+  if packed:
+    config = config_lib.load(str(ROOT / 'configs' / 'tiny_packed.py'), SMALL + [f'data.train={board_bag}',
+                                                                                  'train.num_steps=6'])
+  else:
+    config = small_config(av_bag, 'train.num_steps=6')
   straight = train.train(config, tmp_path / 'a')
   train.train(config, tmp_path / 'b', stop_after=3)
   resumed = train.train(config, tmp_path / 'b')

@@ -66,8 +66,11 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
     spec = data
     try:
       dataset.check_kind(spec, metrics.AV)
-    except ValueError:
-      dataset.check_kind(spec, records.BOARD_VALUE)  # Neither: say what the records are not.
+    except ValueError as not_action_values:
+      try:
+        dataset.check_kind(spec, records.BOARD_VALUE)
+      except ValueError:
+        raise not_action_values from None  # Neither: say what the records are.
       kind = records.BOARD_VALUE
   if kind == records.BOARD_VALUE:
     boards, dropped = _board_records(spec)

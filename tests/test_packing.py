@@ -362,6 +362,15 @@ def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat
     agent.close()
 
 
+def test_evaluation_data_is_action_value_or_board_records(compat, board_bag):
+  from searchless import evaluate
+  boards, dropped, spec = evaluate.load_boards(board_bag)
+  assert (len(boards), dropped, spec) == (57, 0, board_bag)
+  with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of .* is a"
+                                       r" state_value record"):
+    evaluate.load_boards(str(compat / 'state_value_sample.bag'))
+
+
 def test_packed_checkpoint_plays_legal_moves_through_uci(packed_checkpoint):
   engine = chess.engine.SimpleEngine.popen_uci(
       [sys.executable, '-m', 'searchless.uci', '--checkpoint', str(packed_checkpoint)], timeout=120,

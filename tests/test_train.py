@@ -137,3 +137,12 @@ def test_periodic_evaluation_reports_loss_and_action_accuracy(tmp_path, av_bag):
   for r in evals:
     assert 4.0 < r['eval_loss'] < 6.0
     assert r['eval_action_accuracy'] * len(boards) == round(r['eval_action_accuracy'] * len(boards))
+
+
+def test_max_seconds_stops_with_a_checkpoint_and_a_rerun_continues(tmp_path, av_bag):
+  config = small_config(av_bag, 'train.num_steps=1000', 'train.max_seconds=0.001', 'train.ckpt_every=1000')
+  first = train.train(config, tmp_path)
+  assert int(first.step) == 1  # The first step (it compiles) already overruns 1 ms.
+  steps = sorted(int(d.name) for d in (tmp_path / 'checkpoints').iterdir() if d.name.isdigit())
+  assert steps == [1] and len(_losses(tmp_path)) == 1  # Logged and checkpointed as at the end.
+  assert int(train.train(config, tmp_path).step) == 2  # A rerun resumes, with a new budget.

@@ -246,19 +246,24 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
 _MOVE_TO_ACTION = moves.MOVE_TO_ACTION
 
 
-def columns_to_sequences(kind: str, columns: Columns, return_edges: np.ndarray) -> np.ndarray:
-  """A decoded batch -> [B, T] int32 sequences; raises `BadRecord` naming the record."""
-  count = len(columns.fens)
-  sequences = np.empty((count, SEQUENCE_LENGTHS[kind]), dtype=np.int32)  # [B, T]
+def _tokenize(fens: Sequence[str]) -> np.ndarray:
+  """[B] FENs -> [B, 77] tokens; raises `BadRecord` naming the first FEN that does not tokenize."""
   try:
-    sequences[:, : tokenizer.SEQUENCE_LENGTH] = tokenizer.tokenize_batch(columns.fens)  # [B, 77]
+    return tokenizer.tokenize_batch(fens)
   except ValueError:
-    for position, fen in enumerate(columns.fens):  # Find the offending record.
+    for position, fen in enumerate(fens):  # Find the offending record.
       try:
         tokenizer.tokenize(fen)
       except ValueError as e:
         raise BadRecord(position, str(e)) from None
     raise
+
+
+def columns_to_sequences(kind: str, columns: Columns, return_edges: np.ndarray) -> np.ndarray:
+  """A decoded batch -> [B, T] int32 sequences; raises `BadRecord` naming the record."""
+  count = len(columns.fens)
+  sequences = np.empty((count, SEQUENCE_LENGTHS[kind]), dtype=np.int32)  # [B, T]
+  sequences[:, : tokenizer.SEQUENCE_LENGTH] = _tokenize(columns.fens)  # [B, 77]
   column = tokenizer.SEQUENCE_LENGTH
   if columns.moves is not None:
     actions = np.fromiter((_MOVE_TO_ACTION.get(m, -1) for m in columns.moves), dtype=np.int32, count=count)
@@ -497,16 +502,7 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
   """
   count = len(boards)
   rows = np.full((count, tokenizer.SEQUENCE_LENGTH + 2 * max_moves), -1, dtype=np.int32)  # [B, 77 + 2M]
-  fens = [b.fen for b in boards]
-  try:
-    rows[:, :tokenizer.SEQUENCE_LENGTH] = tokenizer.tokenize_batch(fens)  # [B, 77]
-  except ValueError:
-    for position, fen in enumerate(fens):
-      try:
-        tokenizer.tokenize(fen)
-      except ValueError as e:
-        raise BadRecord(position, str(e)) from None
-    raise
+  rows[:, :tokenizer.SEQUENCE_LENGTH] = _tokenize([b.fen for b in boards])  # [B, 77]
   actions_at, buckets_at = tokenizer.SEQUENCE_LENGTH, tokenizer.SEQUENCE_LENGTH + max_moves
   for position, board in enumerate(boards):
     num = len(board.moves)

@@ -25,29 +25,13 @@ from collections.abc import Sequence
 import chess
 import tqdm
 
-import numpy as np
-
 from searchless import bags
 from searchless import boards as boards_lib
 from searchless import dataset
 from searchless import metrics
-from searchless import moves as moves_lib
 from searchless import policy as policy_lib
 from searchless import records
 
-
-
-def _board_records(spec: str) -> tuple[list[metrics.Board], int]:
-  """Complete boards of board_value records (boards without moves left out), dropped count."""
-  boards, dropped = [], 0
-  for b in bags.read_records(spec, records.BOARD_VALUE):
-    if boards_lib.mismatch(b.fen, b.moves) is not None:
-      dropped += 1
-    elif b.moves:
-      order = np.argsort([moves_lib.MOVE_TO_ACTION[m] for m in b.moves], kind='stable')
-      boards.append(metrics.Board(b.fen, tuple(b.moves[i] for i in order),
-                                  np.asarray(b.win_probs, np.float64)[order], order))
-  return boards, dropped
 
 
 def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.Board], int, str]:
@@ -72,10 +56,11 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
       except ValueError:
         raise not_action_values from None  # Neither: say what the records are.
       kind = records.BOARD_VALUE
-  if kind == records.BOARD_VALUE:
-    boards, dropped = _board_records(spec)
+  if kind == records.BOARD_VALUE:  # The same boards as their action-value records (terminal ones have none).
+    action_values = [av for b in bags.read_records(spec, kind) for av in boards_lib.to_chessbench(b)[metrics.AV]]
   else:
-    boards, dropped = metrics.group_boards(bags.read_records(spec, metrics.AV))
+    action_values = bags.read_records(spec, metrics.AV)
+  boards, dropped = metrics.group_boards(action_values)
   if num_boards is not None:
     boards = boards[:num_boards]
   return boards, dropped, spec

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
   io.add_argument('--output_dir', required=True, help='where the splits, manifest and failures go (local path, gs://, s3://)')
   io.add_argument('--num_shards', type=int, default=1, help='shards per record set: 1 = one <kind>_data.bag, 0 = runner decides')
-  io.add_argument('--records', default='chessbench,board', help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value)')
+  io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
   games = p.add_argument_group('games')
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
   eng = p.add_argument_group('engine')
   eng.add_argument('--engine_path', default=None, help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
   eng.add_argument('--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)')
-  eng.add_argument('--mode', choices=engine_lib.MODES, default='per_move', help='per_move: one search per legal move (paper); multipv: one MultiPV search per board')
+  eng.add_argument('--mode', choices=engine_lib.MODES, default='per_move', help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')
   eng.add_argument('--state_value', choices=engine_lib.STATE_VALUE_SOURCES, default='search', help="board value from its own search, or the best move's value")
   eng.add_argument('--threads', type=int, default=1, help='UCI Threads per engine process (one engine per worker)')
   eng.add_argument('--hash_mb', type=int, default=16, help='UCI Hash in MiB per engine process')
@@ -126,7 +126,7 @@ def build(pipeline: beam.Pipeline, args, engine_config: engine_lib.EngineConfig,
   out = args.output_dir
   for split in splits:
     of_split = annotated.annotations | f'Select[{split}]' >> beam.Filter(lambda a, s: a[0] == s, split) | f'Values[{split}]' >> beam.Values()
-    for kind in annotate.record_kinds(args.records):
+    for kind in annotate.record_kinds(args.records, args.mode):
       (of_split
        | f'{kind}[{split}]' >> beam.FlatMap(annotate.RECORDS_OF[kind])
        | f'Write[{split}/{kind}]' >> bagzio.WriteToBagz(
@@ -166,7 +166,9 @@ def _read_lines(path: str) -> list[str]:
 def run(argv=None) -> dict:
   """Runs the job; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
   args, beam_args = _parser().parse_known_args(argv)
-  annotate.record_kinds(args.records)  # A bad --records fails before anything runs.
+  if args.records is None:
+    args.records = 'chessbench' if args.mode == 'board' else 'chessbench,board'
+  annotate.record_kinds(args.records, args.mode)  # A bad --records fails before anything runs.
   engine_path = args.engine_path or engine_lib.find_stockfish()
   if engine_path is None:
     raise SystemExit('no Stockfish found: install it (Debian: apt-get install stockfish) or pass --engine_path')

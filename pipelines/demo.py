@@ -9,12 +9,19 @@ arguments printed before it (copy them to run a step alone):
 
 1. annotate  ``searchless-annotate``        -> RUN_DIR/data (train/test bags, manifest.json)
 2. train     ``searchless-train``           -> RUN_DIR/train (checkpoints, metrics.jsonl)
-3. evaluate  ``searchless-evaluate``        -> RUN_DIR/eval (metrics.json, boards.jsonl)
+3. evaluate  ``searchless-evaluate``        -> RUN_DIR/eval (metrics.json, boards.jsonl);
+                                             the pretrained model too -> RUN_DIR/eval_pretrained
 4. mine      ``searchless-mine-puzzles``    -> RUN_DIR/puzzles/puzzles.csv (from the TEST games;
                                              or --puzzles CSV: a given set, e.g. the shipped one)
-5. puzzles   ``searchless-puzzles``         -> RUN_DIR/puzzles (results.csv, summary.json)
-6. match     ``searchless-tournament``      -> RUN_DIR/match (games.pgn, results.json, Elo)
-7. report    ``searchless-report``          -> RUN_DIR/report (report.html, report.md, figures)
+5. puzzles   ``searchless-puzzles``         -> RUN_DIR/puzzles (results.csv, summary.json);
+                                             the pretrained model too -> RUN_DIR/puzzles_pretrained
+6. match     ``searchless-tournament``      -> RUN_DIR/match (games.pgn, results.json, Elo): the fresh
+                                             model, the pretrained one and Stockfish, every pair
+7. report    ``searchless-report``          -> RUN_DIR/report (report.html, report.md, figures),
+                                             the fresh model beside the pretrained one
+
+``--pretrained ''`` leaves the pretrained model (``Player.load('pretrained')``,
+the model shipped in the package) out of steps 3, 5 and 6.
 
 The commands are also kept in RUN_DIR/commands.json.
 
@@ -62,9 +69,11 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--max_puzzles', type=int, default=300, help='puzzles to mine at most')
   p.add_argument('--match_opponent', default='stockfish:time=0.05,elo=1350,name=stockfish-elo1350',
                  help='agent spec of the match opponent (a UCI_Elo Stockfish anchors the Elo)')
-  p.add_argument('--match_games', type=int, default=8, help='games of the match (pairs of colours)')
+  p.add_argument('--match_games', type=int, default=8, help='games of each pair of players in the match (pairs of colours)')
   p.add_argument('--match_max_plies', type=int, default=200, help='plies before a game is drawn')
   p.add_argument('--workers', type=int, default=2, help='parallel games in the match')
+  p.add_argument('--pretrained', default='pretrained',
+                 help="checkpoint the fresh model is compared with (default: the model shipped in the package; '' = none)")
   p.add_argument('--steps', nargs='+', choices=STEPS, default=list(STEPS), help='run only these steps')
   p.add_argument('--no_progress', action='store_true', help='no progress bars (logs, tests)')
   return p
@@ -101,6 +110,7 @@ def run(argv=None) -> pathlib.Path:
   run_dir = pathlib.Path(args.run_dir).absolute()
   data, train_dir, eval_dir = run_dir / 'data', run_dir / 'train', run_dir / 'eval'
   puzzle_dir, match_dir = run_dir / 'puzzles', run_dir / 'match'
+  pretrained_eval_dir, pretrained_puzzle_dir = run_dir / 'eval_pretrained', run_dir / 'puzzles_pretrained'
   config = _config_path(args.preset)
   if not pathlib.Path(config).exists():
     raise FileNotFoundError(f'no config for preset {args.preset!r} at {config}')
@@ -110,11 +120,12 @@ def run(argv=None) -> pathlib.Path:
   timings = {}
 
   def step(number: int, name: str, command: list[str], done: pathlib.Path | None, call,
-           after: tuple[pathlib.Path, ...] = ()) -> None:
+           after: tuple[pathlib.Path, ...] = (), record_as: str | None = None) -> None:
     """Runs a step unless `done` exists and is newer than the outputs it was made `after`."""
     if name not in args.steps:
       return
     _announce(number, name, command)
+    name = record_as or name
     _record_command(run_dir, name, command)
     if done is not None and done.exists() and all(
         not d.exists() or d.stat().st_mtime <= done.stat().st_mtime for d in after):
@@ -157,6 +168,10 @@ def run(argv=None) -> pathlib.Path:
 
   step(3, 'evaluate', ['searchless-evaluate', '--checkpoint', str(train_dir), '--data', str(data / 'test'),
                        '--out', str(eval_dir)], eval_dir / 'metrics.json', evaluate, after=(train_done,))
+  if args.pretrained:
+    step(3, 'evaluate', ['searchless-evaluate', '--checkpoint', args.pretrained, '--data', str(data / 'test'),
+                         '--out', str(pretrained_eval_dir)], pretrained_eval_dir / 'metrics.json', evaluate,
+         after=(data / 'manifest.json',), record_as='evaluate_pretrained')
 
   def mine(argv):
     from searchless import puzzle_mining
@@ -189,13 +204,20 @@ def run(argv=None) -> pathlib.Path:
   step(5, 'puzzles', ['searchless-puzzles', '--puzzles', str(puzzle_csv),
                       '--agent', f'checkpoint:{train_dir},name=searchless', '--out', str(puzzle_dir), *progress],
        puzzle_dir / 'summary.json', puzzles, after=(train_done, puzzle_csv))
+  if args.pretrained:
+    step(5, 'puzzles', ['searchless-puzzles', '--puzzles', str(puzzle_csv),
+                        '--agent', f'checkpoint:{args.pretrained},name=pretrained', '--out', str(pretrained_puzzle_dir),
+                        *progress], pretrained_puzzle_dir / 'summary.json', puzzles, after=(puzzle_csv,),
+         record_as='puzzles_pretrained')
 
   def match(argv):
     from searchless import tournament
     tournament.main(argv)
 
-  step(6, 'match', ['searchless-tournament', '--agent', f'checkpoint:{train_dir},name=searchless',
-                    '--agent', args.match_opponent, '--gauntlet', '--make_openings', str(max(1, args.match_games // 2)),
+  pretrained_agent = ['--agent', f'checkpoint:{args.pretrained},name=pretrained'] if args.pretrained else []
+  step(6, 'match', ['searchless-tournament', '--agent', f'checkpoint:{train_dir},name=searchless', *pretrained_agent,
+                    '--agent', args.match_opponent, *([] if args.pretrained else ['--gauntlet']),
+                    '--make_openings', str(max(1, args.match_games // 2)),
                     '--workers', str(args.workers), '--max_plies', str(args.match_max_plies),
                     '--out', str(match_dir), *progress], match_dir / 'results.json', match, after=(train_done,))
 

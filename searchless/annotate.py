@@ -214,7 +214,7 @@ class AnnotateBoards(beam.DoFn):
       self._seconds.update(int(1000 * (time.perf_counter() - start)))
       counter(f'boards_annotated/{split}').inc()
       counter(f'action_values/{split}').inc(len(annotation.action_values))
-      if not annotation.action_values:
+      if annotation.best_move is None:  # Checkmate or stalemate.
         counter(f'terminal_boards/{split}').inc()
       self._progress.update(boards=1, action_values=len(annotation.action_values))
       yield split, annotation
@@ -256,17 +256,28 @@ RECORDS_OF = {
 RECORD_SETS = {'chessbench': records.KINDS, 'board': (records.BOARD_VALUE,)}
 
 
-def record_kinds(spec: str) -> tuple[str, ...]:
-  """The record kinds a ``--records`` value names (comma-separated RECORD_SETS keys).
+def record_kinds(spec: str, mode: str = 'per_move') -> tuple[str, ...]:
+  """The record kinds a ``--records`` value names (comma-separated RECORD_SETS keys) in engine `mode`.
+
+  In ``board`` mode (one search per board, no move values) the ChessBench set
+  is its state_value and behavioral_cloning datasets.
 
   >>> record_kinds('chessbench,board')
   ('action_value', 'state_value', 'behavioral_cloning', 'board_value')
+  >>> record_kinds('chessbench', 'board')
+  ('state_value', 'behavioral_cloning')
   """
   names = [n.strip() for n in spec.split(',') if n.strip()]
   unknown = [n for n in names if n not in RECORD_SETS]
   if unknown or not names:
     raise ValueError(f'--records {spec!r}: expected a comma-separated subset of {sorted(RECORD_SETS)}')
-  return tuple(kind for name in names for kind in RECORD_SETS[name])
+  kinds = tuple(kind for name in names for kind in RECORD_SETS[name])
+  if mode == 'board':
+    if 'board' in names:
+      raise ValueError(f'--records {spec!r}: --mode board values no moves, so it has no board_value records; '
+                       'use --records chessbench (state_value and behavioral_cloning)')
+    kinds = tuple(k for k in kinds if k != 'action_value')
+  return kinds
 
 
 def new_progress_dir() -> str:

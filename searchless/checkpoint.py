@@ -19,8 +19,12 @@ params dir). The step's orbax metadata records whether the iterator state was
 bytes (`grain.DataLoader`) or a dict (`DatasetIterator`).
 
 Writers: `Checkpointer` (items by name, async saves, restore into any sharding),
-`Manager` (the training loop's whole-state view on top of it) and the one-shot
-`save` / `restore_latest`. Readers: `load_params`, `load_model` (either layout).
+`Manager` (the training loop's whole-state view on top of it), the one-shot
+`save` / `restore_latest`, and `export` (a model to play: ``params_ema`` in
+bfloat16 + ``config/config.json``, the layout of the model shipped in the
+package). Readers: `load_params`, `load_model` (either layout, or the name
+``pretrained``: the model shipped in the package, ``searchless/pretrained/``;
+write ``./pretrained`` for a local directory of that name).
 
 >>> import tempfile, jax.numpy as jnp, ml_collections
 >>> workdir = tempfile.mkdtemp()
@@ -37,6 +41,7 @@ np.float32(6.0)
 """
 
 import dataclasses
+import importlib.resources
 import json
 import os
 from collections.abc import Callable
@@ -61,6 +66,7 @@ PARAMS, PARAMS_EMA, OPT_STATE, DATA_ITER, CONFIG = 'params', 'params_ema', 'opt_
 CONFIG_FILE = 'config.json'
 _STATE_KIND = 'data_iter_state'  # Step custom metadata: 'bytes' | 'dict' | None.
 _ARRAY_ITEMS = (PARAMS, PARAMS_EMA, OPT_STATE)
+PRETRAINED = 'pretrained'  # The name of the model shipped in the package (package data searchless/pretrained/).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,6 +353,12 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
   step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
   """
+  if str(path) == PRETRAINED:
+    root = pretrained_dir()
+    if not (root / PARAMS_EMA).exists():
+      raise FileNotFoundError(f'the pretrained model is missing from this installation ({root}): reinstall '
+                              'searchless, or make it with `python -m pipelines.pretrained ... --install`')
+    return root / PARAMS_EMA
   root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
   if not root.exists():
     raise FileNotFoundError(f'checkpoint path {path} does not exist')
@@ -373,15 +385,40 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   raise FileNotFoundError(f'no {" or ".join(order)} checkpoint in {step_dir}')
 
 
+def pretrained_dir() -> epath.Path:
+  """The directory of the model shipped in the package (it may be absent from a source checkout)."""
+  return epath.Path(str(importlib.resources.files('searchless') / PRETRAINED))
+
+
 def _restore_numpy(directory: epath.Path) -> dict:
-  """Restores a PyTree checkpoint as numpy arrays, whatever sharding it was saved with."""
+  """Restores a PyTree checkpoint as numpy arrays, whatever sharding it was saved with.
+
+  Parameters saved in bfloat16 (`export`) come back as float32, the dtype the
+  model keeps its parameters in.
+  """
   handler = ocp.PyTreeCheckpointHandler()
   try:
     tree = _tree(handler.metadata(directory))  # {module: {name: ArrayMetadata}}
     restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
-    return handler.restore(directory, args=ocp.args.PyTreeRestore(restore_args=restore_args))
+    restored = handler.restore(directory, args=ocp.args.PyTreeRestore(restore_args=restore_args))
   finally:
     handler.close()
+  return jax.tree.map(lambda a: a.astype(np.float32) if a.dtype == jax.numpy.bfloat16 else a, restored)
+
+
+def export(directory: str, params: PyTree, config: Config, *, dtype: str = 'bfloat16') -> epath.Path:
+  """Writes a model to play: `params` cast to `dtype` as ``params_ema`` and `config` as
+  ``config/config.json`` (the layout `load_model` reads). Returns the directory."""
+  directory = epath.Path(os.path.abspath(directory))
+  if directory.exists():
+    raise FileExistsError(f'{directory} exists: export writes a new directory')
+  directory.mkdir(parents=True)
+  cast = jax.tree.map(lambda a: np.asarray(a, np.float32).astype(jax.numpy.dtype(dtype)), params)
+  with ocp.PyTreeCheckpointer() as checkpointer:
+    checkpointer.save(directory / PARAMS_EMA, cast)
+  (directory / CONFIG).mkdir()
+  (directory / CONFIG / CONFIG_FILE).write_text(config_lib.to_json(config))
+  return directory
 
 
 def load_params(path: str, *, ema: bool = True) -> dict:

@@ -13,6 +13,9 @@ Two ways to value the moves (`mode`):
   (UCI ``go ... searchmoves <move>``), each at the full limit.
 * ``multipv``: one search with MultiPV = number of legal moves, which scores
   every root move in a single search at the limit (much cheaper).
+* ``board``: one ordinary search of the board at the limit: its value and best
+  move only, no move values (``action_values`` is empty), for state-value and
+  behavioral-cloning data at one search per board.
 
 Every board is searched from a fresh engine state: ``ucinewgame`` (and
 ``isready``) before each board clears Stockfish's hash and search histories,
@@ -35,7 +38,7 @@ import chess.engine
 
 from searchless import values
 
-MODES = ('per_move', 'multipv')
+MODES = ('per_move', 'multipv', 'board')
 STATE_VALUE_SOURCES = ('search', 'best_move')
 
 
@@ -98,7 +101,7 @@ class EngineConfig:
   """How to run the engine; recorded with every dataset made with it."""
 
   path: str  # Engine binary (on the workers).
-  limit: SearchLimit  # Per move in `per_move` mode; per board in `multipv` mode.
+  limit: SearchLimit  # Per move in `per_move` mode; per board in `multipv` and `board` modes.
   mode: str = 'per_move'  # One of MODES.
   threads: int = 1  # UCI Threads per engine process.
   hash_mb: int = 16  # UCI Hash (MiB) per engine process.
@@ -125,7 +128,7 @@ class BoardAnnotation:
   """The engine's view of one board; win probabilities are the mover's."""
 
   fen: str
-  action_values: tuple[tuple[str, float], ...]  # (UCI move, win prob), legal-move order.
+  action_values: tuple[tuple[str, float], ...]  # (UCI move, win prob), legal-move order; () in `board` mode.
   state_value: float
   best_move: str | None  # None on terminal boards.
 
@@ -301,6 +304,11 @@ class BoardAnnotator:
     moves = list(board.legal_moves)
     # A fresh engine state per board: its labels must not depend on the boards before it.
     await asyncio.wait_for(self._engine.communicate(_NewGame), self.config.deadline)
+    if self.config.mode == 'board':
+      info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      if not info.get('pv'):
+        raise _BadAnswer('the engine gave no best move')
+      return BoardAnnotation(board.fen(), (), self._win_prob(info), info['pv'][0].uci())
     if self.config.mode == 'per_move':
       position = f'position fen {board.fen()}'
       action_values = []

@@ -24,6 +24,8 @@ Training           ``train/config.json``, ``train/metrics.jsonl`` (``searchless-
 Test-set metrics   ``eval/metrics.json``, ``eval/boards.jsonl`` (``searchless-evaluate``)
 Puzzles            ``puzzles/summary.json``, ``results.csv``, ``puzzles.csv`` (``searchless-puzzles``)
 Match              ``match/results.json``, ``games.pgn`` (``searchless-tournament``)
+Beside pretrained  this run's model beside the pretrained one (``eval_pretrained/``,
+                   ``puzzles_pretrained/`` and the match's ``pretrained`` player)
 A sample game      one game of ``match/games.pgn`` with the model's view of its moves
                    (the checkpoint in ``train/``) and Stockfish's (small node limit)
 Play it            commands to play this run's model
@@ -867,10 +869,16 @@ def puzzles_section(ctx: Context) -> Section:
   return section
 
 
+PRETRAINED_NAME = 'pretrained'  # The pretrained model's player name in `pipelines.demo`'s match.
+
+
 def _model_names(results: dict | None, names: Sequence[str]) -> set[str]:
-  """Players that are this run's model: checkpoint agents, else names starting with 'searchless'."""
+  """Players that are this run's model: checkpoint agents (not the pretrained one, when this run's is
+  there too), else names starting with 'searchless'."""
   if results and results.get('agents'):
     found = {a['name'] for a in results['agents'] if str(a.get('spec', '')).startswith('checkpoint:')}
+    if len(found) > 1:
+      found.discard(PRETRAINED_NAME)
     if found:
       return found
   return {n for n in names if n.startswith('searchless')}
@@ -954,6 +962,56 @@ def match_section(ctx: Context) -> Section:
                    h.get('PlyCount', '?'), h.get('Opening', ''), g.end().comment or h.get('Termination', '')])
     blocks.append(Table(['round', 'White', 'Black', 'result', 'plies', 'opening', 'ending'], rows, numeric=(0, 4),
                         caption='The games' + (' (first 30)' if len(games) > 30 else '') + '.'))
+  return section
+
+
+def pretrained_section(ctx: Context) -> Section:
+  """This run's model beside the pretrained one, on the same test boards, puzzles and opponents."""
+  section = Section('Beside the pretrained model', 'pretrained')
+  run = ctx.paths.run_dir
+  evals = [_json(run / d / 'metrics.json') for d in ('eval', 'eval_pretrained')]
+  puzzles = [_json(run / d / 'summary.json') for d in ('puzzles', 'puzzles_pretrained')]
+  results = _json(ctx.paths.match / 'results.json')
+  names = [a['name'] for a in (results or {}).get('agents', [])]
+  if evals[1] is None and puzzles[1] is None and PRETRAINED_NAME not in names:
+    section.status = NOT_RUN
+    section.blocks = [Callout('not-run', "No pretrained model in this run: `make run` compares this run's model with "
+                                         "the pretrained one (`Player.load('pretrained')`) unless run with "
+                                         "`--pretrained ''`.")]
+    return section
+  rows = []
+  for key, label in (('action_accuracy', 'Action accuracy (test boards)'), ('kendall_tau', "Kendall's tau-b")):
+    if any(e and key in e for e in evals):
+      fmt = format_percent if key == 'action_accuracy' else format_number
+      rows.append([label, *[fmt(e[key]) if e and key in e else '-' for e in evals]])
+  if any(puzzles):
+    rows.append(['Puzzles solved', *[f"{format_percent(q['accuracy'])} ({q['solved']}/{q['n']})" if q else '-'
+                                     for q in puzzles]])
+  model = next(iter(_model_names(results, names)), None) if results else None
+  if results and model:
+    for opponent in [n for n in names if n not in (model, PRETRAINED_NAME)]:
+      cells = []
+      for player in (model, PRETRAINED_NAME):
+        pair = next((p for p in results['pairs'] if {p['a'], p['b']} == {player, opponent}), None)
+        if pair is None:
+          cells.append('-')
+          continue
+        wins, losses = (pair['a_wins'], pair['b_wins']) if pair['a'] == player else (pair['b_wins'], pair['a_wins'])
+        cells.append(f"+{wins} ={pair['draws']} -{losses} ({format_percent((wins + pair['draws'] / 2) / pair['games'])})")
+      rows.append([f'Against `{opponent}`', *cells])
+    head = next((p for p in results['pairs'] if {p['a'], p['b']} == {model, PRETRAINED_NAME}), None)
+    if head:
+      wins = head['a_wins'] if head['a'] == model else head['b_wins']
+      losses = head['b_wins'] if head['a'] == model else head['a_wins']
+      rows.append(['Head to head', f"+{wins} ={head['draws']} -{losses}", f"+{losses} ={head['draws']} -{wins}"])
+    if results.get('elo'):
+      ratings = {p['name']: p for p in results['elo']['players']}
+      rows.append(['Elo (BayesElo)', *[f"{ratings[n]['elo']:.0f} ± {ratings[n]['plus_minus']:.0f}" if n in ratings
+                                       else '-' for n in (model, PRETRAINED_NAME)]])
+  section.blocks.append(Text("The model this run trained beside the pretrained one shipped in the package "
+                             "(`Player.load('pretrained')`; how it was made: its model card, "
+                             "`searchless/pretrained/MODEL_CARD.md`), on the same test boards, puzzles and opponents."))
+  section.blocks.append(Table(['', 'this run', 'pretrained'], rows, numeric=(1, 2)))
   return section
 
 
@@ -1205,11 +1263,12 @@ def summary_section(ctx: Context, sections: Sequence[Section]) -> Section:
 
 
 SECTIONS: tuple[Callable[[Context], Section], ...] = (
-    dataset_section, training_section, metrics_section, puzzles_section, match_section, sample_game_section,
-    play_section)
+    dataset_section, training_section, metrics_section, puzzles_section, match_section, pretrained_section,
+    sample_game_section, play_section)
 _TITLES = {dataset_section: ('Dataset', 'dataset'), training_section: ('Training', 'training'),
            metrics_section: ('Test-set metrics', 'metrics'), puzzles_section: ('Puzzles', 'puzzles'),
-           match_section: ('Match', 'match'), sample_game_section: ('A sample game', 'sample-game'),
+           match_section: ('Match', 'match'), pretrained_section: ('Beside the pretrained model', 'pretrained'),
+           sample_game_section: ('A sample game', 'sample-game'),
            play_section: ('Play it', 'play')}
 
 

@@ -5,8 +5,8 @@
 
 speaks UCI on stdin/stdout (one line in, lines out, flushed one by one; logs
 and anything JAX or a C library prints go to stderr). ``DIR`` is anything
-`checkpoint.load_model` reads: our workdir / step dir, or a published-layout
-model dir. `UciEngine` holds the protocol, `main` wires it to the process.
+`checkpoint.load_model` reads: our workdir / step dir, a published-layout
+model dir, or ``pretrained`` (the model shipped in the package). `UciEngine` holds the protocol, `main` wires it to the process.
 
 Commands: ``uci``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
 ``position startpos|fen FEN [moves ...]``, ``go [wtime|btime|winc|binc|
@@ -648,7 +648,7 @@ def _score_cp(board: chess.Board, move: chess.Move, analysis: policy_lib.Analysi
 
 def _parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog='searchless-uci', description=__doc__.split('\n\n')[0])
-  p.add_argument('--checkpoint', required=True, help='Workdir, checkpoint dir or published-layout model dir.')
+  p.add_argument('--checkpoint', required=True, help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).")
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's (published: action_value).")
   p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
                  help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')

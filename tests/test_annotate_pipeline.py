@@ -243,6 +243,26 @@ def test_missing_input_and_engine_are_clear_errors(tmp_path):
 
 
 @pytest.mark.engine
+def test_board_mode_writes_state_values_and_best_moves_only(tmp_path, stockfish):
+  games = tmp_path / 'g.pgn'
+  games.write_text(FOOLS_MATE)
+  out = tmp_path / 'out'
+  manifest = driver.run(['--input', str(games), '--output_dir', str(out), '--mode', 'board', '--limit', 'nodes=2000',
+                         '--test_fraction', '0', '--engine_path', stockfish, '--no_progress',
+                         '--direct_running_mode', 'in_memory'])
+  assert sorted(manifest['outputs']) == ['train/behavioral_cloning', 'train/state_value']
+  state = {r.fen: r.win_prob for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
+  clone = {r.fen: r.move for r in bags.read_records(bags.find(str(out / 'train'), 'behavioral_cloning'), 'behavioral_cloning')}
+  before_mate = 'rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2'
+  mated = 'rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3'
+  assert len(state) == 5 and len(clone) == 4  # 4 plies + the mated board, which has no move.
+  assert (state[before_mate], clone[before_mate], state[mated]) == (1.0, 'd8h4', 0.0)
+  assert manifest['splits']['train']['terminal_boards'] == 1 and manifest['splits']['train']['action_values'] == 0
+  with pytest.raises(ValueError, match='--mode board values no moves'):
+    driver.run(['--input', str(games), '--output_dir', str(out), '--mode', 'board', '--records', 'board'])
+
+
+@pytest.mark.engine
 @pytest.mark.slow
 def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_path, lichess_999, stockfish):
   """Same input and node limit: the same records whatever the runner mode and worker count."""

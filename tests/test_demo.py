@@ -62,23 +62,30 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
   # 6. The match: 2 games in the PGN and in the results.
   with open(run_dir / 'match' / 'games.pgn') as f:
     played = [g for g in iter(lambda: chess.pgn.read_game(f), None)]
-  assert len(played) == 2 and {g.headers['White'] for g in played} == {'searchless', 'sf50'}
+  # Every pair of the fresh model, the pretrained one and Stockfish: 3 pairs of 2 games.
+  assert len(played) == 6 and {g.headers['White'] for g in played} == {'searchless', 'pretrained', 'sf50'}
   results = json.loads((run_dir / 'match' / 'results.json').read_text())
-  assert results['games'] == 2 and sum(s['points'] for s in results['scores'].values()) == 2.0
-  assert results['pairs'][0]['games'] == 2
+  assert results['games'] == 6 and sum(s['points'] for s in results['scores'].values()) == 6.0
+  assert [p['games'] for p in results['pairs']] == [2, 2, 2]
+  # 3 and 5 for the pretrained model: the same test boards and puzzles.
+  pretrained = json.loads((run_dir / 'eval_pretrained' / 'metrics.json').read_text())
+  assert (pretrained['boards'], pretrained['dropped_boards']) == (metrics['boards'], metrics['dropped_boards'])
+  assert json.loads((run_dir / 'puzzles_pretrained' / 'summary.json').read_text())['n'] == len(mined)
   # 7. The report and how to play.
   assert report == run_dir / 'report' / 'report.html' and report.exists()
-  assert (run_dir / 'report' / 'report.md').exists()
+  markdown = (run_dir / 'report' / 'report.md').read_text()
+  assert '## Beside the pretrained model' in markdown and '| this run | pretrained |' in markdown
   assert f'searchless-uci --checkpoint {run_dir / "train"}' in out
   recorded = json.loads((run_dir / 'commands.json').read_text())
-  assert list(recorded) == ['annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'report']
+  assert list(recorded) == ['annotate', 'train', 'evaluate', 'evaluate_pretrained', 'mine', 'puzzles',
+                            'puzzles_pretrained', 'match', 'report']
   assert recorded['evaluate'] in out  # The command announced is the command kept.
 
   # A rerun continues: nothing is redone.
   before = (run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()
   demo.run(mini_args(games, run_dir))
   out = capsys.readouterr().out
-  assert out.count('done already') == 6  # annotate, train, evaluate, mine, puzzles, match.
+  assert out.count('done already') == 8  # annotate, train, evaluate (x2), mine, puzzles (x2), match.
   assert ((run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()) == before
 
 

@@ -85,6 +85,19 @@ def test_multipv_mode_covers_every_move(stockfish):
     assert dict(annotator.annotate(MATE_IN_ONE).action_values)['a1a8'] == 1.0
 
 
+def test_board_mode_is_one_search_giving_the_value_and_best_move(stockfish):
+  cfg = config(stockfish, mode='board', limit=engine.SearchLimit.parse('nodes=5000'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    mate = annotator.annotate(MATE_IN_ONE)
+    assert (mate.action_values, mate.state_value, mate.best_move) == ((), 1.0, 'a1a8')
+    start = annotator.annotate(START)
+    assert start.action_values == () and 0.5 < start.state_value < 0.6
+    assert chess.Move.from_uci(start.best_move) in chess.Board().legal_moves
+    assert annotator.annotate(start.fen) == start  # A fresh engine state per board: the same answer again.
+    checkmated = annotator.annotate('rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3')
+    assert (checkmated.action_values, checkmated.state_value, checkmated.best_move) == ((), 0.0, None)
+
+
 def test_limits_parse_and_reject():
   assert engine.SearchLimit.parse('time=0.05') == engine.SearchLimit('time', 0.05)
   assert str(engine.SearchLimit.parse('depth=12')) == 'depth=12'

@@ -1,0 +1,211 @@
+r"""Reproduce the shipped pretrained model from scratch: games -> labels -> model -> package data.
+
+    python -m pipelines.pretrained --games ../shared/data/games/*.pgn --workdir runs/pretrained
+    python -m pipelines.pretrained ... --chunks 4 --train_seconds 600     # a smaller, faster version
+
+Steps (each resumable: rerunning the same command continues where it stopped):
+
+1. chunk     the games, files interleaved, into PGN files of ``--games_per_chunk``
+             games (WORKDIR/chunks/chunk_NNN.pgn);
+2. annotate  each chunk with ``searchless-annotate`` (the recipe: ANNOTATE_ARGS;
+             5% of games, by a hash of the game, go to the test split) ->
+             WORKDIR/data/chunk_NNN (done when its manifest.json exists);
+3. train     ``configs/pretrained.py`` on the board records of every annotated
+             chunk's train split for ``--train_seconds`` -> WORKDIR/train;
+4. export    the EMA parameters as bfloat16, the config and a model card ->
+             WORKDIR/export (``--install`` copies them into the package,
+             ``searchless/pretrained/``, which `Player.load('pretrained')` reads).
+
+The measured strength of the result (puzzles by band, matches against
+Stockfish, STS, action accuracy against a deep reference) comes from
+``benchmarks/pretrained_strength.py``; the cost of each step is printed and
+kept in WORKDIR/pretrained.json.
+"""
+
+import argparse
+import itertools
+import json
+import pathlib
+import shlex
+import shutil
+import sys
+import time
+
+import ml_collections
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONFIG = ROOT / 'configs' / 'pretrained.py'
+# The label recipe: one MultiPV search of 20k nodes per board scores every legal move
+# (the cheapest mode per point of puzzle accuracy in benchmarks/RESULTS.md "The label-cost frontier").
+ANNOTATE_ARGS = ('--mode', 'multipv', '--limit', 'nodes=20000', '--state_value', 'best_move',
+                 '--records', 'board', '--test_fraction', '0.05')
+
+
+def _log(workdir: pathlib.Path, step: str, record: dict) -> None:
+  path = workdir / 'pretrained.json'
+  done = json.loads(path.read_text()) if path.exists() else {}
+  done[step] = record
+  path.write_text(json.dumps(done, indent=2) + '\n')
+
+
+def make_chunks(games: list[str], out_dir: pathlib.Path, games_per_chunk: int) -> list[pathlib.Path]:
+  """Writes the games of `games` (files interleaved, game by game) into chunk files; returns their paths."""
+  from searchless import pgn
+  done = out_dir / 'chunks.json'
+  if done.exists():
+    return [out_dir / name for name in json.loads(done.read_text())['chunks']]
+  out_dir.mkdir(parents=True, exist_ok=True)
+  streams = [pgn.iter_raw_games(path) for path in pgn.match_files(games, '--games')]
+  interleaved = (g for group in itertools.zip_longest(*streams) for g in group if g is not None)
+  paths, count = [], 0
+  while chunk := list(itertools.islice(interleaved, games_per_chunk)):
+    path = out_dir / f'chunk_{len(paths):03d}.pgn'
+    path.write_text(''.join(game.text + '\n' for game in chunk))
+    paths.append(path)
+    count += len(chunk)
+  done.write_text(json.dumps({'games': count, 'games_per_chunk': games_per_chunk, 'sources': games,
+                              'chunks': [p.name for p in paths]}, indent=2) + '\n')
+  return paths
+
+
+def annotate_chunks(chunks: list[pathlib.Path], data_dir: pathlib.Path, workers: int) -> list[pathlib.Path]:
+  """Annotates each chunk not yet done; returns the chunks' output directories."""
+  from pipelines import annotate
+  outs = []
+  for i, chunk in enumerate(chunks):
+    out = data_dir / chunk.stem
+    outs.append(out)
+    if (out / 'manifest.json').exists():
+      continue
+    argv = ['--input', str(chunk), '--output_dir', str(out), *ANNOTATE_ARGS,
+            f'--direct_num_workers={workers}', '--no_progress']
+    print(f'[annotate {i + 1}/{len(chunks)}] searchless-annotate {shlex.join(argv)}', flush=True)
+    start = time.time()
+    manifest = annotate.run(argv)
+    boards = sum(s['boards'] for s in manifest['splits'].values())
+    print(f'[annotate {i + 1}/{len(chunks)}] {boards} boards in {time.time() - start:.0f} s', flush=True)
+  return outs
+
+
+def annotation_cost(outs: list[pathlib.Path], workers: int) -> dict:
+  boards = seconds = 0
+  for out in outs:
+    manifest = json.loads((out / 'manifest.json').read_text())
+    boards += sum(s['boards'] for s in manifest['splits'].values())
+    seconds += manifest['timings']['wall_seconds']
+  return {'chunks': len(outs), 'boards': boards, 'wall_seconds': round(seconds, 1),
+          'engine_core_hours': round(seconds * workers / 3600, 3), 'workers': workers}
+
+
+def train_model(outs: list[pathlib.Path], workdir: pathlib.Path, train_seconds: float):
+  """Trains configs/pretrained.py on the train board records of `outs` (the same chunks on every rerun)."""
+  from searchless import config as config_lib
+  from searchless import train
+  record = workdir / 'train_data.json'
+  if not record.exists():  # Fixed at the first run, so a resumed run reads the same records.
+    record.write_text(json.dumps({'chunks': [o.name for o in outs]}, indent=2) + '\n')
+  chunks = json.loads(record.read_text())['chunks']
+  spec = ','.join(str(workdir / 'data' / c / 'train' / 'board_value_data.bag') for c in chunks)
+  config = config_lib.load(str(CONFIG), [f'data.train={spec}', f'train.max_seconds={train_seconds}'])
+  print(f'[train] {len(chunks)} chunks, {train_seconds:.0f} s -> {workdir / "train"}', flush=True)
+  start = time.time()
+  state = train.train(config, str(workdir / 'train'))
+  log = [json.loads(line) for line in (workdir / 'train' / 'metrics.jsonl').read_text().splitlines()]
+  log = [r for r in log if 'loss' in r]
+  return {'chunks': len(chunks), 'steps': int(state.step), 'last_run_seconds': round(time.time() - start, 1),
+          'action_values_trained': int(sum(r.get('targets', 0) for r in log)), 'final_train_loss': log[-1]['loss']}
+
+
+def card(workdir: pathlib.Path) -> str:
+  """The model card: data, labels, engine, training and the measured strength (if measured)."""
+  from searchless import checkpoint
+  done = json.loads((workdir / 'pretrained.json').read_text())
+  manifest = json.loads((workdir / 'data' / 'chunk_000' / 'manifest.json').read_text())
+  engine = manifest['engine']
+  experiment = checkpoint.load_model(str(workdir / 'export'))[2]
+  a, t = done['annotate'], done['train']
+  lines = [
+      '# searchless pretrained model', '',
+      'A searchless chess policy: the board-packed transformer of `configs/pretrained.py`',
+      f"({experiment.model.num_layers} layers, d={experiment.model.embedding_dim}, "
+      f"{experiment.model.num_heads} heads; one forward pass scores every legal move), parameters in bfloat16.",
+      '', '## Data and labels', '',
+      f"- Games: real Lichess games (`../shared/data/games/`, both files interleaved), the first "
+      f"{a['chunks']} chunks of 100 games; 5% of games (by a hash of the game) held out.",
+      f"- Boards: {a['boards']:,} (every board of every game, de-duplicated by FEN).",
+      f"- Labels: {engine['id'][0].get('name', 'Stockfish') if engine.get('id') else 'Stockfish'}, one MultiPV search of "
+      f"{engine['limit']} per board scoring every legal move (`--mode {engine['mode']}`), Threads={engine['threads']}, "
+      f"Hash={engine['hash_mb']} MiB, a fresh engine state per board.",
+      f"- Annotation cost: {a['engine_core_hours']:.2f} engine core-hours ({a['wall_seconds'] / 60:.0f} min on "
+      f"{a['workers']} worker(s)).",
+      '', '## Training', '',
+      f"- {t['steps']:,} steps of {experiment.data.batch_size} boards, {t['action_values_trained']:,} action-values, "
+      f"learning rate {experiment.optim.learning_rate:g} (Adam), EMA {experiment.optim.ema_decay}; "
+      f"final train loss {t['final_train_loss']:.3f}; {experiment.train.max_seconds / 60:.0f} min on 2 CPU cores.",
+  ]
+  strength = workdir / 'strength.md'
+  if strength.exists():
+    lines += ['', '## Measured strength', '', strength.read_text().strip()]
+  lines += ['', '## Reproduce', '', '    python -m pipelines.pretrained --games ../shared/data/games/*.pgn '
+            f"--workdir runs/pretrained --chunks {a['chunks']} --train_seconds {experiment.train.max_seconds:g}",
+            '    python benchmarks/pretrained_strength.py --checkpoint runs/pretrained/export --workdir runs/pretrained', '']
+  return '\n'.join(lines)
+
+
+def export_model(workdir: pathlib.Path) -> pathlib.Path:
+  """WORKDIR/export: the trained EMA parameters in bfloat16, the config and the model card."""
+  from searchless import checkpoint
+  from searchless import config as config_lib
+  out = workdir / 'export'
+  if not (out / checkpoint.PARAMS_EMA).exists():
+    _, params, experiment = checkpoint.load_model(str(workdir / 'train'))
+    experiment = ml_collections.ConfigDict(experiment.as_configdict())  # A mutable copy.
+    chunks = json.loads((workdir / 'train_data.json').read_text())['chunks']
+    experiment.data.train = f'WORKDIR/data/chunk_{{000..{len(chunks) - 1:03d}}}/train/board_value_data.bag'
+    checkpoint.export(str(out), params, experiment)
+  (out / 'MODEL_CARD.md').write_text(card(workdir))
+  return out
+
+
+def install(export: pathlib.Path) -> pathlib.Path:
+  """Replaces the package's pretrained model (searchless/pretrained/) with `export`."""
+  target = ROOT / 'searchless' / 'pretrained'
+  if target.exists():
+    shutil.rmtree(target)
+  shutil.copytree(export, target)
+  return target
+
+
+def main(argv=None) -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--games', nargs='+', required=True, help='PGN files or globs (the real Lichess games)')
+  p.add_argument('--workdir', required=True, help='where chunks, annotated data, training and export go')
+  p.add_argument('--games_per_chunk', type=int, default=100, help='games per annotation run')
+  p.add_argument('--chunks', type=int, default=None, help='annotate and train on the first N chunks (default: all)')
+  p.add_argument('--workers', type=int, default=1, help='annotation worker processes (one engine each)')
+  p.add_argument('--train_seconds', type=float, default=3600, help='training wall-clock budget')
+  p.add_argument('--steps', default='chunk,annotate,train,export', help='steps to run (comma-separated)')
+  p.add_argument('--install', action='store_true', help='copy the export into the package (searchless/pretrained/)')
+  args = p.parse_args(argv)
+  workdir = pathlib.Path(args.workdir).resolve()
+  steps = set(args.steps.split(','))
+  chunks = make_chunks(args.games, workdir / 'chunks', args.games_per_chunk)[:args.chunks]
+  outs = [workdir / 'data' / c.stem for c in chunks]
+  if 'annotate' in steps:
+    outs = annotate_chunks(chunks, workdir / 'data', args.workers)
+    _log(workdir, 'annotate', annotation_cost(outs, args.workers))
+  if 'train' in steps:
+    done = [o for o in outs if (o / 'manifest.json').exists()]
+    if 'annotate' not in steps:  # Train on the chunks annotated so far.
+      _log(workdir, 'annotate', annotation_cost(done, args.workers))
+    _log(workdir, 'train', train_model(done, workdir, args.train_seconds))
+  if 'export' in steps:
+    out = export_model(workdir)
+    print(f'[export] {out}', flush=True)
+    if args.install:
+      print(f'[install] {install(out)}', flush=True)
+  print(json.dumps(json.loads((workdir / 'pretrained.json').read_text()), indent=2))
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,94 @@
+"""The model shipped in the package: export format, the name 'pretrained' everywhere, an installed wheel."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import chess
+import jax
+import numpy as np
+import pytest
+
+from searchless import agents
+from searchless import checkpoint
+from searchless import config as config_lib
+from searchless import model
+from searchless import player as player_lib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
+
+
+def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(tmp_path):
+  config = config_lib.load(str(ROOT / 'configs' / 'tiny_packed.py'), ['data.train=unused'])
+  params = model.init_params(model.ModelConfig.from_config(config))
+  out = checkpoint.export(str(tmp_path / 'model'), params, config)
+  handler = checkpoint.ocp.PyTreeCheckpointHandler()
+  saved = checkpoint._tree(handler.metadata(out / 'params_ema'))  # pylint: disable=protected-access
+  handler.close()
+  assert {str(m.dtype) for m in jax.tree.leaves(saved)} == {'bfloat16'}
+  model_config, restored, experiment = checkpoint.load_model(str(out))
+  assert model_config == model.ModelConfig.from_config(config) and experiment.model.packing == 'board'
+  for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(params)):
+    assert a.dtype == np.float32 and a.shape == b.shape
+    np.testing.assert_array_equal(a, np.asarray(b).astype(jax.numpy.bfloat16).astype(np.float32))
+  with pytest.raises(FileExistsError, match='exists: export writes a new directory'):
+    checkpoint.export(str(out), params, config)
+
+
+def test_the_name_pretrained_is_the_package_model_and_a_missing_one_says_how_to_get_it(tmp_path, monkeypatch):
+  assert checkpoint.resolve('pretrained') == checkpoint.pretrained_dir() / 'params_ema'
+  assert str(checkpoint.pretrained_dir()).startswith(str(ROOT / 'searchless'))
+  monkeypatch.setattr(checkpoint, 'pretrained_dir', lambda: checkpoint.epath.Path(tmp_path))
+  with pytest.raises(FileNotFoundError, match='the pretrained model is missing from this installation'):
+    player_lib.Player.load('pretrained')
+
+
+def test_the_shipped_model_is_small_documented_and_plays():
+  directory = pathlib.Path(str(checkpoint.pretrained_dir()))
+  size = sum(f.stat().st_size for f in directory.rglob('*') if f.is_file())
+  assert size <= 20 * 2**20
+  card = (directory / 'MODEL_CARD.md').read_text()
+  for section in ('## Data and labels', '## Training', '## Measured strength', '## Reproduce'):
+    assert section in card
+  player = player_lib.Player.load('pretrained')
+  assert player.policy.kind == 'action_value'
+  assert agents.from_spec('checkpoint:pretrained,name=shipped').name == 'shipped'
+  assert player.play(chess.Board()) in chess.Board().legal_moves
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
+  """Build the wheel, install it alone into a directory, and use it from elsewhere (Python API, agent, UCI)."""
+  wheels, target = tmp_path / 'wheels', tmp_path / 'site'
+  subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(wheels), str(ROOT)],
+                 check=True, capture_output=True)
+  wheel = next(wheels.glob('searchless-*.whl'))
+  subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
+                 check=True, capture_output=True)
+  env = {**os.environ, 'PYTHONPATH': str(target)}
+  work = tmp_path / 'elsewhere'
+  work.mkdir()
+  script = (
+      'import chess, searchless\n'
+      'from searchless import agents, player\n'
+      'p = player.Player.load("pretrained")\n'
+      'a = agents.from_spec("checkpoint:pretrained")\n'
+      f'b = chess.Board("{MATE_IN_ONE}")\n'
+      'print(searchless.__file__)\n'
+      'print(p.play(b).uci(), a.play(b).uci())\n')
+  out = subprocess.run([sys.executable, '-c', script], cwd=work, env=env, check=True, capture_output=True, text=True)
+  module_file, moves = out.stdout.split('\n')[:2]
+  assert module_file.startswith(str(target))
+  first, second = moves.split()
+  assert first == second and chess.Move.from_uci(first) in chess.Board(MATE_IN_ONE).legal_moves
+  uci = subprocess.run([sys.executable, '-m', 'searchless.uci', '--checkpoint', 'pretrained'], cwd=work, env=env,
+                       input='uci\nisready\nposition startpos moves e2e4\ngo movetime 100\nquit\n',
+                       capture_output=True, text=True, timeout=300)
+  lines = uci.stdout.splitlines()
+  assert 'uciok' in lines and 'readyok' in lines
+  best = [line for line in lines if line.startswith('bestmove ')]
+  board = chess.Board()
+  board.push_uci('e2e4')
+  assert len(best) == 1 and chess.Move.from_uci(best[0].split()[1]) in board.legal_moves

@@ -80,14 +80,16 @@ def games_in_order(paths: list[str]):
 
 
 def split_boards(paths: list[str], seed: int = 0) -> tuple[list[str], list[str]]:
-  """(train boards in game order, de-duplicated; one random non-terminal board per held-out game)."""
+  """(train boards in game order, de-duplicated; one random non-terminal board per held-out game, distinct)."""
   rng = np.random.default_rng(seed)
   train, seen, test = [], set(), []
   for game in games_in_order(paths):
     if annotate.split_of(game.key, TEST_FRACTION) == 'test':
       playable = [f for f in game.fens if not chess.Board(f).is_game_over()]
       if playable:
-        test.append(playable[rng.integers(len(playable))])
+        fen = playable[rng.integers(len(playable))]
+        if fen not in test:  # Openings repeat: a board counts once.
+          test.append(fen)
       continue
     for fen in game.fens:
       if fen not in seen:
@@ -199,15 +201,30 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
   return entry
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+  """95% Wilson interval of a proportion k/n.
+
+  >>> [round(x, 4) for x in wilson(12, 1500)]
+  [0.0046, 0.0139]
+  """
+  p = k / n
+  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+  return centre - half, centre + half
+
+
 def table(rows: list[dict]) -> str:
   head = ('| mode | policy | engine core-hours | boards | records | train budget (steps) | action accuracy '
-          '| Kendall tau-b | dev puzzles |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+          '| Kendall tau-b | dev puzzles (95% interval) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
   lines = [head]
   for r in rows:
-    puzzles = f"{100 * r['puzzle_accuracy']:.2f}% ({r['puzzles_solved']}/{r['puzzles']})" if 'puzzles' in r else '-'
+    puzzles = '-'
+    if 'puzzles' in r:
+      low, high = wilson(r['puzzles_solved'], r['puzzles'])
+      puzzles = f"{100 * r['puzzle_accuracy']:.2f}% ({r['puzzles_solved']}/{r['puzzles']}; {100 * low:.1f}-{100 * high:.1f}%)"
+    acc_low, acc_high = wilson(round(r['action_accuracy'] * r['test_boards']), r['test_boards'])
     lines.append(f"| {r['name']} | {r['policy']} | {r['engine_core_hours']:.3f} | {r['boards']:,} | {r['records']:,} "
-                 f"| {r['seconds']:.0f} s ({r['steps']:,}) | {r['action_accuracy']:.3f} | {r['kendall_tau_b']:.3f} "
-                 f"| {puzzles} |")
+                 f"| {r['seconds']:.0f} s ({r['steps']:,}) | {r['action_accuracy']:.3f} ({acc_low:.2f}-{acc_high:.2f}) "
+                 f"| {r['kendall_tau_b']:.3f} | {puzzles} |")
   return '\n'.join(lines)
 
 
@@ -257,8 +274,13 @@ def main(argv=None) -> None:
   print(table(rows))
   if puzzle_set:
     best = max(rows, key=lambda r: r['puzzle_accuracy'] / max(r['engine_core_hours'], 1e-9))
+    others = [r for r in rows if r is not best]
+    separated = all(wilson(r['puzzles_solved'], r['puzzles'])[1] < wilson(best['puzzles_solved'], best['puzzles'])[0]
+                    for r in others)
     print(f"cheapest per point of puzzle accuracy: {best['name']} [{best['policy']}] "
-          f"({100 * best['puzzle_accuracy']:.2f}% at {best['engine_core_hours']:.3f} engine core-hours)")
+          f"({100 * best['puzzle_accuracy']:.2f}% at {best['engine_core_hours']:.3f} engine core-hours); "
+          + ('its 95% interval is above every other mode\'s' if separated else
+             'not significant: its 95% interval overlaps another mode\'s'))
 
 
 if __name__ == '__main__':

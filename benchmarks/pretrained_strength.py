@@ -9,7 +9,8 @@ Measures `--checkpoint` (default: the model shipped in the package) on
 * the dev puzzles (``../shared/data/puzzles/lichess_puzzles_dev.csv``): accuracy
   overall and by 200-point rating band, every solution move required;
 * gauntlets of ``--games`` games against Stockfish at UCI_Elo 1350, 1500 and
-  1800 (``stockfish:time=0.1,elo=N``, the ladder anchoring BayesElo), openings
+  1800 (``stockfish:nodes=100000,elo=N``: ~0.1 s a move here, and a node limit
+  plays the same whatever the machine's load; the ladder anchors BayesElo), openings
   sampled from the named openings (``../shared/data/openings/``), both colours;
   the model's BayesElo with its 95% interval;
 * STS1 (``../shared/data/epd/sts01_undermine.epd``): positions solved and points;
@@ -44,7 +45,7 @@ def main(argv=None) -> None:
   p.add_argument('--openings', nargs='+', default=sorted(str(f) for f in (SHARED / 'openings').glob('*.tsv')))
   p.add_argument('--games', type=int, default=20, help='games against each Stockfish level')
   p.add_argument('--elos', default=','.join(map(str, ELOS)), help='UCI_Elo levels of the Stockfish opponents')
-  p.add_argument('--stockfish_time', type=float, default=0.1, help='seconds per move of the Stockfish opponents')
+  p.add_argument('--stockfish_limit', default='nodes=100000', help='search limit of the Stockfish opponents')
   p.add_argument('--workers', type=int, default=2, help='games in parallel')
   p.add_argument('--reference', default=None, help='board_value or action_value records with deep labels')
   args = p.parse_args(argv)
@@ -77,14 +78,14 @@ def main(argv=None) -> None:
   out_path.write_text(json.dumps(out, indent=2) + '\n')
 
   spec = f'checkpoint:{args.checkpoint},name=searchless'
-  opponents = [f'stockfish:time={args.stockfish_time:g},elo={e},name=stockfish-elo{e}' for e in args.elos.split(',')]
+  opponents = [f'stockfish:{args.stockfish_limit},elo={e},name=stockfish-elo{e}' for e in args.elos.split(',')]
   argv = ['--agent', spec, *[a for o in opponents for a in ('--agent', o)], '--gauntlet', '--openings', *args.openings,
           '--games_per_pair', str(args.games), '--workers', str(args.workers), '--out', str(workdir / 'match'),
           '--no_progress']
   results = tournament.run(argv)
   print(tournament.summary(results), flush=True)
   out['match'] = {'pairs': results['pairs'], 'elo': results['elo'], 'anchors': results['anchors'],
-                  'stockfish_time': args.stockfish_time, 'games_file': results['games_file']}
+                  'stockfish_limit': args.stockfish_limit, 'games_file': results['games_file']}
   out_path.write_text(json.dumps(out, indent=2) + '\n')
   (workdir / 'strength.md').write_text(markdown(out) + '\n')
   print(markdown(out))
@@ -99,7 +100,7 @@ def markdown(out: dict) -> str:
             for b in pz['bands']]
   lines.append('')
   for pair in out['match']['pairs']:
-    lines.append(f"- Against {pair['b']} ({out['match']['stockfish_time']:g} s per move): "
+    lines.append(f"- Against {pair['b']} (`{out['match']['stockfish_limit']}` per move): "
                  f"+{pair['a_wins']} ={pair['draws']} -{pair['b_wins']} "
                  f"({pair['a_wins'] + pair['draws'] / 2:g}/{pair['games']}, {100 * pair['a_score']:.1f}%).")
   elo = out['match'].get('elo')

@@ -13,13 +13,15 @@ Steps (each resumable: rerunning the same command continues where it stopped):
 3. train     ``configs/pretrained.py`` on the board records of every annotated
              chunk's train split for ``--train_seconds`` -> WORKDIR/train;
 4. export    the EMA parameters as bfloat16, the config and a model card ->
-             WORKDIR/export (``--install`` copies them into the package,
-             ``searchless/pretrained/``, which `Player.load('pretrained')` reads).
+             WORKDIR/export;
+5. evaluate  ``benchmarks/pretrained_strength.py`` on the export (puzzles by
+             rating band, matches against Stockfish at UCI_Elo 1350/1500/1800,
+             STS1; with ``--reference``, action accuracy against deep labels)
+             -> WORKDIR/strength.json, and the numbers into the model card.
 
-The measured strength of the result (puzzles by band, matches against
-Stockfish, STS, action accuracy against a deep reference) comes from
-``benchmarks/pretrained_strength.py``; the cost of each step is printed and
-kept in WORKDIR/pretrained.json.
+``--install`` then copies WORKDIR/export into the package
+(``searchless/pretrained/``, which `Player.load('pretrained')` reads). The cost of
+each step is printed and kept in WORKDIR/pretrained.json.
 """
 
 import argparse
@@ -28,6 +30,7 @@ import json
 import pathlib
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 
@@ -146,9 +149,14 @@ def card(workdir: pathlib.Path) -> str:
   strength = workdir / 'strength.md'
   if strength.exists():
     lines += ['', '## Measured strength', '', strength.read_text().strip()]
-  lines += ['', '## Reproduce', '', '    python -m pipelines.pretrained --games ../shared/data/games/*.pgn '
-            f"--workdir runs/pretrained --chunks {a['chunks']} --train_seconds {experiment.train.max_seconds:g}",
-            '    python benchmarks/pretrained_strength.py --checkpoint runs/pretrained/export --workdir runs/pretrained', '']
+  cost = f"annotation {a['wall_seconds'] / 3600:.1f} h on {a['workers']} worker(s), training {t['last_run_seconds'] / 60:.0f} min"
+  if 'evaluate' in done:
+    cost += f", evaluation {done['evaluate']['wall_seconds'] / 60:.0f} min"
+  lines += ['', '## Reproduce', '', 'One command (annotation, training, export, evaluation; resumable):', '',
+            '    python -m pipelines.pretrained --games ../shared/data/games/*.pgn --workdir runs/pretrained '
+            f"--chunks {a['chunks']} --train_seconds {experiment.train.max_seconds:g} --install", '',
+            f'Measured cost of this model on a 2-core x86_64 machine: {cost} '
+            '(annotation and training shared the machine with other jobs; alone they take less).', '']
   return '\n'.join(lines)
 
 
@@ -184,7 +192,9 @@ def main(argv=None) -> None:
   p.add_argument('--chunks', type=int, default=None, help='annotate and train on the first N chunks (default: all)')
   p.add_argument('--workers', type=int, default=1, help='annotation worker processes (one engine each)')
   p.add_argument('--train_seconds', type=float, default=3600, help='training wall-clock budget')
-  p.add_argument('--steps', default='chunk,annotate,train,export', help='steps to run (comma-separated)')
+  p.add_argument('--steps', default='chunk,annotate,train,export,evaluate', help='steps to run (comma-separated)')
+  p.add_argument('--reference', default=None, help='deep-labelled board records for the evaluation (e.g. the '
+                 "label-cost frontier's WORKDIR/reference/board_value_data.bag)")
   p.add_argument('--install', action='store_true', help='copy the export into the package (searchless/pretrained/)')
   args = p.parse_args(argv)
   workdir = pathlib.Path(args.workdir).resolve()
@@ -199,11 +209,20 @@ def main(argv=None) -> None:
     if 'annotate' not in steps:  # Train on the chunks annotated so far.
       _log(workdir, 'annotate', annotation_cost(done, args.workers))
     _log(workdir, 'train', train_model(done, workdir, args.train_seconds))
+  out = workdir / 'export'
   if 'export' in steps:
-    out = export_model(workdir)
+    export_model(workdir)
     print(f'[export] {out}', flush=True)
-    if args.install:
-      print(f'[install] {install(out)}', flush=True)
+  if 'evaluate' in steps:
+    command = [sys.executable, str(ROOT / 'benchmarks' / 'pretrained_strength.py'), '--checkpoint', str(out),
+               '--workdir', str(workdir)] + (['--reference', args.reference] if args.reference else [])
+    print(f'[evaluate] {shlex.join(command)}', flush=True)
+    start = time.time()
+    subprocess.run(command, check=True)
+    _log(workdir, 'evaluate', {'wall_seconds': round(time.time() - start, 1)})
+    (out / 'MODEL_CARD.md').write_text(card(workdir))
+  if args.install:
+    print(f'[install] {install(out)}', flush=True)
   print(json.dumps(json.loads((workdir / 'pretrained.json').read_text()), indent=2))
 
 

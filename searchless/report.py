@@ -965,20 +965,25 @@ def match_section(ctx: Context) -> Section:
   return section
 
 
-def pretrained_section(ctx: Context) -> Section:
-  """This run's model beside the pretrained one, on the same test boards, puzzles and opponents."""
+def _json_or_none(path: pathlib.Path) -> dict | None:
+  """The JSON at `path`, or None when it is missing or broken (its own section reports that)."""
+  try:
+    return _json(path)
+  except (OSError, ValueError):
+    return None
+
+
+def pretrained_section(ctx: Context) -> Section | None:
+  """This run's model beside the pretrained one, on the same test boards, puzzles and opponents;
+  None (no section) when the run did not include the pretrained model (``--pretrained ''``)."""
   section = Section('Beside the pretrained model', 'pretrained')
   run = ctx.paths.run_dir
-  evals = [_json(run / d / 'metrics.json') for d in ('eval', 'eval_pretrained')]
-  puzzles = [_json(run / d / 'summary.json') for d in ('puzzles', 'puzzles_pretrained')]
-  results = _json(ctx.paths.match / 'results.json')
+  evals = [_json_or_none(run / d / 'metrics.json') for d in ('eval', 'eval_pretrained')]
+  puzzles = [_json_or_none(run / d / 'summary.json') for d in ('puzzles', 'puzzles_pretrained')]
+  results = _json_or_none(ctx.paths.match / 'results.json')
   names = [a['name'] for a in (results or {}).get('agents', [])]
   if evals[1] is None and puzzles[1] is None and PRETRAINED_NAME not in names:
-    section.status = NOT_RUN
-    section.blocks = [Callout('not-run', "No pretrained model in this run: `make run` compares this run's model with "
-                                         "the pretrained one (`Player.load('pretrained')`) unless run with "
-                                         "`--pretrained ''`.")]
-    return section
+    return None
   rows = []
   for key, label in (('action_accuracy', 'Action accuracy (test boards)'), ('kendall_tau', "Kendall's tau-b")):
     if any(e and key in e for e in evals):
@@ -1291,7 +1296,9 @@ def build(run_dir: str | os.PathLike, *, annotate_game: bool = True, stockfish_n
   sections = []
   for make in SECTIONS:
     try:
-      sections.append(make(ctx))
+      made = make(ctx)
+      if made is not None:  # An optional section with nothing to show.
+        sections.append(made)
     except Exception as error:  # A broken artefact spoils its section, not the report.
       title, anchor = _TITLES[make]
       sections.append(Section(title, anchor, [Callout('error', f'This section could not be built: '

@@ -458,3 +458,28 @@ def test_not_run_sections_show_the_commands_the_demo_recorded(tmp_path):
   assert report.commands(run_dir)['annotate'] == recorded
   report.build(run_dir, annotate_game=False, stockfish_nodes=0)
   assert f'```sh\n{recorded}' in section((run_dir / 'report' / 'report.md').read_text(), 'Dataset')
+
+
+def test_the_fresh_model_beside_the_pretrained_one(tmp_path):
+  run_dir = tmp_path / 'run'
+  for name, accuracy, tau, solved in (('eval', 0.25, 0.3, None), ('eval_pretrained', 0.5, 0.6, None),
+                                      ('puzzles', None, None, 3), ('puzzles_pretrained', None, None, 7)):
+    (run_dir / name).mkdir(parents=True)
+    if solved is None:
+      (run_dir / name / 'metrics.json').write_text(json.dumps({'action_accuracy': accuracy, 'kendall_tau': tau}))
+    else:
+      (run_dir / name / 'summary.json').write_text(json.dumps({'accuracy': solved / 10, 'solved': solved, 'n': 10}))
+  (run_dir / 'match').mkdir()
+  pair = lambda a, b, aw, d, bw: {'a': a, 'b': b, 'games': aw + d + bw, 'a_wins': aw, 'draws': d, 'b_wins': bw}
+  (run_dir / 'match' / 'results.json').write_text(json.dumps({
+      'agents': [{'name': 'searchless', 'spec': 'checkpoint:run/train,name=searchless'},
+                 {'name': 'pretrained', 'spec': 'checkpoint:pretrained,name=pretrained'},
+                 {'name': 'sf', 'spec': 'stockfish:nodes=50,name=sf'}],
+      'pairs': [pair('searchless', 'pretrained', 0, 1, 3), pair('searchless', 'sf', 1, 0, 3),
+                pair('pretrained', 'sf', 2, 2, 0)]}))
+  md = section(report.build(run_dir, annotate_game=False, stockfish_nodes=0).with_name('report.md').read_text(),
+               'Beside the pretrained model')
+  for row in ('| Action accuracy (test boards) | 25.0% | 50.0% |', "| Kendall's tau-b | 0.300 | 0.600 |",
+              '| Puzzles solved | 30.0% (3/10) | 70.0% (7/10) |', '| Against `sf` | +1 =0 -3 (25.0%) | +2 =2 -0 (75.0%) |',
+              '| Head to head | +0 =1 -3 | +3 =1 -0 |'):
+    assert row in md, row

@@ -139,8 +139,9 @@ def card(workdir: pathlib.Path) -> str:
       f"- Labels: {engine['id'][0].get('name', 'Stockfish') if engine.get('id') else 'Stockfish'}, one MultiPV search of "
       f"{engine['limit']} per board scoring every legal move (`--mode {engine['mode']}`), Threads={engine['threads']}, "
       f"Hash={engine['hash_mb']} MiB, a fresh engine state per board.",
-      f"- Annotation cost: {a['engine_core_hours']:.2f} engine core-hours ({a['wall_seconds'] / 60:.0f} min on "
-      f"{a['workers']} worker(s)).",
+      f"- Annotation cost: {a['wall_seconds'] / 60:.0f} min of wall-clock on {a['workers']} worker(s) "
+      f"({a['engine_core_hours']:.2f} worker core-hours, pipeline included; the engine's own CPU time for this "
+      "mode is ~0.08 core-hours per 10k boards, benchmarks/RESULTS.md \"The label-cost frontier\").",
       '', '## Training', '',
       f"- {t['steps']:,} steps of {experiment.data.batch_size} boards, {t['action_values_trained']:,} action-values, "
       f"learning rate {experiment.optim.learning_rate:g} (Adam), EMA {experiment.optim.ema_decay}; "
@@ -148,7 +149,11 @@ def card(workdir: pathlib.Path) -> str:
   ]
   strength = workdir / 'strength.md'
   if strength.exists():
-    lines += ['', '## Measured strength', '', strength.read_text().strip()]
+    lines += ['', '## Measured strength', '', strength.read_text().strip(), '',
+              'What to expect: the strongest model this project has made on 2 CPU cores, and a weak player. '
+              'It ranks moves far better than chance and plays legal, mostly sensible moves, but it does not '
+              'see tactics: a tiny model trained on ~30k boards for about an hour, where the paper trained '
+              'up to 270M parameters on ~15 billion action-values.']
   cost = f"annotation {a['wall_seconds'] / 3600:.1f} h on {a['workers']} worker(s), training {t['last_run_seconds'] / 60:.0f} min"
   if 'evaluate' in done:
     cost += f", evaluation {done['evaluate']['wall_seconds'] / 60:.0f} min"

@@ -55,7 +55,12 @@ def test_the_shipped_model_is_small_documented_and_plays():
   player = player_lib.Player.load('pretrained')
   assert player.policy.kind == 'action_value'
   assert agents.from_spec('checkpoint:pretrained,name=shipped').name == 'shipped'
-  assert player.play(chess.Board()) in chess.Board().legal_moves
+  # The shipped parameters, as measured when they were made (bfloat16 weights, float32 compute).
+  start = player.win_probabilities(chess.Board())
+  assert list(start)[:3] == ['d2d4', 'g1f3', 'e2e4'] and len(start) == 20
+  np.testing.assert_allclose([start[m] for m in ('d2d4', 'g1f3', 'e2e4')], [0.5248, 0.517, 0.5097], atol=2e-3)
+  italian = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3')
+  assert player.play(italian) == chess.Move.from_uci('b1c3')
 
 
 @pytest.mark.slow

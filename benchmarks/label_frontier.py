@@ -30,13 +30,11 @@ point of puzzle accuracy.
 """
 
 import argparse
-import itertools
 import json
 import multiprocessing
 import os
 import pathlib
 import platform
-import sys
 import time
 
 import chess
@@ -44,11 +42,11 @@ import numpy as np
 
 from searchless import annotate
 from searchless import bags
-from searchless import boards as boards_lib
 from searchless import config as config_lib
 from searchless import engine as engine_lib
 from searchless import metrics
 from searchless import pgn
+from searchless import plot
 from searchless import records
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -72,8 +70,7 @@ def slug(name: str) -> str:
 
 def games_in_order(paths: list[str]):
   """Parsed games of `paths`, the files interleaved game by game."""
-  streams = [pgn.iter_raw_games(p) for p in paths]
-  for raw in (g for group in itertools.zip_longest(*streams) for g in group if g is not None):
+  for raw in pgn.interleave_raw_games(paths):
     game = pgn.parse_game(raw)
     if isinstance(game, pgn.Game):
       yield game
@@ -182,8 +179,7 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
     start = time.time()
     state = train.train(config, str(run_dir))
     trained.write_text(json.dumps({'steps': int(state.step), 'seconds': round(time.time() - start, 1)}))
-  log = [json.loads(line) for line in (run_dir / 'metrics.jsonl').read_text().splitlines()]
-  log = [r for r in log if 'loss' in r]
+  log = [r for r in plot.read_metrics(run_dir) if 'loss' in r]
   player = player_lib.Player.load(str(run_dir), compute_dtype='float32')
   results = evaluate.evaluate(player.policy, ref_boards, progress=False)
   summary = metrics.summarise([r['metrics'] for r in results])

@@ -34,7 +34,7 @@ ELOS = (1350, 1500, 1800)
 
 
 def main(argv=None) -> None:
-  from searchless import agents, epd, evaluate, metrics, player as player_lib, puzzle_eval, puzzles as puzzles_lib
+  from searchless import epd, evaluate, metrics, player as player_lib, puzzle_eval, puzzles as puzzles_lib
   from searchless import tournament
 
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])

@@ -38,8 +38,8 @@ import ml_collections
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'configs' / 'pretrained.py'
-# The label recipe: one MultiPV search of 20k nodes per board scores every legal move
-# (the cheapest mode per point of puzzle accuracy in benchmarks/RESULTS.md "The label-cost frontier").
+# The label recipe: one MultiPV search of 20k nodes per board scores every legal move (the most labels and
+# the best move ranking per engine core-hour in benchmarks/RESULTS.md "The label-cost frontier").
 ANNOTATE_ARGS = ('--mode', 'multipv', '--limit', 'nodes=20000', '--state_value', 'best_move',
                  '--records', 'board', '--test_fraction', '0.05')
 
@@ -58,8 +58,7 @@ def make_chunks(games: list[str], out_dir: pathlib.Path, games_per_chunk: int) -
   if done.exists():
     return [out_dir / name for name in json.loads(done.read_text())['chunks']]
   out_dir.mkdir(parents=True, exist_ok=True)
-  streams = [pgn.iter_raw_games(path) for path in pgn.match_files(games, '--games')]
-  interleaved = (g for group in itertools.zip_longest(*streams) for g in group if g is not None)
+  interleaved = pgn.interleave_raw_games(pgn.match_files(games, '--games'))
   paths, count = [], 0
   while chunk := list(itertools.islice(interleaved, games_per_chunk)):
     path = out_dir / f'chunk_{len(paths):03d}.pgn'
@@ -97,12 +96,13 @@ def annotation_cost(outs: list[pathlib.Path], workers: int) -> dict:
     boards += sum(s['boards'] for s in manifest['splits'].values())
     seconds += manifest['timings']['wall_seconds']
   return {'chunks': len(outs), 'boards': boards, 'wall_seconds': round(seconds, 1),
-          'engine_core_hours': round(seconds * workers / 3600, 3), 'workers': workers}
+          'worker_core_hours': round(seconds * workers / 3600, 3), 'workers': workers}
 
 
 def train_model(outs: list[pathlib.Path], workdir: pathlib.Path, train_seconds: float):
   """Trains configs/pretrained.py on the train board records of `outs` (the same chunks on every rerun)."""
   from searchless import config as config_lib
+  from searchless import plot
   from searchless import train
   record = workdir / 'train_data.json'
   if not record.exists():  # Fixed at the first run, so a resumed run reads the same records.
@@ -113,8 +113,7 @@ def train_model(outs: list[pathlib.Path], workdir: pathlib.Path, train_seconds: 
   print(f'[train] {len(chunks)} chunks, {train_seconds:.0f} s -> {workdir / "train"}', flush=True)
   start = time.time()
   state = train.train(config, str(workdir / 'train'))
-  log = [json.loads(line) for line in (workdir / 'train' / 'metrics.jsonl').read_text().splitlines()]
-  log = [r for r in log if 'loss' in r]
+  log = [r for r in plot.read_metrics(workdir / 'train') if 'loss' in r]
   return {'chunks': len(chunks), 'steps': int(state.step), 'last_run_seconds': round(time.time() - start, 1),
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)), 'final_train_loss': log[-1]['loss']}
 
@@ -140,7 +139,7 @@ def card(workdir: pathlib.Path) -> str:
       f"{engine['limit']} per board scoring every legal move (`--mode {engine['mode']}`), Threads={engine['threads']}, "
       f"Hash={engine['hash_mb']} MiB, a fresh engine state per board.",
       f"- Annotation cost: {a['wall_seconds'] / 60:.0f} min of wall-clock on {a['workers']} worker(s) "
-      f"({a['engine_core_hours']:.2f} worker core-hours, pipeline included; the engine's own CPU time for this "
+      f"({a['worker_core_hours']:.2f} worker core-hours, pipeline included; the engine's own CPU time for this "
       "mode is ~0.08 core-hours per 10k boards, benchmarks/RESULTS.md \"The label-cost frontier\").",
       '', '## Training', '',
       f"- {t['steps']:,} steps of {experiment.data.batch_size} boards, {t['action_values_trained']:,} action-values, "
@@ -168,7 +167,6 @@ def card(workdir: pathlib.Path) -> str:
 def export_model(workdir: pathlib.Path) -> pathlib.Path:
   """WORKDIR/export: the trained EMA parameters in bfloat16, the config and the model card."""
   from searchless import checkpoint
-  from searchless import config as config_lib
   out = workdir / 'export'
   if not (out / checkpoint.PARAMS_EMA).exists():
     _, params, experiment = checkpoint.load_model(str(workdir / 'train'))

@@ -15,6 +15,7 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -152,6 +153,13 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
       has_movetext = True
   if any(l.strip() for l in lines):
     yield RawGame(path, start, '\n'.join(lines) + '\n')
+
+
+def interleave_raw_games(paths: Sequence[str]) -> Iterator[RawGame]:
+  """The games of `paths`, the files interleaved game by game (first of each, second of each, ...)."""
+  streams = [iter_raw_games(path) for path in paths]
+  for group in itertools.zip_longest(*streams):
+    yield from (game for game in group if game is not None)
 
 
 @dataclasses.dataclass(frozen=True)

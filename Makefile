@@ -2,15 +2,15 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The main job (pipelines/demo.py): annotate -> train -> evaluate -> puzzles -> match -> report.
-# Override: make run RUN_DIR=runs/9m PRESET=9m INPUT='lichess/*.pgn.zst' ANNOTATE_ARGS='--limit time=0.05'
+# The main job (searchless/commands/demo.py): annotate -> train -> evaluate -> puzzles -> match -> report.
+# Defaults live in the demo config (searchless/configs/demo.py). Override, e.g.:
+#   make run RUN_DIR=runs/9m CONFIG=9m INPUT='lichess/*.pgn.zst' ANNOTATE_ARGS='--limit time=0.05'
 RUN_DIR ?= runs/demo
 INPUT ?= data/sample_games.pgn
-PRESET ?= tiny
+CONFIG ?= demo
 # Puzzles for the evaluation: the shipped set (see data/README.md); empty mines the input's test games.
 PUZZLES ?= data/sample_puzzles.csv
-# One MultiPV search of 30k nodes per board scores every move: ~3.5 minutes for the sample on 2 cores.
-ANNOTATE_ARGS ?= --mode multipv --limit nodes=30000 --state_value best_move
+ANNOTATE_ARGS ?=
 TRAIN_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
@@ -18,10 +18,11 @@ PYTEST_ARGS ?=
 .PHONY: run test setup stockfish stockfish-optional clean
 
 run: setup stockfish
-	$(PY) -m pipelines.demo --input $(INPUT) --run_dir $(RUN_DIR) --preset $(PRESET) \
-	  --annotate_args '$(ANNOTATE_ARGS)' --train_args '$(TRAIN_ARGS)' --puzzles '$(PUZZLES)' $(RUN_ARGS)
+	$(PY) -m searchless.commands.demo --input $(INPUT) --run_dir $(RUN_DIR) --config $(CONFIG) \
+	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' --puzzles '$(PUZZLES)' $(RUN_ARGS)
 
 test: setup stockfish-optional
+	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 setup: $(VENV)/.installed

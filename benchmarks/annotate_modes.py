@@ -34,7 +34,7 @@ from scipy import stats
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless import engine as engine_lib  # noqa: E402
+from searchless.engines import annotator as engine_lib  # noqa: E402
 
 MODES = (  # (name, mode, limit); multipv limits are per board, per_move limits per move.
     ('per_move time=0.05 (paper)', 'per_move', 'time=0.05'),

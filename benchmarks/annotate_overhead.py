@@ -6,7 +6,7 @@
 Both sides do the same work on the same boards with the same engine binary and
 limit: for each board, one `go movetime T searchmoves <move>` per legal move and
 one unrestricted `go movetime T` (the state value). The minimal loop talks UCI
-over raw pipes with no library; the pipeline is `pipelines.annotate.run` on the
+over raw pipes with no library; the pipeline is `searchless.commands.annotate.run` on the
 DirectRunner (games read, parsed, de-duplicated, annotated, written as bags).
 
 Prints per-worker action-values/s of each and their ratio (target >= 0.98), both
@@ -28,8 +28,8 @@ import chess
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from pipelines import annotate as driver  # noqa: E402
-from searchless import engine as engine_lib  # noqa: E402
+from searchless.commands import annotate as driver  # noqa: E402
+from searchless.engines import annotator as engine_lib  # noqa: E402
 
 
 def minimal_uci_loop(engine_path: str, fens: list[str], movetime_ms: int) -> tuple[int, int, float]:
@@ -74,8 +74,8 @@ def pipeline(engine_path: str, games: pathlib.Path, out: pathlib.Path, movetime_
       '--input', str(games), '--output_dir', str(out), '--limit', f'time={movetime_ms / 1000}',
       '--test_fraction', '0', '--engine_path', engine_path, '--direct_num_workers', str(workers), '--no_progress'])
   wall = time.perf_counter() - start
-  av = manifest['splits']['train']['action_values']
-  stage = manifest['timings']['ms_per_board']
+  av = manifest.splits['train']['action_values']
+  stage = manifest.timings['ms_per_board']
   return {'action_values': av, 'wall': wall, 'stage_seconds': stage['mean'] * stage['count'] / 1000 / workers}
 
 

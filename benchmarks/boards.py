@@ -2,7 +2,7 @@
 
 import pathlib
 
-from searchless import pgn
+from searchless.data import pgn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LICHESS_999 = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'

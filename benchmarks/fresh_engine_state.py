@@ -20,7 +20,7 @@ import chess
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless import engine  # noqa: E402
+from searchless.engines import annotator as engine  # noqa: E402
 
 
 def _time(config: engine.EngineConfig, fens: list[str]) -> float:

@@ -21,7 +21,7 @@ Modes: the paper's per-move search (at its node-limited equivalent, 50k nodes
 per move, ~50 ms here), per-move node limits, MultiPV at two node counts, and
 one search per board (its state value and best move), which trains a
 state-value model and a behavioral-cloning model. Action-value modes train the
-board-packed model (configs/tiny_packed.py); the others configs/tiny.py with
+board-packed model (tiny_packed); the others tiny with
 their policy, whose per-record cost suits one record per board.
 
 Resumable: each mode's records, each model and each evaluation are kept under
@@ -40,14 +40,16 @@ import time
 import chess
 import numpy as np
 
-from searchless import annotate
-from searchless import bags
-from searchless import config as config_lib
-from searchless import engine as engine_lib
-from searchless import metrics
-from searchless import pgn
-from searchless import plot
-from searchless import records
+from searchless.data import annotate
+from searchless.data import splits
+from searchless.core import bags
+from searchless.training import config as config_lib
+from searchless.engines import annotator as engine_lib
+from searchless.engines import launch
+from searchless.evaluation import metrics
+from searchless.data import pgn
+from searchless.training import plot
+from searchless.core import records
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = sorted(str(p) for p in (ROOT.parent / 'shared' / 'data' / 'games').glob('*.pgn'))
@@ -60,8 +62,8 @@ MODES = (
     ('multipv nodes=20000', 'multipv', 'nodes=20000', ('action_value',)),
     ('board nodes=20000', 'board', 'nodes=20000', ('state_value', 'behavioral_cloning')),
 )
-CONFIGS = {'action_value': ROOT / 'configs' / 'tiny_packed.py', 'state_value': ROOT / 'configs' / 'tiny.py',
-           'behavioral_cloning': ROOT / 'configs' / 'tiny.py'}
+CONFIGS = {'action_value': 'tiny_packed', 'state_value': 'tiny',
+           'behavioral_cloning': 'tiny'}
 
 
 def slug(name: str) -> str:
@@ -81,7 +83,7 @@ def split_boards(paths: list[str], seed: int = 0) -> tuple[list[str], list[str]]
   rng = np.random.default_rng(seed)
   train, seen, test = [], set(), []
   for game in games_in_order(paths):
-    if annotate.split_of(game.key, TEST_FRACTION) == 'test':
+    if splits.split_of(game.key, TEST_FRACTION) == 'test':
       playable = [f for f in game.fens if not chess.Board(f).is_game_over()]
       if playable:
         fen = playable[rng.integers(len(playable))]
@@ -109,7 +111,7 @@ def annotate_mode(args) -> dict:
   if done.exists():
     return json.loads(done.read_text())
   out_dir.mkdir(parents=True, exist_ok=True)
-  config = engine_lib.EngineConfig(path=engine_path, limit=engine_lib.SearchLimit.parse(limit), mode=mode,
+  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode=mode,
                                    state_value='search' if mode == 'board' else 'best_move')
   annotations, start = [], time.time()
   with engine_lib.BoardAnnotator(config) as annotator:
@@ -137,7 +139,7 @@ def annotate_mode(args) -> dict:
 
 def reference_chunk(args) -> list:
   fens, limit, engine_path = args
-  config = engine_lib.EngineConfig(path=engine_path, limit=engine_lib.SearchLimit.parse(limit), mode='multipv',
+  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode='multipv',
                                    state_value='best_move', deadline=300)
   with engine_lib.BoardAnnotator(config) as annotator:
     return [annotator.annotate(fen) for fen in fens]
@@ -159,14 +161,16 @@ def reference_boards(fens: list[str], limit: str, workdir: pathlib.Path, engine_
     (path.parent / 'reference.json').write_text(json.dumps(
         {'limit': limit, 'mode': 'multipv', 'boards': len(items), 'wall_seconds': round(time.time() - start, 1),
          'processes': processes}, indent=2) + '\n')
-  from searchless import evaluate
+  from searchless.evaluation import evaluate
   boards, dropped, _ = evaluate.load_boards(str(path))
   return boards
 
 
 def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathlib.Path, train_seconds: float,
                       ref_boards, puzzle_set) -> dict:
-  from searchless import evaluate, player as player_lib, puzzle_eval, train
+  from searchless.evaluation import evaluate, puzzles as puzzle_eval
+  from searchless.play import player as player_lib
+  from searchless.training import train
   done = run_dir / 'measured.json'
   if done.exists():
     return json.loads(done.read_text())
@@ -238,7 +242,7 @@ def main(argv=None) -> None:
   args = p.parse_args(argv)
   workdir = pathlib.Path(args.workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  engine_path = engine_lib.find_stockfish()
+  engine_path = launch.find_stockfish()
   modes = [MODES[int(i)] for i in args.modes.split(',')] if args.modes else list(MODES)
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores', flush=True)
 
@@ -252,7 +256,7 @@ def main(argv=None) -> None:
     annotated = {r['name']: r for r in pool.map(annotate_mode, jobs, chunksize=1)}
   ref = reference_boards(test_fens, args.reference, workdir, engine_path, args.processes)
 
-  from searchless import puzzles as puzzles_lib
+  from searchless.data import puzzles as puzzles_lib
   puzzle_set = list(puzzles_lib.read_puzzles(args.puzzles)) if args.puzzles else []
   rows = []
   for name, mode, limit, policies in modes:

@@ -33,9 +33,10 @@ import time
 import chess
 import numpy as np
 
-from searchless import bags
-from searchless import dataset
-from searchless import records
+from searchless.core import bags
+from searchless.data import loader as loader_lib
+from searchless.data import sequences as sequences_lib
+from searchless.core import records
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMPAT_BAG = ROOT.parent / 'shared' / 'compat' / 'action_value_sample.bag'
@@ -80,7 +81,7 @@ def rate(batches, batch_size: int, seconds: float, warmup: int = 3) -> tuple[flo
 
 
 def ours(bag: str, batch_size: int, shuffle: bool, worker_count: int):
-  return iter(dataset.build_loader(bag, policy='action_value', num_return_buckets=128, batch_size=batch_size,
+  return iter(loader_lib.build_loader(bag, policy='action_value', num_return_buckets=128, batch_size=batch_size,
                                    shuffle=shuffle, seed=0, num_epochs=None, worker_count=worker_count))
 
 
@@ -132,13 +133,13 @@ def main() -> None:
   raw = bags.reader(str(bag)).read_indices(np.arange(args.batch_size))
   start, repeats = time.perf_counter(), 50
   for _ in range(repeats):
-    dataset.to_sequences('action_value', raw, 128)
+    sequences_lib.to_sequences('action_value', raw, 128)
   core = repeats * args.batch_size / (time.perf_counter() - start)
   start = time.perf_counter()
   for data in raw[:200]:
     records.decode('action_value', data)
   beam = 200 / (time.perf_counter() - start)
-  print(f'  decode+tokenize alone (dataset.to_sequences, no grain): {core:,.0f} records/s '
+  print(f'  decode+tokenize alone (sequences_lib.to_sequences, no grain): {core:,.0f} records/s '
         f'(Beam records.decode alone: {beam:,.0f} records/s)')
 
   have_reference = (pathlib.Path(args.reference) / 'searchless_chess' / 'src' / 'data_loader.py').exists()

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/packing.py --data ANNOTATED/chunk_000 ANNOTATED/chunk_001 --budget_s 1200 \\
         --puzzles ../shared/data/puzzles/lichess_puzzles_dev.csv --workdir runs/packing   # + the learning comparison
 
-Side by side, same width / depth / heads (configs/tiny.py vs configs/tiny_packed.py,
+Side by side, same width / depth / heads (tiny vs tiny_packed,
 the same parameters), same real Lichess boards:
 
 * training action-values per second: the jitted update of each (per-move: the
@@ -37,21 +37,22 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless import config as config_lib  # noqa: E402
-from searchless import dataset  # noqa: E402
-from searchless import model  # noqa: E402
-from searchless import player as player_lib  # noqa: E402
-from searchless import policy as policy_lib  # noqa: E402
-from searchless import sharding  # noqa: E402
-from searchless import tokenizer  # noqa: E402
-from searchless import train  # noqa: E402
-from searchless import values  # noqa: E402
-from searchless import metrics  # noqa: E402
-from searchless import records  # noqa: E402
-from searchless.boards import from_action_values, to_chessbench  # noqa: E402
+from searchless.training import config as config_lib  # noqa: E402
+from searchless.data import packing as packing_lib  # noqa: E402
+from searchless.data import sequences as sequences_lib  # noqa: E402
+from searchless.model import transformer as model  # noqa: E402
+from searchless.play import player as player_lib  # noqa: E402
+from searchless.play import policy as policy_lib  # noqa: E402
+from searchless.training import sharding  # noqa: E402
+from searchless.core import tokenizer  # noqa: E402
+from searchless.training import train  # noqa: E402
+from searchless.core import values  # noqa: E402
+from searchless.evaluation import metrics  # noqa: E402
+from searchless.core import records  # noqa: E402
+from searchless.data.boards import from_action_values, to_chessbench  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CONFIGS = {'per-move': ROOT / 'configs' / 'tiny.py', 'packed': ROOT / 'configs' / 'tiny_packed.py'}
+CONFIGS = {'per-move': 'tiny', 'packed': 'tiny_packed'}
 
 
 def _labelled_boards(fens: list[str]) -> list:
@@ -70,13 +71,13 @@ def train_throughput(board_records: list, steps: int) -> dict:
     fns = train.make_functions(config, sharding.make_mesh(1))
     state = fns.init(jax.random.PRNGKey(0))
     batch = config.data.batch_size
-    if dataset.packed(config):
-      rows = dataset.packed_rows(board_records, config.data.max_moves, edges)  # [N, 77 + 2M]
+    if packing_lib.packed(config):
+      rows = packing_lib.packed_rows(board_records, config.data.max_moves, edges)  # [N, 77 + 2M]
       batches = [rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch)]
       targets = [int((b[:, tokenizer.SEQUENCE_LENGTH + config.data.max_moves:] >= 0).sum()) for b in batches]
     else:
       raw = [records.encode('action_value', av) for b in board_records for av in to_chessbench(b)['action_value']]
-      sequences = dataset.to_sequences('action_value', raw, 128)  # [sum M, 79]
+      sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
       batches = [sequences[i:i + batch] for i in range(0, len(sequences) - batch + 1, batch)]
       targets = [batch] * len(batches)
     put = [jax.device_put(b, fns.batch_sharding) for b in batches]
@@ -121,7 +122,9 @@ def play_latency(fens: list[str]) -> dict:
 def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: str | None, eval_boards: int,
              num_puzzles: int | None = None) -> dict:
   """Trains both for `budget_s` seconds on the train splits of `data`; evaluates both on its test splits."""
-  from searchless import bags, evaluate, puzzle_eval, puzzles as puzzles_lib
+  from searchless.core import bags
+  from searchless.evaluation import evaluate, puzzles as puzzle_eval
+  from searchless.data import puzzles as puzzles_lib
   spec = lambda split, kind: ','.join(bags.find(f'{d}/{split}', kind) for d in data)
   train_av, train_boards = spec('train', 'action_value'), spec('train', 'board_value')
   boards, dropped, _ = evaluate.load_boards(spec('test', 'action_value'), eval_boards)

@@ -35,13 +35,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from searchless import config as config_lib
-from searchless import model
-from searchless import moves as moves_lib
-from searchless import player as player_lib
-from searchless import policy as policy_lib
-from searchless import tokenizer
-from searchless import values
+from searchless.training import config as config_lib
+from searchless.model import transformer as model
+from searchless.core import moves as moves_lib
+from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
+from searchless.core import tokenizer
+from searchless.core import values
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
@@ -130,7 +130,7 @@ def time_moves(play, boards) -> list[float]:
 
 
 def measure(name: str, dtype_name: str, boards, reference_boards, reference_src, rate) -> dict:
-  experiment = config_lib.load(str(ROOT / 'configs' / f'{name}.py'))
+  experiment = config_lib.load(name)
   model_config = model.ModelConfig.from_config(experiment)
   params = jax.device_put(model.init_params(model_config))
   dtype = model.resolve_dtype(dtype_name)

@@ -34,8 +34,10 @@ ELOS = (1350, 1500, 1800)
 
 
 def main(argv=None) -> None:
-  from searchless import epd, evaluate, metrics, player as player_lib, puzzle_eval, puzzles as puzzles_lib
-  from searchless import tournament
+  from searchless.evaluation import epd, evaluate, metrics, puzzles as puzzle_eval
+  from searchless.play import player as player_lib
+  from searchless.data import puzzles as puzzles_lib
+  from searchless.evaluation import tournament
 
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', default='pretrained', help="checkpoint to measure (default: the shipped 'pretrained')")
@@ -79,10 +81,8 @@ def main(argv=None) -> None:
 
   spec = f'checkpoint:{args.checkpoint},name=searchless'
   opponents = [f'stockfish:{args.stockfish_limit},elo={e},name=stockfish-elo{e}' for e in args.elos.split(',')]
-  argv = ['--agent', spec, *[a for o in opponents for a in ('--agent', o)], '--gauntlet', '--openings', *args.openings,
-          '--games_per_pair', str(args.games), '--workers', str(args.workers), '--out', str(workdir / 'match'),
-          '--no_progress']
-  results = tournament.run(argv)
+  results = tournament.run([spec, *opponents], gauntlet=True, openings=args.openings, games_per_pair=args.games,
+                           workers=args.workers, out_dir=str(workdir / 'match'), progress=False)
   print(tournament.summary(results), flush=True)
   out['match'] = {'pairs': results['pairs'], 'elo': results['elo'], 'anchors': results['anchors'],
                   'stockfish_limit': args.stockfish_limit, 'games_file': results['games_file']}

@@ -18,16 +18,16 @@ import time
 import jax
 import numpy as np
 
-from searchless import config as config_lib
-from searchless import model
-from searchless import sharding
-from searchless import train
+from searchless.training import config as config_lib
+from searchless.model import transformer as model
+from searchless.training import sharding
+from searchless.training import train
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def measure(name: str, dtype: str, batch: int, steps: int) -> dict:
-  config = config_lib.load(str(ROOT / 'configs' / f'{name}.py'),
+  config = config_lib.load(name,
                            [f'train.compute_dtype={dtype}', f'data.batch_size={batch}', 'data.train=unused'])
   mesh = sharding.make_mesh(config.train.fsdp)
   fns = train.make_functions(config, mesh)

@@ -1,16 +1,64 @@
 """searchless: distil a chess engine into a transformer that plays without search.
 
-The package reads as the data flow:
+The public API (imported lazily: ``import searchless`` loads neither JAX nor Beam):
 
-* ``pgn``        - stream games out of (compressed) PGN files.
-* ``boards``     - turn games into de-duplicated, split board states.
-* ``engine``     - drive a UCI engine (Stockfish) to value every legal move.
-* ``annotate``   - the Apache Beam transforms that tie these together.
-* ``records`` / ``bags`` - the ChessBench record formats and their bag files.
-* ``tokenizer`` / ``moves`` / ``values`` - the model's view of a record.
+>>> import chess, searchless
+>>> player = searchless.Player.load('pretrained')   # The model shipped in the package.
+>>> player.play(chess.Board()).uci()
+'d2d4'
+
+* `Player`, `PlayOptions` - a trained model that plays (`Player.load(path or 'pretrained')`).
+* `Policy`, `Analysis`, `load_policy` - a model's view of boards (move values, win probabilities).
+* `load_model` - a checkpoint's model config, parameters and experiment config.
+* `load_config` - an experiment config by name (``'tiny'``) or path, with overrides.
+* `SearchLimit`, `find_stockfish` - engine limits and the Stockfish binary.
+
+The subpackages read as the data flow: `core` (moves, tokens, values, records,
+bags) -> `data` (PGN, boards, annotation, loader) -> `engines` -> `model` ->
+`training` -> `play` -> `evaluation` -> `report`; `commands` holds the console
+scripts and `configs` the experiment configs.
 """
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public name -> (module, attribute).
+_API = {
+    'Player': ('searchless.play.player', 'Player'),
+    'PlayOptions': ('searchless.play.player', 'PlayOptions'),
+    'Policy': ('searchless.play.policy', 'Policy'),
+    'Analysis': ('searchless.play.policy', 'Analysis'),
+    'load_policy': ('searchless.play.player', 'load_policy'),
+    'load_model': ('searchless.training.checkpoint', 'load_model'),
+    'load_config': ('searchless.training.config', 'load'),
+    'SearchLimit': ('searchless.engines.launch', 'SearchLimit'),
+    'find_stockfish': ('searchless.engines.launch', 'find_stockfish'),
+}
+__all__ = ['Analysis', 'PlayOptions', 'Player', 'Policy', 'SearchLimit', 'find_stockfish', 'load_config',
+           'load_model', 'load_policy', '__version__']
+
+if TYPE_CHECKING:
+  from searchless.engines.launch import SearchLimit, find_stockfish
+  from searchless.play.player import Player, PlayOptions, load_policy
+  from searchless.play.policy import Analysis, Policy
+  from searchless.training.checkpoint import load_model
+  from searchless.training.config import load as load_config
+
+
+def __getattr__(name: str) -> Any:
+  if name in _API:
+    module, attribute = _API[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # Later lookups skip this function.
+    return value
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def __dir__() -> list[str]:
+  return sorted([*globals(), *_API])
 
 
 class _QuietBeamImport(logging.Filter):
@@ -21,5 +69,3 @@ class _QuietBeamImport(logging.Filter):
 
 
 logging.getLogger().addFilter(_QuietBeamImport())
-
-__version__ = "0.1.0"

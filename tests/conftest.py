@@ -4,7 +4,10 @@ import pathlib
 
 import pytest
 
-from searchless import engine
+from searchless.engines import launch
+
+# UCI engines the tests start as processes; they read stdin, so --doctest-modules must not import them.
+collect_ignore = ['fake_engines']
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / 'shared'
@@ -34,13 +37,13 @@ def lichess_999(shared_data) -> pathlib.Path:
 
 @pytest.fixture(scope='session')
 def stockfish() -> str:
-  path = engine.find_stockfish()
+  path = launch.find_stockfish()
   if path is None:
     pytest.skip('Stockfish not found (apt-get install stockfish, or set SEARCHLESS_STOCKFISH)')
   return path
 
 
-TINY_CONFIG = ROOT / 'configs' / 'tiny.py'
+TINY_CONFIG = 'tiny'
 
 
 def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed: int = 0,
@@ -49,15 +52,15 @@ def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed
   """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
   import optax  # Test-time imports: only checkpoint tests pay for JAX.
 
-  from searchless import checkpoint as checkpoint_lib
-  from searchless import config as config_lib
-  from searchless import model as model_lib
+  from searchless.training import checkpoint as checkpoint_lib
+  from searchless.training import config as config_lib
+  from searchless.model import transformer as model_lib
 
   experiment = config_lib.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
   params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
   opt_state = optax.adam(1e-3).init(params)
-  assert checkpoint_lib.save(str(directory / 'checkpoints'), 1, params=params, params_ema=params,
-                             opt_state=opt_state, config=experiment)
+  with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:
+    assert checkpointer.save(1, params=params, params_ema=params, opt_state=opt_state, config=experiment)
   return directory
 
 
@@ -70,8 +73,8 @@ def model_checkpoint(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture(scope='session')
 def board_bag(compat, tmp_path_factory) -> str:
   """The compat action-value sample as 57 board_value records (grouped in-process)."""
-  from searchless import bags
-  from searchless import boards as boards_lib
+  from searchless.core import bags
+  from searchless.data import boards as boards_lib
 
   grouped = {}
   for r in bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'):

@@ -3,8 +3,8 @@
 import chess
 import pytest
 
-from searchless import agents
-from searchless import engine
+from searchless.play import agents
+from searchless.engines import launch
 
 
 def test_parse_spec():
@@ -31,7 +31,7 @@ def test_bad_specs_say_what_is_wrong(spec, message):
 
 
 def test_missing_binaries_and_checkpoints():
-  with pytest.raises(engine.EngineNotFound, match="cannot start UCI engine '/nonexistent/engine'"):
+  with pytest.raises(launch.EngineNotFound, match="cannot start UCI engine '/nonexistent/engine'"):
     agents.from_spec('uci:/nonexistent/engine,time=0.1')
   with pytest.raises(FileNotFoundError, match='checkpoint path /nonexistent/ckpt does not exist'):
     agents.from_spec('checkpoint:/nonexistent/ckpt')

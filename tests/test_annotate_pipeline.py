@@ -11,11 +11,12 @@ import chess
 import psutil
 import pytest
 
-from pipelines import annotate as driver
-from searchless import annotate
-from searchless import bags
-from searchless import moves
-from searchless import pgn
+from searchless.commands import annotate as driver
+from searchless.data import annotate
+from searchless.core import bags
+from searchless.core import moves
+from searchless.data import pgn
+from searchless.data import splits
 
 FOOLS_MATE = '''[Event "fools mate"]
 [Site "https://lichess.org/foolsmate"]
@@ -29,11 +30,11 @@ AFTER_E4 = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1'
 
 def test_split_is_a_deterministic_hash_of_the_game():
   keys = [f'https://lichess.org/game{i}' for i in range(2000)]
-  splits = [annotate.split_of(k, 0.1) for k in keys]
-  assert splits == [annotate.split_of(k, 0.1) for k in keys]
+  assigned = [splits.split_of(k, 0.1) for k in keys]
+  assert assigned == [splits.split_of(k, 0.1) for k in keys]
   # Pinned (sha256 of the key): the same games go to test on every machine and run.
-  assert splits.count('test') == 201
-  assert [i for i in range(40) if splits[i] == 'test'] == [17, 25, 28, 29]
+  assert assigned.count('test') == 201
+  assert [i for i in range(40) if assigned[i] == 'test'] == [17, 25, 28, 29]
 
 
 def test_extract_boards_dedups_within_splits_and_counts_overlap():
@@ -84,7 +85,7 @@ def test_outputs_decode_and_cover_every_board_exactly_once(small_run):
   expected = collections.Counter()
   for raw in pgn.iter_raw_games(str(games)):
     game = pgn.parse_game(raw)
-    split = annotate.split_of(game.key, 0.3)
+    split = splits.split_of(game.key, 0.3)
     expected.update({(split, fen) for fen in game.fens})
   expected_boards = {split: {fen for (s, fen) in expected if s == split} for split in ('train', 'test')}
   assert all(expected_boards.values())  # Both splits have games at this fraction.
@@ -105,13 +106,13 @@ def test_outputs_decode_and_cover_every_board_exactly_once(small_run):
     for r in clone:
       assert by_board[r.fen][r.move] == max(by_board[r.fen].values())
     assert len(clone) == sum(1 for fen in expected_boards[split] if any(chess.Board(fen).legal_moves))
-    s = manifest['splits'][split]
+    s = manifest.splits[split]
     assert (s['boards'], s['boards_annotated'], s['boards_failed'], s['action_values']) == (
         len(expected_boards[split]), len(expected_boards[split]), 0, len(action))
-    assert manifest['outputs'][f'{split}/action_value']['records'] == len(action)
+    assert manifest.outputs[f'{split}/action_value']['records'] == len(action)
     # Board records: the same values, one record per board, the board's own value from its state record.
     board_records = bags.read_records(spec('board_value'), 'board_value')
-    assert manifest['outputs'][f'{split}/board_value']['records'] == len(board_records) == len(state)
+    assert manifest.outputs[f'{split}/board_value']['records'] == len(board_records) == len(state)
     state_of = dict(state)
     for b in board_records:
       assert dict(zip(b.moves, b.win_probs)) == by_board.get(b.fen, {}) and b.state_value == state_of[b.fen]
@@ -139,14 +140,14 @@ def test_mate_in_one_and_checkmate_in_the_outputs(small_run):
 def test_manifest_records_engine_limits_counts_and_overlap(small_run):
   _, out, manifest = small_run
   on_disk = json.loads((out / 'manifest.json').read_text())
-  assert on_disk == manifest
-  assert manifest['engine']['limit'] == 'depth=2'
-  assert manifest['engine']['mode'] == 'per_move'
-  assert [e['name'].split()[0] for e in manifest['engine']['id']] == ['Stockfish']
-  assert manifest['games'] == {**manifest['games'], 'read': 4, 'kept': 4, 'skipped': {}}
-  assert manifest['splits']['train']['terminal_boards'] + manifest['splits']['test']['terminal_boards'] == 1
-  assert manifest['split']['test_boards_in_train'] >= 1  # The start position is in both.
-  assert manifest['code']['searchless'] == '0.1.0'
+  assert on_disk == manifest.to_dict()
+  assert manifest.engine['limit'] == 'depth=2'
+  assert manifest.engine['mode'] == 'per_move'
+  assert [e['name'].split()[0] for e in manifest.engine['id']] == ['Stockfish']
+  assert manifest.games == {**manifest.games, 'read': 4, 'kept': 4, 'skipped': {}}
+  assert manifest.splits['train']['terminal_boards'] + manifest.splits['test']['terminal_boards'] == 1
+  assert manifest.split['test_boards_in_train'] >= 1  # The start position is in both.
+  assert manifest.code['searchless'] == '0.1.0'
 
 
 @pytest.mark.engine
@@ -175,10 +176,10 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
       '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--direct_num_workers', '1', '--no_progress'])
   thread.join()
   assert killed, 'the engine was never seen running'
-  assert manifest['engine_restarts'] == 1
+  assert manifest.engine_restarts == 1
   state = bags.read_records(bags.find(str(tmp_path / 'out' / 'train'), 'state_value'), 'state_value')
   assert collections.Counter(r.fen for r in state) == collections.Counter(expected)  # No loss, no duplicate.
-  assert manifest['splits']['train']['boards_failed'] == 0
+  assert manifest.splits['train']['boards_failed'] == 0
 
 
 @pytest.mark.engine
@@ -198,11 +199,11 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
       '--input', str(train), '--test_input', str(test), '--output_dir', str(out), '--limit', 'depth=1',
       '--min_elo', '1500', '--sample_games', '2', '--num_shards', '2', '--compress',
       '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--no_progress'])
-  assert manifest['games']['read'] == 8
+  assert manifest.games['read'] == 8
   test_elo_ok = [g for g in (pgn.parse_game(r, pgn.GameFilter(min_elo=1500)) for r in pgn.iter_raw_games(str(test)))
                  if isinstance(g, pgn.Game)]
-  assert manifest['games']['skipped'] == {'filtered_elo': 8 - len(elo_ok) - len(test_elo_ok)}
-  assert manifest['split']['by'] == 'test_input files'
+  assert manifest.games['skipped'] == {'filtered_elo': 8 - len(elo_ok) - len(test_elo_ok)}
+  assert manifest.split['by'] == 'test_input files'
   train_boards = {r.fen for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
   sampled = [g for g in elo_ok if set(g.fens) <= train_boards]
   assert len(sampled) >= 1 and len(train_boards) == len({f for g in sampled for f in g.fens})
@@ -228,9 +229,9 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
   with pytest.raises(Exception, match=f'{cut}: zstd stream is truncated'):
     driver.run(args + ['--output_dir', str(tmp_path / 'a')])
   manifest = driver.run(args + ['--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs'])
-  assert manifest['games']['corrupt_input_files'] == 1
-  assert manifest['games']['read'] == len(before_error) > 10
-  assert sum(manifest['games']['skipped'].values()) == len(before_error)
+  assert manifest.games['corrupt_input_files'] == 1
+  assert manifest.games['read'] == len(before_error) > 10
+  assert sum(manifest.games['skipped'].values()) == len(before_error)
 
 
 def test_missing_input_and_engine_are_clear_errors(tmp_path):
@@ -238,7 +239,7 @@ def test_missing_input_and_engine_are_clear_errors(tmp_path):
     driver.run(['--input', str(tmp_path / 'nothing-*.pgn'), '--output_dir', str(tmp_path), '--engine_path', '/bin/true'])
   games = tmp_path / 'g.pgn'
   games.write_text(FOOLS_MATE)
-  with pytest.raises(SystemExit, match="engine '/no/such/stockfish' not found"):
+  with pytest.raises(FileNotFoundError, match="engine '/no/such/stockfish' not found"):
     driver.run(['--input', str(games), '--output_dir', str(tmp_path), '--engine_path', '/no/such/stockfish'])
 
 
@@ -250,14 +251,14 @@ def test_board_mode_writes_state_values_and_best_moves_only(tmp_path, stockfish)
   manifest = driver.run(['--input', str(games), '--output_dir', str(out), '--mode', 'board', '--limit', 'nodes=2000',
                          '--test_fraction', '0', '--engine_path', stockfish, '--no_progress',
                          '--direct_running_mode', 'in_memory'])
-  assert sorted(manifest['outputs']) == ['train/behavioral_cloning', 'train/state_value']
+  assert sorted(manifest.outputs) == ['train/behavioral_cloning', 'train/state_value']
   state = {r.fen: r.win_prob for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
   clone = {r.fen: r.move for r in bags.read_records(bags.find(str(out / 'train'), 'behavioral_cloning'), 'behavioral_cloning')}
   before_mate = 'rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2'
   mated = 'rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3'
   assert len(state) == 5 and len(clone) == 4  # 4 plies + the mated board, which has no move.
   assert (state[before_mate], clone[before_mate], state[mated]) == (1.0, 'd8h4', 0.0)
-  assert manifest['splits']['train']['terminal_boards'] == 1 and manifest['splits']['train']['action_values'] == 0
+  assert manifest.splits['train']['terminal_boards'] == 1 and manifest.splits['train']['action_values'] == 0
   with pytest.raises(ValueError, match='--mode board values no moves'):
     driver.run(['--input', str(games), '--output_dir', str(out), '--mode', 'board', '--records', 'board'])
 

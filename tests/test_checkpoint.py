@@ -16,12 +16,12 @@ import numpy as np
 import optax
 import pytest
 
-from searchless import checkpoint
-from searchless import config as config_lib
-from searchless import model
+from searchless.training import checkpoint
+from searchless.training import config as config_lib
+from searchless.model import transformer as model
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TINY = str(ROOT / 'configs' / 'tiny.py')
+TINY = 'tiny'
 
 
 def assert_trees_equal(actual, expected):
@@ -80,11 +80,22 @@ def test_missing_or_empty_paths_fail_with_the_path(tmp_path):
   (tmp_path / '100').mkdir()  # A step dir without parameters is not a checkpoint.
   with pytest.raises(FileNotFoundError, match='no parameters found'):
     checkpoint.load_params(str(tmp_path))
-  with pytest.raises(FileNotFoundError, match=re.escape(f'checkpoint directory {missing} does not exist')):
-    checkpoint.restore_latest(str(missing))
+  with pytest.raises(FileNotFoundError, match=re.escape(f'no checkpoint in {tmp_path / "empty"}')):
+    checkpoint.Checkpointer(str(tmp_path / 'empty')).restore()
 
 
 # --- Our layout ---------------------------------------------------------------------------
+
+
+def save(directory: str, step: int, **items) -> bool:
+  """One synchronous save (`checkpoint.Checkpointer` is the one save API)."""
+  with checkpoint.Checkpointer(directory, async_save=False) as checkpointer:
+    return checkpointer.save(step, **items)
+
+
+def restore_latest(directory: str, **targets) -> checkpoint.Restored | None:
+  with checkpoint.Checkpointer(directory, async_save=False) as checkpointer:
+    return None if checkpointer.latest_step() is None else checkpointer.restore(**targets)
 
 
 OPTIMIZER = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-4))
@@ -114,15 +125,15 @@ def test_save_restore_round_trips_everything(tmp_path):
   directory = str(tmp_path / 'checkpoints')
   old = tiny_state(seed=1)
   new = tiny_state(seed=2)
-  assert checkpoint.save(directory, 100, params=old[0], params_ema=old[1], opt_state=old[2], config=old[3])
-  assert checkpoint.save(directory, 200, params=new[0], params_ema=new[1], opt_state=new[2], config=new[3])
+  assert save(directory, 100, params=old[0], params_ema=old[1], opt_state=old[2], config=old[3])
+  assert save(directory, 200, params=new[0], params_ema=new[1], opt_state=new[2], config=new[3])
   items = {name for name in os.listdir(tmp_path / 'checkpoints' / '200') if not name.startswith('_')}
   assert items - {'commit_success.txt'} == {'config', 'opt_state', 'params', 'params_ema'}
   saved_config = (tmp_path / 'checkpoints' / '200' / 'config' / 'config.json').read_text()
   assert json.loads(saved_config) == json.loads(config_lib.to_json(new[3]))
 
   params, params_ema, opt_state, experiment = new
-  restored = checkpoint.restore_latest(directory, params=abstract(params), params_ema=abstract(params_ema),
+  restored = restore_latest(directory, params=abstract(params), params_ema=abstract(params_ema),
                                        opt_state=abstract(opt_state))
   assert restored.step == 200
   assert_trees_equal(restored.params, params)
@@ -145,9 +156,9 @@ def test_save_restore_round_trips_everything(tmp_path):
 
 def test_restore_without_targets_and_load_model(tmp_path):
   params, params_ema, opt_state, experiment = tiny_state(seed=3)
-  checkpoint.save(str(tmp_path / 'checkpoints'), 5, params=params, params_ema=params_ema,
+  save(str(tmp_path / 'checkpoints'), 5, params=params, params_ema=params_ema,
                   opt_state=opt_state, config=experiment)
-  restored = checkpoint.restore_latest(str(tmp_path / 'checkpoints'))
+  restored = restore_latest(str(tmp_path / 'checkpoints'))
   assert_trees_equal(restored.params, params)
   assert jax.tree.leaves(restored.opt_state)[0].shape == jax.tree.leaves(opt_state)[0].shape
   # Evaluation reads the EMA (default) or the raw parameters, from the workdir.
@@ -162,7 +173,7 @@ def test_restore_without_targets_and_load_model(tmp_path):
 def test_load_model_rejects_parameters_that_do_not_fit_their_config(tmp_path):
   params, params_ema, opt_state, _ = tiny_state(seed=1)
   wrong = config_lib.load(TINY, ['model.num_layers=3'])
-  checkpoint.save(str(tmp_path), 1, params=params, params_ema=params_ema, opt_state=opt_state, config=wrong)
+  save(str(tmp_path), 1, params=params, params_ema=params_ema, opt_state=opt_state, config=wrong)
   with pytest.raises(ValueError, match='num_layers 4 != 3'):
     checkpoint.load_model(str(tmp_path))
 
@@ -175,11 +186,11 @@ def test_keep_and_latest_step(tmp_path):
       checkpointer.save(step, params=params, params_ema=params_ema, opt_state=opt_state, config=experiment)
     checkpointer.wait()
     assert checkpointer.all_steps() == [20, 30] and checkpointer.latest_step() == 30
-  assert checkpoint.restore_latest(str(tmp_path)).step == 30
+  assert restore_latest(str(tmp_path)).step == 30
   assert checkpoint.resolve(str(tmp_path)) == tmp_path / '30' / 'params_ema'
   empty = tmp_path / 'empty'
   empty.mkdir()
-  assert checkpoint.restore_latest(str(empty)) is None
+  assert restore_latest(str(empty)) is None
 
 
 def test_data_iterator_position_round_trips(tmp_path):
@@ -187,11 +198,11 @@ def test_data_iterator_position_round_trips(tmp_path):
   dataset = grain.MapDataset.range(100).shuffle(seed=0).to_iter_dataset()
   iterator = iter(dataset)
   seen = [next(iterator) for _ in range(7)]
-  checkpoint.save(str(tmp_path), 7, params=params, params_ema=params_ema, opt_state=opt_state,
+  save(str(tmp_path), 7, params=params, params_ema=params_ema, opt_state=opt_state,
                   config=experiment, data_iter=iterator)
   expected = [next(iterator) for _ in range(5)]
   fresh = iter(dataset)
-  restored = checkpoint.restore_latest(str(tmp_path), data_iter=fresh)
+  restored = restore_latest(str(tmp_path), data_iter=fresh)
   assert restored.data_iter is fresh
   assert [next(fresh) for _ in range(5)] == expected
   assert expected != seen[:5]
@@ -206,10 +217,10 @@ def test_raw_iterator_states_round_trip(tmp_path):
   [next(iterator) for _ in range(4)]
   loader_state = iterator.get_state()
   assert isinstance(loader_state, bytes)
-  checkpoint.save(str(tmp_path), 4, params=params, params_ema=params_ema, opt_state=opt_state,
+  save(str(tmp_path), 4, params=params, params_ema=params_ema, opt_state=opt_state,
                   config=experiment, data_iter_state=loader_state)
   expected = [next(iterator) for _ in range(3)]
-  restored = checkpoint.restore_latest(str(tmp_path))
+  restored = restore_latest(str(tmp_path))
   assert restored.data_iter_state == loader_state and restored.data_iter is None
   fresh = iter(loader)
   fresh.set_state(restored.data_iter_state)
@@ -218,9 +229,9 @@ def test_raw_iterator_states_round_trip(tmp_path):
   dataset_iterator = iter(grain.MapDataset.range(30).shuffle(seed=1).to_iter_dataset())
   next(dataset_iterator)
   state = dataset_iterator.get_state()
-  checkpoint.save(str(tmp_path), 5, params=params, params_ema=params_ema, opt_state=opt_state,
+  save(str(tmp_path), 5, params=params, params_ema=params_ema, opt_state=opt_state,
                   config=experiment, data_iter_state=state)
-  assert checkpoint.restore_latest(str(tmp_path)).data_iter_state == state
+  assert restore_latest(str(tmp_path)).data_iter_state == state
 
 
 class TrainingState(NamedTuple):  # The shape of train.py's state.
@@ -230,17 +241,19 @@ class TrainingState(NamedTuple):  # The shape of train.py's state.
   opt_state: Any
 
 
-def test_manager_saves_and_restores_whole_states(tmp_path):
+def test_training_states_save_and_restore_whole(tmp_path):
   params, params_ema, opt_state, experiment = tiny_state(seed=4)
   state = TrainingState(jnp.asarray(9, jnp.int32), params, params_ema, opt_state)
-  manager = checkpoint.Manager(tmp_path / 'checkpoints', keep=2)
+  from searchless.training import train
+  manager = checkpoint.Checkpointer(str(tmp_path / 'checkpoints'), keep=2)
   device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
   layout = jax.tree.map(lambda _: device, state)
-  assert manager.restore_latest(layout) is None
-  assert manager.save(9, state, b'{"position": 9}', experiment)
-  assert not manager.save(9, state, None, experiment)
+  assert train._restore_state(manager, layout) is None
+  items = dict(params=state.params, params_ema=state.params_ema, opt_state=state.opt_state, config=experiment)
+  assert manager.save(9, data_iter_state=b'{"position": 9}', **items)
+  assert not manager.save(9, **items)
   manager.wait()
-  restored, iterator_state = checkpoint.Manager(tmp_path / 'checkpoints').restore_latest(layout)
+  restored, iterator_state = train._restore_state(checkpoint.Checkpointer(str(tmp_path / 'checkpoints')), layout)
   assert isinstance(restored, TrainingState) and iterator_state == b'{"position": 9}'
   assert_trees_equal(restored, state)
   assert restored.step.sharding == device
@@ -251,17 +264,18 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   """A replicated save restores straight into an FSDP-style sharding (2 CPU devices)."""
   script = textwrap.dedent(f'''
       import jax, numpy as np
-      from searchless import checkpoint, config as config_lib, model
+      from searchless.training import checkpoint, config as config_lib
+      from searchless.model import transformer as model
       experiment = config_lib.load({TINY!r})
       params = model.init_params(model.ModelConfig.from_config(experiment))
-      checkpoint.save({str(tmp_path)!r}, 1, params=params, params_ema=params, opt_state={{'count': np.zeros((), np.int32)}},
-                      config=experiment)
+      with checkpoint.Checkpointer({str(tmp_path)!r}, async_save=False) as c:
+        c.save(1, params=params, params_ema=params, opt_state={{'count': np.zeros((), np.int32)}}, config=experiment)
       mesh = jax.make_mesh((2,), ('fsdp',))
       def target(x):
         spec = jax.sharding.PartitionSpec('fsdp') if x.shape and x.shape[0] % 2 == 0 else jax.sharding.PartitionSpec()
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=jax.sharding.NamedSharding(mesh, spec))
       targets = jax.tree.map(target, params)
-      restored = checkpoint.restore_latest({str(tmp_path)!r}, params=targets, params_ema=targets)
+      restored = checkpoint.Checkpointer({str(tmp_path)!r}).restore(params=targets, params_ema=targets)
       embed = restored.params['embed']['embeddings']
       assert len(jax.devices()) == 2
       assert embed.sharding == targets['embed']['embeddings'].sharding
@@ -284,7 +298,7 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
 
 def test_published_checkpoint_plays_legal_moves(compat):
   import chess
-  from searchless import policy
+  from searchless.play import policy
   model_config, params, saved = checkpoint.load_model(str(compat / 'reference_local_checkpoint'))
   assert saved is None  # Published layout: architecture inferred from the shapes.
   player = policy.make_policy('action_value', policy.Predictor(model_config, params))

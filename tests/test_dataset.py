@@ -9,13 +9,16 @@ import struct
 import numpy as np
 import pytest
 
-from searchless import bags
-from searchless import config as config_lib
-from searchless import dataset
-from searchless import moves
-from searchless import records
-from searchless import tokenizer
-from searchless import values
+from searchless.core import bags
+from searchless.core import codecs
+from searchless.training import config as config_lib
+from searchless.core import moves
+from searchless.core import records
+from searchless.core import tokenizer
+from searchless.core import values
+from searchless.data import loader as loader_lib
+from searchless.data import sequences
+from searchless.data import shuffle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KINDS = records.KINDS
@@ -31,7 +34,7 @@ def _loader(spec, policy='action_value', **kwargs):
   options = dict(policy=policy, num_return_buckets=128, batch_size=60, shuffle=True, seed=0, num_epochs=1,
                  worker_count=0)
   options.update(kwargs)
-  return dataset.build_loader(spec, **options)
+  return loader_lib.build_loader(spec, **options)
 
 
 def _expected_sequence(kind: str, record) -> list[int]:
@@ -58,7 +61,7 @@ def _same_fields(got: tuple, want: tuple) -> bool:
   return True
 
 
-def _rows(columns: dataset.Columns, i: int) -> tuple:
+def _rows(columns: codecs.Columns, i: int) -> tuple:
   fields = [columns.fens[i]]
   if columns.moves is not None:
     fields.append(columns.moves[i])
@@ -68,7 +71,8 @@ def _rows(columns: dataset.Columns, i: int) -> tuple:
 
 
 def test_docstring_examples():
-  assert doctest.testmod(dataset).failed == 0
+  for module in (codecs, sequences, shuffle, loader_lib):
+    assert doctest.testmod(module).failed == 0, module.__name__
 
 
 # ---------------------------------------------------------------------------- decoding
@@ -78,11 +82,11 @@ def test_docstring_examples():
 def test_decoder_equals_records_decode_on_every_compat_record(compat, kind):
   raw = list(bags.reader(_bag(compat, kind)))
   assert len(raw) == COUNTS[kind]
-  columns = dataset.decode_batch(kind, raw)
+  columns = codecs.decode_batch(kind, raw)
   for i, data in enumerate(raw):
     want = tuple(records.decode(kind, data))
     assert _same_fields(_rows(columns, i), want), i
-    assert _same_fields(dataset.decode_one(kind, data), want), i
+    assert _same_fields(codecs.decode_one(kind, data), want), i
 
 
 def _random_string(rng: random.Random) -> str:
@@ -118,7 +122,7 @@ def test_decoder_equals_records_decode_on_random_records(kind):
   while start < len(raw):  # Batches of assorted sizes, fast and slow paths mixed.
     size = rng.choice([1, 2, 7, 64, 500])
     batch = raw[start:start + size]
-    columns = dataset.decode_batch(kind, batch)
+    columns = codecs.decode_batch(kind, batch)
     for i, data in enumerate(batch):
       want = tuple(records.decode(kind, data))
       assert _same_fields(_rows(columns, i), want), (start + i, want)
@@ -136,8 +140,8 @@ def test_decoder_equals_records_decode_on_random_records(kind):
 def test_decoder_names_the_bad_record(kind, data, message):
   good = records.encode(kind, {'action_value': (FEN, 'a1a2', 0.5), 'state_value': (FEN, 0.5),
                                'behavioral_cloning': (FEN, 'a1a2')}[kind])
-  with pytest.raises(dataset.BadRecord, match=message) as e:
-    dataset.decode_batch(kind, [good, good, data, good])
+  with pytest.raises(codecs.BadRecord, match=message) as e:
+    codecs.decode_batch(kind, [good, good, data, good])
   assert e.value.position == 2
 
 
@@ -178,37 +182,37 @@ def test_fens_tokenize_as_the_tokenizer_or_name_the_record(compat):
       invalid.append(fen)
   assert len(valid) > 1000 and len(invalid) > 1000
   raw = [records.encode('state_value', (fen, 0.5)) for fen, _ in valid]
-  got = dataset.to_sequences('state_value', raw, 128)[:, :77]
+  got = sequences.to_sequences('state_value', raw, 128)[:, :77]
   np.testing.assert_array_equal(got, np.stack([tokens for _, tokens in valid]).astype(np.int32))
   good = records.encode('state_value', (FEN, 0.5))
   for fen in invalid:
-    with pytest.raises(dataset.BadRecord) as e:
-      dataset.to_sequences('state_value', [good, records.encode('state_value', (fen, 0.5))], 128)
+    with pytest.raises(codecs.BadRecord) as e:
+      sequences.to_sequences('state_value', [good, records.encode('state_value', (fen, 0.5))], 128)
     assert e.value.position == 1 and 'FEN' in e.value.reason, fen
 
 
 def test_every_move_of_the_vocabulary_and_no_other():
   raw = [records.encode('behavioral_cloning', (FEN, move)) for move in moves.ACTION_TO_MOVE]
-  np.testing.assert_array_equal(dataset.to_sequences('behavioral_cloning', raw, 128)[:, -1], np.arange(1968))
+  np.testing.assert_array_equal(sequences.to_sequences('behavioral_cloning', raw, 128)[:, -1], np.arange(1968))
   for move in ['', 'e2e4 ', 'E2E4', 'e2e4\x00', 'a1a2q', 'e7e8k', 'e2', 'e2e4qq', 'é2e4']:
-    with pytest.raises(dataset.BadRecord, match='is not a move of the 1968-move vocabulary') as e:
-      dataset.to_sequences('behavioral_cloning', raw[:3] + [records.encode('behavioral_cloning', (FEN, move))], 128)
+    with pytest.raises(codecs.BadRecord, match='is not a move of the 1968-move vocabulary') as e:
+      sequences.to_sequences('behavioral_cloning', raw[:3] + [records.encode('behavioral_cloning', (FEN, move))], 128)
     assert e.value.position == 3 and repr(move) in e.value.reason
 
 
 def test_permute_is_a_bijection_per_seed_and_epoch():
   for n in (1, 2, 3, 5, 64, 1000, 1025, 4097):
     for seed, epoch in ((0, 0), (0, 1), (7, 0)):
-      order = dataset.permute(np.arange(n), n, seed, epoch)
+      order = shuffle.permute(np.arange(n), n, seed, epoch)
       assert sorted(order.tolist()) == list(range(n)), (n, seed, epoch)
-  base = dataset.permute(np.arange(1000), 1000, 0, 0)
-  assert not np.array_equal(base, dataset.permute(np.arange(1000), 1000, 0, 1))
-  assert not np.array_equal(base, dataset.permute(np.arange(1000), 1000, 1, 0))
-  np.testing.assert_array_equal(base[500:510], dataset.permute(np.arange(500, 510), 1000, 0, 0))
-  huge = dataset.permute(np.arange(10_000), 530_000_000, 0, 0)  # ChessBench's size: no table.
+  base = shuffle.permute(np.arange(1000), 1000, 0, 0)
+  assert not np.array_equal(base, shuffle.permute(np.arange(1000), 1000, 0, 1))
+  assert not np.array_equal(base, shuffle.permute(np.arange(1000), 1000, 1, 0))
+  np.testing.assert_array_equal(base[500:510], shuffle.permute(np.arange(500, 510), 1000, 0, 0))
+  huge = shuffle.permute(np.arange(10_000), 530_000_000, 0, 0)  # ChessBench's size: no table.
   assert len(set(huge.tolist())) == 10_000 and huge.min() >= 0 and huge.max() < 530_000_000
   # Where record 0 lands, over many epochs: roughly uniform over 10 positions.
-  inverse = [int(np.flatnonzero(dataset.permute(np.arange(10), 10, 3, e) == 0)[0]) for e in range(2000)]
+  inverse = [int(np.flatnonzero(shuffle.permute(np.arange(10), 10, 3, e) == 0)[0]) for e in range(2000)]
   assert all(140 < inverse.count(p) < 260 for p in range(10)), [inverse.count(p) for p in range(10)]
 
 
@@ -219,7 +223,7 @@ def test_permute_is_a_bijection_per_seed_and_epoch():
 def test_sequences_equal_the_per_record_construction(compat, kind):
   spec = _bag(compat, kind)
   batches = list(_loader(spec, kind, batch_size=16, shuffle=False, drop_remainder=False))
-  assert all(b.shape == (16, dataset.SEQUENCE_LENGTHS[kind]) and b.dtype == np.int32 for b in batches[:-1])
+  assert all(b.shape == (16, records.SEQUENCE_LENGTHS[kind]) and b.dtype == np.int32 for b in batches[:-1])
   got = np.concatenate(batches)
   want = np.array([_expected_sequence(kind, r) for r in bags.read_records(spec, kind)], dtype=np.int32)
   assert got.shape == (COUNTS[kind], {'action_value': 79}.get(kind, 78))
@@ -260,7 +264,7 @@ def test_hand_written_sequences(compat):
 def test_shapes_per_policy(compat, kind):
   batches = list(_loader(_bag(compat, kind), kind, batch_size=8))
   assert len(batches) == COUNTS[kind] // 8
-  assert {(b.shape, b.dtype) for b in batches} == {((8, dataset.SEQUENCE_LENGTHS[kind]), np.dtype(np.int32))}
+  assert {(b.shape, b.dtype) for b in batches} == {((8, records.SEQUENCE_LENGTHS[kind]), np.dtype(np.int32))}
 
 
 # ---------------------------------------------------------------------------- order
@@ -280,7 +284,7 @@ def test_shuffle_is_a_seeded_permutation_of_every_record_per_epoch(compat):
   assert not np.array_equal(first, everything) and not np.array_equal(first, second)
   np.testing.assert_array_equal(two_epochs, np.concatenate(list(_loader(spec, seed=3, num_epochs=2))))
   assert not np.array_equal(first, np.concatenate(list(_loader(spec, seed=4))))
-  source = dataset.BagBatches(spec, batch_size=60, shuffle=True, seed=3, num_epochs=2)
+  source = loader_lib.BagBatches(spec, batch_size=60, shuffle=True, seed=3, num_epochs=2)
   for epoch in range(2):
     indices = np.concatenate([source.record_indices(29 * epoch + u) for u in range(29)])
     assert sorted(indices.tolist()) == list(range(1740))
@@ -309,7 +313,7 @@ def test_shards_together_make_exactly_the_global_batch(compat):
   for step, batch in enumerate(whole):
     assert halves[0][step].shape == (60, 79)
     np.testing.assert_array_equal(np.concatenate([halves[0][step], halves[1][step]]), batch)
-  source = dataset.BagBatches(spec, batch_size=120, shard_count=2, shuffle=True, seed=5, num_epochs=1)
+  source = loader_lib.BagBatches(spec, batch_size=120, shard_count=2, shuffle=True, seed=5, num_epochs=1)
   for step in range(14):
     first, second = source.record_indices(2 * step), source.record_indices(2 * step + 1)
     assert not set(first.tolist()) & set(second.tolist())
@@ -349,7 +353,7 @@ def test_restoring_a_state_from_another_configuration_fails(compat):
 
 
 def test_source_pickles_and_reopens(compat):
-  source = dataset.BagBatches(_bag(compat, 'action_value'), batch_size=60, shuffle=True, seed=0, num_epochs=None)
+  source = loader_lib.BagBatches(_bag(compat, 'action_value'), batch_size=60, shuffle=True, seed=0, num_epochs=None)
   copy = pickle.loads(pickle.dumps(source))
   assert repr(copy) == repr(source)
   assert copy[7].records == source[7].records
@@ -427,16 +431,16 @@ def test_bad_options(compat, options, message):
 
 def test_config_loader(compat):
   spec = _bag(compat, 'action_value')
-  config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'),
+  config = config_lib.load('tiny',
                            [f'data.train={spec}', 'data.batch_size=64', 'data.num_records=1000'])
-  batch = next(iter(dataset.config_loader(config)))
+  batch = next(iter(loader_lib.config_loader(config)))
   assert batch.shape == (64, 79) and batch.dtype == np.int32
-  second = next(iter(dataset.config_loader(config, process_index=1, process_count=2)))
+  second = next(iter(loader_lib.config_loader(config, process_index=1, process_count=2)))
   np.testing.assert_array_equal(second, batch[32:])
   with pytest.raises(ValueError, match='config.data.eval is empty'):
-    dataset.config_loader(config, split='eval')
-  config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'), [f'data.eval={spec}', 'data.batch_size=64'])
-  first_eval = [next(iter(dataset.config_loader(config, split='eval'))) for _ in range(2)]
+    loader_lib.config_loader(config, split='eval')
+  config = config_lib.load('tiny', [f'data.eval={spec}', 'data.batch_size=64'])
+  first_eval = [next(iter(loader_lib.config_loader(config, split='eval'))) for _ in range(2)]
   np.testing.assert_array_equal(*first_eval)  # Every evaluation sees the same batches.
 
 
@@ -447,7 +451,8 @@ def test_global_batch_on_a_mesh():
   mesh = Mesh(np.array(jax.devices()[:1]), ('data',))
   sharding = NamedSharding(mesh, P('data', None))
   local = np.arange(8 * 79, dtype=np.int32).reshape(8, 79)
-  array = dataset.global_batch(local, sharding)
+  from searchless.training import sharding as sharding_lib
+  array = sharding_lib.global_batch(local, sharding)
   assert array.shape == (8 * jax.process_count(), 79) and array.dtype == np.int32
   assert array.sharding == sharding
   np.testing.assert_array_equal(np.asarray(array), local)

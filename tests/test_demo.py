@@ -7,10 +7,10 @@ import pathlib
 import chess.pgn
 import pytest
 
-from pipelines import demo
-from searchless import bags
-from searchless import checkpoint
-from searchless import pgn
+from searchless.commands import demo
+from searchless.core import bags
+from searchless.training import checkpoint
+from searchless.data import pgn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -78,17 +78,17 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
   assert f'searchless-uci --checkpoint {run_dir / "train"}' in out
   recorded = json.loads((run_dir / 'commands.json').read_text())
   assert list(recorded) == ['annotate', 'train', 'evaluate', 'evaluate_pretrained', 'mine', 'puzzles',
-                            'puzzles_pretrained', 'match', 'report']
+                            'puzzles_pretrained', 'match', 'analyse_game', 'report']
   assert recorded['evaluate'] in out  # The command announced is the command kept.
 
   # A rerun continues: nothing is redone.
   before = (run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()
   demo.run(mini_args(games, run_dir))
   out = capsys.readouterr().out
-  assert out.count('done already') == 8  # annotate, train, evaluate (x2), mine, puzzles (x2), match.
+  assert out.count('done already') == 9  # annotate, train, evaluate (x2), mine, puzzles (x2), match, analyse_game.
   assert ((run_dir / 'train' / 'metrics.jsonl').read_text(), (run_dir / 'match' / 'games.pgn').read_text()) == before
 
 
 def test_unknown_preset_is_an_error(tmp_path):
-  with pytest.raises(FileNotFoundError, match="no config for preset 'huge'"):
+  with pytest.raises(FileNotFoundError, match="no config named 'huge'"):
     demo.run(['--input', 'x.pgn', '--run_dir', str(tmp_path), '--preset', 'huge'])

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from searchless import elo
-from searchless.elo import Game
+from searchless.evaluation import elo
+from searchless.evaluation.elo import Game
 
 K = math.log(10) / 400
 Z95 = stats.norm.ppf(0.975)

@@ -8,7 +8,9 @@ import time
 import chess
 import pytest
 
-from searchless import engine
+from searchless.engines import annotator as engine
+
+from searchless.engines import launch
 
 pytestmark = pytest.mark.engine
 
@@ -17,7 +19,7 @@ MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'  # Ra8#.
 
 
 def config(path, **kwargs):
-  kwargs.setdefault('limit', engine.SearchLimit.parse('depth=3'))
+  kwargs.setdefault('limit', launch.SearchLimit.parse('depth=3'))
   return engine.EngineConfig(path=path, **kwargs)
 
 
@@ -70,13 +72,13 @@ def test_invalid_positions_fail_without_reaching_the_engine():
 
 def test_missing_engine_is_a_clear_error():
   annotator = engine.BoardAnnotator(config('/nonexistent/engine'))
-  with pytest.raises(engine.EngineNotFound, match="'/nonexistent/engine' not found.*apt-get install stockfish"):
+  with pytest.raises(launch.EngineNotFound, match="'/nonexistent/engine' not found.*apt-get install stockfish"):
     annotator.annotate(START)
   annotator.close()
 
 
 def test_multipv_mode_covers_every_move(stockfish):
-  cfg = config(stockfish, mode='multipv', state_value='best_move', limit=engine.SearchLimit.parse('nodes=5000'))
+  cfg = config(stockfish, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=5000'))
   with engine.BoardAnnotator(cfg) as annotator:
     for fen in (START, MATE_IN_ONE):
       a = annotator.annotate(fen)
@@ -86,7 +88,7 @@ def test_multipv_mode_covers_every_move(stockfish):
 
 
 def test_board_mode_is_one_search_giving_the_value_and_best_move(stockfish):
-  cfg = config(stockfish, mode='board', limit=engine.SearchLimit.parse('nodes=5000'))
+  cfg = config(stockfish, mode='board', limit=launch.SearchLimit.parse('nodes=5000'))
   with engine.BoardAnnotator(cfg) as annotator:
     mate = annotator.annotate(MATE_IN_ONE)
     assert (mate.action_values, mate.state_value, mate.best_move) == ((), 1.0, 'a1a8')
@@ -99,11 +101,11 @@ def test_board_mode_is_one_search_giving_the_value_and_best_move(stockfish):
 
 
 def test_limits_parse_and_reject():
-  assert engine.SearchLimit.parse('time=0.05') == engine.SearchLimit('time', 0.05)
-  assert str(engine.SearchLimit.parse('depth=12')) == 'depth=12'
+  assert launch.SearchLimit.parse('time=0.05') == launch.SearchLimit('time', 0.05)
+  assert str(launch.SearchLimit.parse('depth=12')) == 'depth=12'
   for bad in ('time=-1', 'depth=1.5', 'nodes=', 'movetime=50'):
     with pytest.raises(ValueError, match='bad engine limit'):
-      engine.SearchLimit.parse(bad)
+      launch.SearchLimit.parse(bad)
 
 
 def _kill_soon(annotator, sig, delay):
@@ -116,7 +118,7 @@ def _kill_soon(annotator, sig, delay):
 
 
 def test_engine_killed_mid_board_is_restarted_and_the_board_retried(stockfish):
-  cfg = config(stockfish, limit=engine.SearchLimit.parse('time=0.05'))
+  cfg = config(stockfish, limit=launch.SearchLimit.parse('time=0.05'))
   with engine.BoardAnnotator(cfg) as annotator:
     first_pid = annotator.pid
     thread = _kill_soon(annotator, signal.SIGKILL, 0.3)  # 20 moves x 50 ms: dies mid-board.
@@ -130,7 +132,7 @@ def test_engine_killed_mid_board_is_restarted_and_the_board_retried(stockfish):
 
 
 def test_hung_engine_hits_the_deadline(stockfish):
-  cfg = config(stockfish, limit=engine.SearchLimit.parse('nodes=2000'), deadline=1.0)
+  cfg = config(stockfish, limit=launch.SearchLimit.parse('nodes=2000'), deadline=1.0)
   with engine.BoardAnnotator(cfg) as annotator:
     os.kill(annotator.pid, signal.SIGSTOP)  # A real hang: the process stops answering.
     start = time.monotonic()
@@ -158,7 +160,7 @@ def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, me
 
 
 def _real_boards(path, count):
-  from searchless import pgn
+  from searchless.data import pgn
   fens = []
   for raw in pgn.iter_raw_games(str(path)):
     fens += pgn.parse_game(raw).fens[10:10 + count // 3]
@@ -171,7 +173,7 @@ def _real_boards(path, count):
 def test_labels_do_not_depend_on_the_boards_searched_before(stockfish, lichess_999, mode, limit):
   """Each board starts from a fresh engine state (ucinewgame): any order gives the same labels."""
   fens = _real_boards(lichess_999, 12)
-  cfg = config(stockfish, mode=mode, limit=engine.SearchLimit.parse(limit))
+  cfg = config(stockfish, mode=mode, limit=launch.SearchLimit.parse(limit))
   with engine.BoardAnnotator(cfg) as annotator:
     forward = [annotator.annotate(fen) for fen in fens]
   with engine.BoardAnnotator(cfg) as annotator:

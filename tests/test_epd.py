@@ -9,8 +9,9 @@ import sys
 import chess
 import pytest
 
-from searchless import agents
-from searchless import epd
+from searchless.play import agents
+from searchless.commands import epd as epd_command
+from searchless.evaluation import epd
 
 MATE_FEN = '6k1/5ppp/8/8/8/8/5PPP/R2R2K1 w - - 0 1'
 # Four hand-made positions, one per scoring rule.
@@ -139,7 +140,7 @@ def test_real_suites(shared_data):
 
 def _fail(capsys, argv) -> str:
   with pytest.raises(SystemExit) as exit_info:
-    epd.main(argv)
+    epd_command.main(argv)
   assert exit_info.value.code == 2
   err = capsys.readouterr().err.strip()
   assert err.startswith('error: ') and '\n' not in err, err
@@ -198,7 +199,7 @@ def test_cli(shared_data, stockfish, tmp_path):
   out = tmp_path / 'out'
   suites = [shared_data / 'epd' / 'wac_clean.epd', shared_data / 'epd' / 'sts01_undermine.epd']
   proc = subprocess.run(
-      [sys.executable, '-m', 'searchless.epd', '--suite', str(suites[0]), '--suite', str(suites[1]),
+      [sys.executable, '-m', 'searchless.commands.epd', '--suite', str(suites[0]), '--suite', str(suites[1]),
        '--num', '5', '--agent', f'stockfish:nodes=5000,path={stockfish}', '--out', str(out), '--no_progress'],
       cwd=tmp_path, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr

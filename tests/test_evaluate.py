@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from searchless import bags
-from searchless import evaluate
+from searchless.core import bags
+from searchless.evaluation import evaluate
 
 # The reference evaluator (searchless_chess src/metrics_evaluator.py @90ae0e6), run on the compat
 # action-value sample with the compat `local` checkpoint (its eval_* means). Its `eval_kendall_tau`
@@ -56,7 +56,7 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
   data.mkdir()
   bags.write_records(str(data / 'action_value_data.bag'), 'action_value',
                      bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'))
-  result = subprocess.run([sys.executable, '-m', 'searchless.evaluate', '--checkpoint', str(model_checkpoint),
+  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
                            '--data', str(data), '--num_boards', '10', '--out', str(tmp_path / 'out')],
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
@@ -66,8 +66,8 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
 
 
 def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
-  result = subprocess.run([sys.executable, '-m', 'searchless.evaluate', '--checkpoint', str(model_checkpoint),
+  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
                            '--data', str(tmp_path), '--out', str(tmp_path / 'out')],
                           capture_output=True, text=True, timeout=300)
-  assert result.returncode == 1
+  assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from searchless import metrics
-from searchless import values
+from searchless.evaluation import metrics
+from searchless.core import values
 
 KINGS = '7k/8/8/8/8/8/8/K7 w - - 0 1'  # White king a1: a2, b1, b2.
 
@@ -16,7 +16,7 @@ def test_group_boards_by_fen_in_reference_order_and_drops_partial_boards():
   boards, dropped = metrics.group_boards(records)
   assert dropped == 0 and len(boards) == 1
   board = boards[0]
-  from searchless import moves
+  from searchless.core import moves
   expected = sorted(['a1b2', 'a1a2', 'a1b1'], key=moves.MOVE_TO_ACTION.get)  # The reference order.
   assert expected != ['a1b2', 'a1a2', 'a1b1']
   assert board.moves == tuple(expected)

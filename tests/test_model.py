@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from searchless import config as config_lib
-from searchless import model
-from searchless import moves
+from searchless.training import config as config_lib
+from searchless.model import transformer as model
+from searchless.core import moves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Published model name -> our config file.
@@ -18,7 +18,7 @@ CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
 
 
 def model_config(name: str, overrides=()) -> model.ModelConfig:
-  experiment = config_lib.load(str(ROOT / 'configs' / f'{CONFIG_FILES[name]}.py'), list(overrides))
+  experiment = config_lib.load(CONFIG_FILES[name], list(overrides))
   return model.ModelConfig.from_config(experiment)
 
 

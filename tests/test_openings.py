@@ -1,4 +1,4 @@
-"""Opening sets (searchless.openings): readers, writers, Stockfish-made openings and the CLI."""
+"""Opening sets (searchless.evaluation.openings): readers, writers, Stockfish-made openings and the CLI."""
 
 import csv
 
@@ -6,7 +6,8 @@ import chess
 import chess.engine
 import pytest
 
-from searchless import openings
+from searchless.commands import openings as openings_command
+from searchless.evaluation import openings
 
 AMAR_FEN = 'rnbqkbnr/pppppppp/8/8/8/7N/PPPPPPPP/RNBQKB1R b KQkq - 1 1'  # After 1. Nh3 (g1h3).
 
@@ -146,7 +147,7 @@ def test_make_openings_gives_up_with_a_clear_error(stockfish):
 @pytest.mark.engine
 def test_cli_makes_openings(tmp_path, stockfish, capsys):
   out = tmp_path / 'made.epd'
-  openings.main(['--out', str(out), '--num', '3', '--seed', '1', '--limit', 'nodes=500', '--engine', stockfish])
+  openings_command.main(['--out', str(out), '--num', '3', '--seed', '1', '--limit', 'nodes=500', '--engine', stockfish])
   assert capsys.readouterr().out == f'wrote 3 openings to {out}\n'
   made = openings.read_openings(out)
   assert len(made) == 3 and all(o.name.startswith('1. ') for o in made)
@@ -154,7 +155,7 @@ def test_cli_makes_openings(tmp_path, stockfish, capsys):
 
 def test_cli_samples_an_existing_set(tmp_path, shared_data, capsys):
   out = tmp_path / 'sample.pgn'
-  openings.main(['--from', str(shared_data / 'openings' / 'a.tsv'), '--sample', '5', '--seed', '2',
+  openings_command.main(['--from', str(shared_data / 'openings' / 'a.tsv'), '--sample', '5', '--seed', '2',
                  '--out', str(out)])
   assert capsys.readouterr().out == f'wrote 5 openings to {out}\n'
   everything = openings.read_openings(shared_data / 'openings' / 'a.tsv')
@@ -171,7 +172,7 @@ def test_cli_samples_an_existing_set(tmp_path, shared_data, capsys):
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message):
   monkeypatch.chdir(tmp_path)
   with pytest.raises(SystemExit) as exit_info:
-    openings.main(argv)
+    openings_command.main(argv)
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: ') and message in err and err.count('\n') == 1

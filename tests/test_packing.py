@@ -14,20 +14,23 @@ import jax
 import numpy as np
 import pytest
 
-from searchless import bags
-from searchless import boards as boards_lib
-from searchless import config as config_lib
-from searchless import dataset
-from searchless import model
-from searchless import moves as moves_lib
-from searchless import policy as policy_lib
-from searchless import records
-from searchless import tokenizer
-from searchless import train
-from searchless import values
+from searchless.core import bags
+from searchless.core import codecs
+from searchless.data import boards as boards_lib
+from searchless.training import config as config_lib
+from searchless.data import loader as loader_lib
+from searchless.data import packing
+from searchless.data import sequences as sequences_lib
+from searchless.model import transformer as model
+from searchless.core import moves as moves_lib
+from searchless.play import policy as policy_lib
+from searchless.core import records
+from searchless.core import tokenizer
+from searchless.training import train
+from searchless.core import values
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TINY_PACKED = str(ROOT / 'configs' / 'tiny_packed.py')
+TINY_PACKED = 'tiny_packed'
 SMALL = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
          'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']
 MIDDLEGAME = 'r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1'  # 43 legal moves.
@@ -39,7 +42,7 @@ ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
 # Board records and conversion.
 
 
-@pytest.mark.parametrize('module', [boards_lib, records, model])
+@pytest.mark.parametrize('module', [boards_lib, records, model, packing])
 def test_docstring_examples(module):
   import doctest
   result = doctest.testmod(module)
@@ -81,9 +84,13 @@ def test_mismatch_names_what_is_wrong():
   assert boards_lib.mismatch(fen, ['a1a2']) == 'missing a1b1 a1b2'
 
 
-def _convert(*argv):
-  from pipelines import convert
-  return convert.run([str(a) for a in argv])
+def _convert(input_spec, output_dir, *flags):
+  """searchless.data.convert.run with the command's flags (``--to board``, ``--skip_bad_boards``, ...)."""
+  from searchless.commands import convert as command
+  from searchless.data import convert
+  args = command._parser().parse_args([str(input_spec), str(output_dir), *map(str, flags)])
+  return convert.run(args.input, args.output_dir, to=args.to, state_values=args.state_values,
+                     skip_bad_boards=args.skip_bad_boards).to_dict()
 
 
 @pytest.fixture(scope='module')
@@ -140,15 +147,15 @@ def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, co
 
 
 def test_converter_cli_errors_are_one_line(tmp_path, compat):
-  run = lambda *argv: subprocess.run([sys.executable, '-m', 'pipelines.convert', *map(str, argv)],
+  run = lambda *argv: subprocess.run([sys.executable, '-m', 'searchless.commands.convert', *map(str, argv)],
                                      capture_output=True, text=True, timeout=300)
   wrong = run(compat / 'state_value_sample.bag', tmp_path / 'x', '--to', 'board')
-  assert wrong.returncode == 1
+  assert wrong.returncode == 2
   assert wrong.stderr.strip().splitlines()[-1].startswith(
       "error: policy 'action_value' needs action_value records, but record 0 of")
   assert 'is a state_value record' in wrong.stderr
   missing = run(tmp_path / 'nothing.bag', tmp_path / 'x', '--to', 'chessbench')
-  assert missing.returncode == 1 and missing.stderr.strip().splitlines()[-1].startswith('error: cannot open bag')
+  assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1].startswith('error: cannot open bag')
 
 
 # --------------------------------------------------------------------------------------
@@ -232,20 +239,20 @@ def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
   edges, _ = values.uniform_buckets(128)
   board = boards_lib.from_action_values(
       MIDDLEGAME, [(m.uci(), i / 42) for i, m in enumerate(chess.Board(MIDDLEGAME).legal_moves)])
-  full = dataset.packed_rows([board], 48, edges)[0]
+  full = packing.packed_rows([board], 48, edges)[0]
   actions = full[77:125]
   assert actions[:43].tolist() == [moves_lib.MOVE_TO_ACTION[m] for m in board.moves] and set(actions[43:]) == {-1}
   assert full[125:168].tolist() == values.win_probabilities_to_buckets(np.array(board.win_probs), edges).tolist()
-  cut = dataset.packed_rows([board, board], 16, edges, indices=[5, 6], epoch=2)
-  again = dataset.packed_rows([board], 16, edges, indices=[5], epoch=2)
+  cut = packing.packed_rows([board, board], 16, edges, indices=[5, 6], epoch=2)
+  again = packing.packed_rows([board], 16, edges, indices=[5], epoch=2)
   np.testing.assert_array_equal(cut[0], again[0])  # Seeded by (record, epoch), not by batch position.
   assert not np.array_equal(cut[0], cut[1])
-  assert not np.array_equal(cut[0], dataset.packed_rows([board], 16, edges, indices=[5], epoch=3)[0])
+  assert not np.array_equal(cut[0], packing.packed_rows([board], 16, edges, indices=[5], epoch=3)[0])
   kept = cut[0, 77:93].tolist()
   assert kept == sorted(kept, key=[moves_lib.MOVE_TO_ACTION[m] for m in board.moves].index) and -1 not in kept
   bad = board._replace(win_probs=board.win_probs[:-1] + (1.5,))
-  with pytest.raises(dataset.BadRecord, match=r'record 1 of the batch: a win probability is not in \[0, 1\]'):
-    dataset.packed_rows([board, bad], 48, edges)
+  with pytest.raises(codecs.BadRecord, match=r'record 1 of the batch: a win probability is not in \[0, 1\]'):
+    packing.packed_rows([board, bad], 48, edges)
 
 
 def _packed_config(data, *extra):
@@ -257,13 +264,13 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   """One block: the packed model's outputs are the per-move model's, so the losses agree exactly."""
   one_block = ['model.num_layers=1', f'loss.kind={loss}', 'data.train=unused']
   packed_config = config_lib.load(TINY_PACKED, SMALL + one_block)
-  per_move_config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'), SMALL + one_block)
+  per_move_config = config_lib.load('tiny', SMALL + one_block)
   params = model.init_params(model.ModelConfig.from_config(per_move_config))
   boards = bags.read_records(board_bag, 'board_value')[:5]  # 5 boards, 24-45 moves each, 64 slots.
   edges, _ = values.uniform_buckets(128)
-  rows = dataset.packed_rows(boards, 64, edges)  # [5, 77 + 128]
+  rows = packing.packed_rows(boards, 64, edges)  # [5, 77 + 128]
   raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
-  sequences = dataset.to_sequences('action_value', raw, 128)  # [sum M, 79]
+  sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
   packed_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(packed_config)).apply, packed_config)
   per_move_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(per_move_config)).apply, per_move_config)
   (packed_loss, packed_count), (per_move_loss, per_move_count) = packed_fn(params, rows), per_move_fn(params, sequences)
@@ -274,7 +281,7 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
 @pytest.mark.slow
 def test_packed_training_on_eight_cpu_devices_matches_one(tmp_path, board_bag):
   def run(name, *extra, env=None):
-    cmd = [sys.executable, '-m', 'searchless.train', '--config', TINY_PACKED, '--workdir', str(tmp_path / name),
+    cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY_PACKED, '--workdir', str(tmp_path / name),
            '--data', board_bag, *SMALL, 'train.num_steps=4', *extra]
     result = subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -287,13 +294,13 @@ def test_packed_training_on_eight_cpu_devices_matches_one(tmp_path, board_bag):
 
 
 def test_packed_loader_reads_board_records_only(board_bag, compat):
-  loader = dataset.build_loader(board_bag, policy='action_value', num_return_buckets=128, batch_size=8,
+  loader = loader_lib.build_loader(board_bag, policy='action_value', num_return_buckets=128, batch_size=8,
                                 shuffle=True, seed=0, num_epochs=1, worker_count=0, max_moves=64)
   rows = list(loader)
   assert len(rows) == 7 and rows[0].shape == (8, 77 + 128)
   with pytest.raises(ValueError, match=r"board packing needs board_value records, but record 0 of .* is an? "
                                        r"action_value record.*searchless-convert"):
-    dataset.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,
+    loader_lib.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,
                          batch_size=8, shuffle=False, seed=0, num_epochs=1, worker_count=0, max_moves=64)
 
 
@@ -325,7 +332,8 @@ def packed_checkpoint(tmp_path_factory, board_bag):
 
 
 def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_checkpoint):
-  from searchless import checkpoint, player as player_lib
+  from searchless.training import checkpoint
+  from searchless.play import player as player_lib
   player = player_lib.Player.load(str(packed_checkpoint), compute_dtype='float32')
   assert isinstance(player.policy, policy_lib.PackedActionValuePolicy)
   boards = [chess.Board(MIDDLEGAME), chess.Board(MOST_MOVES), chess.Board(ONE_MOVE), chess.Board()]
@@ -348,7 +356,8 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
 
 
 def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat, tmp_path, board_bag):
-  from searchless import agents, evaluate
+  from searchless.play import agents
+  from searchless.evaluation import evaluate
   summary = evaluate.run(str(packed_checkpoint), str(compat / 'action_value_sample.bag'), str(tmp_path / 'av'),
                          dtype='float32', progress=False)
   assert summary['boards'] == 57 and summary['policy'] == 'action_value' and 0 <= summary['action_accuracy'] <= 1
@@ -363,7 +372,7 @@ def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat
 
 
 def test_evaluation_data_is_action_value_or_board_records(compat, board_bag):
-  from searchless import evaluate
+  from searchless.evaluation import evaluate
   boards, dropped, spec = evaluate.load_boards(board_bag)
   assert (len(boards), dropped, spec) == (57, 0, board_bag)
   with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of .* is a"
@@ -373,7 +382,7 @@ def test_evaluation_data_is_action_value_or_board_records(compat, board_bag):
 
 def test_packed_checkpoint_plays_legal_moves_through_uci(packed_checkpoint):
   engine = chess.engine.SimpleEngine.popen_uci(
-      [sys.executable, '-m', 'searchless.uci', '--checkpoint', str(packed_checkpoint)], timeout=120,
+      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(packed_checkpoint)], timeout=120,
       stderr=subprocess.DEVNULL)
   try:
     board = chess.Board()

@@ -7,7 +7,7 @@ import chess.pgn
 import pytest
 import zstandard
 
-from searchless import pgn
+from searchless.data import pgn
 
 GAME = '''[Event "Rated Blitz game"]
 [Site "https://lichess.org/{site}"]

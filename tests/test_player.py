@@ -4,8 +4,8 @@ import chess
 import numpy as np
 import pytest
 
-from searchless import player as player_lib
-from searchless import policy as policy_lib
+from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
 
 
 class ScriptedPolicy:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from searchless import plot
+from searchless.training import plot
 
 
 def test_series_orders_by_step_and_skips_missing_values():

@@ -5,12 +5,12 @@ import chess
 import numpy as np
 import pytest
 
-from searchless import checkpoint
-from searchless import model
-from searchless import moves
-from searchless import policy as policy_lib
-from searchless import tokenizer
-from searchless import values
+from searchless.training import checkpoint
+from searchless.model import transformer as model
+from searchless.core import moves
+from searchless.play import policy as policy_lib
+from searchless.core import tokenizer
+from searchless.core import values
 from conftest import write_checkpoint
 
 # Boards with 20, 1 (forced), 0 (mate) and many (> 64) legal moves.

@@ -10,18 +10,18 @@ import jax
 import numpy as np
 import pytest
 
-from searchless import agents
-from searchless import checkpoint
-from searchless import config as config_lib
-from searchless import model
-from searchless import player as player_lib
+from searchless.play import agents
+from searchless.training import checkpoint
+from searchless.training import config as config_lib
+from searchless.model import transformer as model
+from searchless.play import player as player_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 
 def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(tmp_path):
-  config = config_lib.load(str(ROOT / 'configs' / 'tiny_packed.py'), ['data.train=unused'])
+  config = config_lib.load('tiny_packed', ['data.train=unused'])
   params = model.init_params(model.ModelConfig.from_config(config))
   out = checkpoint.export(str(tmp_path / 'model'), params, config)
   handler = checkpoint.ocp.PyTreeCheckpointHandler()
@@ -63,6 +63,20 @@ def test_the_shipped_model_is_small_documented_and_plays():
   assert player.play(italian) == chess.Move.from_uci('b1c3')
 
 
+# Every console script in pyproject.toml (each must start from an installed wheel).
+SCRIPTS = ('searchless-analyse-game', 'searchless-annotate', 'searchless-convert', 'searchless-epd', 'searchless-evaluate',
+           'searchless-mine-puzzles', 'searchless-openings', 'searchless-plot', 'searchless-puzzles',
+           'searchless-puzzles-data', 'searchless-report', 'searchless-selfplay', 'searchless-tournament',
+           'searchless-train', 'searchless-uci')
+
+
+def test_the_console_scripts_are_the_commands():
+  tomllib = pytest.importorskip('tomllib')  # Python >= 3.11.
+  scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
+  assert sorted(scripts) == sorted(SCRIPTS)
+  assert all(target.startswith('searchless.commands.') and target.endswith(':main') for target in scripts.values())
+
+
 @pytest.mark.slow
 def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   """Build the wheel, install it alone into a directory, and use it from elsewhere (Python API, agent, UCI)."""
@@ -77,8 +91,9 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   work.mkdir()
   script = (
       'import chess, searchless\n'
-      'from searchless import agents, player\n'
-      'p = player.Player.load("pretrained")\n'
+      'from searchless import Player\n'
+      'from searchless.play import agents\n'
+      'p = Player.load("pretrained")\n'
       'a = agents.from_spec("checkpoint:pretrained")\n'
       f'b = chess.Board("{MATE_IN_ONE}")\n'
       'print(searchless.__file__)\n'
@@ -88,7 +103,7 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   assert module_file.startswith(str(target))
   first, second = moves.split()
   assert first == second and chess.Move.from_uci(first) in chess.Board(MATE_IN_ONE).legal_moves
-  uci = subprocess.run([sys.executable, '-m', 'searchless.uci', '--checkpoint', 'pretrained'], cwd=work, env=env,
+  uci = subprocess.run([sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', 'pretrained'], cwd=work, env=env,
                        input='uci\nisready\nposition startpos moves e2e4\ngo movetime 100\nquit\n',
                        capture_output=True, text=True, timeout=300)
   lines = uci.stdout.splitlines()
@@ -98,10 +113,25 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   board.push_uci('e2e4')
   assert len(best) == 1 and chess.Move.from_uci(best[0].split()[1]) in board.legal_moves
 
+  # Every console script of the wheel starts; searchless-train trains a shipped config by name.
+  scripts = sorted((target / 'bin').glob('searchless-*'))
+  assert [s.name for s in scripts] == sorted(SCRIPTS)
+  for script in scripts:
+    shown = subprocess.run([sys.executable, str(script), '--help'], cwd=work, env=env, capture_output=True, text=True)
+    assert shown.returncode == 0 and 'usage:' in shown.stdout, (script.name, shown.stderr[-500:])
+  bag = ROOT.parent / 'shared' / 'compat' / 'action_value_sample.bag'
+  if bag.exists():
+    train = subprocess.run(
+        [sys.executable, str(target / 'bin' / 'searchless-train'), '--config', 'tiny', '--workdir', str(tmp_path / 'run'),
+         '--data', str(bag), 'train.num_steps=2', 'data.batch_size=8', 'model.num_layers=1', 'train.log_every=1'],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert 'complete at step 2/2' in train.stdout
+
 
 def test_chunks_interleave_the_files_game_by_game_and_are_made_once(tmp_path):
-  from pipelines import pretrained
-  from searchless import pgn
+  from searchless.commands import pretrained
+  from searchless.data import pgn
   games = [f'[Event "{name}{i}"]\n\n1. e4 e5 *\n' for name in 'ab' for i in range(3)]
   (tmp_path / 'a.pgn').write_text('\n'.join(games[:3]))
   (tmp_path / 'b.pgn').write_text('\n'.join(games[3:5]))

@@ -9,9 +9,10 @@ import sys
 import chess
 import pytest
 
-from searchless import agents
-from searchless import puzzle_eval
-from searchless import puzzles as puzzles_lib
+from searchless.play import agents
+from searchless.commands import puzzles as puzzles_command
+from searchless.evaluation import puzzles as puzzle_eval
+from searchless.data import puzzles as puzzles_lib
 
 HEADER = 'PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags\n'
 # Black's setup move b7b6; then Rd8# (listed) and Ra8# (not listed) both mate.
@@ -127,7 +128,7 @@ def test_plot_bands(tmp_path):
 
 def _fail(capsys, argv) -> str:
   with pytest.raises(SystemExit) as exit_info:
-    puzzle_eval.main(argv)
+    puzzles_command.main(argv)
   assert exit_info.value.code == 2
   err = capsys.readouterr().err.strip()
   assert err.startswith('error: ') and '\n' not in err, err
@@ -172,7 +173,7 @@ def test_stockfish_real_puzzles_deterministic(shared_data, stockfish):
 
 
 def _run_cli(args, cwd) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'searchless.puzzle_eval', '--no_progress', *args], cwd=cwd,
+  return subprocess.run([sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args], cwd=cwd,
                         capture_output=True, text=True, timeout=300)
 
 

@@ -3,12 +3,15 @@
 import chess
 import pytest
 
-from searchless import agents
-from searchless import annotate
-from searchless import pgn
-from searchless import puzzle_eval
-from searchless import puzzle_mining
-from searchless import puzzles as puzzles_lib
+from searchless.play import agents
+from searchless.data import splits as splits_lib
+from searchless.data import pgn
+from searchless.evaluation import puzzles as puzzle_eval
+from searchless.commands import mine_puzzles
+from searchless.engines import launch
+from searchless.evaluation import mined_puzzles
+from searchless.evaluation import puzzle_mining
+from searchless.data import puzzles as puzzles_lib
 
 # White to move after 3...Nf6?? has the only mate, Qxf7#.
 SCHOLAR = """[Event "scholar"]
@@ -49,15 +52,15 @@ def tactics(tmp_path):
 
 
 @pytest.fixture(scope='module')
-def mined(tmp_path_factory, stockfish) -> list[puzzle_mining.MinedPuzzle]:
+def mined(tmp_path_factory, stockfish) -> list[mined_puzzles.MinedPuzzle]:
   path = tmp_path_factory.mktemp('mined') / 'tactics.pgn'
   path.write_text(scholar() + '\n' + BACK_RANK)
   return puzzle_mining.mine([str(path)], engine_path=stockfish, split='all', progress=False)
 
 
 def test_default_test_fraction_is_the_annotation_pipelines():
-  from pipelines import annotate as annotate_pipeline
-  assert puzzle_mining.DEFAULT_TEST_FRACTION == annotate_pipeline._parser().get_default('test_fraction')
+  from searchless.commands import annotate as annotate_pipeline
+  assert mine_puzzles._parser().get_default('test_fraction') == annotate_pipeline._parser().get_default('test_fraction')
 
 
 def test_games_of_a_split_are_those_the_pipeline_puts_there(tmp_path):
@@ -71,7 +74,7 @@ def test_games_of_a_split_are_those_the_pipeline_puts_there(tmp_path):
   for split in ('test', 'train'):
     stats = puzzle_mining.MiningStats()
     selected = [g.key for g in puzzle_mining._select_games([str(path)], split, 0.5, stats)]
-    assert selected == [k for k in keys if annotate.split_of(k, 0.5) == split]
+    assert selected == [k for k in keys if splits_lib.split_of(k, 0.5) == split]
     assert 0 < len(selected) < 40
     assert stats.games_selected + stats.games_other_split == stats.games_read == 40
   stats = puzzle_mining.MiningStats()
@@ -101,9 +104,9 @@ def test_mines_exactly_the_known_tactics(mined):
   assert scholar_puzzle.game_url == 'https://lichess.org/scholar1#6'
   assert back_rank.game_url == 'https://lichess.org/backrank#1'
   for p in mined:
-    assert p.rating == puzzle_mining.rating_of_depth(p.depth) and 1 <= p.depth <= 13
+    assert p.rating == mined_puzzles.rating_of_depth(p.depth) and 1 <= p.depth <= 13
     assert p.best_win_prob == 1.0 and p.best_win_prob - p.second_win_prob >= 0.3
-    assert p.puzzle_id == puzzle_mining.puzzle_id(p.fen, p.moves)
+    assert p.puzzle_id == mined_puzzles.puzzle_id(p.fen, p.moves)
 
 
 @pytest.mark.engine
@@ -126,7 +129,7 @@ def test_min_swing_keeps_only_setup_moves_that_are_mistakes(tactics, stockfish):
 @pytest.mark.engine
 def test_csv_round_trips_through_the_puzzle_reader(mined, tmp_path):
   path = tmp_path / 'out' / 'puzzles.csv'
-  puzzle_mining.write_csv(mined, path)
+  mined_puzzles.write_csv(mined, path)
   assert path.read_text().splitlines()[0] == ','.join(puzzles_lib.LICHESS_COLUMNS)
   read = list(puzzles_lib.read_puzzles(str(path)))
   assert [(p.puzzle_id, p.fen, p.moves, p.rating, p.themes) for p in read] == [
@@ -140,7 +143,7 @@ def test_csv_round_trips_through_the_puzzle_reader(mined, tmp_path):
 @pytest.mark.engine
 def test_stockfish_solves_the_mined_puzzles(mined, tmp_path):
   path = tmp_path / 'puzzles.csv'
-  puzzle_mining.write_csv(mined, path)
+  mined_puzzles.write_csv(mined, path)
   agent = agents.from_spec('stockfish:nodes=20000')
   try:
     results = [puzzle_eval.solve(p, agent) for p in puzzles_lib.read_puzzles(str(path))]
@@ -156,7 +159,7 @@ def test_output_is_deterministic(tactics, stockfish, tmp_path):
     puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers,
                                  progress=False)
     path = tmp_path / f'run{run}.csv'
-    puzzle_mining.write_csv(puzzles, path)
+    mined_puzzles.write_csv(puzzles, path)
     outputs.append(path.read_bytes())
   assert outputs[0] == outputs[1] == outputs[2]
   assert outputs[0].count(b'\n') == 4
@@ -166,7 +169,7 @@ def test_output_is_deterministic(tactics, stockfish, tmp_path):
 def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
   # The same game under many keys: puzzles are de-duplicated, so the first game of the split gives it.
   sites = [f'https://lichess.org/s{i:03d}' for i in range(12)]
-  splits = [annotate.split_of(site, 0.5) for site in sites]
+  splits = [splits_lib.split_of(site, 0.5) for site in sites]
   assert 'test' in splits and 'train' in splits
   path = tmp_path / 'games.pgn'
   path.write_text('\n'.join(scholar(site) for site in sites))
@@ -180,7 +183,7 @@ def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
 @pytest.mark.engine
 def test_cli_reports_and_writes(tactics, stockfish, tmp_path, capsys):
   out = tmp_path / 'p.csv'
-  puzzle_mining.main(['--games', str(tactics), '--out', str(out), '--split', 'all', '--engine_path', stockfish,
+  mine_puzzles.main(['--games', str(tactics), '--out', str(out), '--split', 'all', '--engine_path', stockfish,
                       '--no_progress'])
   stdout = capsys.readouterr().out
   assert 'positions: 8 scanned' in stdout
@@ -199,7 +202,7 @@ def test_cli_reports_and_writes(tactics, stockfish, tmp_path, capsys):
 def test_cli_errors(argv, message, tactics, tmp_path, capsys):
   args = ['--games', str(tactics), '--out', str(tmp_path / 'p.csv'), '--no_progress']
   with pytest.raises(SystemExit) as exit_info:
-    puzzle_mining.main(args + argv)
+    mine_puzzles.main(args + argv)
   assert exit_info.value.code == 2
   err = capsys.readouterr().err.strip()
   assert err.startswith('error: ') and message in err and '\n' not in err
@@ -207,8 +210,8 @@ def test_cli_errors(argv, message, tactics, tmp_path, capsys):
 
 
 def test_cli_error_without_stockfish(tactics, tmp_path, capsys, monkeypatch):
-  monkeypatch.setattr(puzzle_mining.engine_lib, 'find_stockfish', lambda: None)
+  monkeypatch.setattr(launch, 'find_stockfish', lambda: None)
   with pytest.raises(SystemExit) as exit_info:
-    puzzle_mining.main(['--games', str(tactics), '--out', str(tmp_path / 'p.csv')])
+    mine_puzzles.main(['--games', str(tactics), '--out', str(tmp_path / 'p.csv')])
   assert exit_info.value.code == 2
   assert capsys.readouterr().err.startswith('error: no Stockfish found')

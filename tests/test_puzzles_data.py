@@ -8,9 +8,10 @@ import re
 import chess
 import pytest
 
-from pipelines import puzzles as pipeline
-from searchless import bags
-from searchless import puzzles
+from searchless.commands import puzzles_data as command
+from searchless.core import bags
+from searchless.data import puzzle_set as pipeline
+from searchless.data import puzzles
 
 HEADER = 'PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags'
 
@@ -149,13 +150,13 @@ def _ids(path: pathlib.Path) -> list[str]:
 def test_pipeline_reports_the_overlap(tmp_path, dev, dev_rows, train):
   directory, _ = train
   out = tmp_path / 'eval' / 'puzzles.csv'
-  summary = pipeline.run(['--puzzles', str(dev), '--output', str(out), '--train_dir', str(directory), '--limit', str(N), '--no_progress'])
-  assert summary['puzzles_read'] == summary['puzzles_kept'] == N
-  assert summary['start_boards_in_train'] == len(OVERLAP)
-  assert summary['start_boards_in_train_percent'] == pytest.approx(100 * len(OVERLAP) / N)
-  assert summary['removed'] == 0
-  assert summary['train'] == {'spec': str(directory / 'state_value_data.bag'), 'kind': 'state_value', 'records': N + 4, 'boards': N + 4}
-  assert json.loads((tmp_path / 'eval' / 'puzzles.csv.json').read_text()) == summary
+  summary = pipeline.run(str(dev), str(out), train_dir=str(directory), limit=N, progress=False)
+  assert summary.puzzles_read == summary.puzzles_kept == N
+  assert summary.start_boards_in_train == len(OVERLAP)
+  assert summary.start_boards_in_train_percent == pytest.approx(100 * len(OVERLAP) / N)
+  assert summary.removed == 0
+  assert summary.train == {'spec': str(directory / 'state_value_data.bag'), 'kind': 'state_value', 'records': N + 4, 'boards': N + 4}
+  assert json.loads((tmp_path / 'eval' / 'puzzles.csv.json').read_text()) == summary.to_dict()
   with open(out, newline='') as f:
     assert list(csv.DictReader(f)) == dev_rows[:N]
 
@@ -163,7 +164,7 @@ def test_pipeline_reports_the_overlap(tmp_path, dev, dev_rows, train):
 def test_pipeline_removes_the_overlap(tmp_path, dev, dev_rows, train, capsys):
   directory, overlapping = train
   out = tmp_path / 'kept.csv'
-  pipeline.main(['--puzzles', str(dev), '--output', str(out), '--train_dir', str(directory), '--limit', str(N),
+  command.main(['--puzzles', str(dev), '--output', str(out), '--train_dir', str(directory), '--limit', str(N),
                  '--remove_train_overlap', '--no_progress'])
   assert _ids(out) == [r['PuzzleId'] for r in dev_rows[:N] if r['PuzzleId'] not in overlapping]
   summary = json.loads((tmp_path / 'kept.csv.json').read_text())
@@ -178,11 +179,11 @@ def test_action_value_boards_count_once_and_the_kind_comes_from_the_name(tmp_pat
   moves = [m.uci() for m in chess.Board(start).legal_moves]
   items = [(start, m, 0.5) for m in moves] + [(chess.STARTING_FEN, 'e2e4', 0.5), (start, moves[0], 0.5)]
   bags.write_records(str(tmp_path / 'action_value-00000-of-00001_data.bag'), 'action_value', items)
-  summary = pipeline.run(['--puzzles', str(dev), '--output', str(tmp_path / 'o.csv'), '--limit', str(N), '--no_progress',
-                          '--train_dir', str(tmp_path / 'action_value-*_data.bag'), '--remove_train_overlap'])
-  assert summary['train']['kind'] == 'action_value'
-  assert (summary['train']['records'], summary['train']['boards']) == (len(items), 3)
-  assert (summary['start_boards_in_train'], summary['removed'], summary['puzzles_kept']) == (1, 1, N - 1)
+  summary = pipeline.run(str(dev), str(tmp_path / 'o.csv'), limit=N, progress=False,
+                         train_dir=str(tmp_path / 'action_value-*_data.bag'), remove_train_overlap=True)
+  assert summary.train['kind'] == 'action_value'
+  assert (summary.train['records'], summary.train['boards']) == (len(items), 3)
+  assert (summary.start_boards_in_train, summary.removed, summary.puzzles_kept) == (1, 1, N - 1)
   assert rows[5]['PuzzleId'] not in _ids(tmp_path / 'o.csv')
 
 
@@ -193,13 +194,20 @@ def test_train_spec_errors(tmp_path):
   assert pipeline.train_spec(str(tmp_path / 'boards.bag'), 'state_value') == (str(tmp_path / 'boards.bag'), 'state_value')
   with pytest.raises(FileNotFoundError, match='no state_value/behavioral_cloning/action_value records'):
     pipeline.train_spec(str(tmp_path))
-  with pytest.raises(SystemExit, match='needs --train_dir'):
-    pipeline.run(['--puzzles', 'p.csv', '--output', str(tmp_path / 'o.csv'), '--remove_train_overlap'])
+  with pytest.raises(ValueError, match='needs --train_dir'):
+    pipeline.run('p.csv', str(tmp_path / 'o.csv'), remove_train_overlap=True)
+
+
+def test_the_command_fails_with_one_line(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit:
+    command.main(['--puzzles', 'p.csv', '--output', str(tmp_path / 'o.csv'), '--remove_train_overlap'])
+  assert exit.value.code == 2
+  assert capsys.readouterr().err == 'error: --remove_train_overlap needs --train_dir\n'
 
 
 def test_without_a_training_set_the_set_is_copied(tmp_path, dev, dev_rows):
-  summary = pipeline.run(['--puzzles', str(dev), '--output', str(tmp_path / 'all.csv'), '--no_progress'])
-  assert (summary['puzzles_read'], summary['puzzles_kept'], summary['train'], summary['start_boards_in_train']) == (1500, 1500, None, None)
+  summary = pipeline.run(str(dev), str(tmp_path / 'all.csv'), progress=False)
+  assert (summary.puzzles_read, summary.puzzles_kept, summary.train, summary.start_boards_in_train) == (1500, 1500, None, None)
   assert _ids(tmp_path / 'all.csv') == [r['PuzzleId'] for r in dev_rows]
 
 
@@ -208,7 +216,7 @@ def test_compressed_input_and_output_with_a_bom_and_crlf(tmp_path, dev, dev_rows
   path = tmp_path / 'puzzles.csv.gz'
   path.write_bytes(gzip.compress(b'\xef\xbb\xbf' + dev.read_bytes().replace(b'\n', b'\r\n')))
   assert [p.lichess_row() for p in puzzles.read_puzzles(str(path), limit=5)] == dev_rows[:5]
-  pipeline.run(['--puzzles', str(path), '--output', str(tmp_path / 'out.csv.gz'), '--limit', '5', '--no_progress'])
+  pipeline.run(str(path), str(tmp_path / 'out.csv.gz'), limit=5, progress=False)
   assert gzip.decompress((tmp_path / 'out.csv.gz').read_bytes()).decode() == ''.join(
       line + '\n' for line in dev.read_text().splitlines()[:6])
 

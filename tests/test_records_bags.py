@@ -5,8 +5,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from bagz.beam import bagzio
 import pytest
 
-from searchless import bags
-from searchless import records
+from searchless.core import bags
+from searchless.core import records
 
 
 def test_compat_bags_decode_to_the_reference_records(compat):

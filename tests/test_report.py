@@ -14,12 +14,19 @@ import chess
 import pytest
 from PIL import Image
 
-from searchless import config as config_lib
-from searchless import elo as elo_lib
-from searchless import openings as openings_lib
-from searchless import puzzle_eval
-from searchless import report
-from searchless import tournament
+from searchless.commands import analyse_game as analyse_command
+from searchless.commands import report as report_command
+from searchless.core import artefacts
+from searchless.evaluation import elo as elo_lib
+from searchless.evaluation import openings as openings_lib
+from searchless.evaluation import puzzles as puzzle_eval
+from searchless.evaluation import tournament
+from searchless.report import build as report
+from searchless.report import context as report_context
+from searchless.report import figures
+from searchless.report import sample_game
+from searchless.report.sections import training as training_section
+from searchless.training import config as config_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
@@ -29,11 +36,10 @@ MODEL, OPPONENT = 'searchless', 'sf1350'
 
 
 def write_manifest(run_dir: pathlib.Path) -> None:
-  """data/manifest.json as pipelines.annotate writes it."""
-  manifest = {
-      'format': 'searchless-annotate/1',
+  """data/manifest.json as searchless.commands.annotate writes it."""
+  manifest = artefacts.AnnotationManifest(**{
       'code': {'searchless': '0.1.0', 'python': '3.11.7'},
-      'command': ['pipelines.annotate', '--input', 'games.pgn', '--output_dir', str(run_dir / 'data')],
+      'command': ['searchless.commands.annotate', '--input', 'games.pgn', '--output_dir', str(run_dir / 'data')],
       'inputs': {'train': ['games.pgn']},
       'output_dir': str(run_dir / 'data'),
       'engine': {'deadline_s': 30.0, 'hash_mb': 16, 'id': [{'author': 'the Stockfish developers', 'name': 'Stockfish 15.1'}],
@@ -53,20 +59,25 @@ def write_manifest(run_dir: pathlib.Path) -> None:
       'engine_restarts': 0,
       'outputs': {},
       'timings': {'wall_seconds': 31.5, 'ms_per_board': {'count': 170, 'mean': 11.25, 'min': 4, 'max': 149}},
-  }
-  (run_dir / 'data').mkdir(parents=True, exist_ok=True)
-  (run_dir / 'data' / 'manifest.json').write_text(json.dumps(manifest, indent=2, sort_keys=True))
+  })
+  manifest.write(run_dir / 'data' / 'manifest.json')
 
 
 TRAIN_OVERRIDES = ['data.batch_size=32', 'train.num_steps=20']
+TINY_PARAMS = 402_624  # `model.num_params` of the tiny config's model (test_training_reads_buckets_and_size_from_the_run).
 
 
-def write_training(run_dir: pathlib.Path) -> None:
-  """train/config.json (the resolved config) and train/metrics.jsonl as searchless.train writes them."""
+def write_training(run_dir: pathlib.Path, overrides: tuple[str, ...] = (), num_params: int = TINY_PARAMS) -> None:
+  """train/config.json (the resolved config), train/metrics.jsonl and train/summary.json as
+  searchless.training.train writes them."""
   train = run_dir / 'train'
   (train / 'checkpoints').mkdir(parents=True, exist_ok=True)
-  config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'), TRAIN_OVERRIDES)
+  config = config_lib.load('tiny', TRAIN_OVERRIDES + list(overrides))
   (train / 'config.json').write_text(config_lib.to_json(config))
+  artefacts.TrainingSummary(
+      step=20, num_steps=config.train.num_steps, complete=True, num_params=num_params,
+      num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
+      overrides=TRAIN_OVERRIDES + list(overrides), wall_seconds=6.5).write(train / 'summary.json')
   records = [
       {'step': 10, 'loss': 4.9, 'grad_norm': 2.0, 'examples_per_s': 100.0, 'tokens_per_s': 7900.0, 'devices': 1,
        'processes': 1, 'mfu': 0.1},
@@ -86,14 +97,14 @@ BOARDS = [
 
 
 def write_eval(run_dir: pathlib.Path) -> None:
-  """eval/metrics.json and eval/boards.jsonl as searchless.evaluate writes them."""
+  """eval/metrics.json and eval/boards.jsonl as searchless.evaluation.evaluate writes them."""
   directory = run_dir / 'eval'
   directory.mkdir(parents=True, exist_ok=True)
-  summary = {'action_accuracy': 0.41875, 'kendall_tau': 0.30512, 'kendall_tau_reference_argsort': 0.2,
+  summary = artefacts.EvaluationMetrics(**{'action_accuracy': 0.41875, 'kendall_tau': 0.30512, 'kendall_tau_reference_argsort': 0.2,
              'log_loss': 6.5678, 'l2_win_prob': 0.05198, 'entropy': 6.557, 'boards': 117, 'kendall_tau_boards': 114,
              'dropped_boards': 2, 'policy': 'action_value', 'checkpoint': str(run_dir / 'train'),
-             'data': str(run_dir / 'data' / 'test' / 'action_value_data.bag'), 'seconds': 7.83}
-  (directory / 'metrics.json').write_text(json.dumps(summary, indent=2) + '\n')
+             'data': str(run_dir / 'data' / 'test' / 'action_value_data.bag'), 'seconds': 7.83})
+  summary.write(directory / 'metrics.json')
   with open(directory / 'boards.jsonl', 'w') as f:
     for fen, moves, predicted, stockfish in BOARDS:
       metrics = {'log_loss': 5.0, 'l2_win_prob': 0.01, 'entropy': 6.0, 'action_accuracy': 1.0, 'kendall_tau': None,
@@ -108,7 +119,7 @@ PUZZLES = [  # (id, rating, solved)
 
 
 def write_puzzles(run_dir: pathlib.Path, mined: bool = True) -> None:
-  """puzzles/puzzles.csv (Lichess columns), results.csv and summary.json as searchless.puzzle_eval writes them."""
+  """puzzles/puzzles.csv (Lichess columns), results.csv and summary.json as searchless.evaluation.puzzles writes them."""
   directory = run_dir / 'puzzles'
   directory.mkdir(parents=True, exist_ok=True)
   themes = 'mined mateIn1' if mined else 'mateIn1 short'
@@ -125,9 +136,11 @@ def write_puzzles(run_dir: pathlib.Path, mined: bool = True) -> None:
       writer.writerow([pid, rating, solved, 'd1d8' if solved else 'd1d7', 'd1d8', '' if solved else 1, 'b7b6 d1d8', themes])
   results = [puzzle_eval.PuzzleResult(pid, rating, bool(solved), (), None, ()) for pid, rating, solved in PUZZLES]
   bands = puzzle_eval.accuracy_by_band(results)
-  summary = puzzle_eval.summarize(results, bands, agent_name=MODEL, agent_spec=f'checkpoint:{run_dir}/train,name={MODEL}',
-                                  puzzles_path=str(directory / 'puzzles.csv'), band_width=200, seconds=1.5)
-  (directory / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
+  solved = sum(r.solved for r in results)
+  artefacts.PuzzleSummary(
+      agent=MODEL, agent_spec=f'checkpoint:{run_dir}/train,name={MODEL}', puzzles=str(directory / 'puzzles.csv'),
+      n=len(results), solved=solved, accuracy=solved / len(results), band_width=200,
+      bands=[b._asdict() for b in bands], seconds=1.5).write(directory / 'summary.json')
 
 
 class Scripted:
@@ -150,7 +163,7 @@ def _game(round_number: int, white: Scripted, black: Scripted, opening: openings
 
 
 def write_match(run_dir: pathlib.Path) -> list[str]:
-  """match/games.pgn and match/results.json as searchless.tournament writes them; returns the PGN texts.
+  """match/games.pgn and match/results.json as searchless.evaluation.tournament writes them; returns the PGN texts.
 
   The model: round 1 wins (scholar's mate, 7 plies), round 2 draws (threefold repetition), round 3 loses
   (fool's mate as White), round 4 wins (fool's mate as Black): +2 =1 -1, 2.5/4.
@@ -174,7 +187,7 @@ def write_match(run_dir: pathlib.Path) -> list[str]:
     h = game.headers
     records.append(Record(h['White'], h['Black'], h['Result'], h['Termination'], game.end().comment))
   ratings = elo_lib.fit([elo_lib.Game(r.white, r.black, r.result) for r in records], anchors={OPPONENT: 1350.0})
-  results = {
+  results = artefacts.MatchResults(**{
       'games_file': str(directory / 'games.pgn'), 'games': 4, 'played_this_run': 4, 'workers': 1, 'wall_seconds': 12.2,
       'games_per_minute': 19.67,
       'agents': [{'name': MODEL, 'spec': f'checkpoint:{run_dir}/train,name={MODEL}', 'elo': None},
@@ -186,8 +199,8 @@ def write_match(run_dir: pathlib.Path) -> list[str]:
       'terminations': {'normal': 4},
       'endings': dict(collections.Counter(r.reason for r in records)),
       'anchors': {OPPONENT: 1350.0}, 'elo': ratings.to_dict(), 'elo_table': ratings.table(), 'elo_error': None,
-  }
-  (directory / 'results.json').write_text(json.dumps(results, indent=2))
+  })
+  results.write(directory / 'results.json')
   return texts
 
 
@@ -197,6 +210,7 @@ def write_all(run_dir: pathlib.Path) -> None:
   write_eval(run_dir)
   write_puzzles(run_dir)
   write_match(run_dir)
+  sample_game.analyse(run_dir, stockfish_nodes=0, use_model=False)  # searchless-analyse-game --no_model.
 
 
 class TagChecker(html.parser.HTMLParser):
@@ -250,27 +264,27 @@ def valid_png(path: pathlib.Path) -> bool:
 
 
 def test_calibration_bins_by_hand():
-  bins = report.calibration_bins([0.05, 0.15, 0.12, 0.95, 1.0, 0.55], [0.0, 0.2, 0.4, 1.0, 0.8, 0.5], num_bins=4)
+  bins = figures.calibration_bins([0.05, 0.15, 0.12, 0.95, 1.0, 0.55], [0.0, 0.2, 0.4, 1.0, 0.8, 0.5], num_bins=4)
   assert [(b.lower, b.upper, b.count) for b in bins] == [(0.0, 0.25, 3), (0.25, 0.5, 0), (0.5, 0.75, 1), (0.75, 1.0, 2)]
   assert bins[0].mean_predicted == pytest.approx(0.32 / 3) and bins[0].mean_stockfish == pytest.approx(0.2)
   assert math.isnan(bins[1].mean_predicted) and math.isnan(bins[1].mean_stockfish)
   assert (bins[2].mean_predicted, bins[2].mean_stockfish) == pytest.approx((0.55, 0.5))
   assert (bins[3].mean_predicted, bins[3].mean_stockfish) == pytest.approx((0.975, 0.9))  # 1.0 is in the last bin.
   # (3 * |0.1067 - 0.2| + 1 * 0.05 + 2 * 0.075) / 6 = 0.48 / 6.
-  assert report.calibration_error(bins) == pytest.approx(0.08)
+  assert figures.calibration_error(bins) == pytest.approx(0.08)
   with pytest.raises(ValueError, match='differ in shape'):
-    report.calibration_bins([0.1], [0.1, 0.2])
+    figures.calibration_bins([0.1], [0.1, 0.2])
 
 
 def test_training_time_from_throughput():
   records = [{'step': 10, 'examples_per_s': 100.0}, {'step': 20, 'examples_per_s': 200.0}, {'step': 20, 'eval_loss': 1.0}]
-  assert report.training_wall_seconds(records, batch_size=32) == pytest.approx(10 * 32 / 100 + 10 * 32 / 200)
+  assert training_section.training_wall_seconds(records, batch_size=32) == pytest.approx(10 * 32 / 100 + 10 * 32 / 200)
 
 
 def test_full_report_has_exact_numbers_figures_and_valid_html(tmp_path, capsys):
   run_dir = tmp_path / 'run'
   write_all(run_dir)
-  report.main(['--run_dir', str(run_dir), '--no_model', '--stockfish_nodes', '0'])
+  report_command.main(['--run_dir', str(run_dir), '--no_model', '--stockfish_nodes', '0'])  # Flags now ignored.
   out = capsys.readouterr().out.strip().splitlines()
   out_dir = run_dir / 'report'
   assert out[-1] == str(out_dir / 'report.html')
@@ -278,7 +292,7 @@ def test_full_report_has_exact_numbers_figures_and_valid_html(tmp_path, capsys):
   page = (out_dir / 'report.html').read_text()
 
   # Summary: headline numbers, formatted.
-  ratings = json.loads((run_dir / 'match' / 'results.json').read_text())['elo']['players']
+  ratings = artefacts.MatchResults.read(run_dir / 'match' / 'results.json').elo['players']
   model = next(p for p in ratings if p['name'] == MODEL)
   elo_text = f"{model['elo']:.0f} ± {model['plus_minus']:.0f}"
   summary = section(md, 'Summary')
@@ -346,25 +360,23 @@ def test_full_report_has_exact_numbers_figures_and_valid_html(tmp_path, capsys):
 def test_missing_steps_say_not_run_with_their_command(tmp_path):
   run_dir = tmp_path / 'empty'
   run_dir.mkdir()
-  path = report.build(run_dir, annotate_game=False, stockfish_nodes=0)
+  path = report.build(run_dir).html
   md = (run_dir / 'report' / 'report.md').read_text()
   d = str(run_dir)
   expected = {
       'Dataset': (f'`{d}/data/manifest.json` is missing',
-                  f'searchless-annotate --input data/sample_games.pgn --output_dir {d}/data --mode multipv '
-                  '--limit nodes=30000 --state_value best_move'),
+                  f'searchless-annotate --input GAMES.pgn --output_dir {d}/data'),
       'Training': (f'`{d}/train/config.json` is missing',
-                   f"searchless-train --config configs/tiny.py --workdir {d}/train --data '{d}/data/train/action_value*' "
+                   f"searchless-train --config CONFIG --workdir {d}/train --data '{d}/data/train/action_value*' "
                    f"--eval_data '{d}/data/test/action_value*'"),
       'Test-set metrics': (f'`{d}/eval/metrics.json` is missing',
                            f'searchless-evaluate --checkpoint {d}/train --data {d}/data/test --out {d}/eval'),
       'Puzzles': (f'`{d}/puzzles/summary.json` is missing',
-                  f'searchless-mine-puzzles --games data/sample_games.pgn --split test --out {d}/puzzles/puzzles.csv\n'
+                  f'searchless-mine-puzzles --games TEST_GAMES.pgn --out {d}/puzzles/puzzles.csv\n'
                   f'searchless-puzzles --puzzles {d}/puzzles/puzzles.csv --agent checkpoint:{d}/train,name=searchless '
                   f'--out {d}/puzzles'),
       'Match': (f'`{d}/match/results.json` is missing',
-                f'searchless-tournament --agent checkpoint:{d}/train,name=searchless '
-                '--agent stockfish:time=0.05,elo=1350,name=stockfish-elo1350 --gauntlet --make_openings 4 '
+                f'searchless-tournament --agent checkpoint:{d}/train,name=searchless --agent OPPONENT '
                 f'--out {d}/match'),
       'A sample game': (f'`{d}/match/games.pgn` is missing or empty', 'searchless-tournament --agent'),
       'Play it': (f'`{d}/train/checkpoints` is missing', 'searchless-train --config'),
@@ -373,7 +385,7 @@ def test_missing_steps_say_not_run_with_their_command(tmp_path):
     text = section(md, title)
     assert text.startswith('> **Not run.** '), title
     assert why in text and f'```sh\n{command}' in text, (title, text)
-    assert f'python -m pipelines.demo --input data/sample_games.pgn --run_dir {d}' in text
+    assert f'python -m searchless.commands.demo --input data/sample_games.pgn --run_dir {d}' in text
   assert 'Incomplete: Dataset (not run), Training (not run), Test-set metrics (not run), Puzzles (not run), ' in md
   page = path.read_text()
   check_html(page)
@@ -387,9 +399,10 @@ def test_partial_run_and_a_broken_artefact(tmp_path):
   write_training(run_dir)
   write_puzzles(run_dir, mined=False)
   (run_dir / 'puzzles' / 'summary.json').unlink()  # Mined, not yet solved: only the solving command is needed.
-  (run_dir / 'eval').mkdir()
-  (run_dir / 'eval' / 'metrics.json').write_text('{"action_accuracy": ')  # Cut short.
-  report.build(run_dir, annotate_game=False, stockfish_nodes=0)
+  write_eval(run_dir)
+  boards = run_dir / 'eval' / 'boards.jsonl'
+  boards.write_text(boards.read_text()[:50])  # Cut short.
+  report.build(run_dir)
   md = (run_dir / 'report' / 'report.md').read_text()
   metrics = section(md, 'Test-set metrics')
   assert metrics.startswith('> **Error.** This section could not be built: JSONDecodeError')
@@ -406,28 +419,37 @@ def test_pick_game_prefers_the_longest_win():
       '[White "m"]\n[Black "o"]\n[Result "0-1"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6 0-1',
       '[White "o"]\n[Black "m"]\n[Result "0-1"]\n\n1. f3 e5 2. g4 Qh4# 0-1',
       '[White "m"]\n[Black "o"]\n[Result "1-0"]\n\n1. e4 e5 1-0')]
-  assert report.pick_game(games, {'m'}) is games[1]
-  assert report.pick_game(games[:1] + games[2:], {'m'}) is games[2]
-  assert report.pick_game(games[:1], {'m'}) is games[0]
-  assert report.pick_game(games, {'nobody'}) is games[0]
+  assert sample_game.pick_game(games, {'m'}) is games[1]
+  assert sample_game.pick_game(games[:1] + games[2:], {'m'}) is games[2]
+  assert sample_game.pick_game(games[:1], {'m'}) is games[0]
+  assert sample_game.pick_game(games, {'nobody'}) is games[0]
 
 
-def test_count_params_matches_the_model():
+def test_training_reads_buckets_and_size_from_the_run(tmp_path):
+  """The bucket count and the parameter count are the run's (train/summary.json), never assumed or re-derived."""
   import jax
 
-  from searchless import model as model_lib
+  from searchless.model import transformer as model_lib
 
-  for overrides in ([], ['policy=behavioral_cloning', 'model.apply_qk_layernorm=True', 'model.apply_post_ln=False']):
-    config = config_lib.load(str(ROOT / 'configs' / 'tiny.py'), overrides)
-    shapes = jax.eval_shape(lambda c=config: model_lib.init_params(model_lib.ModelConfig.from_config(c)))
-    assert report.count_params(json.loads(config_lib.to_json(config))) == model_lib.num_params(shapes)
+  config = config_lib.load('tiny')
+  shapes = jax.eval_shape(lambda: model_lib.init_params(model_lib.ModelConfig.from_config(config)))
+  assert model_lib.num_params(shapes) == TINY_PARAMS  # The fixtures' summary.json tells the truth.
+  run_dir = tmp_path / 'run'
+  write_training(run_dir, overrides=('num_return_buckets=32',), num_params=12_345)
+  md = section(report.build(run_dir).markdown.read_text(), 'Training')
+  assert '32 value buckets' in md and '- **Parameters:** 12,345 (0.01M)' in md
+  assert 'ln 32 = 3.47 is a uniform guess over the 32 value buckets' in md
+  (run_dir / 'train' / 'summary.json').unlink()  # Not finished once yet: the config's buckets, no size.
+  md = section(report.build(run_dir).markdown.read_text(), 'Training')
+  assert '32 value buckets' in md and '- **Parameters:** n/a' in md and '- **Steps:** 20 of 20 = 640 examples' in md
 
 
 def test_sample_game_with_the_models_view(tmp_path, model_checkpoint):
   run_dir = tmp_path / 'run'
   write_match(run_dir)
   shutil.copytree(model_checkpoint, run_dir / 'train')
-  report.build(run_dir, stockfish_nodes=0)
+  analyse_command.main(['--run_dir', str(run_dir), '--stockfish_nodes', '0'])
+  report.build(run_dir)
   md = (run_dir / 'report' / 'report.md').read_text()
   game = section(md, 'A sample game')
   # The model's three moves (Bc4, Qh5, Qxf7#) carry its predicted win probability; the book and the opponent's none.
@@ -443,11 +465,40 @@ def test_sample_game_with_the_models_view(tmp_path, model_checkpoint):
 def test_sample_game_with_stockfish(tmp_path, stockfish):
   run_dir = tmp_path / 'run'
   write_match(run_dir)
-  report.build(run_dir, annotate_game=False, stockfish_nodes=500)
+  sample_game.analyse(run_dir, use_model=False, stockfish_nodes=500)
+  report.build(run_dir)
   game = section((run_dir / 'report' / 'report.md').read_text(), 'A sample game')
   assert '| 4 | **Qxf7#** (SF 100%) |  |' in game  # Checkmate: decided by the rules, not searched.
   assert game.count('(SF ') == 3 and '(500 nodes per position)' in game
   assert valid_png(run_dir / 'report' / 'sample_game.png')
+
+
+def test_the_report_runs_neither_model_nor_engine_for_the_sample_game(tmp_path):
+  run_dir = tmp_path / 'run'
+  write_match(run_dir)
+  game = section(report.build(run_dir).markdown.read_text(), 'A sample game')
+  assert game.startswith('> **Not run.** No sample game analysed: ')
+  assert f'```sh\nsearchless-analyse-game --run_dir {run_dir}\n```' in game
+  path = sample_game.analyse(run_dir, stockfish_nodes=0, use_model=False)
+  assert path == run_dir / 'report' / 'sample_game.json'
+  analysis = sample_game.SampleGame.read(path)
+  assert (analysis.model_color, analysis.book_plies, [p['san'] for p in analysis.plies]) == (
+      'white', 2, ['e4', 'e5', 'Bc4', 'Nc6', 'Qh5', 'Nf6', 'Qxf7#'])
+  assert "Chosen as the model's longest win." in section(report.build(run_dir).markdown.read_text(), 'A sample game')
+
+
+def test_an_artefact_of_another_format_ends_the_report_with_one_line(tmp_path, capsys):
+  run_dir = tmp_path / 'run'
+  write_eval(run_dir)
+  old = run_dir / 'eval' / 'metrics.json'
+  old.write_text(json.dumps({'action_accuracy': 0.5}))  # Written before artefacts had a format.
+  with pytest.raises(SystemExit) as exit:
+    report_command.main(['--run_dir', str(run_dir)])
+  assert exit.value.code == 2
+  assert capsys.readouterr().err == f'error: {old}: not a searchless-evaluate file (no "format" field)\n'
+  with pytest.raises(SystemExit):
+    analyse_command.main(['--run_dir', str(run_dir)])  # No match yet.
+  assert capsys.readouterr().err.startswith(f'error: no games to analyse: {run_dir}/match/games.pgn is missing')
 
 
 def test_not_run_sections_show_the_commands_the_demo_recorded(tmp_path):
@@ -455,30 +506,33 @@ def test_not_run_sections_show_the_commands_the_demo_recorded(tmp_path):
   run_dir.mkdir()
   recorded = 'searchless-annotate --input games.pgn --output_dir run/data --limit nodes=777'
   (run_dir / 'commands.json').write_text(json.dumps({'annotate': recorded}))
-  assert report.commands(run_dir)['annotate'] == recorded
-  report.build(run_dir, annotate_game=False, stockfish_nodes=0)
+  assert report_context.commands(run_dir)['annotate'] == recorded
+  report.build(run_dir)
   assert f'```sh\n{recorded}' in section((run_dir / 'report' / 'report.md').read_text(), 'Dataset')
 
 
 def test_the_fresh_model_beside_the_pretrained_one(tmp_path):
   run_dir = tmp_path / 'run'
-  for name, accuracy, tau, solved in (('eval', 0.25, 0.3, None), ('eval_pretrained', 0.5, 0.6, None),
-                                      ('puzzles', None, None, 3), ('puzzles_pretrained', None, None, 7)):
-    (run_dir / name).mkdir(parents=True)
-    if solved is None:
-      (run_dir / name / 'metrics.json').write_text(json.dumps({'action_accuracy': accuracy, 'kendall_tau': tau}))
-    else:
-      (run_dir / name / 'summary.json').write_text(json.dumps({'accuracy': solved / 10, 'solved': solved, 'n': 10}))
-  (run_dir / 'match').mkdir()
+  for name, accuracy, tau in (('eval', 0.25, 0.3), ('eval_pretrained', 0.5, 0.6)):
+    artefacts.EvaluationMetrics(
+        action_accuracy=accuracy, kendall_tau=tau, kendall_tau_reference_argsort=None, log_loss=None, l2_win_prob=None,
+        entropy=None, boards=10, kendall_tau_boards=10, dropped_boards=0, policy='action_value', checkpoint=name,
+        data='test', seconds=1.0).write(run_dir / name / 'metrics.json')
+  for name, solved in (('puzzles', 3), ('puzzles_pretrained', 7)):
+    artefacts.PuzzleSummary(agent=name, agent_spec='', puzzles='p.csv', n=10, solved=solved, accuracy=solved / 10,
+                            band_width=200, bands=[], seconds=1.0).write(run_dir / name / 'summary.json')
   pair = lambda a, b, aw, d, bw: {'a': a, 'b': b, 'games': aw + d + bw, 'a_wins': aw, 'draws': d, 'b_wins': bw}
-  (run_dir / 'match' / 'results.json').write_text(json.dumps({
-      'agents': [{'name': 'searchless', 'spec': 'checkpoint:run/train,name=searchless'},
-                 {'name': 'pretrained', 'spec': 'checkpoint:pretrained,name=pretrained'},
-                 {'name': 'sf', 'spec': 'stockfish:nodes=50,name=sf'}],
-      'pairs': [pair('searchless', 'pretrained', 0, 1, 3), pair('searchless', 'sf', 1, 0, 3),
-                pair('pretrained', 'sf', 2, 2, 0)]}))
-  md = section(report.build(run_dir, annotate_game=False, stockfish_nodes=0).with_name('report.md').read_text(),
-               'Beside the pretrained model')
+  artefacts.MatchResults(
+      games_file='games.pgn', games=12, played_this_run=12, workers=1, wall_seconds=1.0, games_per_minute=None,
+      agents=[{'name': 'searchless', 'spec': f'checkpoint:{run_dir}/train,name=searchless'},
+              {'name': 'pretrained', 'spec': 'checkpoint:pretrained,name=pretrained'},
+              {'name': 'sf', 'spec': 'stockfish:nodes=50,name=sf'}],
+      adjudication={}, scores={},
+      pairs=[pair('searchless', 'pretrained', 0, 1, 3), pair('searchless', 'sf', 1, 0, 3),
+             pair('pretrained', 'sf', 2, 2, 0)],
+      terminations={}, endings={}, anchors={}, elo=None, elo_table=None, elo_error=None,
+  ).write(run_dir / 'match' / 'results.json')
+  md = section(report.build(run_dir).markdown.read_text(), 'Beside the pretrained model')
   for row in ('| Action accuracy (test boards) | 25.0% | 50.0% |', "| Kendall's tau-b | 0.300 | 0.600 |",
               '| Puzzles solved | 30.0% (3/10) | 70.0% (7/10) |', '| Against `sf` | +1 =0 -3 (25.0%) | +2 =2 -0 (75.0%) |',
               '| Head to head | +0 =1 -3 | +3 =1 -0 |'):

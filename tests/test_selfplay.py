@@ -1,4 +1,4 @@
-"""Self-play game generation (searchless.selfplay, pipelines.selfplay) and the bundled sample games."""
+"""Self-play game generation (searchless.data.selfplay, searchless.commands.selfplay) and the bundled sample games."""
 
 import collections
 import io
@@ -10,9 +10,10 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from pipelines import selfplay as selfplay_pipeline
-from searchless import pgn
-from searchless import selfplay
+from searchless.commands import selfplay as selfplay_pipeline
+from searchless.data import pgn
+from searchless.data import selfplay
+from searchless.engines import launch
 
 SAMPLE_GAMES = pathlib.Path(__file__).resolve().parent.parent / 'data' / 'sample_games.pgn'
 SAMPLE_PLAYER = 'Stockfish 15.1 (nodes=10000, multipv=4, temperature=50cp)'
@@ -148,23 +149,28 @@ def test_max_plies_draw(stockfish):
 @pytest.mark.engine
 def test_pipeline_writes_parsable_pgn(stockfish, tmp_path):
   out = tmp_path / 'sub' / 'games.pgn'
-  summary = selfplay_pipeline.run(['--output', str(out), '--num_games', '2', '--seed', '5', '--nodes', '500',
-                                   '--max_plies', '16', '--engine_path', stockfish])
-  assert summary['games'] == 2 and summary['output'] == str(out)
+  summary = selfplay.run(str(out), num_games=2, seed=5, nodes=500, max_plies=16, engine_path=stockfish, progress=False)
+  assert summary.games == 2 and summary.output == str(out)
   raws = list(pgn.iter_raw_games(str(out)))
   assert len(raws) == 2
   parsed = [pgn.parse_game(raw) for raw in raws]
   assert all(isinstance(g, pgn.Game) for g in parsed)
-  assert sum(len(g.fens) - 1 for g in parsed) == summary['plies']
-  assert sum(summary['results'].values()) == 2
+  assert sum(len(g.fens) - 1 for g in parsed) == summary.plies
+  assert sum(summary.results.values()) == 2
   # Same as the library with the same settings.
   expected = [_pgn(g) for g in selfplay.play_games(stockfish, 2, seed=5, limit=chess.engine.Limit(nodes=500), max_plies=16)]
   assert [_pgn(g) for g in _read_all(out.read_text())] == expected
 
 
-def test_pipeline_without_engine_exits(tmp_path):
-  with pytest.raises(SystemExit, match='not found or not executable'):
-    selfplay_pipeline.run(['--output', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
+def test_pipeline_without_engine_exits(tmp_path, capsys):
+  with pytest.raises(launch.EngineNotFound, match='not found or not executable'):
+    selfplay.run(str(tmp_path / 'x.pgn'), engine_path=str(tmp_path / 'no-engine'))
+  with pytest.raises(SystemExit) as exit:
+    selfplay_pipeline.main(['--output', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
+  assert exit.value.code == 2
+  err = capsys.readouterr().err
+  assert err.startswith('error: engine binary') and 'not found or not executable' in err and err.count('\n') == 1
+  assert not (tmp_path / 'x.pgn').exists()
 
 
 # --- The bundled sample games -----------------------------------------------------------------

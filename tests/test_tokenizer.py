@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from searchless import tokenizer
+from searchless.core import tokenizer
 
 
 def _vectors(compat):

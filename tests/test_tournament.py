@@ -1,4 +1,4 @@
-"""Tournaments (searchless.tournament): game rules with scripted agents, real engine games, resume, Elo."""
+"""Tournaments (searchless.evaluation.tournament): game rules with scripted agents, real engine games, resume, Elo."""
 
 import io
 import json
@@ -12,8 +12,9 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from searchless import openings
-from searchless import tournament
+from searchless.commands import tournament as tournament_command
+from searchless.evaluation import openings
+from searchless.evaluation import tournament
 
 GARBAGE_UCI = pathlib.Path(__file__).resolve().parent / 'fake_engines' / 'garbage_uci.py'
 START = openings.Opening('start', chess.STARTING_FEN)
@@ -155,7 +156,7 @@ def test_anchor_names_with_equals_signs():
 def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
   (tmp_path / 'o.epd').write_text(chess.Board().epd() + '\n')
   with pytest.raises(SystemExit) as exit_info:
-    tournament.main([*argv, '--openings', str(tmp_path / 'o.epd'), '--out', str(tmp_path / 'out'), '--no_progress'])
+    tournament_command.main([*argv, '--openings', str(tmp_path / 'o.epd'), '--out', str(tmp_path / 'out'), '--no_progress'])
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: ') and message in err and err.count('\n') == 1
@@ -163,7 +164,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
 
 def test_cli_needs_openings(tmp_path, capsys):
   with pytest.raises(SystemExit):
-    tournament.main(['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=1,name=Y',
+    tournament_command.main(['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=1,name=Y',
                      '--out', str(tmp_path)])
   assert 'give either --openings FILE... or --make_openings N' in capsys.readouterr().err
 
@@ -192,7 +193,7 @@ for line in sys.stdin:
 ''')
   g1, g2, d = (tournament.Entrant(n, f'uci:{path},nodes=1,name={n}') for n, path in (
       ('G1', garbage), ('G2', garbage), ('D', dying)))
-  worker = tournament._Worker(NO_EVAL, 'test')
+  worker = tournament.Worker(NO_EVAL, 'test')
   try:
     games = [_pgn(chess.pgn.read_game(io.StringIO(worker.play(tournament.Task(1, w, b, START)))))
              for w, b in ((g1, g2), (d, g1), (g1, d))]
@@ -257,7 +258,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
           '--agent', f'stockfish:nodes=1000,elo=1350,path={wrapper},name=sf-elo1350',
           '--openings', str(shared_data / 'openings' / 'a.tsv'), '--games_per_pair', '4', '--seed', '0',
           '--workers', '2', '--out', str(out), '--max_plies', '60', '--engine', wrapper, '--no_progress']
-  tournament.main(argv)
+  tournament_command.main(argv)
   stdout = capsys.readouterr().out
   # Two workers, each with both agents and an adjudicating engine.
   assert _starts(log) == 6
@@ -286,7 +287,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
 
   # A rerun plays nothing and starts no engine.
   before = (out / 'games.pgn').read_text()
-  tournament.main(argv)
+  tournament_command.main(argv)
   assert _starts(log) == 6
   assert (out / 'games.pgn').read_text() == before
   assert json.loads((out / 'results.json').read_text())['played_this_run'] == 0
@@ -294,7 +295,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
   # A crash that cut the last game: it is dropped and replayed, the others kept.
   text = before.rstrip('\n')
   (out / 'games.pgn').write_text(text[:len(text) - 40])
-  tournament.main(argv)
+  tournament_command.main(argv)
   err = capsys.readouterr().err
   assert 'dropped 1 incomplete game(s)' in err
   results = json.loads((out / 'results.json').read_text())

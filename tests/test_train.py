@@ -11,12 +11,12 @@ import jax
 import numpy as np
 import pytest
 
-from searchless import checkpoint
-from searchless import config as config_lib
-from searchless import train
+from searchless.training import checkpoint
+from searchless.training import config as config_lib
+from searchless.training import train
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TINY = str(ROOT / 'configs' / 'tiny.py')
+TINY = 'tiny'
 # A very small model and batch so a step takes milliseconds on a CPU.
 SMALL = ['model.embedding_dim=32', 'model.num_layers=1', 'model.num_heads=2', 'data.batch_size=16',
          'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']
@@ -38,7 +38,7 @@ def _losses(workdir):
 @pytest.mark.parametrize('packed', [False, True], ids=['per_move', 'board_packed'])
 def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
   if packed:
-    config = config_lib.load(str(ROOT / 'configs' / 'tiny_packed.py'), SMALL + [f'data.train={board_bag}',
+    config = config_lib.load('tiny_packed', SMALL + [f'data.train={board_bag}',
                                                                                   'train.num_steps=6'])
   else:
     config = small_config(av_bag, 'train.num_steps=6')
@@ -70,7 +70,7 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
 
 
 def _run_cli(workdir, data, *extra, env=None, steps=8):
-  cmd = [sys.executable, '-m', 'searchless.train', '--config', TINY, '--workdir', str(workdir), '--data', data,
+  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(workdir), '--data', data,
          *SMALL, f'train.num_steps={steps}', *extra]
   return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
 
@@ -96,7 +96,7 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
   port = _free_port()
-  cmd = lambda i: [sys.executable, '-m', 'searchless.train', '--config', TINY, '--workdir', str(tmp_path / 'run'),
+  cmd = lambda i: [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(tmp_path / 'run'),
                    '--data', av_bag, '--coordinator', f'127.0.0.1:{port}', '--num_processes', '2',
                    '--process_id', str(i), *SMALL, 'train.num_steps=6']
   procs = [subprocess.Popen(cmd(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
@@ -113,7 +113,7 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
 
 def test_fsdp_rule_shards_the_largest_divisible_dimension():
   from jax.sharding import PartitionSpec as P
-  from searchless import sharding
+  from searchless.training import sharding
   assert sharding._spec((1968, 64), 2) == P('fsdp', None)
   assert sharding._spec((64, 256), 4) == P(None, 'fsdp')
   assert sharding._spec((3,), 2) == P()
@@ -124,7 +124,8 @@ def test_fsdp_rule_shards_the_largest_divisible_dimension():
 
 
 def test_periodic_evaluation_reports_loss_and_action_accuracy(tmp_path, av_bag):
-  from searchless import bags, metrics
+  from searchless.core import bags
+  from searchless.evaluation import metrics
   config = small_config(av_bag, 'train.num_steps=4', 'train.eval_every=2', 'train.eval_records=300',
                         f'data.eval={av_bag}')
   train.train(config, tmp_path)

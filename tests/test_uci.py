@@ -14,10 +14,11 @@ import numpy as np
 import psutil
 import pytest
 
-from searchless import player as player_lib
-from searchless import policy as policy_lib
-from searchless import uci
-from searchless import values
+from searchless.commands import uci as uci_command
+from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
+from searchless.play import uci
+from searchless.core import values
 
 from conftest import write_checkpoint
 
@@ -371,9 +372,10 @@ def test_repetition_is_scored_as_a_draw(factory):
   assert not lines[-2].startswith('info depth 1 seldepth 1 multipv 1 score cp 0 ')
 
 
-def test_main_rejects_a_missing_checkpoint(tmp_path):
-  with pytest.raises(SystemExit, match='error: .*does not exist'):
-    uci.main(['--checkpoint', str(tmp_path / 'missing')])
+def test_main_rejects_a_missing_checkpoint(tmp_path, capsys):
+  with pytest.raises(SystemExit):
+    uci_command.main(['--checkpoint', str(tmp_path / 'missing')])
+  assert re.match('error: .*does not exist', capsys.readouterr().err)
 
 
 def test_checkpoint_policy_reads_the_config_only(model_checkpoint, bc_checkpoint, compat):
@@ -392,7 +394,7 @@ def compilation_cache(tmp_path_factory):
 
 
 def command(path, *extra):
-  return [sys.executable, '-m', 'searchless.uci', '--checkpoint', str(path), *extra]
+  return [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(path), *extra]
 
 
 def popen_uci(path, *extra) -> tuple[chess.engine.SimpleEngine, float]:

@@ -1,10 +1,9 @@
 import json
 
 import chess.engine
-import numpy as np
 import pytest
 
-from searchless import values
+from searchless.core import values
 
 
 @pytest.fixture(scope='module')

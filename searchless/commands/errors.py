@@ -1,0 +1,48 @@
+"""How every console command fails: a bad input ends it with one line on stderr, not a traceback.
+
+Each command's `main(argv)` parses its flags and calls the library's typed
+`run(...)` inside `one_line_errors()`:
+
+    def main(argv: Sequence[str] | None = None) -> None:
+      args = _parser().parse_args(argv)
+      with errors.one_line_errors():
+        result = library.run(args.input, limit=args.limit)
+      print(result)
+
+A user's mistake (a missing file, a bad value, an engine that will not start or
+dies) becomes ``error: <message>`` and exit status 2; a bug still shows its
+traceback.
+
+>>> try:
+...   with one_line_errors():
+...     raise FileNotFoundError('games.pgn: no such file')
+... except SystemExit as exit:
+...   exit.code
+2
+"""
+
+from collections.abc import Iterator
+import contextlib
+import sys
+from typing import NoReturn
+
+import chess.engine
+
+# Errors that a user's input or environment causes; anything else is a bug and keeps its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    FileNotFoundError, ValueError, OSError, chess.engine.EngineError, chess.engine.EngineTerminatedError)
+
+
+def fail(message: object, status: int = 2) -> NoReturn:
+  """Ends the command with ``error: <message>`` (one line) on stderr and exit `status`."""
+  print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
+  raise SystemExit(status)
+
+
+@contextlib.contextmanager
+def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
+  """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`."""
+  try:
+    yield
+  except (*USER_ERRORS, *extra) as error:
+    fail(error)

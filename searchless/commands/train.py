@@ -1,0 +1,45 @@
+"""``searchless-train``: train (or resume) a transformer from a config.
+
+    searchless-train --config tiny --workdir runs/tiny --data 'out/train/action_value*' \\
+        --eval_data out/test/action_value_data.bag train.num_steps=800
+
+The library does the work (`searchless.training.train.run`); rerunning resumes.
+"""
+
+import argparse
+from collections.abc import Sequence
+
+from searchless.commands import errors
+from searchless.training import config as config_lib
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog='searchless-train', description=__doc__.split('\n\n')[0])
+  p.add_argument('--config', required=True,
+                 help=f'a shipped config ({", ".join(config_lib.names())}) or a .py file with get_config()')
+  p.add_argument('--workdir', required=True, help='all outputs go here; rerun to resume')
+  p.add_argument('--data', default=None, help='training records: bag file, @N spec or glob (sets data.train)')
+  p.add_argument('--eval_data', default=None, help='held-out records (sets data.eval)')
+  p.add_argument('--distributed', action='store_true',
+                 help='multi-host with auto-detected cluster (Cloud TPU pods, SLURM): jax.distributed.initialize()')
+  p.add_argument('--coordinator', default=None, help='multi-host: jax.distributed coordinator host:port')
+  p.add_argument('--num_processes', type=int, default=None, help='multi-host: number of processes')
+  p.add_argument('--process_id', type=int, default=None, help='multi-host: this process')
+  p.add_argument('overrides', nargs='*', help='key=value config overrides, type-checked, e.g. optim.learning_rate=3e-4')
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parser().parse_args(argv)
+  from searchless.training import train  # JAX only once the flags parse.
+  with errors.one_line_errors():
+    summary = train.run(args.config, args.workdir, data=args.data, eval_data=args.eval_data,
+                        overrides=args.overrides, distributed=args.distributed, coordinator=args.coordinator,
+                        num_processes=args.num_processes, process_id=args.process_id)
+  state = 'complete' if summary.complete else 'stopped'
+  print(f'{state} at step {summary.step}/{summary.num_steps} ({summary.num_params:,} parameters); '
+        f'summary: {args.workdir}/summary.json')
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,46 @@
+"""``searchless-uci``: a checkpoint as a UCI engine for any chess GUI (`searchless.play.uci`).
+
+    searchless-uci --checkpoint DIR [--policy P] [--dtype auto|float32|bfloat16]
+                   [--temperature T] [--threads N] [--seed S] [--compilation_cache DIR]
+
+Speaks UCI on stdin/stdout until ``quit`` or the end of input; logs go to stderr.
+"""
+
+import argparse
+from collections.abc import Sequence
+import logging
+import sys
+
+from searchless.commands import errors
+from searchless.play import policy as policy_lib
+from searchless.play import uci
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog='searchless-uci',
+                              description='A UCI engine over a checkpoint: the searchless player behind any chess GUI.')
+  p.add_argument('--checkpoint', required=True, help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).")
+  p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's (published: action_value).")
+  p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
+                 help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')
+  p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
+  p.add_argument('--threads', type=int, default=None, help='Default of the Threads option (default: all available CPUs).')
+  p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
+  p.add_argument('--compilation_cache', metavar='DIR', default=uci.default_cache_dir(),
+                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes"
+                      " ('' turns it off).")
+  p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parser().parse_args(argv)
+  logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
+                      format='%(asctime)s %(name)s %(levelname)s: %(message)s')
+  with errors.one_line_errors():
+    uci.run(args.checkpoint, policy=args.policy, dtype=args.dtype, temperature=args.temperature,
+            threads=args.threads, seed=args.seed, compilation_cache=args.compilation_cache)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,32 @@
+"""9M action-value model (8 layers, d=256, 8 heads): the paper's smallest main model.
+
+Run (on the ChessBench training bags, or your own annotated ones):
+
+    searchless-train --config 9m --workdir runs/9m \\
+        --data 'chessbench/train/action_value-*_data.bag'
+
+(set data.eval to 'chessbench/test/action_value_data.bag' for periodic evaluation).
+
+Paper fidelity: architecture, 128 return buckets, log loss, Adam at a constant
+1e-4, batch 4096, global-norm clip 1.0, EMA 0.99 and 10M steps (2.67 epochs of
+the 15.32B action-values) are the paper's and the reference code's; the published
+9M checkpoint is its step 6,400,000. Ours only: bfloat16 matmuls on
+GPU/TPU (`train.compute_dtype`; 'float32' for the reference's precision), the
+evaluation/checkpoint cadence and loader workers.
+
+Should reach: the published 9M model's test loss and play: compare with it
+directly (`searchless.training.checkpoint.load_model('checkpoints/9M')`) and with the 9M
+row of the paper's Table 1 (the weakest of the three sizes; 270M is the one at
+Lichess blitz Elo 2895). Cost: 1.38 GFLOPs per sequence forward
+(`model.flops_per_sequence`), so ~1.7e20 training FLOPs (3x forward) for 10M steps of 4096.
+"""
+
+import ml_collections
+
+from searchless.training import config as config_lib
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = config_lib.base()
+  c.data.worker_count = 16  # A small model eats records fast.
+  return c

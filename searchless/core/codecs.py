@@ -1,0 +1,251 @@
+"""Fast byte decoders of bag records: a whole batch at once, and which kind a bag holds.
+
+`records` defines the record kinds and their Beam coders; this module reads
+the same bytes without Beam, in bulk, for the training loader:
+
+* `decode_batch`: a batch of encoded ChessBench records (``action_value``,
+  ``state_value``, ``behavioral_cloning``) -> `Columns`, with array operations
+  over the joined bytes (`decode_one` is the exact per-record path);
+* `decode_boards`: encoded ``board_value`` records -> `records.BoardValue`;
+* `check_kind`: whether a bag holds records of the kind a job expects, with an
+  error that says what the records are instead.
+
+A record that cannot be decoded raises `BadRecord`, which names its position
+in the batch.
+
+The layout of each ChessBench kind is Beam's ``TupleCoder``: every component
+but the last is nested (a string gets a varint length prefix), the last string
+is the rest of the record, and a float is 8 big-endian bytes either way.
+
+>>> fen = '8/8/8/8/8/8/8/K1k5 w - - 0 1'
+>>> columns = decode_batch('state_value', [records.encode('state_value', (fen, 0.25))])
+>>> columns.fens == [fen], columns.moves, columns.win_probs.tolist()
+(True, None, [0.25])
+"""
+
+from collections.abc import Sequence
+import os
+import struct
+import typing
+from typing import NamedTuple
+
+import bagz
+import numpy as np
+
+from searchless.core import bags
+from searchless.core import moves
+from searchless.core import records
+
+# The TupleCoder layout of each kind: 'str' = StrUtf8Coder, 'float' = FloatCoder.
+# Every component but the last is nested (a str gets a varint length prefix); the
+# last str is the rest of the record. A float is 8 big-endian bytes either way.
+LAYOUTS = {
+    'action_value': ('str', 'str', 'float'),
+    'state_value': ('str', 'float'),
+    'behavioral_cloning': ('str', 'str'),
+}
+
+
+def check_policy(kind: str) -> None:
+  """Raises ValueError unless `kind` is one of the three ChessBench kinds (a policy's records).
+
+  >>> check_policy('state_value')
+  >>> check_policy('board_value')
+  Traceback (most recent call last):
+  ...
+  ValueError: unknown policy / record kind 'board_value'; expected one of ('action_value', 'state_value', 'behavioral_cloning')
+  """
+  if kind not in LAYOUTS:
+    raise ValueError(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')
+
+
+class BadRecord(ValueError):
+  """A record of a batch that cannot be decoded or turned into a sequence."""
+
+  def __init__(self, position: int, reason: str):
+    super().__init__(f'record {position} of the batch: {reason}')
+    self.position = position
+    self.reason = reason
+
+
+class Columns(NamedTuple):
+  """A decoded batch, one entry per record; fields a kind lacks are None."""
+
+  fens: list[str]  # [B]
+  moves: list[str] | None  # [B] action_value, behavioral_cloning
+  win_probs: np.ndarray | None  # [B] float64; action_value, state_value
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+  """Reads Beam's unsigned LEB128 varint at `pos`; returns (value, next position)."""
+  value, shift = 0, 0
+  while True:
+    if pos >= len(data):
+      raise ValueError('truncated length prefix')
+    byte = data[pos]
+    pos += 1
+    value |= (byte & 0x7F) << shift
+    if not byte & 0x80:
+      return value, pos
+    shift += 7
+    if shift >= 70:
+      raise ValueError('length prefix longer than 10 bytes')
+
+
+def decode_one(kind: str, data: bytes) -> tuple:
+  """Decodes one record exactly (the slow path of `decode_batch`); strict about trailing bytes.
+
+  Unlike Beam's decoder it rejects bytes left over after the last component, so a
+  record of another kind is not silently misread.
+
+  >>> decode_one('action_value', records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)))
+  ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)
+  >>> decode_one('state_value', records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)))
+  Traceback (most recent call last):
+  ...
+  ValueError: 5 bytes left after the last component
+  """
+  layout = LAYOUTS[kind]
+  fields, pos = [], 0
+  for i, component in enumerate(layout):
+    if component == 'float':
+      if pos + 8 > len(data):
+        raise ValueError(f'truncated: {len(data) - pos} bytes left for an 8-byte float')
+      fields.append(struct.unpack_from('>d', data, pos)[0])
+      pos += 8
+      continue
+    if i + 1 == len(layout):  # The last string is the rest of the record.
+      start, pos = pos, len(data)
+    else:
+      length, start = _read_varint(data, pos)
+      pos = start + length
+      if pos > len(data):
+        raise ValueError(f'truncated: a string of {length} bytes but {len(data) - start} left')
+    fields.append(data[start:pos].decode('utf-8'))
+  if pos != len(data):
+    raise ValueError(f'{len(data) - pos} bytes left after the last component')
+  return tuple(fields)
+
+
+def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
+  """Decodes a batch of encoded records of `kind` at once; raises `BadRecord`.
+
+  The common case (ASCII strings shorter than 128 bytes, so one-byte length
+  prefixes) is decoded with array operations over the joined bytes and one
+  latin-1 decode; any other record (or a malformed one) goes through
+  `decode_one`. Equal to `records.decode` field by field, floats bit for bit.
+
+  >>> data = [records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', m, p))
+  ...         for m, p in (('a1a2', 0.5), ('a1b1', 1.0))]
+  >>> decode_batch('action_value', data).moves, decode_batch('action_value', data).win_probs.tolist()
+  (['a1a2', 'a1b1'], [0.5, 1.0])
+  """
+  layout = LAYOUTS[kind]
+  count = len(raw)
+  lengths = np.fromiter(map(len, raw), dtype=np.int64, count=count)  # [B]
+  ends = np.cumsum(lengths)  # [B]
+  starts = ends - lengths  # [B]
+  joined = b''.join(raw)  # A list keeps trailing NUL bytes that an 'S' array would drop.
+  total = len(joined)
+  buf = np.frombuffer(joined + bytes(8), dtype=np.uint8)  # [total + 8], padded for gathers
+  high = np.zeros(total + 1, dtype=np.int64)  # high[i] = bytes >= 0x80 in joined[:i]
+  np.cumsum(buf[:total] >= 0x80, out=high[1:])
+
+  def is_ascii(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    return high[np.clip(end, 0, total)] == high[np.clip(begin, 0, total)]
+
+  ok = np.ones(count, dtype=bool)  # [B] records the vectorised path decodes
+  pos = starts.copy()  # [B] where the next field starts
+  spans, floats = [], []
+  for i, component in enumerate(layout):
+    if component == 'float':
+      ok &= pos + 8 <= ends
+      at = np.clip(pos, 0, total)[:, None] + np.arange(8)  # [B, 8]
+      floats.append(buf[at].view('>f8')[:, 0].astype(np.float64))
+      pos = pos + 8
+    elif i + 1 == len(layout):  # The last string runs to the end of the record.
+      ok &= (pos <= ends) & is_ascii(pos, ends)
+      spans.append((pos, ends))
+      pos = ends
+    else:
+      ok &= pos < ends
+      length = buf[np.clip(pos, 0, total)].astype(np.int64)  # One-byte varints only.
+      begin, pos = pos + 1, pos + 1 + length
+      ok &= (length < 0x80) & (pos <= ends) & is_ascii(begin, pos)
+      spans.append((begin, pos))
+  ok &= pos == ends
+
+  text = joined.decode('latin-1')  # One char per byte: offsets stay valid.
+  strings = [[text[a:b] for a, b in zip(begin.tolist(), end.tolist())] for begin, end in spans]
+  for position in np.flatnonzero(~ok).tolist():
+    try:
+      fields = decode_one(kind, raw[position])
+    except (ValueError, UnicodeDecodeError) as e:
+      raise BadRecord(position, f'cannot decode as {kind}: {e}') from None
+    for column, value in zip(strings, [f for f, c in zip(fields, layout) if c == 'str']):
+      column[position] = value
+    for column, value in zip(floats, [f for f, c in zip(fields, layout) if c == 'float']):
+      column[position] = value
+  return Columns(
+      fens=strings[0],
+      moves=strings[1] if len(strings) > 1 else None,
+      win_probs=floats[0] if floats else None,
+  )
+
+
+def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
+  """Encoded board_value records -> records; raises `BadRecord` naming the record.
+
+  >>> board = records.BoardValue('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2',), (0.5,), 0.5)
+  >>> decode_boards([records.encode('board_value', board)]) == [board]
+  True
+  """
+  out = []
+  for position, data in enumerate(raw):
+    try:
+      out.append(typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, data)))
+    except ValueError as e:
+      raise BadRecord(position, f'cannot decode as board_value: {type(e).__name__}: {e}') from None
+  return out
+
+
+# --------------------------------------------------------------------------------------
+# Which kind a bag holds.
+
+
+def _fits(kind: str, data: bytes) -> bool:
+  if kind == records.BOARD_VALUE:
+    try:
+      board = typing.cast(records.BoardValue, records.decode(kind, data))
+    except ValueError:
+      return False
+    return len(board.moves) == len(board.win_probs) and all(m in moves.MOVE_TO_ACTION for m in board.moves)
+  try:
+    fields = decode_one(kind, data)
+  except (ValueError, UnicodeDecodeError):
+    return False
+  return LAYOUTS[kind][1] != 'str' or fields[1] in moves.MOVE_TO_ACTION
+
+
+def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> None:
+  """Raises ValueError unless the first, middle and last records of `spec` are `policy` records.
+
+  `policy` is a record kind: one of the three policies, or board_value.
+  `reader` is `spec` already opened (else it is opened here).
+  """
+  if policy != records.BOARD_VALUE:
+    check_policy(policy)
+  reader = bags.reader(spec) if reader is None else reader
+  count = len(reader)
+  for index in sorted({0, count // 2, count - 1} - {-1}):
+    data = reader[index]
+    if _fits(policy, data):
+      continue
+    found = [kind for kind in records.ALL_KINDS if kind != policy and _fits(kind, data)]
+    what = f'a {found[0]} record' if found else f'not a ChessBench record ({data[:40]!r}...)'
+    named = [k for k in records.ALL_KINDS if k in os.path.basename(spec.split(',')[0])]
+    hint = f' (the file name says {named[0]})' if named and named[0] != policy else ''
+    convert = (' (searchless-convert SPEC DIR --to board makes board records from action-value records)'
+               if policy == records.BOARD_VALUE else '')
+    raise ValueError(f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'
+                     f' but record {index} of {spec!r} is {what}{hint}{convert}')

@@ -1,0 +1,157 @@
+"""Running the annotation graph: runner options, progress, and the manifest it leaves.
+
+`run` builds a Beam pipeline around `annotate.AnnotateGames`, runs it (the
+DirectRunner with one worker process per core by default, or any runner that
+`beam_args` names) and writes ``OUTPUT_DIR/manifest.json``
+(`artefacts.AnnotationManifest`) from the pipeline's counters.
+"""
+
+from collections.abc import Sequence
+import json
+import logging
+import os
+import shutil
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
+
+from searchless.core import artefacts
+from searchless.core import bags
+from searchless.core import records
+from searchless.data import annotate
+from searchless.data import manifest as manifest_lib
+from searchless.data import pgn
+from searchless.data import progress as progress_lib
+from searchless.engines import annotator as engine_lib
+
+
+def _is_local_direct(options: PipelineOptions) -> bool:
+  runner = options.view_as(StandardOptions).runner
+  return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
+
+
+def _outputs(out: str, splits: list[str]) -> dict:
+  found = {}
+  for split in splits:
+    for kind in records.ALL_KINDS:
+      try:
+        spec = bags.find(FileSystems.join(out, split), kind)
+      except FileNotFoundError:
+        continue
+      found[f'{split}/{kind}'] = {'files': spec.split(','), 'records': len(bags.reader(spec))}
+  return found
+
+
+def _read_lines(path: str) -> list[str]:
+  if not FileSystems.exists(path):
+    return []
+  with FileSystems.open(path) as f:
+    return [line for line in f.read().decode('utf-8').splitlines() if line]
+
+
+def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,
+        beam_args: Sequence[str] = (), progress: bool = True,
+        command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
+  """Runs the job; returns the manifest (also written to OUTPUT_DIR/manifest.json).
+
+  `command` is recorded in the manifest (default: this process's command line).
+  """
+  annotate.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
+  pipeline_options = PipelineOptions(list(beam_args))
+  local = _is_local_direct(pipeline_options)
+  joined = ' '.join(beam_args)
+  if local:
+    direct = pipeline_options.view_as(DirectOptions)
+    if '--direct_running_mode' not in joined:
+      direct.direct_running_mode = 'multi_processing'
+    if not direct.direct_num_workers:
+      direct.direct_num_workers = os.cpu_count() or 1
+    if '--default_sdk_harness_log_level' not in joined:
+      pipeline_options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
+    if not os.access(engine_config.path, os.X_OK):
+      raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
+                              '(Debian: apt-get install stockfish) or pass --engine_path')
+    # Beam's local job service relays the workers' start-up warnings; they are noise here.
+    logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
+  progress_dir = annotate.new_progress_dir() if local and progress else None
+  bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
+
+  start = time.time()
+  pipeline = beam.Pipeline(options=pipeline_options)
+  graph = annotate.AnnotateGames(options, engine_config, progress_dir)
+  _ = pipeline | 'Annotate' >> graph
+  if bar:
+    bar.start()
+  try:
+    result = pipeline.run()
+    result.wait_until_finish()
+  finally:
+    if bar and progress_dir:
+      bar.stop()
+      shutil.rmtree(progress_dir, ignore_errors=True)
+  wall = time.time() - start
+  return _write_manifest(result, options, engine_config, graph, wall, command)
+
+
+def _write_manifest(result, options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig,
+                    graph: annotate.AnnotateGames, wall: float,
+                    command: Sequence[str] | None) -> artefacts.AnnotationManifest:
+  counts = manifest_lib.counters(result, annotate.NAMESPACE)
+  engines_path = FileSystems.join(options.output_dir, '_engines.jsonl')
+  engine_ids = [json.loads(line) for line in _read_lines(engines_path)]
+  if FileSystems.exists(engines_path):
+    FileSystems.delete([engines_path])
+  per_split = {}
+  for split in graph.split_names:
+    per_split[split] = {name: counts.get(f'{name}/{split}', 0) for name in (
+        'boards_seen', 'boards', 'boards_annotated', 'boards_failed', 'terminal_boards', 'action_values')}
+  test_boards = per_split.get('test', {}).get('boards', 0) + counts.get('test_boards_dropped', 0)
+  overlap = counts.get('test_boards_in_train', 0)
+  manifest = artefacts.AnnotationManifest(
+      code=manifest_lib.code_version(),
+      command=list(command) if command is not None else manifest_lib.command_line(),
+      inputs=graph.inputs,
+      output_dir=options.output_dir,
+      engine={**engine_config.describe(), 'id': engine_ids},
+      games={
+          'read': counts.get('games_read', 0),
+          'kept': counts.get('games_kept', 0),
+          'skipped': {reason: counts.get(f'games_skipped/{reason}', 0)
+                      for reason in pgn.SKIP_REASONS if counts.get(f'games_skipped/{reason}')},
+          'corrupt_input_files': counts.get('corrupt_input_files', 0),
+          'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
+                      'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games,
+                      'sample_games': options.sample_games},
+      },
+      split={
+          'test_fraction': graph.test_fraction, 'by': 'test_input files' if options.test_input else 'hash of game',
+          'dedup_by': options.dedup_by, 'drop_test_overlap': options.drop_test_overlap,
+          'test_boards_in_train': overlap,
+          'test_boards_in_train_fraction': overlap / test_boards if test_boards else None,
+      },
+      splits=per_split,
+      engine_restarts=counts.get('engine_restarts', 0),
+      outputs=_outputs(options.output_dir, graph.split_names),
+      timings={'wall_seconds': round(wall, 3), **manifest_lib.distributions(result, annotate.NAMESPACE)},
+  )
+  manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))
+  return manifest
+
+
+def summary(manifest: artefacts.AnnotationManifest) -> str:
+  """A few human lines about a finished job."""
+  g = manifest.games
+  lines = [f"games: {g['read']} read, {g['kept']} kept" + (f", skipped {g['skipped']}" if g['skipped'] else '')]
+  for split, c in manifest.splits.items():
+    lines.append(f"{split}: {c['boards']} boards, {c['action_values']} action-values, {c['boards_failed']} failed, "
+                 f"{c['terminal_boards']} terminal")
+  s = manifest.split
+  if s['test_boards_in_train_fraction'] is not None:
+    lines.append(f"test boards also in train: {s['test_boards_in_train']} ({100 * s['test_boards_in_train_fraction']:.1f}%)")
+  e = manifest.engine
+  lines.append(f"engine: {', '.join(i.get('name', '?') for i in e['id'])} | {e['mode']} {e['limit']} | "
+               f"restarts {manifest.engine_restarts}")
+  lines.append(f"wall time: {manifest.timings['wall_seconds']:.1f} s")
+  return '\n'.join(lines)

@@ -1,0 +1,142 @@
+"""Board-level records: a whole board (every legal move's value) in one record.
+
+A `records.BoardValue` holds a board's FEN, every legal move with the mover's
+win probability after it, and the board's own value. It carries exactly what
+the three ChessBench datasets carry for that board, with the FEN stored once:
+
+* action_value: one (fen, move, win_prob) per move;
+* state_value: (fen, state_value);
+* behavioral_cloning: (fen, best move), the highest-valued move (the first in
+  the board's move order among equals). A checkmate or stalemate board has no
+  moves, so no action-value or behavioral-cloning record.
+
+Moves are kept in the reference order (by action index), so a board's record
+does not depend on the order its action-value records came in.
+
+>>> fen = '7k/8/8/8/8/8/8/K7 w - - 0 1'
+>>> board = from_action_values(fen, [('a1b2', 0.5), ('a1a2', 0.4), ('a1b1', 0.5)])
+>>> board.moves, board.state_value
+(('a1b1', 'a1a2', 'a1b2'), 0.5)
+>>> to_chessbench(board)['behavioral_cloning']
+[BehavioralCloning(fen='7k/8/8/8/8/8/8/K7 w - - 0 1', move='a1b1')]
+>>> mismatch(fen, ['a1a2', 'a1b1'])
+'missing a1b2'
+
+The Beam transforms `GroupIntoBoards` and `BoardsToChessBench` convert whole
+datasets (any size, on any runner); `searchless.data.convert` runs them (`searchless-convert`).
+"""
+
+from collections.abc import Iterable, Sequence
+
+import apache_beam as beam
+import chess
+
+from searchless.core import moves as moves_lib
+from searchless.core import records
+
+BAD = 'bad'  # Tagged output of `GroupIntoBoards`: boards whose moves are not their legal moves.
+
+
+def mismatch(fen: str, moves: Sequence[str]) -> str | None:
+  """Why `moves` are not exactly the legal moves of `fen` (None when they are).
+
+  >>> mismatch('7k/8/8/8/8/8/8/K7 w - - 0 1', ['a1a2', 'a1b1', 'a1b2', 'a1b2'])
+  'repeated a1b2'
+  >>> mismatch('not a fen', [])
+  "invalid FEN: expected 'w' or 'b' for turn part of fen: 'not a fen'"
+  """
+  try:
+    board = chess.Board(fen)
+  except ValueError as e:
+    return f'invalid FEN: {e}'
+  legal = {m.uci() for m in board.legal_moves}
+  seen, repeated = set(), []
+  for move in moves:
+    if move in seen:
+      repeated.append(move)
+    seen.add(move)
+  reasons = []
+  if missing := sorted(legal - seen):
+    reasons.append('missing ' + ' '.join(missing[:8]) + (f' (+{len(missing) - 8})' if len(missing) > 8 else ''))
+  if extra := sorted(seen - legal):
+    reasons.append('not legal ' + ' '.join(extra[:8]) + (f' (+{len(extra) - 8})' if len(extra) > 8 else ''))
+  if repeated:
+    reasons.append('repeated ' + ' '.join(sorted(set(repeated))[:8]))
+  return '; '.join(reasons) or None
+
+
+def from_action_values(fen: str, action_values: Iterable[tuple[str, float]],
+                       state_value: float | None = None) -> records.BoardValue:
+  """One board's (move, win_prob) pairs (any order) -> its record, moves in the reference order.
+
+  `state_value` defaults to the best move's value (0.5 for a board without
+  moves); the annotation pipeline passes its own search's value.
+  """
+  pairs = sorted(action_values, key=lambda mv: moves_lib.MOVE_TO_ACTION[mv[0]])
+  win_probs = tuple(float(p) for _, p in pairs)
+  if state_value is None:
+    state_value = max(win_probs) if win_probs else 0.5
+  return records.BoardValue(fen, tuple(m for m, _ in pairs), win_probs, float(state_value))
+
+
+def best_move(board: records.BoardValue) -> str | None:
+  """The highest-valued move (the first of equals in the board's order); None without moves."""
+  if not board.moves:
+    return None
+  best = max(range(len(board.moves)), key=lambda i: (board.win_probs[i], -i))
+  return board.moves[best]
+
+
+def to_chessbench(board: records.BoardValue) -> dict[str, list]:
+  """{kind: records} of the three ChessBench datasets for one board."""
+  best = best_move(board)
+  return {
+      'action_value': [records.ActionValue(board.fen, m, p) for m, p in zip(board.moves, board.win_probs)],
+      'state_value': [records.StateValue(board.fen, board.state_value)],
+      'behavioral_cloning': [] if best is None else [records.BehavioralCloning(board.fen, best)],
+  }
+
+
+class GroupIntoBoards(beam.PTransform):
+  """Action-value records -> `BoardValue` records (main output) and bad boards (`BAD`).
+
+  Records of one board may be anywhere in the input: they are grouped by FEN.
+  Optional state-value records (`state_values`, a PCollection of (fen, value))
+  give each board its own value; a board without one takes its best move's.
+  A board whose moves are not exactly its legal moves goes to the `BAD` output
+  as ``{'fen', 'reason', 'moves'}``.
+  """
+
+  def __init__(self, state_values: beam.PCollection | None = None):
+    super().__init__()
+    self._state_values = state_values
+
+  def expand(self, action_values):
+    keyed = {'av': action_values | 'ByFen' >> beam.Map(lambda r: (r[0], (r[1], r[2])))}
+    if self._state_values is not None:
+      keyed['sv'] = self._state_values | 'SvByFen' >> beam.Map(lambda r: (r[0], r[1]))
+
+    def to_board(fen_groups):
+      fen, groups = fen_groups
+      pairs = list(groups['av'])
+      svs = list(groups.get('sv', []))
+      if not pairs and not svs:
+        return
+      reason = mismatch(fen, [m for m, _ in pairs])
+      if reason is None and len(set(svs)) > 1:
+        reason = f'{len(svs)} different state values'
+      if reason is not None:
+        yield beam.pvalue.TaggedOutput(BAD, {'fen': fen, 'reason': reason, 'moves': len(pairs)})
+        return
+      yield from_action_values(fen, pairs, svs[0] if svs else None)
+
+    return (keyed | 'GroupByFen' >> beam.CoGroupByKey()
+            | 'ToBoards' >> beam.FlatMap(to_board).with_outputs(BAD, main='boards'))
+
+
+class BoardsToChessBench(beam.PTransform):
+  """`BoardValue` records -> {kind: PCollection} of the three ChessBench datasets."""
+
+  def expand(self, boards):
+    return {kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: to_chessbench(b)[k], kind)
+            for kind in records.KINDS}

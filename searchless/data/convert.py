@@ -1,0 +1,199 @@
+r"""Converting whole datasets between ChessBench records and board records, as a Beam job.
+
+``to='board'``: action-value records (ours or the published files; the records
+of one board may be anywhere in the input) -> ``OUTPUT_DIR/board_value_data.bag``,
+one record per board (`searchless.data.boards`). Each board's value comes from
+`state_values` (state-value records) when given, else from its best move. A
+board whose moves are not exactly its legal moves stops the job with its FEN and
+what is wrong (all of them listed in ``OUTPUT_DIR/bad_boards.jsonl``), unless
+`skip_bad_boards` (then they are counted and left out).
+
+``to='chessbench'``: board records -> ``OUTPUT_DIR/action_value_data.bag``,
+``state_value_data.bag`` and ``behavioral_cloning_data.bag``, named as the
+annotation pipeline names them.
+
+Exact both ways: action-value -> board -> action-value gives the same set of
+records with identical float values. `run` runs on the DirectRunner by default;
+any Beam runner with the usual options in `beam_args` (``--runner
+DataflowRunner ...``) for the published dataset's size. It writes
+``OUTPUT_DIR/convert.json`` (`ConversionSummary`: counts, bytes per
+action-value of input and output).
+
+>>> ConversionSummary.format_id(), ConversionSummary.FILE
+('searchless-convert/1', 'convert.json')
+>>> run('in.bag', 'out', to='tensors')
+Traceback (most recent call last):
+...
+ValueError: to must be one of ('board', 'chessbench'), got 'tensors'
+"""
+
+from collections.abc import Sequence
+import dataclasses
+import json
+import time
+from typing import Any, ClassVar
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from bagz.beam import bagzio
+
+from searchless.core import artefacts
+from searchless.core import bags
+from searchless.core import codecs
+from searchless.core import records
+from searchless.data import boards as boards_lib
+from searchless.data import manifest as manifest_lib
+
+TARGETS = ('board', 'chessbench')  # What `run` converts to.
+INPUT_KIND = {'board': 'action_value', 'chessbench': records.BOARD_VALUE}  # The record kind each target reads.
+BAD_BOARDS = 'bad_boards.jsonl'  # Boards whose moves are not their legal moves (to='board').
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionSummary(artefacts.Artefact):
+  """What a conversion read and wrote (``OUTPUT_DIR/convert.json``)."""
+
+  FORMAT: ClassVar[str] = 'searchless-convert'
+  FILE: ClassVar[str] = 'convert.json'
+
+  code: dict[str, Any]  # Package version, Python, git commit.
+  input: str  # The input bag spec.
+  output_dir: str  # Where the converted bags went.
+  to: str  # 'board' or 'chessbench'.
+  input_records: int  # Records in the input.
+  outputs: dict[str, dict[str, Any]]  # Per record kind written: files, records.
+  bad_boards: int  # Boards left out (to='board' with skip_bad_boards).
+  action_values: int  # Action values the data holds (input for 'board', output for 'chessbench').
+  bytes_per_action_value: dict[str, float]  # Of the action_value and the board_value records.
+  wall_seconds: float  # Wall-clock of the job.
+
+  def lines(self) -> str:
+    """A few human lines about the conversion."""
+    b = self.bytes_per_action_value
+    counts = ', '.join(f"{o['records']} {kind}" for kind, o in self.outputs.items())
+    bad = f', {self.bad_boards} bad boards left out' if self.bad_boards else ''
+    files = ', '.join(f for o in self.outputs.values() for f in o['files'])
+    return '\n'.join([
+        f'{self.input_records} records -> {counts}{bad}',
+        f"bytes per action-value: action_value {b['action_value']:.1f}, board_value {b['board_value']:.1f}"
+        f" ({b['action_value'] / b['board_value']:.2f}x smaller)",
+        f'wrote {files}; summary {FileSystems.join(self.output_dir, self.FILE)}'])
+
+
+class ReadRecords(beam.PTransform):
+  """A pipeline's root -> the `kind` records of bag `spec`, decoded to `records` types."""
+
+  def __init__(self, spec: str, kind: str):
+    super().__init__()
+    self._spec, self._kind = spec, kind
+
+  def expand(self, pbegin):
+    return (pbegin | 'Read' >> bagzio.ReadFromBagz(bags.expand(self._spec))
+            | 'Decode' >> beam.Map(lambda data, k: records.decode(k, data), self._kind))
+
+
+class WriteBadBoards(beam.PTransform):
+  """Bad boards (`boards.GroupIntoBoards`'s `BAD` output) -> ``OUTPUT_DIR/bad_boards.jsonl``."""
+
+  def __init__(self, output_dir: str):
+    super().__init__()
+    self._output_dir = output_dir
+
+  def expand(self, bad):
+    return (bad | 'ToJson' >> beam.Map(lambda b: json.dumps(b, sort_keys=True))
+            | 'Write' >> beam.io.WriteToText(FileSystems.join(self._output_dir, BAD_BOARDS.removesuffix('.jsonl')),
+                                             file_name_suffix='.jsonl', shard_name_template=''))
+
+
+def _size(spec: str) -> int:
+  paths = bags.expand(spec).split(',')
+  return sum(m.size_in_bytes for p in paths for m in FileSystems.match([p])[0].metadata_list)
+
+
+def _count_checking_kind(spec: str, kind: str) -> int:
+  """Number of records in `spec`; raises ValueError naming the spec unless they are `kind`."""
+  reader = bags.reader(spec)
+  if not len(reader):
+    raise ValueError(f'{spec!r} holds no records')
+  codecs.check_kind(spec, kind, reader)
+  return len(reader)
+
+
+def _read_bad_boards(output_dir: str) -> list[dict[str, Any]]:
+  with FileSystems.open(FileSystems.join(output_dir, BAD_BOARDS)) as f:
+    return [json.loads(line) for line in f.read().decode('utf-8').splitlines() if line]
+
+
+def run(input: str, output_dir: str, *, to: str, state_values: str | None = None,  # pylint: disable=redefined-builtin
+        skip_bad_boards: bool = False, num_shards: int = 1, compress: bool = False,
+        beam_args: Sequence[str] = ()) -> ConversionSummary:
+  """Converts the records of bag spec `input` into `output_dir` (see the module docstring).
+
+  Args:
+    input: bag spec of the input records: file, ``name@N_data.bag``, glob or comma list.
+    output_dir: where the converted bag(s), convert.json and bad_boards.jsonl go.
+    to: 'board' (action-value -> board records) or 'chessbench' (board records -> the three datasets).
+    state_values: to='board': state-value records giving each board its value (default: its best move's).
+    skip_bad_boards: to='board': leave out (and count) boards whose moves are not exactly their
+      legal moves, instead of raising ValueError.
+    num_shards: shards per output record set (1 = one ``<kind>_data.bag``).
+    compress: write zstd-compressed ``.bagz``.
+    beam_args: Beam pipeline options (``--runner ...``).
+
+  Returns:
+    The summary, also written to ``OUTPUT_DIR/convert.json``.
+  """
+  if to not in TARGETS:
+    raise ValueError(f'to must be one of {TARGETS}, got {to!r}')
+  if to == 'chessbench' and (state_values or skip_bad_boards):
+    raise ValueError('--state_values and --skip_bad_boards apply to --to board only')
+  in_records = _count_checking_kind(input, INPUT_KIND[to])
+  if state_values:
+    _count_checking_kind(state_values, 'state_value')
+  start = time.time()
+
+  with beam.Pipeline(options=PipelineOptions(list(beam_args))) as pipeline:
+    if to == 'board':
+      values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
+      grouped = (pipeline | 'Read[action_value]' >> ReadRecords(input, 'action_value')
+                 | 'GroupIntoBoards' >> boards_lib.GroupIntoBoards(values))
+      outputs = {records.BOARD_VALUE: grouped.boards}
+      _ = grouped[boards_lib.BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
+    else:
+      outputs = (pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE)
+                 | 'ToChessBench' >> boards_lib.BoardsToChessBench())
+    for kind, pcoll in outputs.items():
+      _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
+          bags.sink_path(output_dir, kind, num_shards, compress), coder=records.CODERS[kind])
+
+  written = {kind: bags.find(output_dir, kind) for kind in outputs}
+  counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}
+  bad = _read_bad_boards(output_dir) if to == 'board' else []
+  action_values = in_records if to == 'board' else counts['action_value']
+  board_spec = written.get(records.BOARD_VALUE, input)
+  av_spec = input if to == 'board' else written['action_value']
+  summary = ConversionSummary(
+      code=manifest_lib.code_version(),
+      input=input,
+      output_dir=output_dir,
+      to=to,
+      input_records=in_records,
+      outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
+      bad_boards=len(bad),
+      action_values=action_values,
+      bytes_per_action_value={
+          'action_value': _size(av_spec) / max(action_values, 1),
+          'board_value': _size(board_spec) / max(action_values, 1),
+      },
+      wall_seconds=round(time.time() - start, 3),
+  )
+  if bad and not skip_bad_boards:
+    FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
+    first = bad[0]
+    raise ValueError(
+        f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
+        f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
+        f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others')
+  summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
+  return summary

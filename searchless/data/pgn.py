@@ -1,0 +1,318 @@
+"""Stream games out of PGN files (plain, .zst, .bz2, .gz) and parse them to boards.
+
+Reading is split in two so a Beam pipeline can parallelise the expensive part:
+`iter_raw_games` streams the (possibly compressed) file and cuts it into the
+text of single games, cheaply and in constant memory; `parse_game` turns one
+game's text into its board states with python-chess, or into a `Skip` that
+says why the game is not used (and where it is).
+
+Paths go through Beam's `FileSystems`, so ``gs://`` and ``s3://`` inputs work
+wherever the matching Beam extra is installed.
+"""
+
+import bz2
+import dataclasses
+import gzip
+import hashlib
+import io
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+
+import chess
+import chess.pgn
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+import zstandard
+
+_CHUNK = 1 << 20
+RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
+
+# Reasons a game is not used; each is a Beam counter and a manifest entry.
+SKIP_REASONS = (
+    'variant',  # Variant tag other than Standard (chess960, crazyhouse, ...).
+    'illegal_move',  # A move that is illegal or ambiguous in its position.
+    'unparsable',  # Not a PGN game (bad FEN tag, no headers and no moves, ...).
+    'bad_encoding',  # Bytes that are not UTF-8 (garbage in the file).
+    'truncated',  # The game's text ends before its result (e.g. a cut file).
+    'filtered_elo',  # Outside --min_elo / --max_elo.
+    'filtered_speed',  # Time control not among --speeds.
+    'filtered_bot',  # A BOT account played (with --exclude_bots).
+)
+
+
+def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
+  """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
+  paths = []
+  for pattern in patterns:
+    matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not matched:
+      raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
+    paths += matched
+  return paths
+
+
+class CorruptInputError(IOError):
+  """A compressed input ends early or is corrupt; the message names the file."""
+
+
+def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
+  # zstandard's stream_reader ends silently on a truncated stream, so we
+  # decompress frame by frame and check that the last frame is complete.
+  dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+  dobj = dctx.decompressobj()
+  pending = False
+  while chunk := raw.read(_CHUNK):
+    while chunk:
+      try:
+        out = dobj.decompress(chunk)
+      except zstandard.ZstdError as e:
+        raise CorruptInputError(f'{path}: corrupt zstd data: {e}') from None
+      pending = True
+      if out:
+        yield out
+      if dobj.eof:
+        chunk, dobj, pending = dobj.unused_data, dctx.decompressobj(), False
+      else:
+        chunk = b''
+  if pending:
+    raise CorruptInputError(f'{path}: zstd stream is truncated (the file ends inside a frame)')
+
+
+def _stream_chunks(stream, path: str) -> Iterator[bytes]:
+  try:
+    while chunk := stream.read(_CHUNK):
+      yield chunk
+  except (EOFError, OSError, ValueError) as e:  # bz2/gzip truncation or corruption.
+    raise CorruptInputError(f'{path}: compressed stream is truncated or corrupt: {e}') from None
+
+
+def read_chunks(path: str) -> Iterator[bytes]:
+  """Yields the decompressed bytes of `path`, chosen by its extension."""
+  raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+  with raw:
+    lower = path.lower()
+    if lower.endswith(('.zst', '.zstd')):
+      yield from _zstd_chunks(raw, path)
+    elif lower.endswith('.bz2'):
+      yield from _stream_chunks(bz2.BZ2File(raw), path)
+    elif lower.endswith('.gz'):
+      yield from _stream_chunks(gzip.GzipFile(fileobj=raw), path)
+    else:
+      yield from _stream_chunks(raw, path)
+
+
+def _lines(path: str) -> Iterator[bytes]:
+  tail = b''
+  for chunk in read_chunks(path):
+    lines = (tail + chunk).split(b'\n')
+    tail = lines.pop()
+    yield from lines
+  if tail:
+    yield tail
+
+
+@dataclasses.dataclass(frozen=True)
+class RawGame:
+  """The text of one game and where it was found."""
+
+  path: str
+  line: int  # 1-based line of the game's first line in `path`.
+  text: str
+
+  @property
+  def location(self) -> str:
+    return f'{self.path}:{self.line}'
+
+
+def iter_raw_games(path: str) -> Iterator[RawGame]:
+  """Streams `path` and yields the text of each game, in file order.
+
+  A game starts at a tag line (``[...]``) that follows movetext or a blank
+  line after tags. Bytes that are not UTF-8 are replaced with U+FFFD (and the
+  game is later skipped as ``bad_encoding``).
+  """
+  lines: list[str] = []
+  start = 1
+  has_movetext = False
+  after_blank = False
+  for number, data in enumerate(_lines(path), start=1):
+    line = data.decode('utf-8', errors='replace').rstrip('\r')
+    # A game ends at the next tag section, or at the blank line after its movetext.
+    starts_game = line.startswith('[') and (has_movetext or after_blank)
+    if lines and line.strip() and (starts_game or (has_movetext and after_blank)):
+      yield RawGame(path, start, '\n'.join(lines) + '\n')
+      lines, start, has_movetext = [], number, False
+    if not lines and not line.strip():
+      start = number + 1
+      continue
+    lines.append(line)
+    stripped = line.strip()
+    after_blank = not stripped
+    if stripped and not stripped.startswith('['):
+      has_movetext = True
+  if any(l.strip() for l in lines):
+    yield RawGame(path, start, '\n'.join(lines) + '\n')
+
+
+def interleave_raw_games(paths: Sequence[str]) -> Iterator[RawGame]:
+  """The games of `paths`, the files interleaved game by game (first of each, second of each, ...)."""
+  streams = [iter_raw_games(path) for path in paths]
+  for group in itertools.zip_longest(*streams):
+    yield from (game for game in group if game is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class GameFilter:
+  """Which games to keep, besides requiring standard chess."""
+
+  min_elo: int | None = None  # Both players rated at least this.
+  max_elo: int | None = None  # Both players rated at most this.
+  speeds: tuple[str, ...] = ()  # Lichess speeds to keep, e.g. ('blitz', 'rapid'); () keeps all.
+  exclude_bots: bool = False  # Drop games with a BOT account.
+
+
+def speed(time_control: str) -> str:
+  """Lichess speed of a ``TimeControl`` tag (estimated time = base + 40 * increment).
+
+  >>> speed('180+0'), speed('600+5'), speed('-'), speed('15+0')
+  ('blitz', 'rapid', 'correspondence', 'ultrabullet')
+  """
+  try:
+    base, increment = (int(x) for x in time_control.split('+'))
+  except ValueError:
+    return 'correspondence' if time_control.strip() == '-' else 'unknown'
+  total = base + 40 * increment
+  for limit, name in ((29, 'ultrabullet'), (179, 'bullet'), (479, 'blitz'), (1499, 'rapid')):
+    if total <= limit:
+      return name
+  return 'classical'
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+  """A parsed, kept game: its board states in order (the final one included)."""
+
+  key: str  # Stable identity used for the train/test split.
+  location: str
+  fens: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+  reason: str  # One of SKIP_REASONS.
+  location: str
+  detail: str = ''
+
+
+class _BoardsVisitor(chess.pgn.BaseVisitor):
+  """Collects the mainline's boards; ignores variations and comments."""
+
+  def begin_game(self):
+    self.headers = {}
+    self.fens = []
+    self.errors = []
+    self.board = None
+    self.result_seen = False
+
+  def visit_header(self, tagname, tagvalue):
+    self.headers[tagname] = tagvalue
+
+  def end_headers(self):
+    variant = self.headers.get('Variant', 'Standard').strip().lower()
+    if variant not in ('standard', 'from position', ''):
+      return chess.pgn.SKIP
+    return None
+
+  def visit_board(self, board):
+    self.board = board
+
+  def begin_variation(self):
+    return chess.pgn.SKIP
+
+  def visit_move(self, board, move):
+    if not self.errors:
+      self.fens.append(board.fen())
+
+  def visit_result(self, result):
+    self.result_seen = True
+
+  def handle_error(self, error):
+    self.errors.append(error)
+
+  def result(self):
+    return self
+
+
+def _elo(headers: dict, tag: str) -> int | None:
+  try:
+    return int(headers.get(tag, ''))
+  except ValueError:
+    return None
+
+
+def _filtered(headers: dict, game_filter: GameFilter) -> str | None:
+  elos = [_elo(headers, 'WhiteElo'), _elo(headers, 'BlackElo')]
+  if game_filter.min_elo is not None and any(e is None or e < game_filter.min_elo for e in elos):
+    return 'filtered_elo'
+  if game_filter.max_elo is not None and any(e is None or e > game_filter.max_elo for e in elos):
+    return 'filtered_elo'
+  if game_filter.speeds and speed(headers.get('TimeControl', '-')) not in game_filter.speeds:
+    return 'filtered_speed'
+  if game_filter.exclude_bots and 'BOT' in (headers.get('WhiteTitle'), headers.get('BlackTitle')):
+    return 'filtered_bot'
+  return None
+
+
+_COMMENTS = re.compile(r'\{[^}]*\}|;[^\n]*')
+_MOVE_NUMBERS = re.compile(r'\b\d+\.+|[+#]')  # Also check and mate signs.
+
+
+def stray_movetext(text: str) -> str:
+  r"""What the movetext of a game's text holds that python-chess would silently ignore.
+
+  >>> stray_movetext('[Event "x"]\n\n1. e4 { [%clk 0:03:00] } e5 2. zz9 1-0')
+  'zz9'
+  """
+  movetext = '\n'.join(line for line in text.splitlines() if not line.startswith('['))
+  movetext = _MOVE_NUMBERS.sub(' ', _COMMENTS.sub(' ', movetext))
+  return ' '.join(chess.pgn.MOVETEXT_REGEX.sub(' ', movetext).split())
+
+
+def game_key(headers: dict, text: str) -> str:
+  """A stable id: the Lichess ``Site`` URL where there is one, else a text hash."""
+  site = headers.get('Site', '').strip()
+  if site.startswith(('http://', 'https://')):
+    return site
+  return 'sha1:' + hashlib.sha1(text.encode('utf-8')).hexdigest()
+
+
+def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | Skip:
+  """Parses one game's text into its boards, or says why it is skipped."""
+  if '\ufffd' in raw.text:
+    return Skip('bad_encoding', raw.location, 'bytes that are not UTF-8')
+  try:
+    visitor = chess.pgn.read_game(io.StringIO(raw.text), Visitor=_BoardsVisitor)
+  except Exception as e:  # python-chess raises on some malformed input.
+    return Skip('unparsable', raw.location, f'{type(e).__name__}: {e}')
+  if visitor is None:
+    return Skip('unparsable', raw.location, 'no game found')
+  headers = visitor.headers
+  if visitor.board is None:
+    if visitor.errors:
+      return Skip('unparsable', raw.location, str(visitor.errors[0]))
+    return Skip('variant', raw.location, headers.get('Variant', ''))
+  if not headers and not visitor.fens:
+    return Skip('unparsable', raw.location, 'neither tags nor moves')
+  if visitor.errors:
+    error = visitor.errors[0]
+    reason = 'illegal_move' if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError) else 'unparsable'
+    return Skip(reason, raw.location, str(error))
+  if stray := stray_movetext(raw.text):
+    return Skip('unparsable', raw.location, f'not PGN movetext: {stray[:80]!r}')
+  if not visitor.result_seen:
+    return Skip('truncated', raw.location, 'the movetext has no result token')
+  if filtered := _filtered(headers, game_filter):
+    return Skip(filtered, raw.location)
+  fens = visitor.fens + [visitor.board.fen()]
+  return Game(game_key(headers, raw.text), raw.location, tuple(fens))

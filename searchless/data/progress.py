@@ -1,0 +1,80 @@
+"""A one-line progress display for local (DirectRunner) annotation jobs.
+
+Workers write running totals to small JSON files (`annotate._Progress`); this
+thread sums them and redraws one line: boards done / total, boards/s,
+action-values/s and the ETA.
+"""
+
+import glob
+import json
+import os
+import sys
+import threading
+from typing import Any
+import time
+
+
+def _duration(seconds: float) -> str:
+  seconds = int(seconds)
+  return f'{seconds // 3600}h{seconds // 60 % 60:02d}m' if seconds >= 3600 else f'{seconds // 60}m{seconds % 60:02d}s'
+
+
+def summarize(directory: str) -> dict:
+  totals: dict[str, Any] = {'boards': 0, 'action_values': 0, 'failures': 0, 'total': None, 'workers': 0}
+  for path in glob.glob(os.path.join(directory, '*.json')):
+    totals['workers'] += 1
+    try:
+      with open(path) as f:
+        data = json.load(f)
+    except (OSError, ValueError):
+      continue  # Being replaced right now.
+    for key in ('boards', 'action_values', 'failures'):
+      totals[key] += data.get(key, 0)
+    if data.get('total') is not None:
+      totals['total'] = data['total']
+  return totals
+
+
+def line(totals: dict, elapsed: float) -> str:
+  done, total = totals['boards'] + totals['failures'], totals['total']
+  rate = totals['boards'] / elapsed if elapsed > 0 else 0.0
+  av_rate = totals['action_values'] / elapsed if elapsed > 0 else 0.0
+  text = f'annotate: {done}' + (f'/{total} boards ({100 * done / max(total, 1):.0f}%)' if total else ' boards')
+  text += f' | {rate:.2f} boards/s | {av_rate:.1f} action-values/s | failures {totals["failures"]}'
+  if total and rate > 0:
+    text += f' | ETA {_duration((total - done) / rate)}'
+  return text + f' | {_duration(elapsed)} elapsed'
+
+
+class ProgressThread(threading.Thread):
+  """Redraws the progress line every `interval` seconds until stopped."""
+
+  def __init__(self, directory: str, interval: float = 1.0, stream=sys.stderr):
+    super().__init__(daemon=True)
+    self._directory, self._interval, self._stream = directory, interval, stream
+    self._halt = threading.Event()
+    self._start_time = None
+    self.last = ''
+
+  def _draw(self, final=False):
+    totals = summarize(self._directory)
+    if self._start_time is None:
+      if not totals['workers'] and not final:
+        return  # Annotation has not started yet.
+      self._start_time = time.monotonic()
+    self.last = line(totals, time.monotonic() - self._start_time)
+    end = '\n' if final else ''
+    if self._stream.isatty():
+      self._stream.write('\r\x1b[K' + self.last + end)
+    elif final or int(time.monotonic()) % 10 == 0:
+      self._stream.write(self.last + '\n')
+    self._stream.flush()
+
+  def run(self):
+    while not self._halt.wait(self._interval):
+      self._draw()
+
+  def stop(self):
+    self._halt.set()
+    self.join()
+    self._draw(final=True)

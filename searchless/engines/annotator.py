@@ -1,0 +1,310 @@
+"""Value every legal move of a board with a UCI engine (Stockfish).
+
+`BoardAnnotator` owns one engine process. `annotate(fen)` returns the engine's
+win probability for every legal move, the board's own value and the best
+move. Faults are handled here, not by the caller: an engine that dies, hangs
+past its deadline or answers without a usable score is killed, restarted and
+the whole board retried (all moves again, so a board is never half-annotated);
+after `max_attempts` the board raises `BoardFailed`.
+
+Two ways to value the moves (`mode`):
+
+* ``per_move`` (the paper): one search per legal move, restricted to that move
+  (UCI ``go ... searchmoves <move>``), each at the full limit.
+* ``multipv``: one search with MultiPV = number of legal moves, which scores
+  every root move in a single search at the limit (much cheaper).
+* ``board``: one ordinary search of the board at the limit: its value and best
+  move only, no move values (``action_values`` is empty), for state-value and
+  behavioral-cloning data at one search per board.
+
+Every board is searched from a fresh engine state: ``ucinewgame`` (and
+``isready``) before each board clears Stockfish's hash and search histories,
+so with a node or depth limit and one thread a board's labels do not depend on
+which boards the same engine searched before it (any order, any number of
+workers, any machine gives identical records).
+
+Python-chess' asyncio engine API is used on a private event loop, so every
+search has a deadline whatever its limit (the synchronous wrapper has none for
+depth or node limits).
+"""
+
+import asyncio
+import dataclasses
+import os
+
+import chess
+import chess.engine
+
+from searchless.core import values
+from searchless.engines.launch import EngineNotFound, SearchLimit
+
+MODES = ('per_move', 'multipv', 'board')
+STATE_VALUE_SOURCES = ('search', 'best_move')
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+  """How to run the engine; recorded with every dataset made with it."""
+
+  path: str  # Engine binary (on the workers).
+  limit: SearchLimit  # Per move in `per_move` mode; per board in `multipv` and `board` modes.
+  mode: str = 'per_move'  # One of MODES.
+  threads: int = 1  # UCI Threads per engine process.
+  hash_mb: int = 16  # UCI Hash (MiB) per engine process.
+  state_value: str = 'search'  # 'search': own search of the board; 'best_move': the best move's value.
+  deadline: float = 30.0  # Seconds a search may take beyond its own time limit before the engine is restarted.
+  max_attempts: int = 3  # Tries per board (engine restarted between tries).
+
+  def __post_init__(self):
+    if self.mode not in MODES:
+      raise ValueError(f'mode must be one of {MODES}, got {self.mode!r}')
+    if self.state_value not in STATE_VALUE_SOURCES:
+      raise ValueError(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
+
+  def describe(self) -> dict:
+    return {
+        'path': self.path, 'limit': str(self.limit), 'mode': self.mode, 'threads': self.threads,
+        'hash_mb': self.hash_mb, 'state_value': self.state_value, 'deadline_s': self.deadline,
+        'max_attempts': self.max_attempts,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardAnnotation:
+  """The engine's view of one board; win probabilities are the mover's."""
+
+  fen: str
+  action_values: tuple[tuple[str, float], ...]  # (UCI move, win prob), legal-move order; () in `board` mode.
+  state_value: float
+  best_move: str | None  # None on terminal boards.
+
+
+class BoardFailed(RuntimeError):
+  """A board that failed `max_attempts` times; `reason` says how it last failed."""
+
+  def __init__(self, fen: str, reason: str, attempts: int):
+    super().__init__(f'{fen}: {reason} (after {attempts} attempts)')
+    self.fen, self.reason, self.attempts = fen, reason, attempts
+
+
+class _BadAnswer(Exception):
+  pass
+
+
+class _MoveSearch(chess.engine.BaseCommand):
+  """``position`` + ``go … searchmoves <move>``; the result is the last reported score.
+
+  The per-move hot loop of the paper's method (one search per legal move). It
+  runs as a python-chess command, so process handling, crash detection and
+  cancellation stay python-chess', but it skips the generic analysis
+  machinery (info parsing into dicts, per-call classes), which cost ~1% of
+  throughput at 50 ms per search (benchmarks/annotate_overhead.py).
+  Semantics match `analyse(board, limit, root_moves=[move])['score']`: the
+  score of the last ``info`` line before ``bestmove``.
+  """
+
+  def __init__(self, engine, position: str, go: str, move: str):
+    super().__init__(engine)
+    self._position, self._go, self._move = position, go, move
+    self._score: chess.engine.Score | None = None
+
+  def start(self) -> None:
+    self._engine.send_line(self._position)
+    self._engine.send_line(f'{self._go} searchmoves {self._move}')
+
+  def line_received(self, line: str) -> None:
+    if line.startswith('bestmove'):
+      best = line.split()[1:2]
+      if best != [self._move]:  # The only move it may search.
+        raise chess.engine.EngineError(f'engine answered {line!r} to searchmoves {self._move}')
+      self.result.set_result(self._score)
+      self.set_finished()
+    elif line.startswith('info') and ' score ' in line and not line.startswith('info string'):
+      tokens = line.split()
+      index = tokens.index('score')
+      try:
+        kind, value = tokens[index + 1], int(tokens[index + 2])
+      except (IndexError, ValueError):
+        raise chess.engine.EngineError(f'unparsable score in {line!r}') from None
+      if kind == 'cp':
+        self._score = chess.engine.Cp(value)
+      elif kind == 'mate':
+        self._score = chess.engine.Mate(value)
+      else:
+        raise chess.engine.EngineError(f'unknown score kind in {line!r}')
+
+  def cancel(self) -> None:
+    self._engine.send_line('stop')
+
+  def engine_terminated(self, exc: Exception) -> None:
+    self._handle_exception(exc)
+
+
+class _NewGame(chess.engine.BaseCommand):
+  """``ucinewgame`` + ``isready``: forget everything searched so far (hash, histories)."""
+
+  def start(self) -> None:
+    self._engine._ucinewgame()  # type: ignore[attr-defined]  # The UCI protocol's own: python-chess then sends no second one.
+    self._engine.send_line('isready')
+
+  def line_received(self, line: str) -> None:
+    if line.strip() == 'readyok':
+      self.result.set_result(None)
+      self.set_finished()
+
+  def engine_terminated(self, exc: Exception) -> None:
+    self._handle_exception(exc)
+
+
+def terminal_annotation(board: chess.Board) -> BoardAnnotation | None:
+  """Checkmate (0.0 for the mated side) and stalemate (0.5) need no engine."""
+  if board.is_checkmate():
+    return BoardAnnotation(board.fen(), (), 0.0, None)
+  if board.is_stalemate():
+    return BoardAnnotation(board.fen(), (), 0.5, None)
+  return None
+
+
+class BoardAnnotator:
+  """One engine process that annotates boards; restarts itself on faults."""
+
+  def __init__(self, config: EngineConfig):
+    self.config = config
+    self.restarts = 0  # Engine restarts after faults.
+    self.engine_id: dict[str, str] = {}
+    self._loop = asyncio.new_event_loop()
+    self._transport: asyncio.SubprocessTransport | None = None
+    self._engine: chess.engine.UciProtocol | None = None
+    self._limit = config.limit.to_chess()
+    self._go = f'go {config.limit.uci_go()}'
+    self._timeout = (config.limit.value if config.limit.kind == 'time' else 0.0) + config.deadline
+
+  @property
+  def pid(self) -> int | None:
+    return self._transport.get_pid() if self._transport else None
+
+  def start(self) -> None:
+    if not os.access(self.config.path, os.X_OK):
+      raise EngineNotFound(
+          f'engine binary {self.config.path!r} not found or not executable; install Stockfish'
+          ' (Debian: apt-get install stockfish) or pass --engine_path')
+    self._transport, self._engine = self._loop.run_until_complete(
+        asyncio.wait_for(chess.engine.popen_uci(self.config.path), self.config.deadline))
+    self.engine_id = dict(self._engine.id)
+    # UCI_AnalyseMode as python-chess' analyse() would set it on its first search: the
+    # same options for every search, the first board's included.
+    options = {'Threads': self.config.threads, 'Hash': self.config.hash_mb, 'UCI_AnalyseMode': True}
+    options = {k: v for k, v in options.items() if k in self._engine.options}
+    self._loop.run_until_complete(asyncio.wait_for(self._engine.configure(options), self.config.deadline))
+
+  def _kill(self) -> None:
+    if self._transport is not None:
+      try:
+        self._transport.kill()
+        self._transport.close()
+      except (ProcessLookupError, RuntimeError):
+        pass
+    self._transport = self._engine = None
+    # Let the loop process the child's exit so nothing is left behind.
+    self._loop.run_until_complete(asyncio.sleep(0))
+
+  def close(self) -> None:
+    if self._engine is not None:
+      try:
+        self._loop.run_until_complete(asyncio.wait_for(self._engine.quit(), 5))
+      except Exception:  # Whatever state it is in, make sure it is gone.
+        pass
+      self._kill()
+    if not self._loop.is_closed():
+      self._loop.close()
+
+  def __enter__(self):
+    self.start()
+    return self
+
+  def __exit__(self, *exc):
+    self.close()
+
+  def _protocol(self) -> chess.engine.UciProtocol:
+    if self._engine is None:
+      raise RuntimeError('the engine is not started')
+    return self._engine
+
+  async def _search(self, board, **kwargs):
+    return await asyncio.wait_for(self._protocol().analyse(board, self._limit, **kwargs), self._timeout)
+
+  async def _search_move(self, position: str, move: str) -> float:
+    score = await asyncio.wait_for(
+        self._protocol().communicate(lambda e: _MoveSearch(e, position, self._go, move)), self._timeout)
+    if score is None:
+      raise _BadAnswer('the engine gave no score')
+    return values.score_to_win_probability(score)
+
+  @staticmethod
+  def _win_prob(info: dict) -> float:
+    score = info.get('score')
+    if score is None:
+      raise _BadAnswer('the engine gave no score')
+    return values.score_to_win_probability(score.relative)
+
+  async def _annotate(self, board: chess.Board) -> BoardAnnotation:
+    moves = list(board.legal_moves)
+    # A fresh engine state per board: its labels must not depend on the boards before it.
+    await asyncio.wait_for(self._protocol().communicate(_NewGame), self.config.deadline)
+    if self.config.mode == 'board':
+      info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      if not info.get('pv'):
+        raise _BadAnswer('the engine gave no best move')
+      return BoardAnnotation(board.fen(), (), self._win_prob(info), info['pv'][0].uci())
+    if self.config.mode == 'per_move':
+      position = f'position fen {board.fen()}'
+      action_values = []
+      for move in moves:
+        action_values.append((move.uci(), await self._search_move(position, move.uci())))
+    else:
+      infos = await self._search(board, multipv=len(moves), info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      by_move = {}
+      for info in infos:
+        if info.get('pv'):
+          by_move[info['pv'][0]] = self._win_prob(info)
+      missing = [m.uci() for m in moves if m not in by_move]
+      if missing:
+        raise _BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
+      action_values = [(m.uci(), by_move[m]) for m in moves]
+    best_value = max(v for _, v in action_values)
+    if self.config.state_value == 'search':
+      info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+      state_value = self._win_prob(info)
+      engine_best = info['pv'][0].uci() if info.get('pv') else None
+    else:
+      state_value, engine_best = best_value, None
+    # The best move is the highest-valued one; among ties, the engine's own choice.
+    best_move = max(action_values, key=lambda mv: (mv[1], mv[0] == engine_best))[0]
+    return BoardAnnotation(board.fen(), tuple(action_values), state_value, best_move)
+
+  def annotate(self, fen: str) -> BoardAnnotation:
+    """Returns the annotation of `fen`; raises BoardFailed after max_attempts."""
+    board = chess.Board(fen)
+    if not board.is_valid():  # Engines may crash on impossible boards.
+      raise BoardFailed(fen, f'invalid position ({board.status()!r})', 0)
+    if (terminal := terminal_annotation(board)) is not None:
+      return terminal
+    reason = ''
+    for attempt in range(1, self.config.max_attempts + 1):
+      try:
+        if self._engine is None:
+          self.start()
+        return self._loop.run_until_complete(self._annotate(board))
+      except EngineNotFound:
+        raise
+      except asyncio.TimeoutError:
+        reason = f'no answer within the deadline ({self._timeout:g} s)'
+      except chess.engine.EngineTerminatedError as e:
+        reason = f'engine terminated: {e}'
+      except (chess.engine.EngineError, _BadAnswer) as e:
+        reason = f'bad engine answer: {e}'
+      except (OSError, ValueError, RuntimeError) as e:
+        reason = f'{type(e).__name__}: {e}'
+      self._kill()
+      self.restarts += 1
+    raise BoardFailed(fen, reason, self.config.max_attempts)

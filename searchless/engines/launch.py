@@ -1,0 +1,127 @@
+"""Finding, starting and configuring a UCI engine (Stockfish or any other): the one place that does.
+
+Every part of searchless that talks to an engine (the annotator, agents,
+adjudication, puzzle mining, openings, self-play, the report) finds its binary
+with `find_stockfish` / `require_stockfish`, parses its limit with
+`SearchLimit` and starts it with `open_engine`, so a missing or broken binary
+fails the same way everywhere (`EngineNotFound`, one line naming the path).
+
+>>> SearchLimit.parse('nodes=20000')
+SearchLimit(kind='nodes', value=20000)
+>>> str(SearchLimit.parse('time=0.05')), SearchLimit.parse('depth=9').uci_go()
+('time=0.05', 'depth 9')
+"""
+
+from collections.abc import Mapping
+import dataclasses
+import os
+import shutil
+
+import chess
+import chess.engine
+
+STOCKFISH_ENV = 'SEARCHLESS_STOCKFISH'  # Environment variable naming the Stockfish binary.
+DEFAULT_THREADS = 1  # UCI Threads: one per engine process (workers give the parallelism).
+DEFAULT_HASH_MB = 16  # UCI Hash (MiB) per engine process.
+HANG_SECONDS = 60.0  # Wall-clock cap on a node- or depth-limited search (python-chess sets none).
+_INSTALL_HINT = f'install it (Debian/Ubuntu: apt-get install stockfish) or set {STOCKFISH_ENV}'
+
+
+class EngineNotFound(FileNotFoundError):
+  """The engine binary is missing or cannot be started."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchLimit:
+  """One engine limit: ``time`` (seconds), ``depth`` (plies) or ``nodes``."""
+
+  kind: str
+  value: float
+
+  @classmethod
+  def parse(cls, text: str) -> 'SearchLimit':
+    """Parses ``time=0.05``, ``depth=12`` or ``nodes=20000``."""
+    kind, _, value = text.partition('=')
+    kind = kind.strip()
+    number: float
+    try:
+      if kind == 'time':
+        number = float(value)
+      elif kind in ('depth', 'nodes'):
+        number = int(value)
+      else:
+        raise ValueError
+      if number <= 0:
+        raise ValueError
+    except ValueError:
+      raise ValueError(f'bad engine limit {text!r}: expected time=SECONDS, depth=N or nodes=N with a positive value') from None
+    return cls(kind, number)
+
+  def to_chess(self, hang_seconds: float | None = None) -> chess.engine.Limit:
+    """The python-chess limit; `hang_seconds` also caps a node or depth search's wall-clock."""
+    limit = chess.engine.Limit(**{self.kind: self.value})  # type: ignore[arg-type]  # int for depth and nodes.
+    if hang_seconds is not None and self.kind != 'time':
+      limit.time = hang_seconds
+    return limit
+
+  def uci_go(self) -> str:
+    """The UCI ``go`` arguments of this limit (as python-chess would send them)."""
+    if self.kind == 'time':
+      return f'movetime {max(1, round(self.value * 1000))}'
+    return f'{self.kind} {self.value}'
+
+  def __str__(self) -> str:
+    return f'{self.kind}={self.value:g}'
+
+
+def find_stockfish() -> str | None:
+  """The Stockfish binary from $SEARCHLESS_STOCKFISH, PATH or /usr/games; None if there is none."""
+  for candidate in (os.environ.get(STOCKFISH_ENV), shutil.which('stockfish'), '/usr/games/stockfish'):
+    if candidate and os.access(candidate, os.X_OK):
+      return candidate
+  return None
+
+
+def require_stockfish(path: str | None = None) -> str:
+  """`path` if given, else the Stockfish `find_stockfish` finds; raises `EngineNotFound` if there is none."""
+  found = path or find_stockfish()
+  if found is None:
+    raise EngineNotFound(f'Stockfish not found: {_INSTALL_HINT}')
+  return found
+
+
+def resolve(path: str) -> str:
+  """`path` as found on PATH or in /usr/games (where Debian installs engines), else unchanged."""
+  return shutil.which(path) or shutil.which(path, path='/usr/games') or path
+
+
+def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,
+                options: Mapping[str, str | int | bool | None] | None = None) -> chess.engine.SimpleEngine:
+  """Starts a UCI engine (default: Stockfish) with Threads and Hash set (where it has them) and `options`.
+
+  Raises `EngineNotFound` when the binary cannot be started and `ValueError` when
+  the engine rejects one of `options` (the process is closed first).
+  """
+  binary = resolve(require_stockfish(path))
+  try:
+    engine = chess.engine.SimpleEngine.popen_uci(binary)
+  except (FileNotFoundError, PermissionError, OSError) as error:
+    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error}') from None
+  wanted = {'Threads': threads, 'Hash': hash_mb}
+  try:
+    engine.configure({k: v for k, v in wanted.items() if k in engine.options})
+    if options:
+      engine.configure(dict(options))
+  except chess.engine.EngineError as error:
+    name = engine.id.get('name', binary)
+    close_engine(engine)
+    raise ValueError(f'{name}: {error}') from None
+  return engine
+
+
+def close_engine(engine: chess.engine.SimpleEngine) -> None:
+  """Quits `engine`, killing it when it no longer answers."""
+  try:
+    engine.quit()
+  except (chess.engine.EngineTerminatedError, chess.engine.EngineError, TimeoutError):
+    engine.close()

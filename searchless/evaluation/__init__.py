@@ -1,0 +1,1 @@
+"""Measuring a model: metrics, puzzles, test suites, openings, Elo and tournaments."""

@@ -1,0 +1,323 @@
+"""Opening positions for tournaments: read, made by Stockfish, written.
+
+An `Opening` is where the agents start playing: a name, the position (FEN) and,
+when it is known, the line of UCI moves that leads there from the standard
+start (so the game's PGN and the repetition rules see the whole history; an
+opening given only as a position has ``moves == ()``).
+
+Readers (`read_openings`, by extension):
+
+* ``.pgn``: each game's mainline end position (its moves too, unless the game
+  starts from a ``FEN`` tag); named by its ``ECO`` and ``Opening`` tags;
+* ``.epd``: one position per line, named by its ``id`` operation;
+* ``.tsv``: Lichess' chess-openings tables (columns ``eco``, ``name``, ``pgn``
+  with SAN movetext such as ``1. e4 e5 2. Nf3``).
+
+Positions where the game is over (named openings such as "Barnes Opening:
+Fool's Mate" end in checkmate) are left out. Errors say which file and line.
+`make_openings` makes the project's own varied, balanced openings with
+Stockfish (see there); `write_openings` writes EPD or PGN.
+
+>>> opening = opening_from_san('1. Nh3', name='Amar Opening', eco='A00')
+>>> opening.moves, opening.fen
+(('g1h3',), 'rnbqkbnr/pppppppp/8/8/8/7N/PPPPPPPP/RNBQKB1R b KQkq - 1 1')
+>>> opening.board().move_stack, opening.title
+([Move.from_uci('g1h3')], 'A00 Amar Opening')
+>>> Opening('empty centre', chess.STARTING_FEN).board().fen() == chess.STARTING_FEN
+True
+"""
+
+import csv
+import os
+import random
+import re
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import chess
+import chess.engine
+import chess.pgn
+
+from searchless.engines import launch
+
+FORMATS = ('.pgn', '.epd', '.tsv')
+TSV_COLUMNS = ('eco', 'name', 'pgn')
+_MOVE_NUMBER = re.compile(r'^\d+\.(\.\.)?$')
+_RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
+_MATE_CP = 100_000  # Centipawn value of "mate in 0" when ranking MultiPV moves.
+
+
+class Opening(NamedTuple):
+  name: str
+  fen: str  # The position the agents start from.
+  moves: tuple[str, ...] = ()  # UCI moves from the standard start to `fen`; () if only the position is known.
+  eco: str = ''  # ECO code, when known.
+
+  @property
+  def title(self) -> str:
+    """'ECO name' (or just the name)."""
+    return f'{self.eco} {self.name}' if self.eco else self.name
+
+  def board(self) -> chess.Board:
+    """The start position, with the opening's moves on its move stack when known."""
+    if not self.moves:
+      return chess.Board(self.fen)
+    board = chess.Board()
+    for uci in self.moves:
+      board.push_uci(uci)
+    return board
+
+
+def opening_from_board(board: chess.Board, name: str, eco: str = '') -> Opening:
+  """The opening ending at `board` (its moves when it started from the standard position)."""
+  from_start = board.root().fen() == chess.STARTING_FEN
+  moves = tuple(m.uci() for m in board.move_stack) if from_start else ()
+  return Opening(name, board.fen(), moves, eco)
+
+
+def opening_from_san(movetext: str, *, name: str = '', eco: str = '') -> Opening:
+  """An opening from SAN movetext from the standard start ('1. e4 e5 2. Nf3'); ValueError if illegal."""
+  board = chess.Board()
+  for token in movetext.split():
+    if _MOVE_NUMBER.match(token) or token in _RESULTS:
+      continue
+    token = re.sub(r'^\d+\.+', '', token)  # '1.e4' written without a space.
+    try:
+      board.push_san(token)
+    except ValueError as error:
+      raise ValueError(f'bad move {token!r} after {board.ply()} plies: {error}') from None
+  return opening_from_board(board, name or movetext, eco)
+
+
+class _LineReader:
+  """A text stream that counts lines (for error messages of the PGN reader)."""
+
+  def __init__(self, stream):
+    self._stream = stream
+    self.line = 0  # Lines read so far.
+
+  def readline(self) -> str:
+    text = self._stream.readline()
+    if text:
+      self.line += 1
+    return text
+
+
+def _read_pgn(path: str) -> list[Opening]:
+  openings: list[Opening] = []
+  with open(path, encoding='utf-8-sig') as f:
+    reader = _LineReader(f)
+    while True:
+      start = reader.line + 1
+      game = chess.pgn.read_game(reader)  # type: ignore[call-overload]  # It only calls readline().
+      if game is None:
+        return openings
+      if game.errors:
+        raise ValueError(f'{path}:{start}: bad game: {game.errors[0]}')
+      board = game.end().board()
+      if board.is_game_over():
+        continue  # Checkmate or stalemate: nothing left to play.
+      headers = game.headers
+      name = headers.get('Opening', '?')
+      if name == '?':
+        name = headers.get('Event', '?')
+      if name == '?':
+        name = f'{os.path.basename(path)} #{len(openings) + 1}'
+      eco = headers.get('ECO', '')
+      openings.append(opening_from_board(board, name, '' if eco == '?' else eco))
+
+
+def _read_epd(path: str) -> list[Opening]:
+  openings = []
+  with open(path, encoding='utf-8-sig') as f:
+    for number, text in enumerate(f, 1):
+      text = text.strip()
+      if not text or text.startswith('#'):
+        continue
+      try:
+        board, ops = chess.Board.from_epd(text)
+      except ValueError as error:
+        raise ValueError(f'{path}:{number}: bad EPD line: {error}') from None
+      if not board.is_valid():
+        raise ValueError(f'{path}:{number}: invalid position ({board.status()!r}): {text}')
+      if board.is_game_over():
+        continue
+      name = str(ops.get('id') or f'{os.path.basename(path)}:{number}')
+      openings.append(Opening(name, board.fen(), (), str(ops.get('eco') or '')))
+  return openings
+
+
+def _read_tsv(path: str) -> list[Opening]:
+  openings = []
+  with open(path, encoding='utf-8-sig', newline='') as f:
+    rows = csv.reader(f, delimiter='\t')
+    header = next(rows, None)
+    if header is None or [h.strip() for h in header[:3]] != list(TSV_COLUMNS):
+      raise ValueError(f'{path}:1: expected the header {chr(9).join(TSV_COLUMNS)!r}, got {header!r}')
+    for number, row in enumerate(rows, 2):
+      if not any(cell.strip() for cell in row):
+        continue
+      if len(row) != 3:
+        raise ValueError(f'{path}:{number}: expected 3 tab-separated columns (eco, name, pgn), got {len(row)}')
+      eco, name, movetext = (cell.strip() for cell in row)
+      try:
+        opening = opening_from_san(movetext, name=name, eco=eco)
+      except ValueError as error:
+        raise ValueError(f'{path}:{number}: {error}') from None
+      if opening.board().is_game_over():
+        continue  # E.g. 'Barnes Opening: Fool's Mate'.
+      openings.append(opening)
+  return openings
+
+
+def read_openings(path: str | os.PathLike) -> list[Opening]:
+  """The openings of a .pgn, .epd or .tsv file (see the module docstring)."""
+  path = os.fspath(path)
+  extension = os.path.splitext(path)[1].lower()
+  readers = {'.pgn': _read_pgn, '.epd': _read_epd, '.tsv': _read_tsv}
+  if extension not in readers:
+    raise ValueError(f'{path}: unknown openings format {extension!r}: expected one of {", ".join(FORMATS)}')
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'openings file not found: {path}')
+  openings = readers[extension](path)
+  if not openings:
+    raise ValueError(f'{path}: no openings in the file')
+  return openings
+
+
+def sample_openings(openings: Sequence[Opening], n: int, *, seed: int = 0) -> list[Opening]:
+  """`n` openings drawn without replacement (seeded), in their original order; all if n >= len.
+
+  >>> sample_openings('abcdef', 3, seed=0), sample_openings('ab', 5)
+  (['a', 'd', 'f'], ['a', 'b'])
+  """
+  if n < 0:
+    raise ValueError(f'cannot sample {n} openings')
+  if n >= len(openings):
+    return list(openings)
+  return [openings[i] for i in sorted(random.Random(seed).sample(range(len(openings)), n))]
+
+
+def write_openings(openings: Iterable[Opening], path: str | os.PathLike) -> int:
+  """Writes openings as EPD (positions, named by `id`) or PGN (moves, or a FEN start); returns the count.
+
+  PGN keeps the move history, EPD only the position (as ``ce``-less EPD with ``id`` and ``eco``).
+  """
+  path = os.fspath(path)
+  extension = os.path.splitext(path)[1].lower()
+  if extension not in ('.epd', '.pgn'):
+    raise ValueError(f'{path}: can write .epd or .pgn openings, not {extension!r}')
+  count = 0
+  with open(path, 'w', encoding='utf-8') as f:
+    for opening in openings:
+      board = opening.board()
+      if extension == '.epd':
+        ops = {'id': opening.name} | ({'eco': opening.eco} if opening.eco else {})
+        f.write(board.epd(**ops) + '\n')  # type: ignore[arg-type]  # EPD operations, not the flags.
+      else:
+        game = chess.pgn.Game.from_board(board)
+        game.headers['Event'] = 'searchless openings'
+        game.headers['Round'] = str(count + 1)
+        if opening.eco:
+          game.headers['ECO'] = opening.eco
+        game.headers['Opening'] = opening.name
+        f.write(game.accept(chess.pgn.StringExporter()) + '\n\n')
+      count += 1
+  return count
+
+
+def _mover_cp(info: chess.engine.InfoDict, turn: chess.Color) -> int:
+  return info['score'].pov(turn).score(mate_score=_MATE_CP)
+
+
+def make_openings(n: int, *, plies: int = 8, seed: int = 0, engine_path: str | None = None,
+                  limit: str = 'nodes=2000', max_eval_cp: int = 100, multipv: int = 4, window_cp: int = 50,
+                  max_attempts: int | None = None, hash_mb: int = 16) -> list[Opening]:
+  """`n` distinct balanced openings of `plies` plies from the standard start, made with Stockfish.
+
+  Line k (k = 0, 1, ...) is drawn with ``random.Random(f'{seed}:{k}')``: at each
+  ply Stockfish searches the position with MultiPV `multipv` at `limit`, and a
+  move is chosen uniformly among those scored within `window_cp` of the best.
+  A line is kept when its end position, searched afresh at `limit`, scores
+  within ±`max_eval_cp` (no mate) for White, the game is not over on the way,
+  and its position (EPD: pieces, side, castling, en passant) is new. Searches
+  run with Threads=1 and a cleared hash (``ucinewgame``) before every line and
+  before every final evaluation, so with a node or depth limit the result
+  depends on the seed only, and ``make_openings(m)`` is a prefix of
+  ``make_openings(n)`` for m < n. Raises ValueError when `max_attempts` lines
+  (default 20 n + 100) do not give `n` openings.
+  """
+  if n < 0 or plies < 1 or multipv < 1 or window_cp < 0 or max_eval_cp < 0:
+    raise ValueError(f'make_openings needs n >= 0, plies >= 1, multipv >= 1, window_cp >= 0 and '
+                     f'max_eval_cp >= 0; got n={n}, plies={plies}, multipv={multipv}, window_cp={window_cp}, '
+                     f'max_eval_cp={max_eval_cp}')
+  search_limit = launch.SearchLimit.parse(limit).to_chess()
+  path = launch.require_stockfish(engine_path)
+  attempts = max_attempts if max_attempts is not None else 20 * n + 100
+  openings: list[Opening] = []
+  seen: set[str] = set()
+  engine = launch.open_engine(path, hash_mb=hash_mb)
+  try:
+    for k in range(attempts):
+      if len(openings) == n:
+        break
+      board = _random_line(engine, search_limit, random.Random(f'{seed}:{k}'), plies, multipv, window_cp,
+                           game=(seed, k, 'line'))
+      if board is None or board.epd() in seen:
+        continue
+      info = engine.analyse(board, search_limit, game=(seed, k, 'eval'))
+      centipawns = info['score'].white().score()  # None for a mate.
+      if centipawns is None or abs(centipawns) > max_eval_cp:
+        continue
+      seen.add(board.epd())
+      movetext = chess.Board().variation_san(board.move_stack)
+      openings.append(opening_from_board(board, movetext))
+  finally:
+    engine.quit()
+  if len(openings) < n:
+    raise ValueError(f'only {len(openings)} of {n} balanced openings after {attempts} lines: allow a larger '
+                     f'max_eval_cp or window_cp, or fewer plies')
+  return openings
+
+
+def _random_line(engine: chess.engine.SimpleEngine, limit: chess.engine.Limit, rng: random.Random, plies: int,
+                 multipv: int, window_cp: int, game: object) -> chess.Board | None:
+  """`plies` moves, each uniform among the engine's near-best MultiPV moves; None if the game ends."""
+  board = chess.Board()
+  for _ in range(plies):
+    width = min(multipv, board.legal_moves.count())
+    infos = engine.analyse(board, limit, multipv=width, game=game)
+    scored = [(info['pv'][0], _mover_cp(info, board.turn)) for info in infos if info.get('pv') and 'score' in info]
+    if not scored:
+      raise chess.engine.EngineError(f'the engine returned no scored move for {board.fen()}')
+    best = max(cp for _, cp in scored)
+    candidates = sorted((move for move, cp in scored if cp >= best - window_cp), key=chess.Move.uci)
+    board.push(rng.choice(candidates))
+    if board.is_game_over(claim_draw=True):
+      return None
+  return board
+
+
+def run(*, out: str | os.PathLike, num: int | None = None, source: str | os.PathLike | None = None,
+        sample: int | None = None, plies: int = 8, seed: int = 0, engine_path: str | None = None,
+        limit: str = 'nodes=2000', max_eval_cp: int = 100, multipv: int = 4, window_cp: int = 50) -> int:
+  """Makes `num` balanced openings (`make_openings`), or reads `source` (`sample` of them drawn with `seed`).
+
+  Writes them to `out` (.epd or .pgn, `write_openings`); returns how many.
+  """
+  if os.path.splitext(os.fspath(out))[1].lower() not in ('.epd', '.pgn'):
+    raise ValueError(f'--out must end in .epd or .pgn, got {os.fspath(out)!r}')
+  if source is not None:
+    if num is not None:
+      raise ValueError('give --num (make openings) or --from (read them), not both; --sample N with --from')
+    openings = read_openings(source)
+    if sample is not None:
+      openings = sample_openings(openings, sample, seed=seed)
+  else:
+    if num is None:
+      raise ValueError('give --num N (make openings) or --from FILE (read them)')
+    if sample is not None:
+      raise ValueError('--sample goes with --from')
+    openings = make_openings(num, plies=plies, seed=seed, engine_path=engine_path, limit=limit,
+                             max_eval_cp=max_eval_cp, multipv=multipv, window_cp=window_cp)
+  return write_openings(openings, out)

@@ -1,0 +1,283 @@
+r"""Mine Lichess-style puzzles ("only move" tactics) from PGN games with Stockfish.
+
+The demo cannot download the Lichess puzzle database, so it makes its own
+puzzle set from games (the bundled ``data/sample_games.pgn`` or any Lichess
+PGN) and writes it in the Lichess puzzle CSV columns, which
+`searchless.data.puzzles.read_puzzles` and ``searchless-puzzles`` read unchanged.
+
+Method:
+
+* Games. Each input is read as the annotation pipeline reads it
+  (`pgn.iter_raw_games`, `pgn.parse_game` with no filter); skipped games are
+  counted. A game's split is the pipeline's: ``splits.split_of(Game.key,
+  test_fraction)`` with the pipeline's default ``test_fraction`` (0.1). Only
+  ``test`` games are used by default (the demo trains on ``train`` games);
+  ``split='train'`` or ``'all'`` choose otherwise.
+* Candidates. Every move actually played is a candidate setup move: the
+  puzzle's ``FEN`` is the board BEFORE it (as Lichess), ``Moves[0]`` is that
+  move, and the solver faces the board after it. Boards where the game is over
+  or the solver has a single legal move are skipped, and a solver board seen
+  before (same position, move clocks aside) is not searched again.
+* Only move. Stockfish (Threads 1, Hash 16 MiB, hash cleared with
+  ``ucinewgame`` before every search, so each result depends on the board
+  alone) searches the solver's board with MultiPV 2 at `limit` (default
+  ``nodes=20000``). Scores become the solver's win probabilities
+  (`values.score_to_win_probability`: Lichess' logistic fit of centipawns,
+  mates 1.0 / 0.0). The board is a puzzle when the best move's win
+  probability is >= `min_best` (0.7) and exceeds the second best's by >=
+  `min_gap` (0.3); a best move that mates at once is accepted whatever the
+  second best (another mate in one, say: the evaluator accepts any mate).
+* Optionally (`min_swing` > 0, off by default) the setup move must be a
+  mistake, as in Lichess' generator: the solver's win probability (the best
+  move's, MultiPV 1) must rise by at least `min_swing` from the board before
+  the setup move to the board after it. This drops "only moves" in positions
+  that were already won, such as recaptures in an even trade (all the puzzles
+  of the Stockfish self-play sample are of that kind: hence off by default).
+* Longer lines. After a solver move that does not end the game, the
+  opponent's reply is Stockfish's best move (MultiPV 1, same limit); if the
+  solver's next board passes the same test, the reply and the next solver
+  move are appended, up to `max_solver_moves` (2) solver moves. ``Moves`` thus
+  always ends on a solver move, as in Lichess.
+* Rating (a proxy; Lichess ratings come from players). For each solver move,
+  the smallest depth d in 1..12 at which Stockfish (MultiPV 1, fresh hash)
+  plays it (any mating move when it mates); a fresh ``go depth 12`` search
+  reports the move of every iteration d, which is exactly what a fresh
+  ``go depth d`` search plays (single thread, deterministic). The puzzle's
+  depth is the largest over its solver moves, 13 when some move is not found
+  by depth 12, and ``Rating = 600 + 150 * depth`` (750..2400; 2550 = beyond
+  depth 12).
+* Themes: ``mate`` and ``mateInN`` when the last solver move mates (N solver
+  moves); the Lichess length theme (``oneMove``, ``short``: two solver moves,
+  ``long``: three, ``veryLong``); ``onlyMove`` when every solver move passed
+  the gap test (not only the mate-in-one rule); ``mined`` always.
+* ``PuzzleId``: ``m`` + 8 hex digits of SHA-1 of ``FEN`` and ``Moves``.
+  ``GameUrl``: the game's ``Site`` tag (else ``file:line``) + ``#N``, N the
+  game's ply count after the setup move. ``RatingDeviation``, ``Popularity``,
+  ``NbPlays`` are 0, ``OpeningTags`` empty.
+
+With a node or depth limit the output is deterministic: the same inputs and
+settings give a byte-identical CSV (also with several ``workers``).
+
+Module map: `mined_puzzles` (a puzzle's row, id, rating, themes; the CSV),
+`mining_search` (the Stockfish searches and the puzzle test), this module
+(games, candidates, workers). ``searchless-mine-puzzles``
+(`searchless.commands.mine_puzzles`) is the command line::
+
+  searchless-mine-puzzles --games data/sample_games.pgn --out runs/demo/puzzles.csv
+  searchless-puzzles --puzzles runs/demo/puzzles.csv --agent stockfish:nodes=2000 --out runs/demo/puzzles-sf
+"""
+
+import collections
+import concurrent.futures
+import dataclasses
+import io
+import os
+import queue
+import sys
+import time
+from collections.abc import Iterator, Sequence
+
+import chess
+import chess.pgn
+from tqdm import tqdm
+
+from searchless.data import pgn
+from searchless.data import splits
+from searchless.engines import launch
+from searchless.evaluation import mined_puzzles
+from searchless.evaluation import mining_search
+
+DEFAULT_LIMIT = 'nodes=20000'
+SPLITS = ('test', 'train', 'all')
+
+
+@dataclasses.dataclass
+class MiningStats:
+  """What a mining run read, scanned and found."""
+
+  files: list[str] = dataclasses.field(default_factory=list)
+  games_read: int = 0
+  games_skipped: dict[str, int] = dataclasses.field(default_factory=dict)  # By `pgn.SKIP_REASONS`.
+  games_selected: int = 0  # Kept games of the chosen split.
+  games_other_split: int = 0
+  positions: int = 0  # Solver boards searched.
+  positions_terminal: int = 0  # Game over (or a single legal move) after the setup move.
+  positions_duplicate: int = 0  # Solver boards already seen.
+  puzzles: int = 0
+  engine: str = ''
+  seconds: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _SelectedGame:
+  key: str
+  url: str  # Site tag or file:line.
+  start_fen: str
+  moves: tuple[chess.Move, ...]
+
+
+def _select_games(paths: Sequence[str], split: str, test_fraction: float,
+                  stats: MiningStats) -> Iterator[_SelectedGame]:
+  """The kept games of `split`, in file order, keyed exactly as the annotation pipeline keys them."""
+  for path in paths:
+    for raw in pgn.iter_raw_games(path):
+      stats.games_read += 1
+      parsed = pgn.parse_game(raw)
+      if isinstance(parsed, pgn.Skip):
+        stats.games_skipped[parsed.reason] = stats.games_skipped.get(parsed.reason, 0) + 1
+        continue
+      if split != 'all' and splits.split_of(parsed.key, test_fraction) != split:
+        stats.games_other_split += 1
+        continue
+      game = chess.pgn.read_game(io.StringIO(raw.text))
+      assert game is not None  # parse_game has read it.
+      site = game.headers.get('Site', '').strip()
+      stats.games_selected += 1
+      yield _SelectedGame(parsed.key, site if site not in ('', '?') else raw.location, game.board().fen(),
+                          tuple(game.mainline_moves()))
+
+
+def _positions(games: Sequence[_SelectedGame], stats: MiningStats) -> list[mining_search.Candidate]:
+  """The candidate setup moves, game over and repeated solver boards left out."""
+  seen: set[str] = set()
+  positions = []
+  for game in games:
+    board = chess.Board(game.start_fen)
+    for ply, move in enumerate(game.moves, start=1):
+      fen = board.fen()
+      board.push(move)
+      key = splits.dedup_key(board.fen(), 'position')
+      if mining_search.is_over(board) or board.legal_moves.count() < 2:
+        stats.positions_terminal += 1
+      elif key in seen:
+        stats.positions_duplicate += 1
+      else:
+        seen.add(key)
+        positions.append(mining_search.Candidate(fen, move, f'{game.url}#{ply}'))
+  return positions
+
+
+def _check(split: str, test_fraction: float, max_puzzles: int | None, min_best: float, min_gap: float,
+           max_solver_moves: int, min_swing: float, workers: int) -> None:
+  if split not in SPLITS:
+    raise ValueError(f'split must be one of {SPLITS}, got {split!r}')
+  if not 0.0 <= test_fraction <= 1.0:
+    raise ValueError(f'test_fraction must be in [0, 1], got {test_fraction}')
+  if max_puzzles is not None and max_puzzles < 0:
+    raise ValueError(f'max_puzzles must be >= 0, got {max_puzzles}')
+  for name, value in (('min_best', min_best), ('min_gap', min_gap), ('min_swing', min_swing)):
+    if not 0.0 <= value <= 1.0:
+      raise ValueError(f'{name} must be in [0, 1], got {value}')
+  if max_solver_moves < 1:
+    raise ValueError(f'max_solver_moves must be >= 1, got {max_solver_moves}')
+  if workers < 1:
+    raise ValueError(f'workers must be >= 1, got {workers}')
+
+
+def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
+                    limit: str | launch.SearchLimit = DEFAULT_LIMIT, split: str = 'test',
+                    test_fraction: float = splits.DEFAULT_TEST_FRACTION, max_puzzles: int | None = None,
+                    min_best: float = 0.7, min_gap: float = 0.3, max_solver_moves: int = 2,
+                    min_swing: float = 0.0, workers: int = 1,
+                    progress: bool = True) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
+  """`mine`, also returning what was read and scanned."""
+  start = time.perf_counter()
+  _check(split, test_fraction, max_puzzles, min_best, min_gap, max_solver_moves, min_swing, workers)
+  search_limit = limit if isinstance(limit, launch.SearchLimit) else launch.SearchLimit.parse(limit)
+  if isinstance(pgn_paths, str):
+    pgn_paths = [pgn_paths]
+  if not pgn_paths:
+    raise ValueError('no PGN file given')
+  stats = MiningStats(files=pgn.match_files(pgn_paths, '--games'))
+  path = engine_path or launch.find_stockfish()
+  if path is None:
+    raise launch.EngineNotFound(
+        'no Stockfish found: install it (Debian: apt-get install stockfish), set SEARCHLESS_STOCKFISH'
+        ' or pass --engine_path')
+  if not os.access(path, os.X_OK):
+    raise launch.EngineNotFound(
+        f'engine {path!r} not found or not executable: install Stockfish (Debian: apt-get install stockfish)'
+        ' or pass --engine_path')
+  positions = _positions(list(_select_games(stats.files, split, test_fraction, stats)), stats)
+  settings = mining_search.Settings(min_best, min_gap, max_solver_moves, min_swing)
+  wanted = len(positions) if max_puzzles is None else max_puzzles
+  puzzles: list[mined_puzzles.MinedPuzzle] = []
+  if wanted == 0 or not positions:
+    stats.seconds = time.perf_counter() - start
+    return puzzles, stats
+
+  searchers: list[mining_search.Searcher] = []
+  idle: queue.SimpleQueue = queue.SimpleQueue()  # Searchers not in use; every search is independent.
+
+  def puzzle_at(position: mining_search.Candidate) -> mined_puzzles.MinedPuzzle | None:
+    searcher = idle.get()
+    try:
+      return mining_search.puzzle_at(searcher, position, settings)
+    finally:
+      idle.put(searcher)
+
+  executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+  try:
+    for _ in range(workers):
+      searchers.append(mining_search.Searcher(path, search_limit))
+      idle.put(searchers[-1])
+    stats.engine = searchers[0].name
+    # At most 4 positions per worker in flight, so max_puzzles stops the work soon.
+    in_flight: collections.deque = collections.deque()
+    todo = iter(positions)
+    with tqdm(total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr) as bar:
+      while len(puzzles) < wanted:
+        while len(in_flight) < 4 * workers and (position := next(todo, None)) is not None:
+          in_flight.append(executor.submit(puzzle_at, position))
+        if not in_flight:
+          break
+        puzzle = in_flight.popleft().result()  # In order: the output does not depend on `workers`.
+        stats.positions += 1
+        if puzzle is not None:
+          puzzles.append(puzzle)
+        bar.update()
+        bar.set_postfix(puzzles=len(puzzles), refresh=False)
+  finally:
+    executor.shutdown(wait=True, cancel_futures=True)
+    for searcher in searchers:
+      searcher.close()
+  stats.puzzles = len(puzzles)
+  stats.seconds = time.perf_counter() - start
+  return puzzles, stats
+
+
+def mine(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
+         limit: str | launch.SearchLimit = DEFAULT_LIMIT, split: str = 'test',
+         test_fraction: float = splits.DEFAULT_TEST_FRACTION, max_puzzles: int | None = None, min_best: float = 0.7,
+         min_gap: float = 0.3, max_solver_moves: int = 2, min_swing: float = 0.0, workers: int = 1,
+         progress: bool = True) -> list[mined_puzzles.MinedPuzzle]:
+  """Mines puzzles from the games of `pgn_paths` (files or globs); see the module docstring.
+
+  Puzzles come in game order, then ply order; `max_puzzles` keeps the first
+  ones. `workers` Stockfish processes search in parallel (same output).
+  Raises FileNotFoundError (no such file, no Stockfish), ValueError (bad
+  setting), `pgn.CorruptInputError` and python-chess engine errors.
+  """
+  puzzles, _ = mine_with_stats(
+      pgn_paths, engine_path=engine_path, limit=limit, split=split, test_fraction=test_fraction,
+      max_puzzles=max_puzzles, min_best=min_best, min_gap=min_gap, max_solver_moves=max_solver_moves,
+      min_swing=min_swing, workers=workers, progress=progress)
+  return puzzles
+
+
+def run(*, games: Sequence[str], out: str | os.PathLike, engine_path: str | None = None,
+        limit: str = DEFAULT_LIMIT, split: str = 'test', test_fraction: float = splits.DEFAULT_TEST_FRACTION,
+        max_puzzles: int | None = None, min_best: float = 0.7, min_gap: float = 0.3, max_solver_moves: int = 2,
+        min_swing: float = 0.0, workers: int = 1,
+        progress: bool = True) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
+  """Mines puzzles from `games` (files or globs) and writes them to the Lichess CSV `out` (`mine`).
+
+  Returns the puzzles and what was read and scanned; nothing is written when
+  mining fails.
+  """
+  puzzles, stats = mine_with_stats(
+      games, engine_path=engine_path, limit=limit, split=split, test_fraction=test_fraction,
+      max_puzzles=max_puzzles, min_best=min_best, min_gap=min_gap, max_solver_moves=max_solver_moves,
+      min_swing=min_swing, workers=workers, progress=progress)
+  mined_puzzles.write_csv(puzzles, out)
+  return puzzles, stats

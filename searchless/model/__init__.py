@@ -1,0 +1,1 @@
+"""The decoder-only transformer (per move or board-packed) and its losses."""

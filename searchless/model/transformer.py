@@ -1,0 +1,452 @@
+"""The ChessBench predictor: a decoder-only transformer that reads a whole board.
+
+One sequence is 77 FEN tokens (`searchless.core.tokenizer`) followed by the policy's
+extra tokens: action + return bucket (action_value, 79 tokens), return bucket
+(state_value, 78) or action (behavioral_cloning, 78). Every token, whatever it
+stands for, indexes one shared table of `moves.NUM_ACTIONS` (1968) rows, scaled
+by sqrt(d), plus a learned position table. The sequence is shifted right by one
+(a 0 token in front, the last token dropped), so position t predicts token t; the
+loss uses the last position only. Blocks are pre-LayerNorm multi-head attention
+(no biases, no causal mask) and a SwiGLU MLP, then a final LayerNorm, a linear
+layer with bias and a log-softmax. Parameter names are those of the reference
+implementation, so its published checkpoints load as they are.
+
+Board packing (``packing='board'``, an option beside the paper's model): one
+sequence per BOARD instead of one per move. Its input is the 77 FEN tokens
+followed by the board's M legal-move tokens (``[B, 77 + M]``, -1 in unused move
+slots); the board part is shifted right as above (positions 0..77) and every
+move token sits at position 78, the position the move has in the per-move
+model. An attention mask keeps the moves apart: board tokens attend to board
+tokens only, each move token to the board and to itself (``move_attention=
+'moves'``: to every real move; ``joint_layers=K``: in the K blocks before the
+last one the board tokens see the real moves too). The output is the bucket distribution
+at every move token, ``[B, M, V]``: a whole board's moves in one pass. The
+parameters are the per-move model's, name for name and shape for shape.
+
+>>> cfg = ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128,
+...                   max_sequence_length=79)
+>>> model = build(cfg)
+>>> params = init_params(cfg)
+>>> sorted(params)[:3], num_params(params)
+(['embed', 'embed_1', 'layer_norm'], 43280)
+>>> log_probs = model.apply(params, None, np.zeros((2, 79), np.int32))  # [B, T, V]
+>>> log_probs.shape, log_probs.dtype
+((2, 79, 128), dtype('float32'))
+>>> infer_config(params, num_heads=2) == cfg
+True
+>>> packed = dataclasses.replace(cfg, packing='board')
+>>> tokens = np.zeros((2, 77 + 3), np.int32); tokens[:, -1] = -1  # 2 boards, 3 move slots, 1 unused.
+>>> build(packed).apply(params, None, tokens).shape  # [B, M, V]
+(2, 3, 128)
+"""
+
+import dataclasses
+import functools
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from searchless.core import moves
+from searchless.core import records
+from searchless.core import tokenizer
+
+# The reference sizes the position table for the longest sequence (action_value)
+# whatever the policy, so its checkpoints of every policy have 79 position rows.
+POSITION_ROWS = tokenizer.SEQUENCE_LENGTH + 2
+
+SEQUENCE_LENGTHS = records.SEQUENCE_LENGTHS  # Per policy: 79 action_value, 78 otherwise.
+
+PACKINGS = ('none', 'board')  # One sequence per move (the paper) | per board.
+MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besides the board.
+BOARD_TOKENS = tokenizer.SEQUENCE_LENGTH + 1  # Packed: 0 + 77 FEN tokens (positions 0..77).
+MOVE_POSITION = BOARD_TOKENS  # Packed: the position every move token has (78).
+
+# Heads of the published models, keyed by (num_layers, embedding_dim): heads
+# are not visible in parameter shapes. 9M, 136M, 270M and the reference 'local'.
+_PUBLISHED_HEADS = {(8, 256): 8, (8, 1024): 8, (16, 1024): 8, (4, 64): 4}
+
+_ATTENTION = 'multi_head_dot_product_attention'
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+  """Architecture of the predictor (the reference's TransformerConfig, narrowed)."""
+
+  embedding_dim: int  # Width d of the residual stream.
+  num_layers: int  # Transformer blocks.
+  num_heads: int  # Attention heads; d / num_heads features per head.
+  output_size: int  # Classes per position: return buckets or NUM_ACTIONS.
+  max_sequence_length: int  # Rows of the learned position table.
+  widening_factor: int = 4  # SwiGLU hidden size = widening_factor * d.
+  emb_init_scale: float = 0.02  # Std of the truncated-normal token-embedding init.
+  apply_post_ln: bool = True  # Final LayerNorm before the output layer.
+  apply_qk_layernorm: bool = False  # LayerNorm on queries and keys.
+  use_causal_mask: bool = False  # The reference attends over the whole board.
+  seed: int = 1  # Parameter initialisation seed (`init_params`).
+  packing: str = 'none'  # 'none': one sequence per move (the paper); 'board': one per board.
+  move_attention: str = 'self'  # Packed: a move token sees the board and itself | all real moves.
+  joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
+
+  def __post_init__(self):
+    if self.embedding_dim % self.num_heads:
+      raise ValueError(
+          f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}'
+      )
+    if self.packing not in PACKINGS:
+      raise ValueError(f'packing must be one of {PACKINGS}, got {self.packing!r}')
+    if self.move_attention not in MOVE_ATTENTIONS:
+      raise ValueError(f'move_attention must be one of {MOVE_ATTENTIONS}, got {self.move_attention!r}')
+    if not 0 <= self.joint_layers < self.num_layers:
+      raise ValueError(f'joint_layers must be in [0, num_layers - 1 = {self.num_layers - 1}], got {self.joint_layers}')
+    if self.packing == 'board' and (self.use_causal_mask or self.output_size == moves.NUM_ACTIONS):
+      raise ValueError('board packing is an action-value model: no causal mask, value buckets as outputs')
+
+  @property
+  def packed(self) -> bool:
+    return self.packing == 'board'
+
+  @classmethod
+  def from_config(cls, config) -> 'ModelConfig':
+    """Returns the model of an experiment config (`config.model`, policy, buckets)."""
+    policy = config.policy
+    if policy not in SEQUENCE_LENGTHS:
+      raise ValueError(f'unknown policy {policy!r} (expected one of {sorted(SEQUENCE_LENGTHS)})')
+    m = config.model
+    if m.get('packing', 'none') == 'board' and policy != 'action_value':
+      raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
+    return cls(
+        embedding_dim=m.embedding_dim,
+        num_layers=m.num_layers,
+        num_heads=m.num_heads,
+        widening_factor=m.widening_factor,
+        emb_init_scale=m.emb_init_scale,
+        apply_post_ln=m.apply_post_ln,
+        apply_qk_layernorm=m.apply_qk_layernorm,
+        use_causal_mask=m.use_causal_mask,
+        output_size=moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets,
+        max_sequence_length=POSITION_ROWS,
+        seed=m.seed,
+        # Configs saved before board packing existed have none of these fields.
+        packing=m.get('packing', 'none'),
+        move_attention=m.get('move_attention', 'self'),
+        joint_layers=m.get('joint_layers', 0),
+    )
+
+
+def resolve_dtype(name: str, platform: str | None = None) -> jnp.dtype:
+  """Returns the compute dtype a config names: float32, bfloat16 or auto.
+
+  'auto' is bfloat16 on GPU/TPU and float32 on CPU (`platform` defaults to JAX's
+  default backend).
+
+  >>> resolve_dtype('auto', 'cpu'), resolve_dtype('auto', 'gpu'), resolve_dtype('bfloat16')
+  (dtype('float32'), dtype(bfloat16), dtype(bfloat16))
+  """
+  if name == 'auto':
+    platform = platform or jax.default_backend()
+    name = 'float32' if platform == 'cpu' else 'bfloat16'
+  if name not in ('float32', 'bfloat16'):
+    raise ValueError(f'compute dtype must be float32, bfloat16 or auto, got {name!r}')
+  return jnp.dtype(name)
+
+
+def _layer_norm(x: jax.Array) -> jax.Array:
+  """LayerNorm over features, always in float32."""
+  return hk.LayerNorm(axis=-1, create_scale=True, create_offset=True)(x.astype(jnp.float32))
+
+
+class MultiHeadDotProductAttention(hk.Module):
+  """Self-attention without biases; the class name fixes the parameter names."""
+
+  def __init__(self, num_heads: int, use_causal_mask: bool, apply_qk_layernorm: bool,
+               compute_dtype: jnp.dtype):
+    super().__init__()
+    self._num_heads = num_heads
+    self._use_causal_mask = use_causal_mask
+    self._apply_qk_layernorm = apply_qk_layernorm
+    self._compute_dtype = compute_dtype
+
+  def __call__(self, x: jax.Array, *, query_start: int = 0, mask: jax.Array | None = None,
+               moves_from: int | None = None) -> jax.Array:
+    """[B, T, D] -> [B, T - query_start, D]: the outputs of the positions from `query_start` on.
+
+    `mask`: [B or 1, 1, T - query_start, T] bool, True where a query may attend to a key.
+    `moves_from`: a packed board whose positions from there on are moves that see the
+    board and themselves only (and the board sees only itself): computed as board
+    attention plus one self term per move, without a [T, T] mask.
+    """
+    batch, length, width = x.shape
+    head_dim = width // self._num_heads
+    split = lambda y: y.reshape(batch, y.shape[1], self._num_heads, head_dim)  # [B, T, H, K]
+    q = hk.Linear(width, with_bias=False)(x[:, query_start:])  # [B, Tq, D]
+    k = hk.Linear(width, with_bias=False)(x)
+    if self._apply_qk_layernorm:
+      q = _layer_norm(q).astype(self._compute_dtype)
+      k = _layer_norm(k).astype(self._compute_dtype)
+    v = hk.Linear(width, with_bias=False)(x)
+    if moves_from is not None:
+      mixed = self._board_and_self(split(q), split(k), split(v), query_start, moves_from)  # [B, Tq, H, K]
+      return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
+    logits = jnp.einsum('bthk,bshk->bhts', split(q), split(k),
+                        preferred_element_type=jnp.float32)  # [B, H, T, T]
+    logits = logits * (1.0 / math.sqrt(head_dim))
+    if self._use_causal_mask:
+      causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
+      logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
+    if mask is not None:
+      logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+    weights = jax.nn.softmax(logits).astype(self._compute_dtype)  # [B, H, T, T]
+    # Contracting to [B, H, T, K] and transposing is ~5x faster on XLA:CPU than
+    # producing [B, T, H, K] from the einsum directly (same numbers).
+    mixed = jnp.einsum('bhts,bshk->bhtk', weights, split(v)).transpose(0, 2, 1, 3)  # [B, T, H, K]
+    return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
+
+  def _board_and_self(self, q, k, v, query_start: int, moves_from: int) -> jax.Array:
+    """q [B, Tq, H, K] (positions query_start...), k, v [B, T, H, K] -> [B, Tq, H, K]."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    board_logits = jnp.einsum('bthk,bshk->bhts', q, k[:, :moves_from],
+                              preferred_element_type=jnp.float32) * scale  # [B, H, Tq, S]
+    own_k, own_v = k[:, query_start:], v[:, query_start:]  # [B, Tq, H, K]
+    self_logits = jnp.einsum('bthk,bthk->bht', q, own_k, preferred_element_type=jnp.float32) * scale  # [B, H, Tq]
+    is_move = np.arange(query_start, query_start + q.shape[1]) >= moves_from  # [Tq]: board rows see the board only.
+    self_logits = jnp.where(is_move, self_logits, jnp.finfo(jnp.float32).min)
+    weights = jax.nn.softmax(jnp.concatenate([board_logits, self_logits[..., None]], axis=-1))
+    weights = weights.astype(self._compute_dtype)  # [B, H, Tq, S + 1]
+    mixed = jnp.einsum('bhts,bshk->bhtk', weights[..., :-1], v[:, :moves_from])  # [B, H, Tq, K]
+    return mixed.transpose(0, 2, 1, 3) + weights[..., -1].transpose(0, 2, 1)[..., None] * own_v
+
+
+def _swiglu(x: jax.Array, config: ModelConfig) -> jax.Array:  # [B, T, D] -> [B, T, D]
+  hidden = config.widening_factor * config.embedding_dim
+  gate = hk.Linear(hidden, with_bias=False)(x)  # [B, T, F]
+  up = hk.Linear(hidden, with_bias=False)(x)
+  return hk.Linear(config.embedding_dim, with_bias=False)(jax.nn.silu(gate) * up)
+
+
+def _embed(inputs: jax.Array, position_ids, config: ModelConfig) -> jax.Array:
+  """[B, T] input tokens and [T] position ids -> [B, T, D] float32 residual stream."""
+  tokens = hk.Embed(
+      vocab_size=moves.NUM_ACTIONS,
+      embed_dim=config.embedding_dim,
+      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
+      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
+  )(inputs)  # [B, T, D]
+  positions = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)(position_ids)  # [T, D]
+  return tokens * math.sqrt(config.embedding_dim) + positions
+
+
+def _block(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, *, query_start: int = 0,
+           mask: jax.Array | None = None, moves_from: int | None = None) -> jax.Array:
+  """One transformer block: [B, T, D] -> [B, T - query_start, D] (only later positions queried)."""
+  attention = MultiHeadDotProductAttention(
+      config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
+  )
+  normed = _layer_norm(h).astype(compute_dtype)
+  h = h[:, query_start:] + attention(normed, query_start=query_start, mask=mask, moves_from=moves_from)
+  return h + _swiglu(_layer_norm(h).astype(compute_dtype), config)
+
+
+def _read_out(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
+  """[B, T, D] -> [B, T, V] float32 log-probabilities."""
+  if config.apply_post_ln:
+    h = _layer_norm(h)
+  logits = hk.Linear(config.output_size)(h.astype(compute_dtype))  # [B, T, V]
+  return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+
+
+def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
+             last_only: bool = False) -> jax.Array:
+  """[B, T] tokens -> [B, T, V] float32 log-probabilities of each next token ([B, V] if `last_only`)."""
+  _, length = sequences.shape
+  if length > config.max_sequence_length:
+    raise ValueError(
+        f'sequence length {length} exceeds max_sequence_length {config.max_sequence_length}'
+    )
+  inputs = jnp.pad(sequences, ((0, 0), (1, 0)))[:, :-1]  # [B, T]: right shift, 0 in front.
+  h = _embed(inputs, jnp.arange(length), config)  # [B, T, D], float32 residual.
+  for layer in range(config.num_layers):
+    # Only the last position is read out when `last_only`: the last block needs
+    # keys and values everywhere but a query (and an MLP) at that position only.
+    last = last_only and layer == config.num_layers - 1
+    h = _block(h, config, compute_dtype, query_start=length - 1 if last else 0)
+  log_probs = _read_out(h, config, compute_dtype)
+  return log_probs[:, -1] if last_only else log_probs
+
+
+def packed_mask(valid: jax.Array, move_attention: str, board_sees_moves: bool) -> jax.Array:
+  """[B, M] real move slots -> [B, 1, 78 + M, 78 + M] bool attention mask of a packed board.
+
+  Board rows see the board (and, with `board_sees_moves`, the real moves); move
+  rows see the board and themselves (`move_attention='moves'`: every real move).
+
+  >>> packed_mask(np.array([[True, False]]), 'self', False)[0, 0, 76:, 76:].astype(int).tolist()
+  [[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 0, 1]]
+  """
+  batch, num_moves = valid.shape
+  total = BOARD_TOKENS + num_moves
+  is_board_key = jnp.arange(total) < BOARD_TOKENS  # [T]
+  key_is_real_move = jnp.concatenate([jnp.zeros((batch, BOARD_TOKENS), bool), valid], axis=1)  # [B, T]
+  board_rows = jnp.broadcast_to(is_board_key, (batch, total))  # [B, T]
+  if board_sees_moves:
+    board_rows = board_rows | key_is_real_move
+  move_rows = jnp.broadcast_to(is_board_key, (batch, num_moves, total))  # [B, M, T]
+  move_rows = move_rows | (jnp.arange(total)[None, None, :] == BOARD_TOKENS + jnp.arange(num_moves)[None, :, None])
+  if move_attention == 'moves':
+    move_rows = move_rows | key_is_real_move[:, None, :]
+  rows = jnp.concatenate([jnp.broadcast_to(board_rows[:, None], (batch, BOARD_TOKENS, total)), move_rows], axis=1)
+  return rows[:, None]  # [B, 1, T, T]
+
+
+def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
+  """[B, 77 + M] FEN + move tokens (-1: no move) -> [B, M, V] float32 log-probs of each move's bucket."""
+  batch, length = tokens.shape
+  num_moves = length - tokenizer.SEQUENCE_LENGTH
+  if num_moves < 1:
+    raise ValueError(f'a packed board needs 77 FEN tokens and at least one move slot, got {length} tokens')
+  valid = tokens[:, tokenizer.SEQUENCE_LENGTH:] >= 0  # [B, M]
+  inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
+  position_ids = np.concatenate([np.arange(BOARD_TOKENS), np.full(num_moves, MOVE_POSITION)])  # [T]
+  h = _embed(inputs, position_ids, config)  # [B, T, D]
+  for layer in range(config.num_layers):
+    # Joint blocks (board tokens see the moves) are the K before the last; the last
+    # block's board outputs are never read, so it queries (and MLPs) the moves only.
+    joint = config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1
+    start = BOARD_TOKENS if layer == config.num_layers - 1 else 0
+    if config.move_attention == 'self' and not joint:  # The default: no [T, T] mask needed.
+      h = _block(h, config, compute_dtype, query_start=start, moves_from=BOARD_TOKENS)
+    else:
+      mask = packed_mask(valid, config.move_attention, joint)[:, :, start:]  # [B, 1, Tq, T]
+      h = _block(h, config, compute_dtype, query_start=start, mask=mask)
+  return _read_out(h, config, compute_dtype)  # [B, M, V]
+
+
+def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> hk.Transformed:
+  """Returns the predictor: `apply(params, rng_or_None, sequences [B, T] int) -> [B, T, V]`.
+
+  With `last_only` it returns the last position's log-probs [B, V] (all that
+  playing and evaluation read) and skips the work no other position needs.
+
+  A board-packed config (`config.packing == 'board'`) gives
+  `apply(params, rng_or_None, tokens [B, 77 + M] int) -> [B, M, V]` instead
+  (see the module docstring); `last_only` does not apply to it.
+
+  Parameters are float32 whatever `compute_dtype` is. With bfloat16, matmuls and
+  attention run in bfloat16 (attention logits accumulate in float32); the
+  residual stream, LayerNorms, softmax and the returned log-probs stay float32.
+  """
+  compute_dtype = jnp.dtype(compute_dtype)
+
+  def create_float32(next_creator, shape, dtype, init, context):
+    del dtype, context  # hk.Linear would create its weights in its input's dtype.
+    return next_creator(shape, jnp.float32, init)
+
+  def cast_linear_weights(next_getter, value, context):
+    if isinstance(context.module, hk.Linear):
+      value = value.astype(compute_dtype)
+    return next_getter(value)
+
+  def run(sequences: jax.Array) -> jax.Array:
+    if config.packed:
+      return _packed_forward(sequences, config, compute_dtype)
+    return _forward(sequences, config, compute_dtype, last_only)
+
+  def forward(sequences: jax.Array) -> jax.Array:
+    if compute_dtype == jnp.float32:
+      return run(sequences)
+    with hk.custom_creator(create_float32), hk.custom_getter(cast_linear_weights):
+      return run(sequences)
+
+  return hk.transform(forward)
+
+
+@functools.cache
+def _jitted_init(config: ModelConfig):
+  return jax.jit(build(config).init)
+
+
+def init_params(config: ModelConfig) -> hk.Params:
+  """Returns freshly initialised float32 parameters (seed `config.seed`), jitted.
+
+  Use `jax.eval_shape(lambda: init_params(config))` for shapes without the memory.
+  """
+  init = _jitted_init(dataclasses.replace(config, seed=0))  # One compilation for every seed.
+  length = tokenizer.SEQUENCE_LENGTH + 1 if config.packed else config.max_sequence_length
+  dummy = jnp.zeros((1, length), jnp.int32)
+  return init(jax.random.PRNGKey(config.seed), dummy)
+
+
+def num_params(params: Mapping[str, Any]) -> int:
+  """Returns the number of scalars in `params` (arrays or jax.ShapeDtypeStruct)."""
+  return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(params))
+
+
+def flops_per_sequence(config: ModelConfig, seq_len: int) -> int:
+  """Returns forward-pass matmul FLOPs (2 x multiply-accumulates) of one sequence.
+
+  With T = seq_len, d = embedding_dim, L = num_layers, w = widening_factor and
+  V = output_size:
+
+      FLOPs = 2 * (L * (4 T d^2  +  2 T^2 d  +  3 w T d^2)  +  T d V)
+
+  per block: the q, k, v and output projections (4 T d^2), the attention logits
+  and the weighted sum of values (2 T^2 d over all heads), the three SwiGLU
+  matrices (3 w T d^2); then the output layer (T d V; log-probs are computed at
+  every position, as the reference does). Embedding look-ups, LayerNorm, softmax
+  and elementwise ops are not counted. A training step costs about 3x this
+  (forward + backward) per sequence; MFU = 3 * flops * sequences/s / peak FLOP/s.
+
+  >>> flops_per_sequence(ModelConfig(embedding_dim=256, num_layers=8, num_heads=8,
+  ...                                output_size=128, max_sequence_length=79), 79)
+  1381703680
+  """
+  d, t, w = config.embedding_dim, seq_len, config.widening_factor
+  per_layer = 4 * t * d * d + 2 * t * t * d + 3 * w * t * d * d
+  return 2 * (config.num_layers * per_layer + t * d * config.output_size)
+
+
+def infer_config(params: Mapping[str, Any], num_heads: int | None = None) -> ModelConfig:
+  """Returns the architecture that `params` (arrays or ShapeDtypeStructs) belong to.
+
+  Width, depth, widening, output size, max sequence length, post-LN and QK-LN are
+  read from parameter shapes; heads are not visible there, so they come from the
+  published models' table (9M/136M/270M: 8 heads, 'local': 4) unless given.
+  `use_causal_mask`, `emb_init_scale` and `seed` take the reference's values.
+  """
+  try:
+    vocab, d = params['embed']['embeddings'].shape
+    max_sequence_length = params['embed_1']['embeddings'].shape[0]
+  except (KeyError, TypeError) as error:
+    raise ValueError(f'not predictor parameters (no {error}); modules: {sorted(params)}') from None
+  if vocab != moves.NUM_ACTIONS:
+    raise ValueError(f'token embedding has {vocab} rows, expected {moves.NUM_ACTIONS}')
+  # Haiku keys are module paths: 'multi_head_dot_product_attention_3/linear_1'.
+  num_layers = len({name.split('/')[0] for name in params if name.startswith(_ATTENTION)})
+  if num_layers == 0:
+    raise ValueError(f'no {_ATTENTION} modules in parameters: {sorted(params)}')
+  output = params.get(f'linear_{3 * num_layers}')
+  if output is None or 'b' not in output:
+    raise ValueError(f'no output layer linear_{3 * num_layers} (with bias) in parameters')
+  num_layer_norms = sum(1 for name in params if re.fullmatch(r'layer_norm(_\d+)?', name))
+  if num_heads is None:
+    num_heads = _PUBLISHED_HEADS.get((num_layers, d))
+    if num_heads is None:
+      raise ValueError(
+          f'cannot infer num_heads of a {num_layers}-layer, d={d} model from parameter'
+          f' shapes (known: {sorted(_PUBLISHED_HEADS)}); pass num_heads'
+      )
+  return ModelConfig(
+      embedding_dim=d,
+      num_layers=num_layers,
+      num_heads=num_heads,
+      widening_factor=params['linear']['w'].shape[1] // d,
+      apply_post_ln=num_layer_norms == 2 * num_layers + 1,
+      apply_qk_layernorm=f'{_ATTENTION}/layer_norm' in params,
+      output_size=output['w'].shape[1],
+      max_sequence_length=max_sequence_length,
+  )

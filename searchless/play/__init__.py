@@ -1,0 +1,1 @@
+"""Playing: a trained model as a policy, the Player API, agents, and the UCI engine."""

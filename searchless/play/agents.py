@@ -1,0 +1,178 @@
+"""Agents that play chess: searchless checkpoints, Stockfish, any UCI engine.
+
+Every agent has a `name`, `play(board) -> chess.Move` and `close()`. Agents are
+named by spec strings so that tools (puzzles, EPD suites, tournaments, worker
+processes) can build them:
+
+* ``checkpoint:DIR[,policy=P][,temperature=T][,decisive=rule|stockfish|off][,dtype=D]``
+  a searchless `Player` (DIR: one of our checkpoints or a published-layout one);
+* ``stockfish:LIMIT[,elo=N][,skill=N][,threads=N][,hash=MB][,path=BIN]``
+  Stockfish at ``time=S``, ``depth=N`` or ``nodes=N``; ``elo`` plays at a
+  limited strength (``UCI_LimitStrength``/``UCI_Elo``, an Elo ladder);
+* ``stockfish-all-moves:LIMIT[,...]`` the paper's oracle: every legal move
+  searched on its own (``searchmoves``), the best value played;
+* ``uci:PATH[,LIMIT][,option.NAME=VALUE ...]`` any UCI engine (Debian ships
+  Ethereal, Toga II, Glaurung, Phalanx, ...).
+
+Any spec may end with ``,name=NAME``.
+
+>>> parse_spec('stockfish:time=0.05,elo=1350')
+('stockfish', '', {'time': '0.05', 'elo': '1350'})
+>>> parse_spec('checkpoint:/runs/demo/train,temperature=1')
+('checkpoint', '/runs/demo/train', {'temperature': '1'})
+"""
+
+from typing import Protocol
+
+import chess
+import chess.engine
+
+from searchless.engines import annotator as engine_lib
+
+from searchless.engines import launch
+
+KINDS = ('checkpoint', 'stockfish', 'stockfish-all-moves', 'uci')
+_LIMIT_KEYS = ('time', 'depth', 'nodes')
+
+
+class Agent(Protocol):
+  name: str
+
+  def play(self, board: chess.Board) -> chess.Move:
+    """The move to play on `board` (which is left unchanged)."""
+
+  def close(self) -> None:
+    """Releases processes and devices."""
+
+
+class UciAgent:
+  """A UCI engine process playing at a fixed limit."""
+
+  def __init__(self, path: str, limit: launch.SearchLimit, *, options: dict | None = None,
+               name: str | None = None, hang_seconds: float = 60.0):
+    self._engine = launch.open_engine(path, options=options)
+    self.limit = limit
+    self.path = launch.resolve(path)
+    self.engine_name = self._engine.id.get('name', path)
+    self.name = name or f'{self.engine_name} ({limit})'
+    # python-chess only times out searches with a time limit: cap depth and node
+    # searches too, so a hung engine fails its game instead of blocking forever.
+    self._limit = limit.to_chess(hang_seconds)
+    self._game: object | None = None
+    self._last_stack: list[chess.Move] = []
+
+  def _game_token(self, board: chess.Board) -> object:
+    """A new token (so python-chess sends ucinewgame) when `board` is not the game continued."""
+    stack = board.move_stack
+    continued = (self._game is not None and len(stack) >= len(self._last_stack)
+                 and stack[:len(self._last_stack)] == self._last_stack)
+    if not continued:
+      self._game = object()
+    self._last_stack = list(stack)
+    return self._game
+
+  def play(self, board: chess.Board) -> chess.Move:
+    result = self._engine.play(board, self._limit, game=self._game_token(board))
+    if result.move is None:
+      raise RuntimeError(f'{self.name} returned no move for {board.fen()}')
+    return result.move
+
+  def close(self) -> None:
+    launch.close_engine(self._engine)
+
+
+class StockfishAgent(UciAgent):
+  """Stockfish at a limit; `elo` limits its strength with UCI_Elo."""
+
+  def __init__(self, limit: launch.SearchLimit, *, elo: int | None = None, skill: int | None = None,
+               threads: int = 1, hash_mb: int = 16, path: str | None = None, name: str | None = None):
+    path = launch.require_stockfish(path)
+    options: dict[str, object] = {'Threads': threads, 'Hash': hash_mb}
+    if elo is not None:
+      options.update({'UCI_LimitStrength': True, 'UCI_Elo': elo})
+    if skill is not None:
+      options['Skill Level'] = skill
+    self.elo = elo
+    suffix = (f', elo {elo}' if elo is not None else '') + (f', skill {skill}' if skill is not None else '')
+    super().__init__(path, limit, options=options, name=name or f'stockfish ({limit}{suffix})')
+
+
+class AllMovesStockfishAgent:
+  """The paper's oracle: each legal move searched separately at the limit, the best played."""
+
+  def __init__(self, limit: launch.SearchLimit, *, path: str | None = None, name: str | None = None):
+    path = launch.require_stockfish(path)
+    self._annotator = engine_lib.BoardAnnotator(engine_lib.EngineConfig(path=path, limit=limit, mode='per_move'))
+    self._annotator.start()
+    self.name = name or f'stockfish-all-moves ({limit})'
+
+  def play(self, board: chess.Board) -> chess.Move:
+    annotation = self._annotator.annotate(board.fen())  # Values in legal-move order.
+    best, _ = max(annotation.action_values, key=lambda pair: pair[1])  # First of equals.
+    return chess.Move.from_uci(best)
+
+  def close(self) -> None:
+    self._annotator.close()
+
+
+def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+  """'kind:arg,key=value,...' -> (kind, arg, {key: value}); arg is the first non key=value item."""
+  kind, sep, rest = spec.partition(':')
+  if not sep or kind not in KINDS:
+    raise ValueError(f'bad agent {spec!r}: expected one of {", ".join(k + ":..." for k in KINDS)}')
+  arg, params = '', {}
+  items = rest.split(',') if rest else []
+  if kind in ('checkpoint', 'uci') and items:
+    arg, items = items[0], items[1:]
+  for item in items:
+    key, eq, value = item.partition('=')
+    if not eq:
+      raise ValueError(f'bad agent {spec!r}: {item!r} is not key=value')
+    params[key.strip()] = value.strip()
+  if kind in ('checkpoint', 'uci') and not arg:
+    raise ValueError(f'bad agent {spec!r}: {kind} needs a path')
+  return kind, arg, params
+
+
+def _limit(params: dict[str, str], spec: str) -> launch.SearchLimit:
+  given = [k for k in _LIMIT_KEYS if k in params]
+  if len(given) != 1:
+    raise ValueError(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N or nodes=N')
+  return launch.SearchLimit.parse(f'{given[0]}={params.pop(given[0])}')
+
+
+def from_spec(spec: str) -> Agent:
+  """Builds the agent a spec string names (see the module docstring)."""
+  kind, arg, params = parse_spec(spec)
+  name = params.pop('name', None)
+  if kind == 'checkpoint':
+    from searchless.play import player as player_lib  # Only checkpoint agents need JAX.
+    option_types = {'temperature': float, 'temperature_full_moves': int, 'decisive': str,
+                    'decisive_threshold': float, 'seed': int, 'stockfish_limit': str}
+    policy = params.pop('policy', None)
+    dtype = params.pop('dtype', 'auto')
+    unknown = set(params) - set(option_types)
+    if unknown:
+      raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(unknown)}; '
+                       f'expected policy, dtype, name, {", ".join(option_types)}')
+    options = player_lib.PlayOptions(**{k: option_types[k](v) for k, v in params.items()})
+    return player_lib.Player.load(arg, policy=policy, compute_dtype=dtype, options=options, name=name)
+  limit = _limit(params, spec)
+  if kind == 'uci':
+    engine_options: dict[str, str] = {}
+    for key in list(params):
+      if not key.startswith('option.'):
+        raise ValueError(f'bad agent {spec!r}: {key!r} (engine options are option.NAME=VALUE)')
+      engine_options[key[len('option.'):]] = params.pop(key)
+    return UciAgent(arg, limit, options=engine_options, name=name)
+  path = params.pop('path', None)
+  if kind == 'stockfish-all-moves':
+    if params:
+      raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(params)}')
+    return AllMovesStockfishAgent(limit, path=path, name=name)
+  known = {'elo', 'skill', 'threads', 'hash'}
+  if set(params) - known:
+    raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(set(params) - known)}; expected {sorted(known)}')
+  as_int = lambda key: int(params[key]) if key in params else None
+  return StockfishAgent(limit, elo=as_int('elo'), skill=as_int('skill'), threads=as_int('threads') or 1,
+                        hash_mb=as_int('hash') or 16, path=path, name=name)

@@ -1,0 +1,182 @@
+"""The searchless player: a checkpoint's policy plus the rules that turn it into moves.
+
+This is the Python API for querying and playing a trained model:
+
+>>> import chess
+>>> player = Player.load('runs/demo/train')  # doctest: +SKIP
+>>> player.win_probabilities(chess.Board())  # doctest: +SKIP
+{'e2e4': 0.547, 'd2d4': 0.541, ...}
+>>> player.play(chess.Board())  # doctest: +SKIP
+Move.from_uci('e2e4')
+
+How a move is chosen from the policy's scores (`PlayOptions`):
+
+* argmax, or softmax sampling at `temperature` while the game is in its first
+  `temperature_full_moves` full moves (the paper: 5), argmax afterwards;
+* a move that lets the opponent claim a threefold repetition (or makes a
+  fivefold one) is valued at 0.5, as the reference engines do (value policies);
+* decisive-win rule: when two or more moves are above `decisive_threshold`
+  (the model cannot tell winning moves apart and may shuffle forever), pick
+  among them by `decisive`: ``rule`` (engine-free: mate, then promotion,
+  capture, pawn move, check, never a move that stalemates or draws), or
+  ``stockfish`` (the paper: ask Stockfish which of those moves to play), or
+  ``off``.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+
+import chess
+import chess.engine
+import numpy as np
+
+from searchless.training import checkpoint
+from searchless.engines import launch
+from searchless.model import transformer as model
+from searchless.play import policy as policy_lib
+
+DECISIVE_RULES = ('rule', 'stockfish', 'off')
+_PIECE_VALUES = {None: 0, chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayOptions:
+  """How the player turns scores into a move."""
+
+  temperature: float | None = None  # Softmax temperature; None or 0 plays the argmax.
+  temperature_full_moves: int | None = 5  # Sample only while fullmove_number <= this; None: always.
+  repetition_draws: bool = True  # Value moves that allow a threefold claim at 0.5 (value policies).
+  decisive: str = 'rule'  # Among several near-certain wins: 'rule', 'stockfish' or 'off'.
+  decisive_threshold: float = 0.99  # Win probability above which moves count as decisive.
+  stockfish_path: str | None = None  # For decisive='stockfish' (default: find_stockfish()).
+  stockfish_limit: str = 'time=0.05'  # Search limit of that Stockfish call.
+  seed: int | None = None  # Sampling seed (None: fresh entropy).
+
+  def __post_init__(self):
+    if self.decisive not in DECISIVE_RULES:
+      raise ValueError(f'decisive must be one of {DECISIVE_RULES}, got {self.decisive!r}')
+    if self.temperature is not None and self.temperature < 0:
+      raise ValueError(f'temperature must be >= 0, got {self.temperature}')
+
+
+def _progress_key(board: chess.Board, move: chess.Move) -> tuple:
+  """Larger is better for converting a won position."""
+  captured = board.piece_type_at(move.to_square)
+  if board.is_en_passant(move):
+    captured = chess.PAWN
+  board.push(move)
+  try:
+    mate = board.is_checkmate()
+    drawn = (board.is_stalemate() or board.is_insufficient_material()
+             or board.can_claim_draw() or board.is_fivefold_repetition())
+    check = board.is_check()
+  finally:
+    board.pop()
+  pawn = board.piece_type_at(move.from_square) == chess.PAWN
+  return (mate, not drawn, _PIECE_VALUES[move.promotion], _PIECE_VALUES[captured], pawn, check)
+
+
+def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'auto',
+                ema: bool = True) -> policy_lib.Policy:
+  """A checkpoint (ours, the published layout, or ``'pretrained'``) as a policy.
+
+  `policy` defaults to the checkpoint's experiment config (published
+  checkpoints: action_value). `compute_dtype`: float32, bfloat16 or auto.
+
+  >>> import chess
+  >>> analysis = load_policy('pretrained', compute_dtype='float32').analyse(chess.Board())
+  >>> len(analysis.moves), analysis.best_move().uci()
+  (20, 'd2d4')
+  """
+  model_config, params, experiment = checkpoint.load_model(path, ema=ema)
+  kind = policy or (experiment.policy if experiment is not None else policy_lib.ACTION_VALUE)
+  predictor = policy_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
+  return policy_lib.make_policy(kind, predictor)
+
+
+class Player:
+  """A searchless policy that plays moves; satisfies the tournament `Agent` protocol."""
+
+  def __init__(self, policy: policy_lib.Policy, options: PlayOptions = PlayOptions(), name: str = 'searchless'):
+    self.policy = policy
+    self.options = options
+    self.name = name
+    self._rng = np.random.default_rng(options.seed)
+    self._stockfish: chess.engine.SimpleEngine | None = None
+
+  @classmethod
+  def load(cls, path: str, *, policy: str | None = None, compute_dtype: str = 'auto', ema: bool = True,
+           options: PlayOptions = PlayOptions(), name: str | None = None) -> 'Player':
+    """Loads a checkpoint (ours, or the published layout) as a player.
+
+    `policy` defaults to the checkpoint's experiment config (published
+    checkpoints: action_value). `compute_dtype`: float32, bfloat16 or auto.
+    """
+    loaded = load_policy(path, policy=policy, compute_dtype=compute_dtype, ema=ema)
+    return cls(loaded, options, name or f'searchless-{loaded.kind}')
+
+  def analyse(self, board: chess.Board) -> policy_lib.Analysis:
+    """The policy's raw analysis of `board` (no play rules applied)."""
+    return self.policy.analyse(board)
+
+  def win_probabilities(self, board: chess.Board) -> dict[str, float]:
+    """{UCI move: the mover's win probability after it}, best first (value policies);
+    move probabilities for a behavioral-cloning policy."""
+    return {m.uci(): s for m, s in self.analyse(board).ranked()}
+
+  def adjusted_scores(self, board: chess.Board, analysis: policy_lib.Analysis) -> np.ndarray:
+    """Scores after the repetition rule: [M]."""
+    scores = np.array(analysis.scores, np.float64)
+    if self.options.repetition_draws and analysis.win_probs is not None:
+      for i, move in enumerate(analysis.moves):
+        board.push(move)
+        # A position can only recur since the last capture or pawn move: a claim
+        # (now, or after the opponent's reply) needs 7 reversible plies at least.
+        if board.halfmove_clock >= 7 and (board.is_fivefold_repetition()
+                                          or board.can_claim_threefold_repetition()):
+          scores[i] = 0.5
+        board.pop()
+    return scores
+
+  def play(self, board: chess.Board) -> chess.Move:
+    move, _ = self.choose(board)
+    return move
+
+  def choose(self, board: chess.Board, root_moves: Sequence[chess.Move] | None = None
+             ) -> tuple[chess.Move, policy_lib.Analysis]:
+    """The move to play (among `root_moves` if given) and the analysis it came from."""
+    analysis = self.analyse(board)
+    if root_moves:
+      analysis = analysis.restrict(root_moves)
+      if not analysis.moves:
+        raise ValueError(f'none of {[m.uci() for m in root_moves]} is legal in {board.fen()}')
+    if not analysis.moves:
+      raise ValueError(f'no legal moves in {board.fen()}')
+    scores = self.adjusted_scores(board, analysis)
+    options = self.options
+    if options.temperature and (options.temperature_full_moves is None
+                                or board.fullmove_number <= options.temperature_full_moves):
+      logits = (analysis.log_probs if analysis.win_probs is None else scores) / options.temperature
+      probs = np.exp(logits - logits.max())
+      return analysis.moves[self._rng.choice(len(probs), p=probs / probs.sum())], analysis
+    if analysis.win_probs is not None and options.decisive != 'off':
+      order = np.argsort(-scores, kind='stable')
+      decisive = [analysis.moves[i] for i in order if scores[i] > options.decisive_threshold]
+      if len(decisive) > 1:
+        return self._convert(board, decisive), analysis
+    return analysis.moves[int(np.argmax(scores))], analysis
+
+  def _convert(self, board: chess.Board, candidates: list[chess.Move]) -> chess.Move:
+    """One of several winning moves that makes progress (candidates best-scored first)."""
+    if self.options.decisive == 'stockfish':
+      if self._stockfish is None:
+        self._stockfish = launch.open_engine(self.options.stockfish_path)
+      limit = launch.SearchLimit.parse(self.options.stockfish_limit).to_chess()
+      move = self._stockfish.play(board, limit, root_moves=candidates).move
+      return move if move is not None else candidates[0]
+    return max(candidates, key=lambda m: _progress_key(board, m))  # max keeps the first of equals.
+
+  def close(self) -> None:
+    if self._stockfish is not None:
+      self._stockfish.quit()
+      self._stockfish = None

@@ -1,0 +1,86 @@
+"""A UCI engine over a checkpoint: the searchless player behind any chess GUI.
+
+``searchless-uci --checkpoint DIR`` (`searchless.commands.uci`, which calls
+`run`) speaks UCI on stdin/stdout (one line in, lines out, flushed one by one;
+logs and anything JAX or a C library prints go to stderr). ``DIR`` is anything
+`checkpoint.load_model` reads: our workdir / step dir, a published-layout
+model dir, or ``pretrained`` (the model shipped in the package). The modules:
+`protocol` (parsing and formatting), `engine` (`UciEngine`, the protocol
+state), `search` (one ``go``), `process` (CPUs, stdout, cache dir) and `serve`
+(`run`: the engine on stdin/stdout).
+
+Commands: ``uci``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
+``position startpos|fen FEN [moves ...]``, ``go [wtime|btime|winc|binc|
+movestogo|movetime|depth|nodes|mate N] [infinite] [ponder] [searchmoves ...]``,
+``stop``, ``ponderhit``, ``debug on|off``, ``register`` (ignored), ``d`` (the
+board, for humans) and ``quit`` (end of input counts as ``quit``).
+
+* The model is loaded (and every batch shape compiled, so the first move is
+  fast) on the first ``isready`` or ``go``, not for ``uci``. Compiling
+  takes most of that time: the compiled shapes are kept on disk for the next
+  start (``--compilation_cache DIR``, default ``~/.cache/searchless/xla``;
+  ``''`` turns it off) (the tiny test model on 2 CPU cores:
+  readyok 7.8 s after start, 2.4 s with a warm cache; moves ~10 ms).
+* ``go`` answers at once whatever its limits (a searchless policy has no
+  search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
+  N nps R time T pv M`` line, then ``bestmove M``. N counts the moves the model
+  scored; C is the chosen move's win probability for the mover, 0.5 if it
+  allows a repetition claim (``RepetitionDraws``), as centipawns
+  (`values.win_probability_to_centipawns`, clipped to +-`CP_CLIP`). A
+  behavioral-cloning policy predicts moves, not values: its info line has no
+  score. ``go infinite`` / ``go ponder`` hold ``bestmove`` back until ``stop``
+  (or ``ponderhit`` for ponder); the search runs on a worker thread, so
+  ``isready``, ``stop`` and ``quit`` are read meanwhile. ``searchmoves``
+  restricts the choice (illegal ones are reported; none legal: all moves). No
+  legal move: ``bestmove 0000`` after an ``info string``.
+* ``go`` before any ``position`` plays from the start position; the move list
+  of ``position`` is kept as the board's move stack (repetition rules).
+* Malformed input (unknown command, bad FEN or illegal position, illegal move,
+  bad option value, bad ``go`` argument) answers ``info string error: ...``
+  and changes nothing: the last good position and option values stay. As UCI
+  asks, unknown leading tokens are skipped (``joho debug on`` turns debug on).
+
+Options (``setoption``):
+
+* ``Policy`` (combo): reloads the checkpoint with that policy; one the model
+  does not fit (e.g. behavioral_cloning on a value model) is an error and the
+  old policy stays. Before the first load it is only recorded (checked then).
+* ``Temperature`` (string, a float >= 0, default 0 = argmax): softmax sampling
+  while the game is in its first ``TemperatureFullMoves`` (spin, default 5)
+  full moves; argmax afterwards (`player.PlayOptions`).
+* ``Decisive`` (combo rule/stockfish/off) and ``RepetitionDraws`` (check): the
+  player's decisive-win and repetition rules.
+* ``Threads`` (spin, default all available CPUs or ``--threads``): CPU threads for XLA. It acts
+  when the model is first loaded: the process is restricted to that many CPUs
+  while JAX's backend starts and compiles, so XLA sizes its CPU thread pools to
+  it, and the affinity is restored afterwards (Linux; elsewhere a no-op). Once
+  the backend is up it cannot change: later values are accepted and ignored
+  (an ``info string`` says so).
+* ``Ponder`` (check): accepted for GUIs that manage it; pondering itself is
+  ``go ponder`` above.
+
+``debug on`` adds ``info string`` lines (load time, the top moves' scores).
+
+>>> lines = []
+>>> engine = UciEngine(lambda policy, options: None, lines.append, checkpoint_name='demo')
+>>> engine.handle('uci'), lines[-1]
+(True, 'uciok')
+"""
+
+from searchless.play.uci.engine import UciEngine
+from searchless.play.uci.process import available_cpus
+from searchless.play.uci.process import default_cache_dir
+from searchless.play.uci.process import limit_cpu_threads
+from searchless.play.uci.protocol import CP_CLIP
+from searchless.play.uci.protocol import GoRequest
+from searchless.play.uci.protocol import NULL_MOVE
+from searchless.play.uci.protocol import parse_go
+from searchless.play.uci.protocol import parse_position
+from searchless.play.uci.protocol import UciError
+from searchless.play.uci.serve import checkpoint_policy
+from searchless.play.uci.serve import run
+
+__all__ = [
+    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
+    'default_cache_dir', 'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
+]

@@ -1,0 +1,77 @@
+"""Serving a checkpoint as a UCI engine on stdin/stdout: `run`, what ``searchless-uci`` runs.
+
+`run` picks the policy (the checkpoint's, unless given), turns on JAX's
+persistent compilation cache, wires a `UciEngine` to the process' stdin and
+its clean protocol stdout (`process.uci_stdout`), and reads lines until
+``quit`` or the end of input.
+"""
+
+import os
+import sys
+import typing
+
+import jax
+
+from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
+from searchless.play.uci import engine as engine_lib
+from searchless.play.uci import process
+from searchless.training import checkpoint
+
+
+def checkpoint_policy(path: str) -> str:
+  """The policy a checkpoint was trained for (published checkpoints: action_value), without loading it."""
+  experiment = checkpoint._experiment_config(checkpoint.resolve(path))  # pylint: disable=protected-access
+  return experiment.policy if experiment is not None else policy_lib.ACTION_VALUE
+
+
+def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto', temperature: float = 0.0,
+        threads: int | None = None, seed: int | None = None,
+        compilation_cache: str | None = None) -> bool:
+  """Speaks UCI on stdin/stdout with the model of `checkpoint_path` until ``quit`` or the end of input.
+
+  `policy`: default the checkpoint's; `temperature`, `threads` (default: all
+  available CPUs) and `seed`: the options' starting values;
+  `compilation_cache`: JAX's persistent cache directory (None or '': off).
+  Raises FileNotFoundError / ValueError for a bad checkpoint before speaking.
+  Returns True once the engine has quit; when a search is stuck in the model
+  the process exits at once instead (nor does JAX tear down under it).
+  """
+  policy = policy or checkpoint_policy(checkpoint_path)
+  options = player_lib.PlayOptions(temperature=temperature, seed=seed)
+  if compilation_cache:
+    jax.config.update('jax_compilation_cache_dir', compilation_cache)
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+  out = process.uci_stdout()
+
+  def output(line: str) -> None:
+    try:
+      out.write(line + '\n')
+      out.flush()
+    except (BrokenPipeError, OSError, ValueError):  # The GUI is gone: nothing left to do.
+      os._exit(0)  # pylint: disable=protected-access
+
+  def factory(policy_name: str, play_options: player_lib.PlayOptions) -> player_lib.Player:
+    return player_lib.Player.load(checkpoint_path, policy=policy_name, compute_dtype=dtype, options=play_options)
+
+  engine = engine_lib.UciEngine(factory, output, policy=policy,
+                                checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
+                                options=options, threads=threads or process.available_cpus(),
+                                thread_limiter=process.limit_cpu_threads)
+  if not _serve(engine, sys.stdin):  # A search stuck in the model: don't wait for it.
+    out.flush()
+    os._exit(0)  # pylint: disable=protected-access
+  return True
+
+
+def _serve(engine: engine_lib.UciEngine, lines: typing.TextIO) -> bool:
+  """Feeds `lines` to `engine` until quit or their end; False if a search is still running."""
+  while True:
+    try:
+      line = lines.readline()
+    except (OSError, ValueError, UnicodeDecodeError):
+      line = ''
+    if not line:  # End of input: the GUI closed the pipe or died.
+      return engine.quit()
+    if not engine.handle(line):
+      return not engine.searching

@@ -1,0 +1,1 @@
+"""Configs, the training loop, checkpoints, device sharding and training plots."""

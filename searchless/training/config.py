@@ -1,0 +1,177 @@
+"""Experiment configs: Python files with `get_config()`, overrides, and saved JSON.
+
+A config (a name such as ``tiny``, which is ``searchless/configs/tiny.py``, or the
+path of any ``.py`` file with ``get_config()``) is the single source of truth for a run:
+model, data, optimiser and schedule. `load` imports it, applies ``key=value``
+overrides (type-checked against the field they replace) and returns a frozen
+config; `to_json` / `from_json` save it with every checkpoint so evaluation and
+play rebuild exactly the trained model.
+
+>>> c = load('tiny', ['optim.learning_rate=3e-4'])
+>>> c.optim.learning_rate, c.model.num_layers
+(0.0003, 4)
+>>> names()[:3]
+['136m', '270m', '9m']
+>>> load('tiny', ['model.num_layers=four'])
+Traceback (most recent call last):
+...
+ValueError: override model.num_layers=four: expected int, got 'four'
+"""
+
+import ast
+from collections.abc import Sequence
+import importlib.resources
+import importlib.util
+import json
+import pathlib
+
+import ml_collections
+
+
+def base() -> ml_collections.ConfigDict:
+  """Every field of an experiment config, at the paper's main recipe (the 9M model).
+
+  Config files (``configs/*.py``) start from this and change what differs; this
+  is where each field is defined and documented.
+  """
+  from ml_collections.config_dict import placeholder  # Only configs need it.
+  c = ml_collections.ConfigDict()
+  c.policy = 'action_value'  # action_value | state_value | behavioral_cloning.
+  c.num_return_buckets = 128  # Value classes (uniform buckets of win probability).
+
+  c.model = ml_collections.ConfigDict()
+  c.model.embedding_dim = 256  # Width d of the residual stream.
+  c.model.num_layers = 8  # Transformer blocks.
+  c.model.num_heads = 8  # Attention heads (d / num_heads per head).
+  c.model.widening_factor = 4  # SwiGLU hidden size = widening_factor * d.
+  c.model.emb_init_scale = 0.02  # Std of the truncated-normal embedding init.
+  c.model.apply_post_ln = True  # Final LayerNorm before the output layer.
+  c.model.apply_qk_layernorm = False  # LayerNorm on queries and keys.
+  c.model.use_causal_mask = False  # The reference predicts from the whole board.
+  c.model.seed = 1  # Parameter initialisation seed.
+  c.model.packing = 'none'  # none: one sequence per move (the paper) | board: one per board (board_value records).
+  c.model.move_attention = 'self'  # packing=board: a move token sees the board and itself | 'moves': all real moves.
+  c.model.joint_layers = 0  # packing=board: blocks before the last where board tokens also see the moves.
+
+  c.data = ml_collections.ConfigDict()
+  c.data.train = ''  # Bag spec/glob of training records (the --data flag sets it).
+  c.data.eval = ''  # Bag spec/glob of held-out records ('' = no periodic evaluation).
+  c.data.batch_size = 4096  # Global batch size (all devices and hosts together), as the paper.
+  c.data.shuffle = True  # Global uniform shuffle, reshuffled every epoch.
+  c.data.seed = 0  # Shuffle seed.
+  c.data.worker_count = 16  # grain worker processes per host (0 = in-process).
+  c.data.num_records = placeholder(int)  # Use only the first N records (None = all).
+  c.data.max_moves = 64  # packing=board: move slots per board row (a board with more keeps a random 64).
+
+  c.optim = ml_collections.ConfigDict()
+  c.optim.learning_rate = 1e-4  # Adam step size (constant, as the paper).
+  c.optim.max_grad_norm = 1.0  # Global gradient-norm clip.
+  c.optim.ema_decay = 0.99  # Decay of the parameter EMA used for evaluation and play.
+
+  c.loss = ml_collections.ConfigDict()
+  c.loss.kind = 'log_loss'  # log_loss (paper) | hl_gauss (soft labels).
+  c.loss.hl_gauss_sigma = 0.75  # HL-Gauss label std, in bucket widths.
+
+  c.train = ml_collections.ConfigDict()
+  c.train.num_steps = 10_000_000  # Optimiser steps (the paper: 10M, 2.67 epochs at batch 4096).
+  c.train.max_seconds = 0.0  # Stop (checkpointed; rerun resumes) after this many seconds of one run; 0 = no limit.
+  c.train.log_every = 1000  # Steps between log lines.
+  c.train.eval_every = 100_000  # Steps between evaluations on data.eval.
+  c.train.eval_records = 65_536  # Held-out records per evaluation.
+  c.train.ckpt_every = 100_000  # Steps between checkpoints (also on SIGTERM and at the end).
+  c.train.ckpt_keep = 3  # Checkpoints kept.
+  c.train.compute_dtype = 'auto'  # float32 | bfloat16 | auto (bf16 on GPU/TPU, f32 on CPU).
+  c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
+  return c
+
+
+def _parse_value(text: str):
+  try:
+    return ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    return text  # A bare string, e.g. data.train=/path/*.bag
+
+
+def _field_type(config: ml_collections.ConfigDict, key: str):
+  *parents, leaf = key.split('.')
+  node = config
+  for parent in parents:
+    if parent not in node or not isinstance(node[parent], ml_collections.ConfigDict):
+      raise KeyError(f'override {key}: no config section {parent!r}')
+    node = node[parent]
+  if leaf not in node:
+    raise KeyError(f'override {key}: no such field (fields here: {sorted(node.keys())})')
+  return node.get_type(leaf), node, leaf
+
+
+def override(config: ml_collections.ConfigDict, assignment: str) -> None:
+  """Applies one ``dotted.key=value`` to an unfrozen config, checking the type."""
+  key, sep, text = assignment.partition('=')
+  if not sep:
+    raise ValueError(f'override {assignment!r}: expected key=value')
+  field_type, node, leaf = _field_type(config, key.strip())
+  value = _parse_value(text.strip())
+  if field_type is float and isinstance(value, int) and not isinstance(value, bool):
+    value = float(value)
+  if field_type is str and not isinstance(value, str):
+    value = text.strip()
+  if value is not None and field_type not in (type(None), object) and not isinstance(value, field_type):
+    raise ValueError(f'override {assignment}: expected {field_type.__name__}, got {text.strip()!r}')
+  if isinstance(value, bool) and field_type is int:
+    raise ValueError(f'override {assignment}: expected int, got a bool')
+  node[leaf] = value
+
+
+def names() -> list[str]:
+  """The configs shipped in the package (``searchless/configs/<name>.py``), sorted."""
+  files = importlib.resources.files('searchless.configs').iterdir()
+  return sorted(f.name[:-3] for f in files if f.name.endswith('.py') and not f.name.startswith('_'))
+
+
+def config_path(name_or_path: str | pathlib.Path) -> pathlib.Path:
+  """The file of a config: a shipped name (``tiny``) or a path to a ``.py`` file."""
+  text = str(name_or_path)
+  if not text.endswith('.py') and '/' not in text and '\\' not in text:
+    if text not in names():
+      raise FileNotFoundError(f'no config named {text!r} (shipped: {", ".join(names())}; or give a .py path)')
+    return pathlib.Path(str(importlib.resources.files('searchless.configs') / f'{text}.py'))
+  return pathlib.Path(text)
+
+
+def from_file(path: str | pathlib.Path) -> ml_collections.ConfigDict:
+  """Imports the `get_config()` of `path` (a shipped name or a file) and returns its config
+  (unfrozen; a config may start from another one's, e.g. ``from_file('tiny')``)."""
+  file = config_path(path)
+  if not file.is_file():
+    raise FileNotFoundError(f'config file {str(path)!r} not found')
+  spec = importlib.util.spec_from_file_location(f'searchless_config_{file.stem}', file)
+  if spec is None or spec.loader is None:
+    raise ValueError(f'config file {str(path)!r} is not a Python file')
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  if not hasattr(module, 'get_config'):
+    raise AttributeError(f'{path} has no get_config()')
+  return module.get_config()
+
+
+def load(path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_collections.FrozenConfigDict:
+  """Imports the `get_config()` of `path` (a shipped name or a file), applies `overrides`, returns it frozen."""
+  config = from_file(path)
+  for assignment in overrides:
+    override(config, assignment)
+  return ml_collections.FrozenConfigDict(config)
+
+
+def to_json(config) -> str:
+  return json.dumps(_to_dict(config), indent=2, sort_keys=True)
+
+
+def _to_dict(config) -> dict:
+  out = {}
+  for key, value in config.items():
+    out[key] = _to_dict(value) if isinstance(value, (ml_collections.ConfigDict, ml_collections.FrozenConfigDict)) else value
+  return out
+
+
+def from_json(text: str) -> ml_collections.FrozenConfigDict:
+  return ml_collections.FrozenConfigDict(json.loads(text))

@@ -1,0 +1,431 @@
+"""Training: a pure jitted `update` on a data x fsdp mesh, orbax checkpoints, resume.
+
+    searchless-train --config tiny --workdir runs/tiny --data 'out/train/action_value*'
+
+Everything a run writes goes under ``--workdir``: ``config.json`` (the resolved
+config), ``metrics.jsonl`` (one JSON object per log/eval step), ``checkpoints/``
+(orbax; params, EMA params, optimiser state, data-iterator state, config) and
+``curves.png`` (`searchless-plot`). Rerunning the same command resumes from the
+latest checkpoint; N steps + resume + N steps gives the same parameters as 2N
+uninterrupted steps (bit-identical on CPU).
+"""
+
+import json
+import os
+import pathlib
+import signal
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tqdm
+
+from searchless.core import artefacts
+from searchless.core import bags
+from searchless.training import checkpoint
+from searchless.training import config as config_lib
+from searchless.core import codecs
+from searchless.data import loader as dataset
+from searchless.data import packing
+from searchless.data import sequences as sequences_lib
+from searchless.model import losses
+from searchless.evaluation import metrics
+from searchless.model import transformer as model
+from searchless.core import records
+from searchless.training import sharding
+from searchless.core import tokenizer
+from searchless.core import values
+
+
+class TrainingState(NamedTuple):
+  step: jax.Array  # [] int32, optimiser steps taken.
+  params: hk.Params
+  params_ema: hk.Params  # Exponential moving average, used for evaluation and play.
+  opt_state: optax.OptState
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+  return optax.chain(
+      optax.clip_by_global_norm(config.optim.max_grad_norm),
+      optax.adam(config.optim.learning_rate),
+  )
+
+
+_Rows = TypeVar('_Rows', np.ndarray, jax.Array)
+
+
+def split_packed(rows: _Rows) -> tuple[_Rows, _Rows]:
+  """Packed rows [B, 77 + 2M] -> (model input [B, 77 + M], bucket targets [B, M], -1 = no move)."""
+  num_moves = (rows.shape[1] - tokenizer.SEQUENCE_LENGTH) // 2
+  return rows[:, :tokenizer.SEQUENCE_LENGTH + num_moves], rows[:, tokenizer.SEQUENCE_LENGTH + num_moves:]
+
+
+def make_loss_fn(apply, config):
+  """loss(params, batch) -> (mean loss, number of targets).
+
+  Per-move sequences [B, T]: the loss on the last token (the value bucket or
+  the action). Packed rows [B, 77 + 2M]: the mean over every real move of
+  every board (padded move slots are left out).
+  """
+  kind = config.loss.kind
+  if kind not in ('log_loss', 'hl_gauss'):
+    raise ValueError(f"loss.kind must be log_loss or hl_gauss, got {kind!r}")
+  if kind == 'hl_gauss' and config.policy == 'behavioral_cloning':
+    raise ValueError('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
+
+  def per_target(log_probs, targets):  # [N, V], [N] -> [N]
+    if kind == 'log_loss':
+      return losses.log_loss(log_probs, targets, reduce=False)
+    return losses.hl_gauss_loss(log_probs, targets, config.loss.hl_gauss_sigma, reduce=False)
+
+  def loss_fn(params, batch):
+    if not packing.packed(config):
+      log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
+      return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
+    inputs, targets = split_packed(batch)  # [B, 77 + M], [B, M]
+    log_probs = apply(params, None, inputs)  # [B, M, V]
+    valid = targets >= 0  # [B, M]
+    flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
+    count = jnp.sum(valid, dtype=jnp.float32)
+    return jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0), count
+
+  return loss_fn
+
+
+class Functions(NamedTuple):
+  """The jitted pure functions of a run and the layouts they use."""
+
+  init: Callable[..., Any]  # rng -> TrainingState
+  update: Callable[..., Any]  # (TrainingState, batch [B, T]) -> (TrainingState, metrics)
+  last_log_probs: Callable[..., Any]  # (params, sequences [B, T]) -> [B, V] at the last position; packed: [B, M, V]
+  state_sharding: TrainingState
+  batch_sharding: jax.sharding.NamedSharding
+  model_config: model.ModelConfig
+
+
+def make_functions(config, mesh) -> Functions:
+  model_config = model.ModelConfig.from_config(config)
+  net = model.build(model_config, compute_dtype=model.resolve_dtype(config.train.compute_dtype))
+  optimizer = make_optimizer(config)
+  loss_fn = make_loss_fn(net.apply, config)
+  decay = config.optim.ema_decay
+
+  def init(rng):
+    length = tokenizer.SEQUENCE_LENGTH + 1 if model_config.packed else model.SEQUENCE_LENGTHS[config.policy]
+    params = net.init(rng, jnp.zeros((1, length), jnp.int32))
+    return TrainingState(jnp.zeros((), jnp.int32), params, params, optimizer.init(params))
+
+  def update(state: TrainingState, batch):
+    (loss, targets), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.
+    params_ema = jax.tree.map(lambda e, p: e - (1.0 - decay) * (e - p), state.params_ema, params)
+    metrics = {'loss': loss, 'grad_norm': optax.global_norm(grads), 'targets': targets}
+    return TrainingState(state.step + 1, params, params_ema, opt_state), metrics
+
+  abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
+  layout = sharding.state_sharding(mesh, abstract)
+  layout = layout._replace(step=sharding.replicated(mesh))
+  batch = sharding.batch_sharding(mesh)
+  out = sharding.replicated(mesh)
+  if model_config.packed:
+    read_out = lambda params, inputs: net.apply(params, None, inputs)  # [B, M, V]
+  else:
+    read_out = lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32)  # [B, V]
+  return Functions(
+      init=jax.jit(init, out_shardings=layout),
+      update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
+      last_log_probs=jax.jit(read_out, in_shardings=(layout.params, batch), out_shardings=out),
+      state_sharding=layout,
+      batch_sharding=batch,
+      model_config=model_config,
+  )
+
+
+def peak_flops_per_device(dtype) -> float | None:
+  """Dense peak FLOP/s of one device, for MFU (None where unknown)."""
+  device = jax.devices()[0]
+  kind = device.device_kind.lower()
+  bf16 = dtype == jnp.bfloat16
+  table = {  # (bf16 dense, fp32/tf32 dense) per device.
+      'h100': (989e12, 494e12), 'h200': (989e12, 494e12), 'a100': (312e12, 156e12),
+      'v5 lite': (197e12, 197e12), 'v5p': (459e12, 459e12), 'v4': (275e12, 275e12),
+  }
+  for name, (peak_bf16, peak_fp32) in table.items():
+    if name in kind:
+      return peak_bf16 if bf16 else peak_fp32
+  if device.platform == 'cpu':
+    return _measured_cpu_peak()
+  return None
+
+
+def _measured_cpu_peak() -> float:
+  """The f32 matmul rate this CPU sustains (all cores of one process)."""
+  n = 1024
+  a = jnp.ones((n, n), jnp.float32)
+  matmul = jax.jit(lambda x: x @ x)
+  matmul(a).block_until_ready()
+  start, reps = time.perf_counter(), 10
+  for _ in range(reps):
+    a = matmul(a)
+  a.block_until_ready()
+  return 2 * n**3 * reps / (time.perf_counter() - start) / jax.local_device_count()
+
+
+class _Stop:
+  """SIGTERM / SIGINT set a flag; the loop checkpoints and exits cleanly."""
+
+  def __init__(self):
+    self.requested = False
+    self._previous = {}
+
+  def __enter__(self):
+    for sig in (signal.SIGTERM, signal.SIGINT):
+      try:
+        self._previous[sig] = signal.signal(sig, self._handle)
+      except ValueError:  # Not the main thread.
+        pass
+    return self
+
+  def _handle(self, signum, frame):
+    self.requested = True
+
+  def __exit__(self, *exc):
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+
+
+def _log(workdir: pathlib.Path, record: dict) -> None:
+  if jax.process_index() == 0:
+    with open(workdir / 'metrics.jsonl', 'a') as f:
+      f.write(json.dumps(record) + '\n')
+
+
+class EvalSet(NamedTuple):
+  """The first `train.eval_records` records of `data.eval`, ready to score."""
+
+  sequences: np.ndarray  # [N, T] int32 (packed: [N, 77 + 2M] rows), N padded to a multiple of the batch size.
+  num_real: int  # Real (unpadded) sequences.
+  boards: list  # metrics.Board per complete board (action_value only; packed: every board, rows in order).
+
+
+def _eval_rows(config, raw: list[bytes]) -> tuple[np.ndarray, list]:
+  """Packed eval rows: every move of every board (M = the largest board, rounded up to 16)."""
+  board_records = codecs.decode_boards(raw)
+  max_moves = max([16] + [-(-len(b.moves) // 16) * 16 for b in board_records])
+  edges, _ = values.uniform_buckets(config.num_return_buckets)
+  rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M]
+  boards = [metrics.Board(b.fen, b.moves, np.asarray(b.win_probs), np.arange(len(b.moves))) for b in board_records]
+  return rows, boards
+
+
+def load_eval_set(config) -> EvalSet:
+  reader = bags.reader(config.data.eval)
+  raw = list(reader[:min(len(reader), config.train.eval_records)])
+  boards: list[metrics.Board] = []
+  if packing.packed(config):
+    codecs.check_kind(config.data.eval, records.BOARD_VALUE, reader)
+    sequences, boards = _eval_rows(config, raw)
+  else:
+    sequences = sequences_lib.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]
+    if config.policy == 'action_value':
+      boards, _ = metrics.group_boards(list(zip(*codecs.decode_batch('action_value', raw))))  # type: ignore[arg-type]
+  batch = config.data.batch_size
+  padded = np.zeros((-len(raw) % batch + len(raw), sequences.shape[1]), np.int32)
+  padded[:len(raw)] = sequences
+  return EvalSet(padded, len(raw), boards)
+
+
+def _evaluate_packed(functions: Functions, params, config, eval_set: EvalSet) -> dict:
+  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
+  _, centres = values.uniform_buckets(config.num_return_buckets)
+  picked, predicted = [], []
+  for i in range(0, len(eval_set.sequences), batch):
+    rows = eval_set.sequences[i:i + batch]
+    inputs, targets = split_packed(rows)
+    local = inputs[pi * batch // pc:(pi + 1) * batch // pc]
+    log_probs = np.asarray(jax.device_get(
+        functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))))  # [B, M, V]
+    for b in range(len(rows)):
+      if i + b >= eval_set.num_real:
+        break
+      num = len(eval_set.boards[i + b].moves)
+      lp = log_probs[b, :num]  # [m, V]
+      picked.append(np.take_along_axis(lp, targets[b, :num, None], axis=-1)[:, 0])
+      predicted.append(np.exp(lp) @ centres)
+  return {
+      'eval_loss': float(-np.concatenate(picked).mean()),
+      'eval_action_accuracy': metrics.action_accuracy(
+          [p for p, b in zip(predicted, eval_set.boards) if len(b.moves)],
+          [b.win_probs for b in eval_set.boards if len(b.moves)]),
+      'eval_boards': sum(1 for b in eval_set.boards if len(b.moves)),
+  }
+
+
+def evaluate(functions: Functions, params, config, eval_set: EvalSet) -> dict:
+  """Log-loss on the eval records; action accuracy on their complete boards (action_value)."""
+  if packing.packed(config):
+    return _evaluate_packed(functions, params, config, eval_set)
+  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
+  picked, bucket_probs = [], []
+  for i in range(0, len(eval_set.sequences), batch):
+    local = eval_set.sequences[i:i + batch][pi * batch // pc:(pi + 1) * batch // pc]
+    log_probs = functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))
+    log_probs = np.asarray(jax.device_get(log_probs))  # [B, V], replicated.
+    targets = eval_set.sequences[i:i + batch, -1]
+    picked.append(np.take_along_axis(log_probs, targets[:, None], axis=-1)[:, 0])
+    bucket_probs.append(np.exp(log_probs))
+  losses = np.concatenate(picked)[:eval_set.num_real]
+  result = {'eval_loss': float(-losses.mean())}
+  if eval_set.boards:
+    _, centres = values.uniform_buckets(config.num_return_buckets)
+    expected = np.concatenate(bucket_probs)[:eval_set.num_real] @ centres  # [N] expected win prob.
+    predicted = [expected[b.records] for b in eval_set.boards]
+    result['eval_action_accuracy'] = metrics.action_accuracy(predicted, [b.win_probs for b in eval_set.boards])
+    result['eval_boards'] = len(eval_set.boards)
+  return result
+
+
+def train(config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = ()) -> TrainingState:
+  """Trains (or resumes) the run in `workdir`; returns the final state.
+
+  Writes WORKDIR/summary.json (`artefacts.TrainingSummary`; `overrides` are
+  recorded in it) at the end of every run.
+
+  `stop_after`: stop (with a checkpoint) after this many steps in this call,
+  as an interruption would; used by the resume tests.
+  """
+  work = pathlib.Path(workdir)
+  work.mkdir(parents=True, exist_ok=True)
+  if not config.data.train:
+    raise ValueError('no training data: pass --data GLOB or set data.train in the config')
+  mesh = sharding.make_mesh(config.train.fsdp)
+  functions = make_functions(config, mesh)
+  data_iter = iter(dataset.config_loader(config, split='train'))
+  started = time.perf_counter()
+  manager = checkpoint.Checkpointer(str(work / 'checkpoints'), keep=config.train.ckpt_keep)
+  restored = _restore_state(manager, functions.state_sharding)
+  if restored is not None:
+    state, iter_state = restored
+    if iter_state is not None:
+      data_iter.set_state(iter_state)
+    start = int(state.step)
+  else:
+    state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
+    start = 0
+  if jax.process_index() == 0:
+    (work / 'config.json').write_text(config_lib.to_json(config))
+
+  eval_set = load_eval_set(config) if config.data.eval else None
+  num_steps = config.train.num_steps
+  end = num_steps if stop_after is None else min(num_steps, start + stop_after)
+  dtype = model.resolve_dtype(config.train.compute_dtype)
+  if packing.packed(config):  # A row: 78 board tokens + max_moves move tokens.
+    seq_len = model.BOARD_TOKENS + config.data.max_moves
+  else:
+    seq_len = model.SEQUENCE_LENGTHS[config.policy]
+  flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
+  peak = peak_flops_per_device(dtype)
+  bar = tqdm.tqdm(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
+                  dynamic_ncols=True)
+  last_time, last_step = time.perf_counter(), start
+  deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
+  window = []  # Metrics of the steps since the last log line (device arrays, fetched lazily).
+  with _Stop() as stop:
+    for step in range(start, end):
+      sequences = sharding.global_batch(next(data_iter), functions.batch_sharding)
+      state, metrics = functions.update(state, sequences)
+      window.append(metrics)
+      done = step + 1
+      bar.update(1)
+      if deadline is not None and len(window) > 1:
+        jax.block_until_ready(window[-2]['loss'])  # Dispatch is asynchronous: keep the clock one step behind at most.
+      out_of_time = deadline is not None and time.perf_counter() > deadline
+      if out_of_time:
+        end = done  # Log, evaluate and checkpoint as at the end.
+      if done % config.train.log_every == 0 or done == end:
+        # Means over the window: one batch is too noisy to read a curve from.
+        metrics = {k: float(np.mean([m[k] for m in jax.device_get(window)])) for k in window[0]}
+        targets = metrics.pop('targets') * (done - last_step)  # Action-values (or records) trained on.
+        window = []
+        now = time.perf_counter()
+        examples = (done - last_step) * config.data.batch_size / (now - last_time)
+        record = {'step': done, **metrics, 'examples_per_s': examples, 'tokens_per_s': examples * seq_len,
+                  'targets': int(round(targets)), 'targets_per_s': targets / (now - last_time),
+                  'devices': jax.device_count(), 'processes': jax.process_count()}
+        if peak:
+          record['mfu'] = examples * flops / (peak * jax.device_count())
+        last_time, last_step = now, done
+        _log(work, record)
+        bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
+      if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
+        record = {'step': done, **evaluate(functions, state.params_ema, config, eval_set)}
+        _log(work, record)
+        accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
+        bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
+      if done % config.train.ckpt_every == 0 or done == end or stop.requested:
+        manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
+                     config=config, data_iter_state=data_iter.get_state())
+      if stop.requested:
+        bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
+        break
+      if out_of_time:
+        bar.write(f'train.max_seconds={config.train.max_seconds:g} reached at step {done}; checkpoint saved')
+        break
+  manager.close()  # Waits for pending saves.
+  bar.close()
+  if jax.process_index() == 0:
+    step = int(jax.device_get(state.step))
+    artefacts.TrainingSummary(
+        step=step, num_steps=num_steps, complete=step >= num_steps,
+        num_params=int(sum(np.size(x) for x in jax.tree_util.tree_leaves(state.params))),
+        num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
+        overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
+    ).write(work / artefacts.TrainingSummary.FILE)
+  return state
+
+
+def _restore_state(manager: checkpoint.Checkpointer, state_sharding: TrainingState
+                   ) -> tuple[TrainingState, bytes | dict | None] | None:
+  """The latest (state, data-iterator state) in `manager`, each array in its sharding; None if none."""
+  step = manager.latest_step()
+  if step is None:
+    return None
+  restored = manager.restore(step, params=state_sharding.params, params_ema=state_sharding.params_ema,
+                             opt_state=state_sharding.opt_state)
+  step_sharding: Any = state_sharding.step  # The state's layout: a Sharding at every leaf.
+  step_array = jax.make_array_from_callback((), step_sharding, lambda _: np.asarray(step, np.int32))
+  state = state_sharding._replace(step=step_array, params=restored.params, params_ema=restored.params_ema,
+                                  opt_state=restored.opt_state)
+  return state, restored.data_iter_state
+
+
+def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | None = None,
+        overrides: Sequence[str] = (), distributed: bool = False, coordinator: str | None = None,
+        num_processes: int | None = None, process_id: int | None = None) -> artefacts.TrainingSummary:
+  """Loads `config` (a shipped name or a file) with `overrides`, trains (or resumes) in `workdir`.
+
+  `data` / `eval_data` set data.train / data.eval. Multi-host: `distributed`
+  (auto-detected cluster) or `coordinator` host:port with `num_processes` and
+  `process_id` start jax.distributed first. Returns the run's summary (also
+  WORKDIR/summary.json).
+  """
+  if distributed or coordinator or os.environ.get('JAX_COORDINATOR_ADDRESS'):
+    jax.distributed.initialize(coordinator, num_processes, process_id)
+  overrides = list(overrides)
+  if data:
+    overrides.append(f'data.train={data}')
+  if eval_data:
+    overrides.append(f'data.eval={eval_data}')
+  try:
+    experiment = config_lib.load(config, overrides)
+  except KeyError as error:  # An unknown field: a user's mistake, as a ValueError.
+    raise ValueError(str(error).strip('"')) from None
+  train(experiment, workdir, overrides=overrides)
+  return artefacts.TrainingSummary.read(pathlib.Path(workdir) / artefacts.TrainingSummary.FILE)

@@ -4,16 +4,11 @@ import pathlib
 
 import pytest
 
+from helpers import COMPAT, DATA, LICHESS_999, write_checkpoint
 from searchless.engines import launch
 
 # UCI engines the tests start as processes; they read stdin, so --doctest-modules must not import them.
-collect_ignore = ['fake_engines']
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / 'shared'
-COMPAT = SHARED / 'compat'
-DATA = SHARED / 'data'
-LICHESS_999 = DATA / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
+collect_ignore = ['integration/fake_engines']
 
 
 @pytest.fixture(scope='session')
@@ -41,27 +36,6 @@ def stockfish() -> str:
   if path is None:
     pytest.skip('Stockfish not found (apt-get install stockfish, or set SEARCHLESS_STOCKFISH)')
   return path
-
-
-TINY_CONFIG = 'tiny'
-
-
-def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed: int = 0,
-                     overrides: tuple[str, ...] = ('model.embedding_dim=32', 'model.num_layers=2',
-                                                   'model.num_heads=2')) -> pathlib.Path:
-  """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
-  import optax  # Test-time imports: only checkpoint tests pay for JAX.
-
-  from searchless.training import checkpoint as checkpoint_lib
-  from searchless.training import config as config_lib
-  from searchless.model import transformer as model_lib
-
-  experiment = config_lib.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
-  params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
-  opt_state = optax.adam(1e-3).init(params)
-  with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:
-    assert checkpointer.save(1, params=params, params_ema=params, opt_state=opt_state, config=experiment)
-  return directory
 
 
 @pytest.fixture(scope='session')

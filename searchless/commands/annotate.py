@@ -19,6 +19,7 @@ with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
 """
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 import logging
 
@@ -34,6 +35,9 @@ from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
 
 _OPTION_FIELDS = [f for f in annotate.AnnotateOptions.__dataclass_fields__ if f not in ('input', 'test_input')]
+# The flags' defaults are the dataclasses' (their one home).
+_OPTIONS = {f.name: f.default for f in dataclasses.fields(annotate.AnnotateOptions)}
+_ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig)}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,30 +46,30 @@ def _parser() -> argparse.ArgumentParser:
   io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
   io.add_argument('--output_dir', required=True, help='where the splits, manifest and failures go (local path, gs://, s3://)')
-  io.add_argument('--num_shards', type=int, default=1, help='shards per record set: 1 = one <kind>_data.bag, 0 = runner decides')
+  io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 1 = one <kind>_data.bag, 0 = runner decides')
   io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
   games = p.add_argument_group('games')
-  games.add_argument('--max_games', type=int, default=None, help='read at most this many games from each input file (its first N)')
-  games.add_argument('--sample_games', type=int, default=None, help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)')
-  games.add_argument('--min_elo', type=int, default=None, help='keep games where both players are rated at least this')
-  games.add_argument('--max_elo', type=int, default=None, help='keep games where both players are rated at most this')
-  games.add_argument('--speeds', default='', help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); empty keeps all')
+  games.add_argument('--max_games', type=int, default=_OPTIONS['max_games'], help='read at most this many games from each input file (its first N)')
+  games.add_argument('--sample_games', type=int, default=_OPTIONS['sample_games'], help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)')
+  games.add_argument('--min_elo', type=int, default=_OPTIONS['min_elo'], help='keep games where both players are rated at least this')
+  games.add_argument('--max_elo', type=int, default=_OPTIONS['max_elo'], help='keep games where both players are rated at most this')
+  games.add_argument('--speeds', default=_OPTIONS['speeds'], help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); empty keeps all')
   games.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')
   boards = p.add_argument_group('boards')
-  boards.add_argument('--test_fraction', type=float, default=splits.DEFAULT_TEST_FRACTION, help='fraction of games (by a hash of the game) in the test split')
-  boards.add_argument('--dedup_by', choices=splits.DEDUP_BY, default='fen', help="de-duplicate boards by the whole FEN or by the position without move clocks")
+  boards.add_argument('--test_fraction', type=float, default=_OPTIONS['test_fraction'], help='fraction of games (by a hash of the game) in the test split')
+  boards.add_argument('--dedup_by', choices=splits.DEDUP_BY, default=_OPTIONS['dedup_by'], help="de-duplicate boards by the whole FEN or by the position without move clocks")
   boards.add_argument('--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)')
   eng = p.add_argument_group('engine')
   eng.add_argument('--engine_path', default=None, help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
   eng.add_argument('--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)')
-  eng.add_argument('--mode', choices=engine_lib.MODES, default='per_move', help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')
-  eng.add_argument('--state_value', choices=engine_lib.STATE_VALUE_SOURCES, default='search', help="board value from its own search, or the best move's value")
-  eng.add_argument('--threads', type=int, default=1, help='UCI Threads per engine process (one engine per worker)')
-  eng.add_argument('--hash_mb', type=int, default=16, help='UCI Hash in MiB per engine process')
-  eng.add_argument('--deadline', type=float, default=30.0, help='seconds a search may overrun its limit before the engine is restarted')
-  eng.add_argument('--max_attempts', type=int, default=3, help='tries per board before it goes to failures.jsonl')
+  eng.add_argument('--mode', choices=engine_lib.MODES, default=_ENGINE['mode'], help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')
+  eng.add_argument('--state_value', choices=engine_lib.STATE_VALUE_SOURCES, default=_ENGINE['state_value'], help="board value from its own search, or the best move's value")
+  eng.add_argument('--threads', type=int, default=_ENGINE['threads'], help='UCI Threads per engine process (one engine per worker)')
+  eng.add_argument('--hash_mb', type=int, default=_ENGINE['hash_mb'], help='UCI Hash in MiB per engine process')
+  eng.add_argument('--deadline', type=float, default=_ENGINE['deadline'], help='seconds a search may overrun its limit before the engine is restarted')
+  eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
   p.add_argument('--no_progress', action='store_true', help='no progress line')
   return p
 

@@ -96,7 +96,7 @@ def _announce(number: int, step: str, command: list[str]) -> None:
   print(f'\n[{number}/{len(STEPS)}] {step}: {shlex.join(command)}', flush=True)
 
 
-def run(argv=None) -> pathlib.Path:
+def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   """Runs (or continues) the job; returns the report's path."""
   args = _parser().parse_args(argv)
   run_dir = pathlib.Path(args.run_dir).absolute()

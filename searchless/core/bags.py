@@ -9,6 +9,7 @@ Names follow the published ChessBench layout:
 `reader` accepts a file, an ``@N`` spec, a glob, or a comma-separated list.
 """
 
+from collections.abc import Iterable
 import os
 import re
 
@@ -95,7 +96,7 @@ def read_records(spec: str, kind: str) -> list:
   return [records.decode(kind, data) for data in reader(spec)]
 
 
-def write_records(path: str, kind: str, items) -> int:
+def write_records(path: str, kind: str, items: Iterable[tuple]) -> int:
   """Writes records of `kind` to one local bag file; returns how many."""
   count = 0
   with bagz.Writer(path) as writer:

@@ -16,6 +16,8 @@ Lichess' logistic fit; a forced mate maps to 1.0 (the mover mates) or 0.0.
 
 import math
 
+from collections.abc import Sequence
+
 import chess.engine
 import numpy as np
 
@@ -58,14 +60,21 @@ def win_probability_to_centipawns(win_prob: float, clip: int = 10_000) -> int:
   return int(round(min(max(centipawns, -clip), clip)))
 
 
-def uniform_buckets(num_buckets: int = 128) -> tuple[np.ndarray, np.ndarray]:
-  """Returns (edges [num_buckets-1], centre values [num_buckets]) of [0, 1]."""
+def uniform_buckets(num_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+  """Returns (edges [num_buckets-1], centre values [num_buckets]) of [0, 1].
+
+  `num_buckets` is a model's (its config's ``num_return_buckets``; the paper: 128).
+
+  >>> edges, centres = uniform_buckets(4)
+  >>> edges.tolist(), centres.tolist()
+  ([0.25, 0.5, 0.75], [0.125, 0.375, 0.625, 0.875])
+  """
   if num_buckets < 2:
     raise ValueError(f'num_buckets must be at least 2, got {num_buckets}')
   full = np.linspace(0.0, 1.0, num_buckets + 1)
   return full[1:-1], (full[:-1] + full[1:]) / 2
 
 
-def win_probabilities_to_buckets(win_probs, edges: np.ndarray) -> np.ndarray:
+def win_probabilities_to_buckets(win_probs: Sequence[float] | np.ndarray, edges: np.ndarray) -> np.ndarray:
   """Returns the bucket index of each win probability; ties go to the lower bucket."""
   return np.searchsorted(edges, np.asarray(win_probs), side='left')

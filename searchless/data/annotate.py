@@ -9,16 +9,20 @@
 Counters (namespace ``searchless``) carry every count the manifest reports.
 """
 
+from collections.abc import Iterator
 import dataclasses
 import json
 import os
 import tempfile
 import time
+from typing import Final, Literal, TypeAlias
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from bagz.beam import bagzio
 from apache_beam.metrics import Metrics
+from apache_beam.metrics.metricbase import Counter
+from apache_beam.pvalue import PBegin, PCollection, PDone, TaggedOutput
+from bagz.beam import bagzio
 
 from searchless.data import boards
 from searchless.engines import annotator as engine_lib
@@ -30,7 +34,7 @@ from searchless.core import records
 NAMESPACE = 'searchless'
 
 
-def counter(name: str):
+def counter(name: str) -> Counter:
   return Metrics.counter(NAMESPACE, name)
 
 
@@ -41,7 +45,7 @@ class ReadGames(beam.DoFn):
     self._max_games = max_games_per_file
     self._skip_corrupt = skip_corrupt
 
-  def process(self, path: str):
+  def process(self, path: str) -> Iterator[pgn.RawGame]:
     games = counter('games_read')
     try:
       for index, raw in enumerate(pgn.iter_raw_games(path)):
@@ -58,16 +62,16 @@ class ReadGames(beam.DoFn):
 class ParseGames(beam.DoFn):
   """Parses game texts; kept games go to the main output, skips to 'skipped'."""
 
-  SKIPPED = 'skipped'
+  SKIPPED: Final[Literal['skipped']] = 'skipped'
 
   def __init__(self, game_filter: pgn.GameFilter):
     self._filter = game_filter
 
-  def process(self, raw: pgn.RawGame):
+  def process(self, raw: pgn.RawGame) -> Iterator[pgn.Game | TaggedOutput[Literal['skipped'], pgn.Skip]]:
     result = pgn.parse_game(raw, self._filter)
     if isinstance(result, pgn.Skip):
       counter(f'games_skipped/{result.reason}').inc()
-      yield beam.pvalue.TaggedOutput(self.SKIPPED, result)
+      yield TaggedOutput(self.SKIPPED, result)
     else:
       counter('games_kept').inc()
       yield result
@@ -110,7 +114,7 @@ class ExtractBoards(beam.PTransform):
     self._by = dedup_by
     self._drop = drop_test_overlap
 
-  def expand(self, games):
+  def expand(self, games: PCollection[tuple[str, pgn.Game]]) -> PCollection[tuple[str, str]]:
     by, drop = self._by, self._drop
 
     def boards_of(split_game):
@@ -144,7 +148,7 @@ class _Progress:
   def __init__(self, directory: str | None):
     self._path = os.path.join(directory, f'{os.getpid()}-{id(self)}.json') if directory else None
     self.boards = self.action_values = self.failures = 0
-    self.total = None  # Boards in the whole job, where known.
+    self.total: int | None = None  # Boards in the whole job, where known.
     self._last = 0.0
 
   def update(self, boards=0, action_values=0, failures=0, force=False):
@@ -161,6 +165,12 @@ class _Progress:
       os.replace(tmp, self._path)
 
 
+# What `AnnotateBoards` emits: (split, annotation), and tagged failures and engine identities.
+AnnotateBoardsOutput: TypeAlias = (tuple[str, engine_lib.BoardAnnotation]
+                                   | TaggedOutput[Literal['failures'], dict[str, str | int]]
+                                   | TaggedOutput[Literal['engines'], str])
+
+
 class AnnotateBoards(beam.DoFn):
   """(split, fen) -> (split, BoardAnnotation) with one engine process per DoFn instance.
 
@@ -168,14 +178,14 @@ class AnnotateBoards(beam.DoFn):
   output as dicts; each engine's identity goes once to the 'engines' output.
   """
 
-  FAILURES = 'failures'
-  ENGINES = 'engines'
+  FAILURES: Final[Literal['failures']] = 'failures'
+  ENGINES: Final[Literal['engines']] = 'engines'
 
   def __init__(self, config: engine_lib.EngineConfig, progress_dir: str | None = None):
     self._config = config
     self._progress_dir = progress_dir
 
-  def setup(self):
+  def setup(self) -> None:
     self._annotator = engine_lib.BoardAnnotator(self._config)
     self._annotator.start()
     self._announced = False
@@ -184,12 +194,12 @@ class AnnotateBoards(beam.DoFn):
     self._restarts = counter('engine_restarts')
     self._seconds = Metrics.distribution(NAMESPACE, 'ms_per_board')
 
-  def process(self, split_fen, total_boards=None):
+  def process(self, split_fen: tuple[str, str], total_boards: int | None = None) -> Iterator[AnnotateBoardsOutput]:
     split, fen = split_fen
     self._progress.total = total_boards
     if not self._announced:
       self._announced = True
-      yield beam.pvalue.TaggedOutput(self.ENGINES, json.dumps(self._annotator.engine_id, sort_keys=True))
+      yield TaggedOutput(self.ENGINES, json.dumps(self._annotator.engine_id, sort_keys=True))
     restarts = self._annotator.restarts
     start = time.perf_counter()
     try:
@@ -197,7 +207,8 @@ class AnnotateBoards(beam.DoFn):
     except engine_lib.BoardFailed as e:
       counter(f'boards_failed/{split}').inc()
       self._progress.update(failures=1)
-      yield beam.pvalue.TaggedOutput(self.FAILURES, {'split': split, 'fen': fen, 'reason': e.reason, 'attempts': e.attempts})
+      failure: dict[str, str | int] = {'split': split, 'fen': fen, 'reason': e.reason, 'attempts': e.attempts}
+      yield TaggedOutput(self.FAILURES, failure)
     else:
       self._seconds.update(int(1000 * (time.perf_counter() - start)))
       counter(f'boards_annotated/{split}').inc()
@@ -209,28 +220,28 @@ class AnnotateBoards(beam.DoFn):
     finally:
       self._restarts.inc(self._annotator.restarts - restarts)
 
-  def finish_bundle(self):
+  def finish_bundle(self) -> None:
     self._progress.update(force=True)
 
-  def teardown(self):
+  def teardown(self) -> None:
     annotator = getattr(self, '_annotator', None)
     if annotator is not None:
       annotator.close()
 
 
-def action_value_records(annotation: engine_lib.BoardAnnotation):
+def action_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str, float]]:
   return [(annotation.fen, move, win_prob) for move, win_prob in annotation.action_values]
 
 
-def state_value_records(annotation: engine_lib.BoardAnnotation):
+def state_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, float]]:
   return [(annotation.fen, annotation.state_value)]
 
 
-def behavioral_cloning_records(annotation: engine_lib.BoardAnnotation):
+def behavioral_cloning_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str]]:
   return [] if annotation.best_move is None else [(annotation.fen, annotation.best_move)]
 
 
-def board_value_records(annotation: engine_lib.BoardAnnotation):
+def board_value_records(annotation: engine_lib.BoardAnnotation) -> list[records.BoardValue]:
   return [boards.from_action_values(annotation.fen, annotation.action_values, annotation.state_value)]
 
 
@@ -306,9 +317,9 @@ class AnnotateGames(beam.PTransform):
     super().__init__()
     self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
 
-  def expand(self, pbegin):
+  def expand(self, pbegin: PBegin) -> PDone:
     self.split_names, self.inputs, self.test_fraction = self._build(pbegin)
-    return beam.pvalue.PDone(pbegin.pipeline)
+    return PDone(pbegin.pipeline)
 
   def _build(self, pbegin):
     o, engine_config, progress_dir = self.options, self.engine_config, self.progress_dir

@@ -29,6 +29,7 @@ datasets (any size, on any runner); `searchless.data.convert` runs them (`search
 from collections.abc import Iterable, Sequence
 
 import apache_beam as beam
+from apache_beam.pvalue import DoOutputsTuple, PCollection
 import chess
 
 from searchless.core import moves as moves_lib
@@ -111,7 +112,8 @@ class GroupIntoBoards(beam.PTransform):
     super().__init__()
     self._state_values = state_values
 
-  def expand(self, action_values):
+  @beam.typehints.no_annotations  # For readers: Beam has no type hint for several outputs.
+  def expand(self, action_values: PCollection[records.ActionValue]) -> DoOutputsTuple:
     keyed = {'av': action_values | 'ByFen' >> beam.Map(lambda r: (r[0], (r[1], r[2])))}
     if self._state_values is not None:
       keyed['sv'] = self._state_values | 'SvByFen' >> beam.Map(lambda r: (r[0], r[1]))
@@ -137,6 +139,7 @@ class GroupIntoBoards(beam.PTransform):
 class BoardsToChessBench(beam.PTransform):
   """`BoardValue` records -> {kind: PCollection} of the three ChessBench datasets."""
 
-  def expand(self, boards):
+  @beam.typehints.no_annotations  # For readers: Beam has no type hint for a dict of outputs.
+  def expand(self, boards: PCollection[records.BoardValue]) -> dict[str, PCollection]:
     return {kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: to_chessbench(b)[k], kind)
             for kind in records.KINDS}

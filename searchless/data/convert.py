@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.pvalue import PBegin, PCollection
 from bagz.beam import bagzio
 
 from searchless.core import artefacts
@@ -88,7 +89,7 @@ class ReadRecords(beam.PTransform):
     super().__init__()
     self._spec, self._kind = spec, kind
 
-  def expand(self, pbegin):
+  def expand(self, pbegin: PBegin) -> PCollection:  # Of records.RECORD_TYPES[kind].
     return (pbegin | 'Read' >> bagzio.ReadFromBagz(bags.expand(self._spec))
             | 'Decode' >> beam.Map(lambda data, k: records.decode(k, data), self._kind))
 
@@ -100,7 +101,7 @@ class WriteBadBoards(beam.PTransform):
     super().__init__()
     self._output_dir = output_dir
 
-  def expand(self, bad):
+  def expand(self, bad: PCollection[dict[str, str | int]]) -> PCollection[str]:  # The file written.
     return (bad | 'ToJson' >> beam.Map(lambda b: json.dumps(b, sort_keys=True))
             | 'Write' >> beam.io.WriteToText(FileSystems.join(self._output_dir, BAD_BOARDS.removesuffix('.jsonl')),
                                              file_name_suffix='.jsonl', shard_name_template=''))

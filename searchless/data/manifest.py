@@ -8,6 +8,7 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.runners.runner import PipelineResult
 
 import searchless
 
@@ -27,7 +28,7 @@ def code_version() -> dict:
   return version
 
 
-def counters(result, namespace: str) -> dict[str, int]:
+def counters(result: PipelineResult, namespace: str) -> dict[str, int]:
   """All counters of `namespace` from a finished pipeline result (committed values)."""
   query = result.metrics().query(MetricsFilter().with_namespace(namespace))
   totals: dict[str, int] = {}
@@ -37,7 +38,7 @@ def counters(result, namespace: str) -> dict[str, int]:
   return totals
 
 
-def distributions(result, namespace: str) -> dict[str, dict]:
+def distributions(result: PipelineResult, namespace: str) -> dict[str, dict]:
   query = result.metrics().query(MetricsFilter().with_namespace(namespace))
   out = {}
   for dist in query['distributions']:

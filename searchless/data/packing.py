@@ -15,8 +15,9 @@ largest board.
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+import jax
 import numpy as np
 
 from searchless.core import codecs
@@ -67,3 +68,12 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
     rows[position, actions_at:actions_at + len(keep)] = actions
     rows[position, buckets_at:buckets_at + len(keep)] = values.win_probabilities_to_buckets(win_probs, return_edges)
   return rows
+
+
+_Rows = TypeVar('_Rows', np.ndarray, jax.Array)
+
+
+def split_packed(rows: _Rows) -> tuple[_Rows, _Rows]:
+  """Packed rows [B, 77 + 2M] -> (model input [B, 77 + M], bucket targets [B, M], -1 = no move)."""
+  num_moves = (rows.shape[1] - tokenizer.SEQUENCE_LENGTH) // 2
+  return rows[:, :tokenizer.SEQUENCE_LENGTH + num_moves], rows[:, tokenizer.SEQUENCE_LENGTH + num_moves:]

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, TextIO
 import time
 
 
@@ -49,7 +49,7 @@ def line(totals: dict, elapsed: float) -> str:
 class ProgressThread(threading.Thread):
   """Redraws the progress line every `interval` seconds until stopped."""
 
-  def __init__(self, directory: str, interval: float = 1.0, stream=sys.stderr):
+  def __init__(self, directory: str, interval: float = 1.0, stream: TextIO = sys.stderr):
     super().__init__(daemon=True)
     self._directory, self._interval, self._stream = directory, interval, stream
     self._halt = threading.Event()
@@ -70,11 +70,11 @@ class ProgressThread(threading.Thread):
       self._stream.write(self.last + '\n')
     self._stream.flush()
 
-  def run(self):
+  def run(self) -> None:
     while not self._halt.wait(self._interval):
       self._draw()
 
-  def stop(self):
+  def stop(self) -> None:
     self._halt.set()
     self.join()
     self._draw(final=True)

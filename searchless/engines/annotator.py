@@ -36,6 +36,7 @@ import chess
 import chess.engine
 
 from searchless.core import values
+from searchless.engines import launch
 from searchless.engines.launch import EngineNotFound, SearchLimit
 
 MODES = ('per_move', 'multipv', 'board')
@@ -49,8 +50,8 @@ class EngineConfig:
   path: str  # Engine binary (on the workers).
   limit: SearchLimit  # Per move in `per_move` mode; per board in `multipv` and `board` modes.
   mode: str = 'per_move'  # One of MODES.
-  threads: int = 1  # UCI Threads per engine process.
-  hash_mb: int = 16  # UCI Hash (MiB) per engine process.
+  threads: int = launch.DEFAULT_THREADS  # UCI Threads per engine process.
+  hash_mb: int = launch.DEFAULT_HASH_MB  # UCI Hash (MiB) per engine process.
   state_value: str = 'search'  # 'search': own search of the board; 'best_move': the best move's value.
   deadline: float = 30.0  # Seconds a search may take beyond its own time limit before the engine is restarted.
   max_attempts: int = 3  # Tries per board (engine restarted between tries).

@@ -36,8 +36,10 @@ import typing
 from typing import Any
 
 import chess
+import haiku as hk
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 import numpy as np
 
 from searchless.model import transformer as model
@@ -70,7 +72,7 @@ class Predictor:
   into chunks of the bucket sizes, trading padding against calls (`_chunks`).
   """
 
-  def __init__(self, model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32,
+  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
                batch_buckets: Sequence[int] = BATCH_BUCKETS):
     self.model_config = model_config
     self._params = jax.device_put(params)
@@ -138,7 +140,7 @@ class PackedPredictor:
   empty boards), so nothing recompiles per board.
   """
 
-  def __init__(self, model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32,
+  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
                move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
     if not model_config.packed:
       raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
@@ -198,7 +200,8 @@ class PackedPredictor:
       self._apply(self._params, None, batch).block_until_ready()
 
 
-def predictor_for(model_config: model.ModelConfig, params, *, compute_dtype=jnp.float32):
+def predictor_for(model_config: model.ModelConfig, params: hk.Params, *,
+                  compute_dtype: DTypeLike = jnp.float32) -> Predictor | PackedPredictor:
   """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
   cls = PackedPredictor if model_config.packed else Predictor
   return cls(model_config, params, compute_dtype=compute_dtype)
@@ -281,7 +284,7 @@ class ActionValuePolicy(_Policy):
   kind = ACTION_VALUE
   sequence_length = tokenizer.SEQUENCE_LENGTH + 2
 
-  def analyse_many(self, boards):
+  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     legal = [ordered_legal_moves(b) for b in boards]
     counts = [len(m) for m in legal]
     fens = [b.fen() for b in boards]
@@ -303,7 +306,7 @@ class ActionValuePolicy(_Policy):
 class PackedActionValuePolicy(ActionValuePolicy):
   """P(bucket | board, move) for every legal move from a board-packed model: one row per board."""
 
-  def analyse_many(self, boards):
+  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     legal = [ordered_legal_moves(b) for b in boards]
     fens = [b.fen() for b in boards]
     actions = [np.array([moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms], np.int32) for ms in legal]
@@ -319,7 +322,7 @@ class StateValuePolicy(_Policy):
   kind = STATE_VALUE
   sequence_length = tokenizer.SEQUENCE_LENGTH + 1
 
-  def analyse_many(self, boards):
+  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     legal, fens = [], []
     for board in boards:
       ms = ordered_legal_moves(board)
@@ -347,7 +350,7 @@ class BehavioralCloningPolicy(_Policy):
   kind = BEHAVIORAL_CLONING
   sequence_length = tokenizer.SEQUENCE_LENGTH + 1
 
-  def analyse_many(self, boards):
+  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     log_probs = self.predictor(_fens_tokens([b.fen() for b in boards], 1))  # [N, 1968]
     results = []
     for board, row in zip(boards, log_probs):

@@ -44,7 +44,7 @@ import importlib.resources
 import json
 import os
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any
 
 import jax
 import ml_collections
@@ -59,7 +59,7 @@ import grain
 from grain import checkpoint as grain_checkpoint  # Its iterator handler, registered with orbax.
 
 PyTree = Any  # Nested dicts/tuples of arrays (haiku params, optax state).
-Config: TypeAlias = ml_collections.ConfigDict | ml_collections.FrozenConfigDict
+Config = config_lib.Config
 
 PARAMS, PARAMS_EMA, OPT_STATE, DATA_ITER, CONFIG = 'params', 'params_ema', 'opt_state', 'data_iter', 'config'
 CONFIG_FILE = 'config.json'

@@ -24,8 +24,12 @@ import importlib.resources
 import importlib.util
 import json
 import pathlib
+from typing import TypeAlias
 
 import ml_collections
+
+
+Config: TypeAlias = ml_collections.ConfigDict | ml_collections.FrozenConfigDict  # An experiment config.
 
 
 def base() -> ml_collections.ConfigDict:
@@ -162,7 +166,7 @@ def load(path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_collecti
   return ml_collections.FrozenConfigDict(config)
 
 
-def to_json(config) -> str:
+def to_json(config: Config) -> str:
   return json.dumps(_to_dict(config), indent=2, sort_keys=True)
 
 

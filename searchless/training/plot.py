@@ -4,8 +4,10 @@ Reads ``metrics.jsonl`` (written by training): train loss, eval loss, gradient
 norm and throughput against the step.
 """
 
+from collections.abc import Iterable, Mapping
 import json
 import pathlib
+from typing import Any
 
 from matplotlib.figure import Figure  # No pyplot: no global backend or figure state.
 
@@ -17,7 +19,7 @@ def read_metrics(workdir: pathlib.Path) -> list[dict]:
   return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def series(records, key: str) -> tuple[list[int], list[float]]:
+def series(records: Iterable[Mapping[str, Any]], key: str) -> tuple[list[int], list[float]]:
   """(steps, values) of `key` over the records that have it, by step (a later record of a step wins)."""
   points = sorted({r['step']: r[key] for r in records if r.get(key) is not None}.items())
   return [p[0] for p in points], [p[1] for p in points]

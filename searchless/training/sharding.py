@@ -7,15 +7,19 @@ Parameter rule: shard the largest dimension divisible by the ``fsdp`` size;
 replicate small or indivisible arrays (LayerNorm scales, biases, scalars).
 """
 
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
 import jax
 from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import numpy as np
 
 AXES = ('data', 'fsdp')
+PyTree: TypeAlias = Any  # Nested containers of arrays (jax.tree).
 
 
-def make_mesh(fsdp: int = 1, devices=None) -> Mesh:
+def make_mesh(fsdp: int = 1, devices: Sequence[jax.Device] | None = None) -> Mesh:
   """A (devices / fsdp) x fsdp mesh over all (global) devices."""
   devices = jax.devices() if devices is None else devices
   if fsdp < 1 or len(devices) % fsdp:
@@ -44,7 +48,7 @@ def _spec(shape: tuple[int, ...], fsdp: int) -> P:
   return P(*spec)
 
 
-def state_sharding(mesh: Mesh, tree):
+def state_sharding(mesh: Mesh, tree: PyTree) -> PyTree:
   """NamedShardings for a pytree of arrays / ShapeDtypeStructs by the FSDP rule."""
   fsdp = mesh.shape['fsdp']
   return jax.tree.map(lambda x: NamedSharding(mesh, _spec(tuple(np.shape(x)), fsdp)), tree)

@@ -16,7 +16,7 @@ import pathlib
 import signal
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import haiku as hk
 import jax
@@ -26,20 +26,15 @@ import optax
 import tqdm
 
 from searchless.core import artefacts
-from searchless.core import bags
 from searchless.training import checkpoint
 from searchless.training import config as config_lib
-from searchless.core import codecs
 from searchless.data import loader as dataset
 from searchless.data import packing
-from searchless.data import sequences as sequences_lib
 from searchless.model import losses
-from searchless.evaluation import metrics
 from searchless.model import transformer as model
-from searchless.core import records
+from searchless.training import eval_set as eval_set_lib
 from searchless.training import sharding
 from searchless.core import tokenizer
-from searchless.core import values
 
 
 class TrainingState(NamedTuple):
@@ -49,23 +44,14 @@ class TrainingState(NamedTuple):
   opt_state: optax.OptState
 
 
-def make_optimizer(config) -> optax.GradientTransformation:
+def make_optimizer(config: config_lib.Config) -> optax.GradientTransformation:
   return optax.chain(
       optax.clip_by_global_norm(config.optim.max_grad_norm),
       optax.adam(config.optim.learning_rate),
   )
 
 
-_Rows = TypeVar('_Rows', np.ndarray, jax.Array)
-
-
-def split_packed(rows: _Rows) -> tuple[_Rows, _Rows]:
-  """Packed rows [B, 77 + 2M] -> (model input [B, 77 + M], bucket targets [B, M], -1 = no move)."""
-  num_moves = (rows.shape[1] - tokenizer.SEQUENCE_LENGTH) // 2
-  return rows[:, :tokenizer.SEQUENCE_LENGTH + num_moves], rows[:, tokenizer.SEQUENCE_LENGTH + num_moves:]
-
-
-def make_loss_fn(apply, config):
+def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[[hk.Params, jax.Array], tuple[jax.Array, jax.Array]]:
   """loss(params, batch) -> (mean loss, number of targets).
 
   Per-move sequences [B, T]: the loss on the last token (the value bucket or
@@ -87,7 +73,7 @@ def make_loss_fn(apply, config):
     if not packing.packed(config):
       log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
       return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
-    inputs, targets = split_packed(batch)  # [B, 77 + M], [B, M]
+    inputs, targets = packing.split_packed(batch)  # [B, 77 + M], [B, M]
     log_probs = apply(params, None, inputs)  # [B, M, V]
     valid = targets >= 0  # [B, M]
     flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
@@ -108,7 +94,7 @@ class Functions(NamedTuple):
   model_config: model.ModelConfig
 
 
-def make_functions(config, mesh) -> Functions:
+def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functions:
   model_config = model.ModelConfig.from_config(config)
   net = model.build(model_config, compute_dtype=model.resolve_dtype(config.train.compute_dtype))
   optimizer = make_optimizer(config)
@@ -148,7 +134,7 @@ def make_functions(config, mesh) -> Functions:
   )
 
 
-def peak_flops_per_device(dtype) -> float | None:
+def peak_flops_per_device(dtype: jnp.dtype) -> float | None:
   """Dense peak FLOP/s of one device, for MFU (None where unknown)."""
   device = jax.devices()[0]
   kind = device.device_kind.lower()
@@ -207,92 +193,7 @@ def _log(workdir: pathlib.Path, record: dict) -> None:
       f.write(json.dumps(record) + '\n')
 
 
-class EvalSet(NamedTuple):
-  """The first `train.eval_records` records of `data.eval`, ready to score."""
-
-  sequences: np.ndarray  # [N, T] int32 (packed: [N, 77 + 2M] rows), N padded to a multiple of the batch size.
-  num_real: int  # Real (unpadded) sequences.
-  boards: list  # metrics.Board per complete board (action_value only; packed: every board, rows in order).
-
-
-def _eval_rows(config, raw: list[bytes]) -> tuple[np.ndarray, list]:
-  """Packed eval rows: every move of every board (M = the largest board, rounded up to 16)."""
-  board_records = codecs.decode_boards(raw)
-  max_moves = max([16] + [-(-len(b.moves) // 16) * 16 for b in board_records])
-  edges, _ = values.uniform_buckets(config.num_return_buckets)
-  rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M]
-  boards = [metrics.Board(b.fen, b.moves, np.asarray(b.win_probs), np.arange(len(b.moves))) for b in board_records]
-  return rows, boards
-
-
-def load_eval_set(config) -> EvalSet:
-  reader = bags.reader(config.data.eval)
-  raw = list(reader[:min(len(reader), config.train.eval_records)])
-  boards: list[metrics.Board] = []
-  if packing.packed(config):
-    codecs.check_kind(config.data.eval, records.BOARD_VALUE, reader)
-    sequences, boards = _eval_rows(config, raw)
-  else:
-    sequences = sequences_lib.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]
-    if config.policy == 'action_value':
-      boards, _ = metrics.group_boards(list(zip(*codecs.decode_batch('action_value', raw))))  # type: ignore[arg-type]
-  batch = config.data.batch_size
-  padded = np.zeros((-len(raw) % batch + len(raw), sequences.shape[1]), np.int32)
-  padded[:len(raw)] = sequences
-  return EvalSet(padded, len(raw), boards)
-
-
-def _evaluate_packed(functions: Functions, params, config, eval_set: EvalSet) -> dict:
-  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
-  _, centres = values.uniform_buckets(config.num_return_buckets)
-  picked, predicted = [], []
-  for i in range(0, len(eval_set.sequences), batch):
-    rows = eval_set.sequences[i:i + batch]
-    inputs, targets = split_packed(rows)
-    local = inputs[pi * batch // pc:(pi + 1) * batch // pc]
-    log_probs = np.asarray(jax.device_get(
-        functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))))  # [B, M, V]
-    for b in range(len(rows)):
-      if i + b >= eval_set.num_real:
-        break
-      num = len(eval_set.boards[i + b].moves)
-      lp = log_probs[b, :num]  # [m, V]
-      picked.append(np.take_along_axis(lp, targets[b, :num, None], axis=-1)[:, 0])
-      predicted.append(np.exp(lp) @ centres)
-  return {
-      'eval_loss': float(-np.concatenate(picked).mean()),
-      'eval_action_accuracy': metrics.action_accuracy(
-          [p for p, b in zip(predicted, eval_set.boards) if len(b.moves)],
-          [b.win_probs for b in eval_set.boards if len(b.moves)]),
-      'eval_boards': sum(1 for b in eval_set.boards if len(b.moves)),
-  }
-
-
-def evaluate(functions: Functions, params, config, eval_set: EvalSet) -> dict:
-  """Log-loss on the eval records; action accuracy on their complete boards (action_value)."""
-  if packing.packed(config):
-    return _evaluate_packed(functions, params, config, eval_set)
-  batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
-  picked, bucket_probs = [], []
-  for i in range(0, len(eval_set.sequences), batch):
-    local = eval_set.sequences[i:i + batch][pi * batch // pc:(pi + 1) * batch // pc]
-    log_probs = functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))
-    log_probs = np.asarray(jax.device_get(log_probs))  # [B, V], replicated.
-    targets = eval_set.sequences[i:i + batch, -1]
-    picked.append(np.take_along_axis(log_probs, targets[:, None], axis=-1)[:, 0])
-    bucket_probs.append(np.exp(log_probs))
-  losses = np.concatenate(picked)[:eval_set.num_real]
-  result = {'eval_loss': float(-losses.mean())}
-  if eval_set.boards:
-    _, centres = values.uniform_buckets(config.num_return_buckets)
-    expected = np.concatenate(bucket_probs)[:eval_set.num_real] @ centres  # [N] expected win prob.
-    predicted = [expected[b.records] for b in eval_set.boards]
-    result['eval_action_accuracy'] = metrics.action_accuracy(predicted, [b.win_probs for b in eval_set.boards])
-    result['eval_boards'] = len(eval_set.boards)
-  return result
-
-
-def train(config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = ()) -> TrainingState:
+def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = ()) -> TrainingState:
   """Trains (or resumes) the run in `workdir`; returns the final state.
 
   Writes WORKDIR/summary.json (`artefacts.TrainingSummary`; `overrides` are
@@ -322,7 +223,7 @@ def train(config, workdir: str | os.PathLike, *, stop_after: int | None = None, 
   if jax.process_index() == 0:
     (work / 'config.json').write_text(config_lib.to_json(config))
 
-  eval_set = load_eval_set(config) if config.data.eval else None
+  eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
   num_steps = config.train.num_steps
   end = num_steps if stop_after is None else min(num_steps, start + stop_after)
   dtype = model.resolve_dtype(config.train.compute_dtype)
@@ -365,7 +266,7 @@ def train(config, workdir: str | os.PathLike, *, stop_after: int | None = None, 
         _log(work, record)
         bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
       if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
-        record = {'step': done, **evaluate(functions, state.params_ema, config, eval_set)}
+        record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
         _log(work, record)
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")

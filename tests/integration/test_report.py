@@ -28,7 +28,6 @@ from searchless.report import sample_game
 from searchless.report.sections import training as training_section
 from searchless.training import config as config_lib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 MODEL, OPPONENT = 'searchless', 'sf1350'
 

@@ -15,7 +15,6 @@ from searchless.training import checkpoint
 from searchless.training import config as config_lib
 from searchless.training import train
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 TINY = 'tiny'
 # A very small model and batch so a step takes milliseconds on a CPU.
 SMALL = ['model.embedding_dim=32', 'model.num_layers=1', 'model.num_heads=2', 'data.batch_size=16',

@@ -1,7 +1,6 @@
 import doctest
 import json
 import math
-import pathlib
 import pickle
 import random
 import struct
@@ -20,7 +19,6 @@ from searchless.data import loader as loader_lib
 from searchless.data import sequences
 from searchless.data import shuffle
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 KINDS = records.KINDS
 COUNTS = {'action_value': 1740, 'state_value': 60, 'behavioral_cloning': 57}
 FEN = '8/8/8/8/8/8/8/K1k5 w - - 0 1'

@@ -3,7 +3,6 @@
 import dataclasses
 import json
 import os
-import pathlib
 import struct
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from searchless.core import tokenizer
 from searchless.training import train
 from searchless.core import values
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 TINY_PACKED = 'tiny_packed'
 SMALL = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
          'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']

@@ -8,6 +8,8 @@ import time
 import chess
 import pytest
 
+from helpers import FAKE_ENGINES
+
 from searchless.engines import annotator as engine
 
 from searchless.engines import launch
@@ -148,7 +150,7 @@ def test_hung_engine_hits_the_deadline(stockfish):
 ])
 def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, message):
   wrapper = tmp_path / 'garbage-engine'
-  script = os.path.join(os.path.dirname(__file__), 'fake_engines', 'garbage_uci.py')
+  script = str(FAKE_ENGINES / 'garbage_uci.py')
   wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} {mode}\n')
   wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
   with engine.BoardAnnotator(config(str(wrapper), max_attempts=2, deadline=1.0)) as annotator:

@@ -20,7 +20,7 @@ from searchless.play import policy as policy_lib
 from searchless.play import uci
 from searchless.core import values
 
-from conftest import write_checkpoint
+from helpers import write_checkpoint
 
 AFTER_E4_E5 = 'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2'
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'

@@ -12,7 +12,7 @@ from searchless.core import bags
 from searchless.training import checkpoint
 from searchless.data import pgn
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:

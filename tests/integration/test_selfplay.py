@@ -2,7 +2,6 @@
 
 import collections
 import io
-import pathlib
 import random
 
 import chess
@@ -10,12 +9,14 @@ import chess.engine
 import chess.pgn
 import pytest
 
+import helpers
+
 from searchless.commands import selfplay as selfplay_pipeline
 from searchless.data import pgn
 from searchless.data import selfplay
 from searchless.engines import launch
 
-SAMPLE_GAMES = pathlib.Path(__file__).resolve().parent.parent / 'data' / 'sample_games.pgn'
+SAMPLE_GAMES = helpers.SAMPLE_GAMES
 SAMPLE_PLAYER = 'Stockfish 15.1 (nodes=10000, multipv=4, temperature=50cp)'
 
 

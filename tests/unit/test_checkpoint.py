@@ -20,7 +20,7 @@ from searchless.training import checkpoint
 from searchless.training import config as config_lib
 from searchless.model import transformer as model
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import ROOT
 TINY = 'tiny'
 
 

@@ -16,7 +16,7 @@ from searchless.training import config as config_lib
 from searchless.model import transformer as model
 from searchless.play import player as player_lib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import ROOT
 MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 

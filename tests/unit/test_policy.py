@@ -11,7 +11,7 @@ from searchless.core import moves
 from searchless.play import policy as policy_lib
 from searchless.core import tokenizer
 from searchless.core import values
-from conftest import write_checkpoint
+from helpers import write_checkpoint
 
 # Boards with 20, 1 (forced), 0 (mate) and many (> 64) legal moves.
 START = chess.Board()

@@ -1,7 +1,6 @@
 """The predictor against the reference: parameter names and shapes, outputs, sizes."""
 
 import json
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +11,6 @@ from searchless.training import config as config_lib
 from searchless.model import transformer as model
 from searchless.core import moves
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Published model name -> our config file.
 CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
 

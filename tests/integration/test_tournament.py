@@ -12,11 +12,13 @@ import chess.engine
 import chess.pgn
 import pytest
 
+from helpers import FAKE_ENGINES
+
 from searchless.commands import tournament as tournament_command
 from searchless.evaluation import openings
 from searchless.evaluation import tournament
 
-GARBAGE_UCI = pathlib.Path(__file__).resolve().parent / 'fake_engines' / 'garbage_uci.py'
+GARBAGE_UCI = FAKE_ENGINES / 'garbage_uci.py'
 START = openings.Opening('start', chess.STARTING_FEN)
 NO_EVAL = tournament.Adjudication(eval=False)
 KNIGHT_DANCE = ['g1f3', 'g8f6', 'f3g1', 'f6g8'] * 3

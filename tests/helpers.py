@@ -1,0 +1,32 @@
+"""What several tests share that is not a fixture: the checkout's paths and a small checkpoint writer."""
+
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # The checkout.
+SHARED = ROOT.parent / 'shared'  # Compat vectors and real data beside the checkout.
+COMPAT = SHARED / 'compat'
+DATA = SHARED / 'data'
+LICHESS_999 = DATA / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
+SAMPLE_GAMES = ROOT / 'data' / 'sample_games.pgn'  # The bundled self-play games.
+FAKE_ENGINES = pathlib.Path(__file__).resolve().parent / 'integration' / 'fake_engines'
+
+
+TINY_CONFIG = 'tiny'
+
+
+def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed: int = 0,
+                     overrides: tuple[str, ...] = ('model.embedding_dim=32', 'model.num_layers=2',
+                                                   'model.num_heads=2')) -> pathlib.Path:
+  """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
+  import optax  # Test-time imports: only checkpoint tests pay for JAX.
+
+  from searchless.training import checkpoint as checkpoint_lib
+  from searchless.training import config as config_lib
+  from searchless.model import transformer as model_lib
+
+  experiment = config_lib.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
+  params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
+  opt_state = optax.adam(1e-3).init(params)
+  with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:
+    assert checkpointer.save(1, params=params, params_ema=params, opt_state=opt_state, config=experiment)
+  return directory

@@ -189,14 +189,12 @@ class BoardAnnotator:
       raise EngineNotFound(
           f'engine binary {self.config.path!r} not found or not executable; install Stockfish'
           ' (Debian: apt-get install stockfish) or pass --engine_path')
-    self._transport, self._engine = self._loop.run_until_complete(
-        asyncio.wait_for(chess.engine.popen_uci(self.config.path), self.config.deadline))
-    self.engine_id = dict(self._engine.id)
     # UCI_AnalyseMode as python-chess' analyse() would set it on its first search: the
     # same options for every search, the first board's included.
-    options = {'Threads': self.config.threads, 'Hash': self.config.hash_mb, 'UCI_AnalyseMode': True}
-    options = {k: v for k, v in options.items() if k in self._engine.options}
-    self._loop.run_until_complete(asyncio.wait_for(self._engine.configure(options), self.config.deadline))
+    self._transport, self._engine = self._loop.run_until_complete(launch.open_engine_async(
+        self.config.path, threads=self.config.threads, hash_mb=self.config.hash_mb,
+        options={'UCI_AnalyseMode': True}, deadline=self.config.deadline))
+    self.engine_id = dict(self._engine.id)
 
   def _kill(self) -> None:
     if self._transport is not None:

@@ -12,6 +12,7 @@ SearchLimit(kind='nodes', value=20000)
 ('time=0.05', 'depth 9')
 """
 
+import asyncio
 from collections.abc import Mapping
 import dataclasses
 import os
@@ -117,6 +118,23 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
     close_engine(engine)
     raise ValueError(f'{name}: {error}') from None
   return engine
+
+
+async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,
+                            options: Mapping[str, str | int | bool | None] | None = None,
+                            deadline: float | None = None) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
+  """`open_engine` on python-chess' asyncio API, each step (start, configure) within `deadline` seconds.
+
+  Threads, Hash and `options` are set where the engine has them.
+  """
+  binary = resolve(require_stockfish(path))
+  try:
+    transport, protocol = await asyncio.wait_for(chess.engine.popen_uci(binary), deadline)
+  except (FileNotFoundError, PermissionError) as error:
+    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error}') from None
+  wanted = {'Threads': threads, 'Hash': hash_mb, **(options or {})}
+  await asyncio.wait_for(protocol.configure({k: v for k, v in wanted.items() if k in protocol.options}), deadline)
+  return transport, protocol
 
 
 def close_engine(engine: chess.engine.SimpleEngine) -> None:

@@ -53,7 +53,8 @@ def permute(positions: np.ndarray, num_records: int, seed: int, epoch: int, roun
     keys.append(np.uint64(key))
 
   def feistel(x: np.ndarray) -> np.ndarray:
-    left, right = x >> shift, x & mask
+    left: np.ndarray = x >> shift
+    right: np.ndarray = x & mask
     for k in keys:
       left, right = right, left ^ (_mix(right ^ k) & mask)
     return (left << shift) | right

@@ -35,6 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
 from searchless.engines import annotator as engine_lib  # noqa: E402
+from searchless.engines import launch  # noqa: E402
 
 MODES = (  # (name, mode, limit); multipv limits are per board, per_move limits per move.
     ('per_move time=0.05 (paper)', 'per_move', 'time=0.05'),
@@ -50,7 +51,7 @@ MODES = (  # (name, mode, limit); multipv limits are per board, per_move limits 
 
 
 def annotate(engine_path: str, mode: str, limit: str, fens: list[str]) -> tuple[list[dict], float]:
-  config = engine_lib.EngineConfig(path=engine_path, limit=engine_lib.SearchLimit.parse(limit), mode=mode,
+  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode=mode,
                                    state_value='best_move', deadline=120)
   with engine_lib.BoardAnnotator(config) as annotator:
     start = time.perf_counter()
@@ -97,7 +98,7 @@ def main(argv=None):
   p.add_argument('--games', type=pathlib.Path, default=boards_lib.LICHESS_999)
   p.add_argument('--boards', type=int, default=40)
   p.add_argument('--reference', default='nodes=400000', help='per-move limit of the deep reference')
-  p.add_argument('--engine_path', default=engine_lib.find_stockfish())
+  p.add_argument('--engine_path', default=launch.find_stockfish())
   p.add_argument('--cache', type=pathlib.Path, default=pathlib.Path('/tmp/searchless-modes-reference.json'))
   p.add_argument('--only', nargs='*', help='run only the modes whose name contains one of these words (the paper always runs)')
   args = p.parse_args(argv)

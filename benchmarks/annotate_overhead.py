@@ -29,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
 from searchless.commands import annotate as driver  # noqa: E402
-from searchless.engines import annotator as engine_lib  # noqa: E402
+from searchless.engines import launch  # noqa: E402
 
 
 def minimal_uci_loop(engine_path: str, fens: list[str], movetime_ms: int) -> tuple[int, int, float]:
@@ -85,7 +85,7 @@ def main(argv=None):
   p.add_argument('--boards', type=int, default=150, help='unique boards (first games of --games)')
   p.add_argument('--movetime_ms', type=int, default=50, help='the paper: 50')
   p.add_argument('--workers', type=int, default=os.cpu_count())
-  p.add_argument('--engine_path', default=engine_lib.find_stockfish())
+  p.add_argument('--engine_path', default=launch.find_stockfish())
   args = p.parse_args(argv)
 
   text, fens = boards_lib.first_games(args.games, args.boards)

@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
 from searchless.engines import annotator as engine  # noqa: E402
+from searchless.engines import launch  # noqa: E402
 
 
 def _time(config: engine.EngineConfig, fens: list[str]) -> float:
@@ -37,7 +38,7 @@ def main(argv=None) -> None:
   p.add_argument('--boards', type=int, default=80)
   p.add_argument('--repeats', type=int, default=2, help='alternating runs of each way')
   args = p.parse_args(argv)
-  path = engine.find_stockfish()
+  path = launch.find_stockfish()
   if path is None:
     sys.exit('no Stockfish found')
   _, fens = boards_lib.first_games(boards_lib.LICHESS_999, args.boards + 10)
@@ -49,7 +50,7 @@ def main(argv=None) -> None:
 
   print(f'{len(fens)} real boards, {sum(chess.Board(f).legal_moves.count() for f in fens)} moves, {path}')
   for mode, limit in (('per_move', 'nodes=2000'), ('multipv', 'nodes=20000')):
-    config = engine.EngineConfig(path=path, limit=engine.SearchLimit.parse(limit), mode=mode)
+    config = engine.EngineConfig(path=path, limit=launch.SearchLimit.parse(limit), mode=mode)
     seconds = {'fresh': 0.0, 'kept': 0.0}
     try:
       for _ in range(args.repeats):

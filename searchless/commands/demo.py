@@ -103,8 +103,8 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   data, train_dir, eval_dir = run_dir / 'data', run_dir / 'train', run_dir / 'eval'
   puzzle_dir, match_dir = run_dir / 'puzzles', run_dir / 'match'
   pretrained_eval_dir, pretrained_puzzle_dir = run_dir / 'eval_pretrained', run_dir / 'puzzles_pretrained'
-  config = str(config_lib.config_path(args.config))
-  experiment = config_lib.load(config)
+  experiment = config_lib.load(args.config)  # A shipped name or a .py file (else a one-line error).
+  config = args.config if args.config in config_lib.names() else str(pathlib.Path(args.config).absolute())
   job = experiment.demo if 'demo' in experiment else config_lib.load('demo').demo
   for flag in ('annotate_args', 'mine_limit', 'max_puzzles', 'match_opponent', 'match_games', 'match_max_plies'):
     if getattr(args, flag) is None:

@@ -286,15 +286,11 @@ def run(*, suites: Sequence[str], agent: str, out: str | os.PathLike, num: int |
     if not suite_positions:
       raise ValueError(f'no positions in {path}')
   os.makedirs(out, exist_ok=True)
-  player = agents_lib.from_spec(agent)
-  try:
+  with agents_lib.opened(agent) as player:
     start = time.perf_counter()
     results = [evaluate_positions(p, player, name=suite_name(path), path=path, progress=progress)
                for path, p in zip(suites, positions)]
-    seconds = time.perf_counter() - start
-    name = player.name
-  finally:
-    player.close()
+    seconds, name = time.perf_counter() - start, player.name
   write_results(os.path.join(out, 'results.csv'), results, positions)
   summary = {'agent': name, 'agent_spec': agent, 'suites': [s.summary() for s in results],
              'seconds': round(seconds, 3)}

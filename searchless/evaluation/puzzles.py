@@ -223,14 +223,10 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
   if not chosen:
     raise ValueError(f'no puzzles in {puzzles}')
   os.makedirs(out, exist_ok=True)
-  player = agents_lib.from_spec(agent)
-  try:
+  with agents_lib.opened(agent) as player:
     start = time.perf_counter()
     results = evaluate(chosen, player, progress=progress)
-    seconds = time.perf_counter() - start
-    name = player.name
-  finally:
-    player.close()
+    seconds, name = time.perf_counter() - start, player.name
   bands = accuracy_by_band(results, band_width)
   summary = summarize(results, bands, agent_name=name, agent_spec=agent, puzzles_path=puzzles,
                       band_width=band_width, seconds=seconds)

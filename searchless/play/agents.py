@@ -22,6 +22,8 @@ Any spec may end with ``,name=NAME``.
 ('checkpoint', '/runs/demo/train', {'temperature': '1'})
 """
 
+from collections.abc import Iterator
+import contextlib
 from typing import Protocol
 
 import chess
@@ -139,6 +141,16 @@ def _limit(params: dict[str, str], spec: str) -> launch.SearchLimit:
   if len(given) != 1:
     raise ValueError(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N or nodes=N')
   return launch.SearchLimit.parse(f'{given[0]}={params.pop(given[0])}')
+
+
+@contextlib.contextmanager
+def opened(spec: str) -> Iterator[Agent]:
+  """The agent `spec` names, closed (engine processes and devices released) when the block ends."""
+  agent = from_spec(spec)
+  try:
+    yield agent
+  finally:
+    agent.close()
 
 
 def from_spec(spec: str) -> Agent:

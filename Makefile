@@ -15,7 +15,7 @@ TRAIN_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup stockfish stockfish-optional clean
+.PHONY: run test setup stockfish stockfish-optional stockfish-native clean
 
 run: setup stockfish
 	$(PY) -m searchless.commands.demo --input $(INPUT) --run_dir $(RUN_DIR) --config $(CONFIG) \
@@ -51,6 +51,11 @@ stockfish:
 
 stockfish-optional:
 	@$(STOCKFISH_CHECK) || { $(STOCKFISH_INSTALL); } || echo "Tests that need Stockfish will be skipped."
+
+# Stockfish built for this CPU from Debian's source package (default 17-1, trixie), installed in
+# .stockfish/bin/ (tools/build_stockfish.sh says how; use it with searchless-annotate --engine_path).
+stockfish-native:
+	tools/build_stockfish.sh $(CURDIR)/.stockfish
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

@@ -118,7 +118,7 @@ class AnnotationManifest(Artefact):
   command: list[str]  # The command line that made it.
   inputs: dict[str, list[str]]  # 'train' (split by game hash) and, with --test_input, 'test' PGN files.
   output_dir: str  # Where the bags are.
-  engine: dict[str, Any]  # EngineConfig.describe() plus the engine's UCI id ('id').
+  engine: dict[str, Any]  # EngineConfig.describe(), the engine's UCI id ('id') and its binary's sha256.
   games: dict[str, Any]  # read, kept, skipped by reason, corrupt input files, filters.
   split: dict[str, Any]  # test_fraction, by, dedup_by, test boards also in train.
   splits: dict[str, dict[str, int]]  # Per split: boards seen, kept, annotated, failed, terminal, action values.

@@ -25,6 +25,7 @@ from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
 from searchless.engines import annotator as engine_lib
+from searchless.engines import launch
 
 
 def _is_local_direct(options: PipelineOptions) -> bool:
@@ -114,7 +115,7 @@ def _write_manifest(result, options: annotate.AnnotateOptions, engine_config: en
       command=list(command) if command is not None else manifest_lib.command_line(),
       inputs=graph.inputs,
       output_dir=options.output_dir,
-      engine={**engine_config.describe(), 'id': engine_ids},
+      engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': launch.binary_sha256(engine_config.path)},
       games={
           'read': counts.get('games_read', 0),
           'kept': counts.get('games_kept', 0),

@@ -15,6 +15,7 @@ SearchLimit(kind='nodes', value=20000)
 import asyncio
 from collections.abc import Mapping
 import dataclasses
+import hashlib
 import os
 import shutil
 
@@ -89,6 +90,21 @@ def require_stockfish(path: str | None = None) -> str:
   if found is None:
     raise EngineNotFound(f'Stockfish not found: {_INSTALL_HINT}')
   return found
+
+
+def binary_sha256(path: str) -> str | None:
+  """The sha256 of the engine binary `path` (found as `resolve` finds it); None where it is not a local file.
+
+  Recorded with every dataset: two builds of one version (generic, native) share an id name.
+  """
+  binary = resolve(path)
+  if not os.path.isfile(binary):
+    return None
+  digest = hashlib.sha256()
+  with open(binary, 'rb') as f:
+    for block in iter(lambda: f.read(1 << 20), b''):
+      digest.update(block)
+  return digest.hexdigest()
 
 
 def resolve(path: str) -> str:

@@ -1,5 +1,8 @@
 import collections
+import hashlib
 import json
+import os
+import pathlib
 import signal
 import threading
 import time
@@ -144,6 +147,9 @@ def test_manifest_records_engine_limits_counts_and_overlap(small_run):
   assert manifest.engine['limit'] == 'depth=2'
   assert manifest.engine['mode'] == 'per_move'
   assert [e['name'].split()[0] for e in manifest.engine['id']] == ['Stockfish']
+  # The build, not just the version: the sha256 of the binary that ran.
+  binary = os.path.realpath(manifest.engine['path'])
+  assert manifest.engine['binary_sha256'] == hashlib.sha256(pathlib.Path(binary).read_bytes()).hexdigest()
   assert manifest.games == {**manifest.games, 'read': 4, 'kept': 4, 'skipped': {}}
   assert manifest.splits['train']['terminal_boards'] + manifest.splits['test']['terminal_boards'] == 1
   assert manifest.split['test_boards_in_train'] >= 1  # The start position is in both.

@@ -90,6 +90,10 @@ class Artefact:
   @classmethod
   def read_or_none(cls: type[_A], path: str | os.PathLike) -> _A | None:
     """`read(path)`, or None when the file does not exist (a step that has not run)."""
+    path = os.fspath(path)
+    if '://' in path:
+      from apache_beam.io.filesystems import FileSystems
+      return cls.read(path) if FileSystems.exists(path) else None
     return cls.read(path) if os.path.exists(path) else None
 
   def write(self, path: str | os.PathLike) -> None:

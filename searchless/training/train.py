@@ -285,7 +285,7 @@ def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: 
     step = int(jax.device_get(state.step))
     artefacts.TrainingSummary(
         step=step, num_steps=num_steps, complete=step >= num_steps,
-        num_params=int(sum(np.size(x) for x in jax.tree_util.tree_leaves(state.params))),
+        num_params=model.num_params(state.params),
         num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
         overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
     ).write(work / artefacts.TrainingSummary.FILE)

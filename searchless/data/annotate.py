@@ -1,80 +1,130 @@
 """Apache Beam transforms of the annotation pipeline (driver: searchless/commands/annotate.py).
 
-    input files --ReadGames--> game texts --ParseGames--> games (+ skips by reason)
-      --SplitGames--> (split, game) --ExtractBoards--> unique (split, fen)
-      --AnnotateBoards--> (split, BoardAnnotation) (+ failures, engine ids)
+    input files --ReadGames--> game texts --Distribute--> --ParseGames--> games | skips
+      --SplitGames--> (split, game) --ExtractBoards--> unique (split, fen) --Distribute-->
+      --AnnotateBoards--> Annotated | Failed | EngineSeen
       --ToRecords--> action_value / state_value / behavioral_cloning records
                      and/or board_value records (one per board, `searchless.data.boards`)
+      --WriteShards--> pieces, committed after the job (`searchless.data.shards`)
 
-Counters (namespace ``searchless``) carry every count the manifest reports.
+Runs on any Beam runner, Beam's Dask runner included: every step has one
+output (kinds of elements are told apart by type, not by tagged outputs),
+nothing reads a side input, files are written by `shards.WriteShards`, and
+every count of the manifest is data (``(name, n)`` pairs summed per name)
+that the last step, `WriteResults`, writes with the written pieces and the
+engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``.
+Runner metrics are a bonus (the time per board, where the runner has them).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 import dataclasses
 import json
 import os
 import tempfile
 import time
-from typing import Final, Literal, TypeAlias
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.metrics.metricbase import Counter
-from apache_beam.pvalue import PBegin, PCollection, PDone, TaggedOutput
-from bagz.beam import bagzio
+from apache_beam.pvalue import PBegin, PCollection, PDone
 
-from searchless.data import boards
-from searchless.engines import annotator as engine_lib
-from searchless.data import pgn
-from searchless.data import splits
 from searchless.core import bags
 from searchless.core import records
+from searchless.data import boards
+from searchless.data import pgn
+from searchless.data import shards
+from searchless.data import splits
+from searchless.engines import annotator as engine_lib
 
-NAMESPACE = 'searchless'
+NAMESPACE = 'searchless'  # Of the runner metrics (a bonus: ms_per_board).
+RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of the output folder.
+
+Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per name.
 
 
-def counter(name: str) -> Counter:
-  return Metrics.counter(NAMESPACE, name)
+@dataclasses.dataclass(frozen=True)
+class CorruptInput:
+  """Emitted by `ReadGames` for an input that ended in a corrupt stream (with skip_corrupt)."""
+
+  path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Annotated:
+  split: str
+  annotation: engine_lib.BoardAnnotation
+  restarts: int  # Engine restarts while annotating this board.
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+  """A board the engine could not annotate after its retries (a line of failures.jsonl)."""
+
+  split: str
+  fen: str
+  reason: str
+  attempts: int
+  restarts: int
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSeen:
+  identity: str  # JSON of the engine's `id` lines, once per engine process.
 
 
 class ReadGames(beam.DoFn):
-  """Streams each input file and emits the text of each game (`pgn.RawGame`)."""
+  """Streams each input file and emits the text of each game (`pgn.RawGame`), in file order.
+
+  A corrupt input raises, or with `skip_corrupt` ends with a `CorruptInput`.
+  """
 
   def __init__(self, max_games_per_file: int | None = None, skip_corrupt: bool = False):
     self._max_games = max_games_per_file
     self._skip_corrupt = skip_corrupt
 
-  def process(self, path: str) -> Iterator[pgn.RawGame]:
-    games = counter('games_read')
+  def process(self, path: str) -> Iterator[pgn.RawGame | CorruptInput]:
     try:
       for index, raw in enumerate(pgn.iter_raw_games(path)):
         if self._max_games is not None and index >= self._max_games:
           break
-        games.inc()
         yield raw
     except pgn.CorruptInputError:
       if not self._skip_corrupt:
         raise
-      counter('corrupt_input_files').inc()
+      yield CorruptInput(path)
 
 
 class ParseGames(beam.DoFn):
-  """Parses game texts; kept games go to the main output, skips to 'skipped'."""
-
-  SKIPPED: Final[Literal['skipped']] = 'skipped'
+  """Parses game texts: a `pgn.Game` for each kept game, a `pgn.Skip` for each other."""
 
   def __init__(self, game_filter: pgn.GameFilter):
     self._filter = game_filter
 
-  def process(self, raw: pgn.RawGame) -> Iterator[pgn.Game | TaggedOutput[Literal['skipped'], pgn.Skip]]:
-    result = pgn.parse_game(raw, self._filter)
-    if isinstance(result, pgn.Skip):
-      counter(f'games_skipped/{result.reason}').inc()
-      yield TaggedOutput(self.SKIPPED, result)
-    else:
-      counter('games_kept').inc()
-      yield result
+  def process(self, raw: pgn.RawGame) -> Iterator[pgn.Game | pgn.Skip]:
+    yield pgn.parse_game(raw, self._filter)
+
+
+class Distribute(beam.PTransform):
+  """A reshuffle that spreads the work on every runner, Beam's Dask runner included.
+
+  Elements are grouped by a stable hash of `key_of` (as `beam.Reshuffle`
+  groups by random keys), together with `parallelism` empty lanes: Beam's Dask
+  runner turns Reshuffle into a no-op and keeps a collection's partition count
+  through GroupByKey, so without the lanes (each its own partition, see
+  `annotation_job`) one input file would stay one partition to the end.
+  """
+
+  def __init__(self, key_of: Callable[[Any], str], parallelism: int):
+    super().__init__()
+    self._key_of, self._parallelism = key_of, parallelism
+
+  def expand(self, pcoll: PCollection) -> PCollection:
+    key_of = self._key_of
+    lanes = pcoll.pipeline | 'Lanes' >> beam.Create([(lane, None) for lane in range(self._parallelism)])
+    keyed = pcoll | 'Key' >> beam.Map(lambda x: (shards.bucket_of(key_of(x), 1 << 62), x))
+    return ((keyed, lanes) | 'WithLanes' >> beam.Flatten() | 'Group' >> beam.GroupByKey()
+            | 'Ungroup' >> beam.FlatMap(lambda key_values: [v for v in key_values[1] if v is not None]))
 
 
 class _SplitsOfBoard(beam.CombineFn):
@@ -104,7 +154,9 @@ class ExtractBoards(beam.PTransform):
   """(split, Game) -> unique (split, fen), de-duplicated within each split.
 
   A test board that also occurs in train is counted (``test_boards_in_train``)
-  and kept, as in the paper, unless `drop_test_overlap`.
+  and kept, as in the paper, unless `drop_test_overlap`. After `expand`,
+  `counts` is the collection of its counts (boards seen and kept per split,
+  overlap).
   """
 
   def __init__(self, dedup_by: str = 'fen', drop_test_overlap: bool = False):
@@ -119,27 +171,33 @@ class ExtractBoards(beam.PTransform):
 
     def boards_of(split_game):
       split, game = split_game
-      counter(f'boards_seen/{split}').inc(len(game.fens))
       for fen in game.fens:
         yield splits.dedup_key(fen, by), (split, fen)
 
-    def unique(key_splits):
-      _, splits = key_splits
-      if 'test' in splits and 'train' in splits:
-        counter('test_boards_in_train').inc()
-        if drop:
-          counter('test_boards_dropped').inc()
-          splits = {'train': splits['train']}
-      for split, fen in sorted(splits.items()):
-        counter(f'boards/{split}').inc()
-        yield split, fen
+    def kept(key_splits):
+      _, of_split = key_splits
+      if drop and 'test' in of_split and 'train' in of_split:
+        return {'train': of_split['train']}
+      return of_split
 
-    return (
+    def overlap(key_splits) -> Iterator[Count]:
+      _, of_split = key_splits
+      if 'test' in of_split and 'train' in of_split:
+        yield 'test_boards_in_train', 1
+        if drop:
+          yield 'test_boards_dropped', 1
+
+    per_board = (
         games
         | 'BoardsOfGames' >> beam.FlatMap(boards_of)
-        | 'SplitsPerBoard' >> beam.CombinePerKey(_SplitsOfBoard())
-        | 'UniqueBoards' >> beam.FlatMap(unique)
-    )
+        | 'SplitsPerBoard' >> beam.CombinePerKey(_SplitsOfBoard()))
+    unique = per_board | 'UniqueBoards' >> beam.FlatMap(lambda ks: sorted(kept(ks).items()))
+    self.counts = (
+        (games | 'CountSeen' >> beam.Map(lambda split_game: (f'boards_seen/{split_game[0]}', len(split_game[1].fens))),
+         per_board | 'CountOverlap' >> beam.FlatMap(overlap),
+         unique | 'CountBoards' >> beam.Map(lambda split_fen: (f'boards/{split_fen[0]}', 1)))
+        | 'Counts' >> beam.Flatten())
+    return unique
 
 
 class _Progress:
@@ -148,7 +206,6 @@ class _Progress:
   def __init__(self, directory: str | None):
     self._path = os.path.join(directory, f'{os.getpid()}-{id(self)}.json') if directory else None
     self.boards = self.action_values = self.failures = 0
-    self.total: int | None = None  # Boards in the whole job, where known.
     self._last = 0.0
 
   def update(self, boards=0, action_values=0, failures=0, force=False):
@@ -160,26 +217,23 @@ class _Progress:
       self._last = now
       tmp = self._path + '.tmp'
       with open(tmp, 'w') as f:
-        json.dump({'boards': self.boards, 'action_values': self.action_values,
-                   'failures': self.failures, 'total': self.total}, f)
+        json.dump({'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}, f)
       os.replace(tmp, self._path)
 
 
-# What `AnnotateBoards` emits: (split, annotation), and tagged failures and engine identities.
-AnnotateBoardsOutput: TypeAlias = (tuple[str, engine_lib.BoardAnnotation]
-                                   | TaggedOutput[Literal['failures'], dict[str, str | int]]
-                                   | TaggedOutput[Literal['engines'], str])
+def _write_total(total: int, directory: str) -> None:
+  """Tells the local progress display how many boards the job has."""
+  tmp = os.path.join(directory, 'total.json.tmp')
+  with open(tmp, 'w') as f:
+    json.dump({'total': total}, f)
+  os.replace(tmp, os.path.join(directory, 'total.json'))
 
 
 class AnnotateBoards(beam.DoFn):
-  """(split, fen) -> (split, BoardAnnotation) with one engine process per DoFn instance.
+  """(split, fen) -> `Annotated`, or `Failed` after the engine's retries; one engine process per DoFn setup.
 
-  Boards that still fail after the engine's retries go to the 'failures'
-  output as dicts; each engine's identity goes once to the 'engines' output.
+  Each engine's identity is emitted once as an `EngineSeen`.
   """
-
-  FAILURES: Final[Literal['failures']] = 'failures'
-  ENGINES: Final[Literal['engines']] = 'engines'
 
   def __init__(self, config: engine_lib.EngineConfig, progress_dir: str | None = None):
     self._config = config
@@ -191,34 +245,24 @@ class AnnotateBoards(beam.DoFn):
     self._announced = False
     self._progress = _Progress(self._progress_dir)
     self._progress.update(force=True)  # Marks the start of annotation.
-    self._restarts = counter('engine_restarts')
     self._seconds = Metrics.distribution(NAMESPACE, 'ms_per_board')
 
-  def process(self, split_fen: tuple[str, str], total_boards: int | None = None) -> Iterator[AnnotateBoardsOutput]:
+  def process(self, split_fen: tuple[str, str]) -> Iterator[Annotated | Failed | EngineSeen]:
     split, fen = split_fen
-    self._progress.total = total_boards
     if not self._announced:
       self._announced = True
-      yield TaggedOutput(self.ENGINES, json.dumps(self._annotator.engine_id, sort_keys=True))
+      yield EngineSeen(json.dumps(self._annotator.engine_id, sort_keys=True))
     restarts = self._annotator.restarts
     start = time.perf_counter()
     try:
       annotation = self._annotator.annotate(fen)
     except engine_lib.BoardFailed as e:
-      counter(f'boards_failed/{split}').inc()
       self._progress.update(failures=1)
-      failure: dict[str, str | int] = {'split': split, 'fen': fen, 'reason': e.reason, 'attempts': e.attempts}
-      yield TaggedOutput(self.FAILURES, failure)
+      yield Failed(split, fen, e.reason, e.attempts, self._annotator.restarts - restarts)
     else:
       self._seconds.update(int(1000 * (time.perf_counter() - start)))
-      counter(f'boards_annotated/{split}').inc()
-      counter(f'action_values/{split}').inc(len(annotation.action_values))
-      if annotation.best_move is None:  # Checkmate or stalemate.
-        counter(f'terminal_boards/{split}').inc()
       self._progress.update(boards=1, action_values=len(annotation.action_values))
-      yield split, annotation
-    finally:
-      self._restarts.inc(self._annotator.restarts - restarts)
+      yield Annotated(split, annotation, self._annotator.restarts - restarts)
 
   def finish_bundle(self) -> None:
     self._progress.update(force=True)
@@ -227,6 +271,52 @@ class AnnotateBoards(beam.DoFn):
     annotator = getattr(self, '_annotator', None)
     if annotator is not None:
       annotator.close()
+
+
+def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[Count]:
+  """The manifest's counts of one `AnnotateBoards` output."""
+  if isinstance(output, Annotated):
+    split, annotation = output.split, output.annotation
+    yield f'boards_annotated/{split}', 1
+    yield f'action_values/{split}', len(annotation.action_values)
+    if annotation.best_move is None:  # Checkmate or stalemate.
+      yield f'terminal_boards/{split}', 1
+  elif isinstance(output, Failed):
+    yield f'boards_failed/{output.split}', 1
+  if isinstance(output, (Annotated, Failed)) and output.restarts:
+    yield 'engine_restarts', output.restarts
+
+
+class WriteResults(beam.DoFn):
+  """The last step: one JSON file with the summed counts, the written pieces and the engines seen."""
+
+  def __init__(self, path: str):
+    self._path = path
+
+  def process(self, key_items: tuple[None, Iterable[tuple[str, Any]]]) -> Iterator[str]:
+    counts: dict[str, int] = {}
+    pieces: list[dict[str, Any]] = []
+    engines: set[str] = set()
+    for kind, item in key_items[1]:
+      if kind == 'count':
+        name, amount = item
+        counts[name] = counts.get(name, 0) + amount
+      elif kind == 'piece':
+        pieces.append(dataclasses.asdict(item))
+      elif kind == 'engine':
+        engines.add(item)
+    results = {'counts': dict(sorted(counts.items())), 'engines': sorted(engines),
+               'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part']))}
+    with FileSystems.create(self._path) as f:
+      f.write(json.dumps(results, indent=1).encode('utf-8'))
+    yield self._path
+
+
+def read_results(path: str) -> tuple[dict[str, int], list[str], list[shards.Piece]]:
+  """(counts, engine identities as JSON, pieces) from the file `WriteResults` wrote."""
+  with FileSystems.open(path) as f:
+    results = json.loads(f.read().decode('utf-8'))
+  return results['counts'], results['engines'], [shards.Piece(**p) for p in results['pieces']]
 
 
 def action_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str, float]]:
@@ -290,7 +380,8 @@ class AnnotateOptions:
   input: tuple[str, ...]  # PGN files or globs whose games are split by hash.
   output_dir: str  # Where the splits, manifest and failures go (local path, gs://, s3://).
   test_input: tuple[str, ...] = ()  # PGN files whose games all go to the test split (disables test_fraction).
-  num_shards: int = 1  # Shards per record set: 1 = one <kind>_data.bag, 0 = runner decides.
+  num_shards: int = shards.AUTO  # Shards per record set: 0 = by size (one <kind>_data.bag when small), N = exactly N.
+  records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
   records: str = 'chessbench,board'  # Record sets (see `record_kinds`).
   compress: bool = False  # zstd-compressed .bagz instead of .bag.
   skip_corrupt_inputs: bool = False  # Keep a corrupt input's games read so far instead of failing.
@@ -304,13 +395,34 @@ class AnnotateOptions:
   dedup_by: str = 'fen'  # One of splits.DEDUP_BY.
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (record_kinds depends on it).
+  parallelism: int = 16  # Lanes games and boards are spread over (`Distribute`); at least the worker count.
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSet:
+  """A file set the job writes: its `shards.ShardSpec`, and what it holds."""
+
+  spec: shards.ShardSpec
+  split: str | None  # None for the job-wide sets (failures, skipped).
+  kind: str  # A record kind, 'failures' or 'skipped'.
+
+
+def _failure_line(failure: Failed) -> bytes:
+  return json.dumps({'split': failure.split, 'fen': failure.fen, 'reason': failure.reason,
+                     'attempts': failure.attempts}, sort_keys=True).encode('utf-8')
+
+
+def _skip_line(skip: pgn.Skip) -> bytes:
+  return json.dumps({'reason': skip.reason, 'location': skip.location, 'detail': skip.detail}).encode('utf-8')
 
 
 class AnnotateGames(beam.PTransform):
-  """The whole annotation graph, from the input files to the bags, failures and skips under output_dir.
+  """The whole annotation graph, from the input files to the pieces of every output set.
 
   Apply it to a pipeline's root: ``pipeline | AnnotateGames(options, engine_config, progress_dir)``.
-  After `expand`, `split_names`, `inputs` and `test_fraction` say what it writes.
+  After `expand`, `split_names`, `inputs`, `test_fraction`, `outputs` (the
+  `OutputSet`s) and `results_path` say what it writes; `shards.commit` then
+  gives the pieces their final names (`annotation_job.run` does all this).
   """
 
   def __init__(self, options: AnnotateOptions, engine_config: engine_lib.EngineConfig, progress_dir: str | None):
@@ -318,10 +430,10 @@ class AnnotateGames(beam.PTransform):
     self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
 
   def expand(self, pbegin: PBegin) -> PDone:
-    self.split_names, self.inputs, self.test_fraction = self._build(pbegin)
+    self._build(pbegin)
     return PDone(pbegin.pipeline)
 
-  def _build(self, pbegin):
+  def _build(self, pbegin: PBegin) -> None:
     o, engine_config, progress_dir = self.options, self.engine_config, self.progress_dir
     game_filter = pgn.GameFilter(
         min_elo=o.min_elo, max_elo=o.max_elo,
@@ -331,55 +443,95 @@ class AnnotateGames(beam.PTransform):
       inputs['test'] = pgn.match_files(_split_list(o.test_input), '--test_input')
     test_fraction = 0.0 if o.test_input else o.test_fraction
     split_names = ['train'] + (['test'] if o.test_input or test_fraction > 0 else [])
+    self.split_names, self.inputs, self.test_fraction = split_names, inputs, test_fraction
+    out = o.output_dir
+    self.results_path = FileSystems.join(out, shards.TMP_DIR, RESULTS)
 
+    counts: list[PCollection] = []
     games, skipped = [], []
     for source, paths in inputs.items():
-      parsed = (
+      read = (
           pbegin
           | f'Files[{source}]' >> beam.Create(paths)
-          | f'ReadGames[{source}]' >> beam.ParDo(ReadGames(o.max_games, o.skip_corrupt_inputs))
-          | f'Distribute[{source}]' >> beam.Reshuffle()
-          | f'ParseGames[{source}]' >> beam.ParDo(ParseGames(game_filter)).with_outputs(ParseGames.SKIPPED, main='games'))
-      kept = parsed.games
+          | f'ReadGames[{source}]' >> beam.ParDo(ReadGames(o.max_games, o.skip_corrupt_inputs)))
+      counts.append(read | f'CountRead[{source}]' >> beam.Map(
+          lambda r: ('corrupt_input_files' if isinstance(r, CorruptInput) else 'games_read', 1)))
+      parsed = (
+          read
+          | f'Texts[{source}]' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
+          | f'Distribute[{source}]' >> Distribute(lambda raw: raw.location, o.parallelism)
+          | f'ParseGames[{source}]' >> beam.ParDo(ParseGames(game_filter)))
+      counts.append(parsed | f'CountParsed[{source}]' >> beam.Map(
+          lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1)))
+      kept = parsed | f'Kept[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
+      skipped.append(parsed | f'Skipped[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Skip)))
       if o.sample_games:
-        kept = (kept | f'Sample[{source}]' >> beam.combiners.Sample.FixedSizeGlobally(o.sample_games)
+        kept = (kept | f'Sample[{source}]' >> beam.CombineGlobally(
+                    beam.combiners.SampleCombineFn(o.sample_games)).without_defaults()
                 | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample))
       if source == 'test':
         kept = kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
       else:
         kept = kept | 'SplitGames' >> beam.Map(lambda game, f: (splits.split_of(game.key, f), game), test_fraction)
       games.append(kept)
-      skipped.append(parsed[ParseGames.SKIPPED])
 
-    boards = (
-        games | 'AllGames' >> beam.Flatten()
-        | 'ExtractBoards' >> ExtractBoards(o.dedup_by, o.drop_test_overlap)
-        | 'Distribute[boards]' >> beam.Reshuffle())
-    total = boards | 'CountBoards' >> beam.combiners.Count.Globally()
-    annotated = boards | 'AnnotateBoards' >> beam.ParDo(
-        AnnotateBoards(engine_config, progress_dir),
-        total_boards=beam.pvalue.AsSingleton(total),
-    ).with_outputs(AnnotateBoards.FAILURES, AnnotateBoards.ENGINES, main='annotations')
+    extract = ExtractBoards(o.dedup_by, o.drop_test_overlap)
+    unique = games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
+    counts.append(extract.counts)
+    if progress_dir:
+      _ = (unique | 'Ones' >> beam.Map(lambda _: 1)
+           | 'Total' >> beam.CombineGlobally(sum).without_defaults()
+           | 'TellProgress' >> beam.Map(_write_total, progress_dir))
+    annotated = (
+        unique
+        | 'Distribute[boards]' >> Distribute(lambda split_fen: split_fen[1], o.parallelism)
+        | 'AnnotateBoards' >> beam.ParDo(AnnotateBoards(engine_config, progress_dir)))
+    counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
 
-    out = o.output_dir
+    # What each output set holds, and how many writers it gets when sharded by size.
+    ext = bags.extension(o.compress)
+    pgn_bytes = {source: shards.pgn_bytes(paths, o.max_games, o.sample_games) for source, paths in inputs.items()}
+    share = {'train': pgn_bytes['train'] * (1 - test_fraction),
+             'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction)}
+    self.outputs: list[OutputSet] = []
+    pieces: list[PCollection] = []
     for split in split_names:
-      of_split = annotated.annotations | f'Select[{split}]' >> beam.Filter(lambda a, s: a[0] == s, split) | f'Values[{split}]' >> beam.Values()
+      of_split = (annotated
+                  | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
+                  | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation))
       for kind in record_kinds(o.records, o.mode):
-        (of_split
-         | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
-         | f'Write[{split}/{kind}]' >> bagzio.WriteToBagz(
-             bags.sink_path(FileSystems.join(out, split), kind, o.num_shards, o.compress),
-             coder=records.CODERS[kind]))
-    (annotated[AnnotateBoards.FAILURES]
-     | 'FailuresToJson' >> beam.Map(lambda f: json.dumps(f, sort_keys=True))
-     | 'WriteFailures' >> beam.io.WriteToText(FileSystems.join(out, 'failures'), file_name_suffix='.jsonl', shard_name_template=''))
-    (skipped | 'AllSkipped' >> beam.Flatten()
-     | 'SkippedToJson' >> beam.Map(lambda s: json.dumps({'reason': s.reason, 'location': s.location, 'detail': s.detail}))
-     | 'WriteSkipped' >> beam.io.WriteToText(FileSystems.join(out, 'skipped'), file_name_suffix='.jsonl', shard_name_template=''))
-    (annotated[AnnotateBoards.ENGINES]
-     | 'DistinctEngines' >> beam.Distinct()
-     | 'WriteEngines' >> beam.io.WriteToText(FileSystems.join(out, '_engines'), file_name_suffix='.jsonl', shard_name_template=''))
-    return split_names, inputs, test_fraction
+        spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
+        per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
+        buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
+        self.outputs.append(OutputSet(spec, split, kind))
+        pieces.append(
+            of_split
+            | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
+            | f'Write[{split}/{kind}]' >> shards.WriteShards(
+                spec, records.CODERS[kind].encode, lambda r: r[0], buckets, o.records_per_shard))
+    failures = shards.ShardSpec(out, 'failures', '.jsonl')
+    skips = shards.ShardSpec(out, 'skipped', '.jsonl')
+    self.outputs += [OutputSet(failures, None, 'failures'), OutputSet(skips, None, 'skipped')]
+    pieces.append(annotated
+                  | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
+                  | 'WriteFailures' >> shards.WriteShards(failures, _failure_line, lambda f: f.fen, 1))
+    pieces.append(skipped
+                  | 'AllSkipped' >> beam.Flatten()
+                  | 'WriteSkipped' >> shards.WriteShards(skips, _skip_line, lambda s: s.location, 1))
+    engines = (annotated
+               | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
+               | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity)))
+
+    # The last step depends on every other (Beam's Dask runner computes only the last one's inputs).
+    summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
+    _ = ((pbegin | 'Start' >> beam.Create([('start', None)]),
+          summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
+          pieces | 'AllPieces' >> beam.Flatten() | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+          engines)
+         | 'AllResults' >> beam.Flatten()
+         | 'OneKey' >> beam.Map(lambda item: (None, item))
+         | 'Gather' >> beam.GroupByKey()
+         | 'WriteResults' >> beam.ParDo(WriteResults(self.results_path)))
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:

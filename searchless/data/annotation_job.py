@@ -2,8 +2,15 @@
 
 `run` builds a Beam pipeline around `annotate.AnnotateGames`, runs it (the
 DirectRunner with one worker process per core by default, or any runner that
-`beam_args` names) and writes ``OUTPUT_DIR/manifest.json``
-(`artefacts.AnnotationManifest`) from the pipeline's counters.
+`beam_args` names), commits the files it wrote (`shards.commit`) and writes
+``OUTPUT_DIR/manifest.json`` (`artefacts.AnnotationManifest`) from the counts
+the job itself produced (`annotate.WriteResults`), so every runner gives the
+same manifest.
+
+Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
+--dask_client_address HOST:PORT``) gets one element per partition unless
+``--dask_partition_size``/``--dask_npartitions`` say otherwise, so that the
+lanes of `annotate.Distribute` spread the work over its workers.
 """
 
 from collections.abc import Sequence
@@ -24,6 +31,7 @@ from searchless.data import annotate
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
+from searchless.data import shards
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
 
@@ -31,6 +39,11 @@ from searchless.engines import launch
 def _is_local_direct(options: PipelineOptions) -> bool:
   runner = options.view_as(StandardOptions).runner
   return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
+
+
+def _is_dask(options: PipelineOptions) -> bool:
+  runner = options.view_as(StandardOptions).runner
+  return isinstance(runner, str) and runner.split('.')[-1] == 'DaskRunner'
 
 
 def _outputs(out: str, splits: list[str]) -> dict:
@@ -43,13 +56,6 @@ def _outputs(out: str, splits: list[str]) -> dict:
         continue
       found[f'{split}/{kind}'] = {'files': spec.split(','), 'records': len(bags.reader(spec))}
   return found
-
-
-def _read_lines(path: str) -> list[str]:
-  if not FileSystems.exists(path):
-    return []
-  with FileSystems.open(path) as f:
-    return [line for line in f.read().decode('utf-8').splitlines() if line]
 
 
 def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,
@@ -76,6 +82,8 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
                               '(Debian: apt-get install stockfish) or pass --engine_path')
     # Beam's local job service relays the workers' start-up warnings; they are noise here.
     logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
+  if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
+    pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
   progress_dir = annotate.new_progress_dir() if local and progress else None
   bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 
@@ -83,27 +91,41 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   pipeline = beam.Pipeline(options=pipeline_options)
   graph = annotate.AnnotateGames(options, engine_config, progress_dir)
   _ = pipeline | 'Annotate' >> graph
+  roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
+  for root in roots:
+    shards.clean(root)  # What a crashed earlier job left.
   if bar:
     bar.start()
   try:
     result = pipeline.run()
     result.wait_until_finish()
+    timings = _metric_timings(result)
   finally:
     if bar and progress_dir:
       bar.stop()
       shutil.rmtree(progress_dir, ignore_errors=True)
+    client = getattr(locals().get('result'), 'client', None)  # Beam's Dask runner opens a client and leaves it.
+    if client is not None:
+      client.close()
+  counts, engine_ids, pieces = annotate.read_results(graph.results_path)
+  shards.commit([o.spec for o in graph.outputs], pieces, roots)
   wall = time.time() - start
-  return _write_manifest(result, options, engine_config, graph, wall, command)
+  return _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
 
 
-def _write_manifest(result, options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig,
+def _metric_timings(result) -> dict[str, dict]:
+  """The runner's distributions (time per board), where the runner reports metrics."""
+  try:
+    return manifest_lib.distributions(result, annotate.NAMESPACE)
+  except NotImplementedError:  # Beam's Dask runner: 'collecting metrics will come later!'
+    return {}
+
+
+def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[str, dict],
+                    options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig,
                     graph: annotate.AnnotateGames, wall: float,
                     command: Sequence[str] | None) -> artefacts.AnnotationManifest:
-  counts = manifest_lib.counters(result, annotate.NAMESPACE)
-  engines_path = FileSystems.join(options.output_dir, '_engines.jsonl')
-  engine_ids = [json.loads(line) for line in _read_lines(engines_path)]
-  if FileSystems.exists(engines_path):
-    FileSystems.delete([engines_path])
+  engine_ids = [json.loads(identity) for identity in engines]
   per_split = {}
   for split in graph.split_names:
     per_split[split] = {name: counts.get(f'{name}/{split}', 0) for name in (
@@ -135,7 +157,7 @@ def _write_manifest(result, options: annotate.AnnotateOptions, engine_config: en
       splits=per_split,
       engine_restarts=counts.get('engine_restarts', 0),
       outputs=_outputs(options.output_dir, graph.split_names),
-      timings={'wall_seconds': round(wall, 3), **manifest_lib.distributions(result, annotate.NAMESPACE)},
+      timings={'wall_seconds': round(wall, 3), **timings},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))
   return manifest

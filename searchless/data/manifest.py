@@ -28,16 +28,6 @@ def code_version() -> dict:
   return version
 
 
-def counters(result: PipelineResult, namespace: str) -> dict[str, int]:
-  """All counters of `namespace` from a finished pipeline result (committed values)."""
-  query = result.metrics().query(MetricsFilter().with_namespace(namespace))
-  totals: dict[str, int] = {}
-  for counter in query['counters']:
-    value = counter.committed if counter.committed is not None else counter.attempted
-    totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + (value or 0)
-  return totals
-
-
 def distributions(result: PipelineResult, namespace: str) -> dict[str, dict]:
   query = result.metrics().query(MetricsFilter().with_namespace(namespace))
   out = {}

@@ -1,7 +1,7 @@
 """A one-line progress display for local (DirectRunner) annotation jobs.
 
-Workers write running totals to small JSON files (`annotate._Progress`); this
-thread sums them and redraws one line: boards done / total, boards/s,
+Workers write running totals to small JSON files (`annotate._Progress`), the
+job writes the number of boards to ``total.json``; this thread sums them and redraws one line: boards done / total, boards/s,
 action-values/s and the ETA.
 """
 
@@ -20,18 +20,20 @@ def _duration(seconds: float) -> str:
 
 
 def summarize(directory: str) -> dict:
+  """Sums the workers' files; ``total.json`` (written once the boards are counted) gives the total."""
   totals: dict[str, Any] = {'boards': 0, 'action_values': 0, 'failures': 0, 'total': None, 'workers': 0}
   for path in glob.glob(os.path.join(directory, '*.json')):
-    totals['workers'] += 1
     try:
       with open(path) as f:
         data = json.load(f)
     except (OSError, ValueError):
       continue  # Being replaced right now.
+    if os.path.basename(path) == 'total.json':
+      totals['total'] = data['total']
+      continue
+    totals['workers'] += 1
     for key in ('boards', 'action_values', 'failures'):
       totals[key] += data.get(key, 0)
-    if data.get('total') is not None:
-      totals['total'] = data['total']
   return totals
 
 

@@ -1,16 +1,21 @@
-"""Games parsed per second from ONE big PGN input, on 1 and on 2 DirectRunner workers.
+"""Games parsed per second from ONE big PGN input, on 1 and on 2 DirectRunner workers, before and after.
 
     .venv/bin/python benchmarks/parse_scaling.py --copies 20 --workdir /tmp/parse_scaling
 
 Concatenates the shared real games (``../shared/data/games/*.pgn``, ~5k games)
 `--copies` times into one file (the shape of a monthly dump: one input file),
-then runs the annotation pipeline's reading and parsing stages
-(`annotate.ReadGames` -> Reshuffle -> `annotate.ParseGames`, counted) on the
-multi-processing DirectRunner with 1 and with 2 workers, and prints games/s of
-each and their ratio (issue 12's target: >= 1.8x on 2 workers).
+then runs the annotation pipeline's reading and parsing stages on the
+multi-processing DirectRunner and prints games/s and ratios:
+
+* before: the reader parses each game as it reads it (one file = one worker),
+  on 2 workers;
+* after: `annotate.ReadGames` only splits the text, `annotate.Distribute`
+  spreads the games, `annotate.ParseGames` parses them, on 1 and on 2 workers
+  (issue 12's target: >= 1.8x the 1-worker games/s on 2 workers).
 """
 
 import argparse
+import logging
 import os
 import pathlib
 import sys
@@ -35,15 +40,19 @@ def big_input(workdir: pathlib.Path, copies: int) -> tuple[pathlib.Path, int]:
   return out, sum(1 for _ in pgn.iter_raw_games(str(out)))
 
 
-def parse(path: pathlib.Path, workers: int) -> float:
-  """Seconds to read, reshuffle and parse every game of `path` on `workers` processes (prints the count)."""
+def parse(path: pathlib.Path, workers: int, distribute: bool) -> float:
+  """Seconds to read and parse every game of `path` on `workers` processes (prints the games kept)."""
   options = PipelineOptions(['--direct_running_mode=multi_processing', f'--direct_num_workers={workers}',
                              '--default_sdk_harness_log_level=WARNING'])
   start = time.perf_counter()
   with beam.Pipeline(options=options) as p:
-    _ = (p | beam.Create([str(path)]) | beam.ParDo(annotate.ReadGames()) | beam.Reshuffle()
-         | beam.ParDo(annotate.ParseGames(pgn.GameFilter())).with_outputs(annotate.ParseGames.SKIPPED, main='games')
-         ).games | beam.combiners.Count.Globally() | beam.Map(print)
+    texts = (p | beam.Create([str(path)]) | beam.ParDo(annotate.ReadGames())
+             | beam.Filter(lambda r: isinstance(r, pgn.RawGame)).with_output_types(pgn.RawGame))
+    if distribute:
+      texts = texts | annotate.Distribute(lambda raw: raw.location, parallelism=16)
+    _ = (texts | beam.ParDo(annotate.ParseGames(pgn.GameFilter()))
+         | beam.Filter(lambda g: isinstance(g, pgn.Game))
+         | beam.combiners.Count.Globally() | beam.Map(lambda n: print(f'  {n:,} games kept', flush=True)))
   return time.perf_counter() - start
 
 
@@ -52,16 +61,18 @@ def main() -> None:
   p.add_argument('--copies', type=int, default=20)
   p.add_argument('--workdir', required=True)
   args = p.parse_args()
+  logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
   workdir = pathlib.Path(args.workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   path, n = big_input(workdir, args.copies)
   print(f'{path}: {n:,} games, {path.stat().st_size / 1e6:.0f} MB; {os.cpu_count()} cores')
   rates = {}
-  for workers in (1, 2):
-    seconds = parse(path, workers)
-    rates[workers] = n / seconds
-    print(f'{workers} worker(s): {seconds:.1f} s, {rates[workers]:,.0f} games/s', flush=True)
-  print(f'2 workers / 1 worker: {rates[2] / rates[1]:.2f}x')
+  for name, workers, distribute in (('before', 2, False), ('after', 1, True), ('after', 2, True)):
+    seconds = parse(path, workers, distribute)
+    rates[name, workers] = n / seconds
+    print(f'{name}, {workers} worker(s): {seconds:.1f} s, {rates[name, workers]:,.0f} games/s', flush=True)
+  print(f"after, 2 workers / after, 1 worker: {rates['after', 2] / rates['after', 1]:.2f}x")
+  print(f"after, 2 workers / before, 2 workers: {rates['after', 2] / rates['before', 2]:.2f}x")
 
 
 if __name__ == '__main__':

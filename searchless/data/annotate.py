@@ -395,7 +395,7 @@ class AnnotateOptions:
   dedup_by: str = 'fen'  # One of splits.DEDUP_BY.
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (record_kinds depends on it).
-  parallelism: int = 16  # Lanes games and boards are spread over (`Distribute`); at least the worker count.
+  parallelism: int = 0  # Lanes games and boards are spread over (`Distribute`); 0: `annotation_job` picks.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -405,6 +405,10 @@ class OutputSet:
   spec: shards.ShardSpec
   split: str | None  # None for the job-wide sets (failures, skipped).
   kind: str  # A record kind, 'failures' or 'skipped'.
+
+
+def _first(record: tuple) -> str:
+  return record[0]  # A record's board.
 
 
 def _failure_line(failure: Failed) -> bytes:
@@ -494,7 +498,8 @@ class AnnotateGames(beam.PTransform):
     share = {'train': pgn_bytes['train'] * (1 - test_fraction),
              'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction)}
     self.outputs: list[OutputSet] = []
-    pieces: list[PCollection] = []
+    record_sets: list[shards.RecordSet] = []
+    to_write: list[PCollection] = []
     for split in split_names:
       of_split = (annotated
                   | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
@@ -504,20 +509,22 @@ class AnnotateGames(beam.PTransform):
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
         self.outputs.append(OutputSet(spec, split, kind))
-        pieces.append(
-            of_split
-            | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
-            | f'Write[{split}/{kind}]' >> shards.WriteShards(
-                spec, records.CODERS[kind].encode, lambda r: r[0], buckets, o.records_per_shard))
+        record_sets.append(shards.RecordSet(spec, records.CODERS[kind].encode, _first, buckets, o.records_per_shard))
+        to_write.append(of_split
+                        | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
+                        | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
     failures = shards.ShardSpec(out, 'failures', '.jsonl')
     skips = shards.ShardSpec(out, 'skipped', '.jsonl')
     self.outputs += [OutputSet(failures, None, 'failures'), OutputSet(skips, None, 'skipped')]
-    pieces.append(annotated
-                  | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
-                  | 'WriteFailures' >> shards.WriteShards(failures, _failure_line, lambda f: f.fen, 1))
-    pieces.append(skipped
-                  | 'AllSkipped' >> beam.Flatten()
-                  | 'WriteSkipped' >> shards.WriteShards(skips, _skip_line, lambda s: s.location, 1))
+    record_sets += [shards.RecordSet(failures, _failure_line, lambda f: f.fen),
+                    shards.RecordSet(skips, _skip_line, lambda s: s.location)]
+    to_write.append(annotated
+                    | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
+                    | 'KeyFailures' >> beam.Map(lambda f, key: (key, f), failures.key))
+    to_write.append(skipped
+                    | 'AllSkipped' >> beam.Flatten()
+                    | 'KeySkipped' >> beam.Map(lambda s, key: (key, s), skips.key))
+    pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
     engines = (annotated
                | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
                | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity)))
@@ -526,7 +533,7 @@ class AnnotateGames(beam.PTransform):
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
     _ = ((pbegin | 'Start' >> beam.Create([('start', None)]),
           summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-          pieces | 'AllPieces' >> beam.Flatten() | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+          pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
           engines)
          | 'AllResults' >> beam.Flatten()
          | 'OneKey' >> beam.Map(lambda item: (None, item))

@@ -9,11 +9,14 @@ same manifest.
 
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
 --dask_client_address HOST:PORT``) gets one element per partition unless
-``--dask_partition_size``/``--dask_npartitions`` say otherwise, so that the
-lanes of `annotate.Distribute` spread the work over its workers.
+``--dask_partition_size``/``--dask_npartitions`` say otherwise, and by default
+twice as many lanes (`annotate.Distribute`) as the cluster has worker threads:
+each lane is a partition there, and each of the job's GroupByKeys costs Dask
+about lanes² tasks.
 """
 
 from collections.abc import Sequence
+import dataclasses
 import json
 import logging
 import os
@@ -44,6 +47,22 @@ def _is_local_direct(options: PipelineOptions) -> bool:
 def _is_dask(options: PipelineOptions) -> bool:
   runner = options.view_as(StandardOptions).runner
   return isinstance(runner, str) and runner.split('.')[-1] == 'DaskRunner'
+
+
+DEFAULT_PARALLELISM = 16  # Lanes on runners that rebalance work themselves (there they only add a few elements).
+
+
+def _parallelism(options: PipelineOptions) -> int:
+  """The default lanes: on Beam's Dask runner twice the cluster's worker threads, else DEFAULT_PARALLELISM."""
+  if not _is_dask(options):
+    return DEFAULT_PARALLELISM
+  from apache_beam.runners.dask.dask_runner import DaskOptions  # Needs the 'dask' extra.
+  import distributed
+  dask = options.view_as(DaskOptions)
+  if not (dask.address or dask.scheduler_file):
+    return 2 * (os.cpu_count() or 1)  # The runner starts a local cluster.
+  with distributed.Client(address=dask.address, scheduler_file=dask.scheduler_file, timeout=60) as client:
+    return 2 * max(1, sum(client.nthreads().values()))
 
 
 def _outputs(out: str, splits: list[str]) -> dict:
@@ -84,6 +103,8 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
     logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
   if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
     pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
+  if not options.parallelism:
+    options = dataclasses.replace(options, parallelism=_parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None
   bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 

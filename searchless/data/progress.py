@@ -1,8 +1,8 @@
 """A one-line progress display for local (DirectRunner) annotation jobs.
 
 Workers write running totals to small JSON files (`annotate._Progress`), the
-job writes the number of boards to ``total.json``; this thread sums them and redraws one line: boards done / total, boards/s,
-action-values/s and the ETA.
+job writes the number of boards to ``total.json``; this thread sums them and
+redraws one line: boards done / total, boards/s, action-values/s and the ETA.
 """
 
 import glob

@@ -4,8 +4,9 @@ Beam's `WriteToText`/`WriteToBagz` finalize through side inputs, which Beam's
 Dask runner does not pass (it hands the DoFn the ``AsIter`` object itself).
 Here a record set is written in two steps that any runner executes:
 
-1. in the pipeline, `WriteShards`: records are keyed by a stable hash of their
-   board (`bucket_of`), grouped, sorted by their encoded bytes and written as
+1. in the pipeline, `WriteShards`: the records of every set (`RecordSet`) are
+   keyed by a stable hash of their board (`bucket_of`), grouped (one
+   GroupByKey for all sets), sorted by their encoded bytes and written as
    *pieces* under a temporary folder; each written piece is an output element
    (a `Piece`), so a retried bundle's stray file is never mistaken for data;
 2. after the pipeline, in the driver, `commit`: the pieces the job reported are
@@ -21,7 +22,7 @@ is fixed too; with ``num_shards=0`` (`AUTO`) the job's estimated size
 shard every `records_per_shard` records.
 """
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import dataclasses
 import hashlib
 import math
@@ -98,8 +99,8 @@ class Piece:
 def bucket_of(key: str, buckets: int) -> int:
   """A stable bucket in [0, buckets) for `key` (the same on every machine and Python process).
 
-  >>> bucket_of('8/8/8/8/8/8/8/K1k5 w - - 0 1', 4), bucket_of('8/8/8/8/8/8/8/K1k5 w - - 0 1', 1)
-  (3, 0)
+  >>> bucket_of('8/8/8/8/8/8/8/K1k5 w - - 0 1', 4), bucket_of('8/8/8/8/8/8/8/K1k5 b - - 0 1', 4)
+  (0, 1)
   """
   return int.from_bytes(hashlib.blake2b(key.encode('utf-8'), digest_size=8).digest(), 'big') % buckets
 
@@ -107,8 +108,10 @@ def bucket_of(key: str, buckets: int) -> int:
 def auto_buckets(pgn_bytes: float, records_per_board: float, records_per_shard: int) -> int:
   """Writers for about ``pgn_bytes`` of PGN text: one per `records_per_shard` estimated records.
 
+  The shared 5,000 games (5.6 MB): ~309k boards, ~9.3M action-values; a 30 GB monthly dump's state values:
+
   >>> auto_buckets(5_569_289, MOVES_PER_BOARD, 1_000_000), auto_buckets(30e9 * ZSTD_RATIO, 1, 1_000_000)
-  (1, 8334)
+  (10, 8334)
   """
   boards = pgn_bytes / PGN_BYTES_PER_BOARD
   return max(1, math.ceil(boards * records_per_board / records_per_shard))
@@ -128,48 +131,62 @@ def pgn_bytes(paths: Sequence[str], max_games_per_file: int | None = None, sampl
   return total
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordSet:
+  """How `WriteShards` writes one set: where, how a record is stored and bucketed, how many writers."""
+
+  spec: ShardSpec
+  encode: Callable[[Any], bytes]  # A record's stored bytes (a bag record, or a line without its newline).
+  board_of: Callable[[Any], str]  # The text a record is bucketed by (its board: a board's records share a shard).
+  buckets: int = 1  # Writers when spec.num_shards is AUTO (else num_shards).
+  records_per_shard: int = DEFAULT_RECORDS_PER_SHARD  # AUTO: a new shard every this many records.
+
+  def bucket(self, record: Any) -> int:
+    return bucket_of(self.board_of(record), self.spec.num_shards or self.buckets)
+
+
 class _WriteBucket(beam.DoFn):
-  """(bucket, records) -> the Pieces written for that bucket (sorted records, `per_file` at most each)."""
+  """((set key, bucket), records) -> the Pieces written for that bucket (sorted records)."""
 
-  def __init__(self, spec: ShardSpec, encode: Callable[[Any], bytes], per_file: int | None):
-    self._spec, self._encode, self._per_file = spec, encode, per_file
+  def __init__(self, sets: Mapping[str, RecordSet]):
+    self._sets = dict(sets)
 
-  def process(self, bucket_records: tuple[int, Iterable[Any]]) -> Iterator[Piece]:
-    bucket, records = bucket_records
-    encoded = sorted(self._encode(r) for r in records)
-    per_file = self._per_file or max(1, len(encoded))
-    folder = FileSystems.join(self._spec.directory, TMP_DIR, f'{self._spec.name}{self._spec.ext}')
+  def process(self, key_records: tuple[tuple[str, int], Iterable[Any]]) -> Iterator[Piece]:
+    (key, bucket), records = key_records
+    record_set = self._sets[key]
+    spec = record_set.spec
+    encoded = sorted(record_set.encode(r) for r in records)
+    per_file = record_set.records_per_shard if spec.num_shards == AUTO else max(1, len(encoded))
+    folder = FileSystems.join(spec.directory, TMP_DIR, f'{spec.name}{spec.ext}')
     _mkdirs(folder)
     token = uuid.uuid4().hex[:12]  # A retried bundle writes new files; only reported ones are committed.
     for part, start in enumerate(range(0, len(encoded), per_file)):
       chunk = encoded[start:start + per_file]
-      path = FileSystems.join(folder, f'{bucket:05d}-{part:05d}-{token}{self._spec.ext}')
-      _write(path, self._spec.ext, chunk)
-      yield Piece(self._spec.key, bucket, part, path, len(chunk))
+      path = FileSystems.join(folder, f'{bucket:05d}-{part:05d}-{token}{spec.ext}')
+      _write(path, spec.ext, chunk)
+      yield Piece(key, bucket, part, path, len(chunk))
 
 
 class WriteShards(beam.PTransform):
-  """Records -> Pieces of the record set `spec` (committed by `commit` after the job).
+  """(set key, record) pairs -> the Pieces of every set in `sets` (committed by `commit` after the job).
 
-  `board_of` gives the text a record is bucketed by (its board, so a board's
-  records share a shard); `encode` gives its stored bytes (a record or a line).
+  One GroupByKey for all sets: on Beam's Dask runner each costs a shuffle of
+  every partition with every other.
   """
 
-  def __init__(self, spec: ShardSpec, encode: Callable[[Any], bytes], board_of: Callable[[Any], str],
-               buckets: int, records_per_shard: int = DEFAULT_RECORDS_PER_SHARD):
+  def __init__(self, sets: Iterable[RecordSet]):
     super().__init__()
-    if spec.num_shards < 0:
-      raise ValueError(f'num_shards must be >= 0, got {spec.num_shards}')
-    self._spec, self._encode, self._board_of = spec, encode, board_of
-    self._buckets = spec.num_shards or buckets
-    self._per_file = records_per_shard if spec.num_shards == AUTO else None
+    self._sets = {s.spec.key: s for s in sets}
+    for record_set in self._sets.values():
+      if record_set.spec.num_shards < 0:
+        raise ValueError(f'num_shards must be >= 0, got {record_set.spec.num_shards}')
 
-  def expand(self, records: PCollection) -> PCollection[Piece]:
-    board_of, buckets = self._board_of, self._buckets
-    return (records
-            | 'Bucket' >> beam.Map(lambda r: (bucket_of(board_of(r), buckets), r))
+  def expand(self, keyed_records: PCollection[tuple[str, Any]]) -> PCollection[Piece]:
+    sets = self._sets
+    return (keyed_records
+            | 'Bucket' >> beam.Map(lambda kr: ((kr[0], sets[kr[0]].bucket(kr[1])), kr[1]))
             | 'Group' >> beam.GroupByKey()
-            | 'Write' >> beam.ParDo(_WriteBucket(self._spec, self._encode, self._per_file)))
+            | 'Write' >> beam.ParDo(_WriteBucket(sets)))
 
 
 def commit(specs: Sequence[ShardSpec], pieces: Sequence[Piece], tmp_roots: Iterable[str] = ()) -> dict[str, list[str]]:

@@ -34,7 +34,7 @@ def _files(out):
 def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp_path, lichess_999, stockfish):
   games = _games(tmp_path, lichess_999, 2)
   common = ['--input', str(games), '--limit', 'nodes=1000', '--test_fraction', '0.5', '--engine_path', stockfish,
-            '--no_progress', '--parallelism', '4']
+            '--no_progress']
   direct = driver.run([*common, '--output_dir', str(tmp_path / 'direct'), '--direct_running_mode', 'in_memory'])
 
   before = {p.pid for p in psutil.Process().children(recursive=True)}

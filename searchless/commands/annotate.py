@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
   boards.add_argument('--dedup_by', choices=splits.DEDUP_BY, default=_OPTIONS['dedup_by'], help="de-duplicate boards by the whole FEN or by the position without move clocks")
   boards.add_argument('--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)')
   eng = p.add_argument_group('engine')
-  boards.add_argument('--parallelism', type=int, default=_OPTIONS['parallelism'], help='lanes games and boards are spread over; 0 = twice the cluster\'s worker threads on Beam\'s Dask runner (which does not rebalance work by itself), 16 elsewhere')
+  boards.add_argument('--parallelism', type=int, default=_OPTIONS['parallelism'], help='lanes games and boards are spread over; 0 = 4x the cluster\'s worker threads on Beam\'s Dask runner (which does not rebalance work by itself), 16 elsewhere')
   eng.add_argument('--engine_path', default=None, help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
   eng.add_argument('--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)')
   eng.add_argument('--mode', choices=engine_lib.MODES, default=_ENGINE['mode'], help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')

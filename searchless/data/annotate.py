@@ -18,6 +18,7 @@ Runner metrics are a bonus (the time per board, where the runner has them).
 
 from collections.abc import Callable, Iterable, Iterator
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -36,6 +37,7 @@ from searchless.data import pgn
 from searchless.data import shards
 from searchless.data import splits
 from searchless.engines import annotator as engine_lib
+from searchless.engines import launch
 
 NAMESPACE = 'searchless'  # Of the runner metrics (a bonus: ms_per_board).
 RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of the output folder.
@@ -70,7 +72,7 @@ class Failed:
 
 @dataclasses.dataclass(frozen=True)
 class EngineSeen:
-  identity: str  # JSON of the engine's `id` lines, once per engine process.
+  identity: str  # JSON of the engine's `id` lines and its binary's sha256, once per engine process.
 
 
 class ReadGames(beam.DoFn):
@@ -229,6 +231,11 @@ def _write_total(total: int, directory: str) -> None:
   os.replace(tmp, os.path.join(directory, 'total.json'))
 
 
+@functools.lru_cache(maxsize=None)
+def _binary_sha256(path: str) -> str | None:
+  return launch.binary_sha256(path)  # Of the binary on this worker, once per process.
+
+
 class AnnotateBoards(beam.DoFn):
   """(split, fen) -> `Annotated`, or `Failed` after the engine's retries; one engine process per DoFn setup.
 
@@ -251,7 +258,8 @@ class AnnotateBoards(beam.DoFn):
     split, fen = split_fen
     if not self._announced:
       self._announced = True
-      yield EngineSeen(json.dumps(self._annotator.engine_id, sort_keys=True))
+      identity = {**self._annotator.engine_id, 'binary_sha256': _binary_sha256(self._config.path)}
+      yield EngineSeen(json.dumps(identity, sort_keys=True))
     restarts = self._annotator.restarts
     start = time.perf_counter()
     try:

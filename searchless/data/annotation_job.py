@@ -10,8 +10,8 @@ same manifest.
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
 --dask_client_address HOST:PORT``) gets one element per partition unless
 ``--dask_partition_size``/``--dask_npartitions`` say otherwise, and by default
-twice as many lanes (`annotate.Distribute`) as the cluster has worker threads:
-each lane is a partition there, and each of the job's GroupByKeys costs Dask
+four times as many lanes (`annotate.Distribute`) as the cluster has worker threads:
+each lane is a partition there (enough for an even load), and each GroupByKey costs Dask
 about lanes² tasks.
 """
 
@@ -53,16 +53,16 @@ DEFAULT_PARALLELISM = 16  # Lanes on runners that rebalance work themselves (the
 
 
 def _parallelism(options: PipelineOptions) -> int:
-  """The default lanes: on Beam's Dask runner twice the cluster's worker threads, else DEFAULT_PARALLELISM."""
+  """The default lanes: on Beam's Dask runner 4x the cluster's worker threads, else DEFAULT_PARALLELISM."""
   if not _is_dask(options):
     return DEFAULT_PARALLELISM
   from apache_beam.runners.dask.dask_runner import DaskOptions  # Needs the 'dask' extra.
   import distributed
   dask = options.view_as(DaskOptions)
   if not (dask.address or dask.scheduler_file):
-    return 2 * (os.cpu_count() or 1)  # The runner starts a local cluster.
+    return 4 * (os.cpu_count() or 1)  # The runner starts a local cluster.
   with distributed.Client(address=dask.address, scheduler_file=dask.scheduler_file, timeout=60) as client:
-    return 2 * max(1, sum(client.nthreads().values()))
+    return 4 * max(1, sum(client.nthreads().values()))
 
 
 def _outputs(out: str, splits: list[str]) -> dict:
@@ -142,6 +142,12 @@ def _metric_timings(result) -> dict[str, dict]:
     return {}
 
 
+def _binary_sha256(engine_ids: list[dict], engine_config: engine_lib.EngineConfig) -> str | None:
+  """The workers' engine binary hash where they agree, else (or with no board annotated) the driver's."""
+  hashes = {identity.get('binary_sha256') for identity in engine_ids}
+  return hashes.pop() if len(hashes) == 1 else launch.binary_sha256(engine_config.path)
+
+
 def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[str, dict],
                     options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig,
                     graph: annotate.AnnotateGames, wall: float,
@@ -158,7 +164,7 @@ def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[st
       command=list(command) if command is not None else manifest_lib.command_line(),
       inputs=graph.inputs,
       output_dir=options.output_dir,
-      engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': launch.binary_sha256(engine_config.path)},
+      engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
       games={
           'read': counts.get('games_read', 0),
           'kept': counts.get('games_kept', 0),

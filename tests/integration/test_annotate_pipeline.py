@@ -150,6 +150,7 @@ def test_manifest_records_engine_limits_counts_and_overlap(small_run):
   # The build, not just the version: the sha256 of the binary that ran.
   binary = os.path.realpath(manifest.engine['path'])
   assert manifest.engine['binary_sha256'] == hashlib.sha256(pathlib.Path(binary).read_bytes()).hexdigest()
+  assert {e['binary_sha256'] for e in manifest.engine['id']} == {manifest.engine['binary_sha256']}  # As each worker saw it.
   assert manifest.games == {**manifest.games, 'read': 4, 'kept': 4, 'skipped': {}}
   assert manifest.splits['train']['terminal_boards'] + manifest.splits['test']['terminal_boards'] == 1
   assert manifest.split['test_boards_in_train'] >= 1  # The start position is in both.
@@ -272,7 +273,7 @@ def test_board_mode_writes_state_values_and_best_moves_only(tmp_path, stockfish)
 @pytest.mark.engine
 @pytest.mark.slow
 def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_path, lichess_999, stockfish):
-  """Same input and node limit: the same records whatever the runner mode and worker count."""
+  """Same input and node limit: the same files, byte for byte, whatever the runner mode and worker count."""
   text = lichess_999.read_text()
   second_game = [i for i, line in enumerate(text.splitlines(keepends=True)) if line.startswith('[Event ')][1]
   games = tmp_path / 'one_game.pgn'
@@ -283,7 +284,9 @@ def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_pat
     out = tmp_path / name
     driver.run(['--input', str(games), '--output_dir', str(out), '--limit', 'nodes=1000', '--test_fraction', '0',
                 '--engine_path', stockfish, '--no_progress', *runner])
-    outputs.append({kind: sorted(bags.read_records(bags.find(str(out / 'train'), kind), kind))
-                    for kind in ('action_value', 'state_value', 'behavioral_cloning')})
-  assert len(outputs[0]['state_value']) > 50
+    outputs.append({str(p.relative_to(out)): p.read_bytes() for p in out.rglob('*')
+                    if p.is_file() and p.name != 'manifest.json'})
+  assert sorted(outputs[0]) == ['failures.jsonl', 'skipped.jsonl', *(
+      f'train/{kind}_data.bag' for kind in ('action_value', 'behavioral_cloning', 'board_value', 'state_value'))]
+  assert len(bags.read_records(str(tmp_path / 'in_process' / 'train' / 'state_value_data.bag'), 'state_value')) > 50
   assert outputs[0] == outputs[1]

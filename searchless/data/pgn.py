@@ -25,6 +25,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 import zstandard
 
+from searchless.core import tokenizer
+
 _CHUNK = 1 << 20
 RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
 
@@ -249,7 +251,7 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     if self.result_seen:
       self.after_result = True
     elif not self.errors:
-      self.fens.append(board.fen())
+      self.fens.append(tokenizer.clamp_counters(board.fen()))
 
   def visit_result(self, result):
     self.result_seen = True
@@ -352,5 +354,5 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | S
     return Skip('truncated', raw.location, 'the movetext has no result token')
   if filtered := _filtered(headers, game_filter):
     return Skip(filtered, raw.location)
-  fens = visitor.fens + [visitor.board.fen()]
+  fens = visitor.fens + [tokenizer.clamp_counters(visitor.board.fen())]
   return Game(game_key(headers, raw.text), raw.location, tuple(fens))

@@ -169,3 +169,16 @@ def test_byte_order_marks_blank_lines_and_moves_after_the_result(tmp_path):
   assert parsed[0].fens == parsed[1].fens and len(parsed[0].fens) == 7  # The same 6 plies.
   assert [type(g).__name__ for g in parse_all(path, pgn.GameFilter(min_elo=1500))[:2]] == ['Game', 'Game']  # Tags intact.
   assert (parsed[2].reason, parsed[2].detail) == ('unparsable', 'moves after the result token')
+
+
+def test_boards_past_move_999_are_made_tokenizable_by_clamping_their_counters(tmp_path):
+  start = 'r3k3/8/8/8/8/8/8/R3K3 w - - 140 999'
+  path = tmp_path / 'long.pgn'
+  path.write_text(f'[Event "long"]\n[SetUp "1"]\n[FEN "{start}"]\n\n999. Ra2 Ra7 1000. Ra1 Ra8 *\n\n')
+  [parsed] = parse_all(path)
+  assert parsed.fens == (start, 'r3k3/8/8/8/8/8/R7/4K3 b - - 141 999', '4k3/r7/8/8/8/8/R7/4K3 w - - 142 999',
+                         '4k3/r7/8/8/8/8/8/R3K3 b - - 143 999', 'r3k3/8/8/8/8/8/8/R3K3 w - - 144 999')
+  from searchless.core import tokenizer
+  assert all(len(tokenizer.tokenize(fen)) == 77 for fen in parsed.fens)
+  assert (tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 1000 1001') ==
+          tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 999 999')).all()

@@ -61,6 +61,11 @@ class EngineConfig:
       raise ValueError(f'mode must be one of {MODES}, got {self.mode!r}')
     if self.state_value not in STATE_VALUE_SOURCES:
       raise ValueError(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
+    for name, low in (('threads', 1), ('hash_mb', 1), ('max_attempts', 1)):
+      if getattr(self, name) < low:
+        raise ValueError(f'--{name} must be >= {low}, got {getattr(self, name)}')
+    if not self.deadline > 0:  # Also NaN.
+      raise ValueError(f'--deadline must be > 0 seconds, got {self.deadline}')
 
   def describe(self) -> dict:
     return {

@@ -290,3 +290,42 @@ def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_pat
       f'train/{kind}_data.bag' for kind in ('action_value', 'behavioral_cloning', 'board_value', 'state_value'))]
   assert len(bags.read_records(str(tmp_path / 'in_process' / 'train' / 'state_value_data.bag'), 'state_value')) > 50
   assert outputs[0] == outputs[1]
+
+
+@pytest.mark.engine
+def test_a_folder_with_a_dataset_is_refused_or_replaced_whole(tmp_path, stockfish):
+  games = tmp_path / 'g.pgn'
+  games.write_text(FOOLS_MATE)
+  out = tmp_path / 'out'
+  args = ['--input', str(games), '--output_dir', str(out), '--limit', 'depth=1', '--test_fraction', '0',
+          '--engine_path', stockfish, '--no_progress', '--direct_running_mode', 'in_memory', '--records', 'chessbench']
+  driver.run([*args, '--num_shards', '2'])
+  first = sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file())
+  assert 'train/action_value-00001-of-00002_data.bag' in first
+  with pytest.raises(FileExistsError, match=f"{out} already holds a dataset \\(manifest.json, failures.jsonl, "
+                     "skipped.jsonl, train/action_value-00000-of-00002_data.bag and 6 more\\): pass --overwrite"):
+    driver.run([*args, '--num_shards', '1'])
+  assert sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file()) == first  # Untouched.
+  driver.run([*args, '--num_shards', '1', '--overwrite', '--records', 'board'])
+  assert sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file()) == [
+      'failures.jsonl', 'manifest.json', 'skipped.jsonl', 'train/board_value_data.bag']  # Nothing of the old set.
+
+
+@pytest.mark.parametrize('flag, value, message', [
+    ('--max_attempts', '0', '--max_attempts must be >= 1, got 0'),
+    ('--max_attempts', '-1', '--max_attempts must be >= 1, got -1'),
+    ('--threads', '0', '--threads must be >= 1, got 0'),
+    ('--hash_mb', '-1', '--hash_mb must be >= 1, got -1'),
+    ('--deadline', '0', '--deadline must be > 0 seconds, got 0.0'),
+    ('--test_fraction', '2', r'--test_fraction must be in \[0, 1\), got 2.0'),
+    ('--test_fraction', '-0.5', r'--test_fraction must be in \[0, 1\), got -0.5'),
+    ('--sample_games', '0', '--sample_games must be >= 1, got 0'),
+    ('--max_games', '-1', '--max_games must be >= 1, got -1'),
+    ('--num_shards', '-2', '--num_shards must be >= 0, got -2'),
+    ('--records_per_shard', '0', '--records_per_shard must be >= 1, got 0'),
+])
+def test_out_of_range_options_are_one_line_errors_naming_the_flag(tmp_path, flag, value, message):
+  argv = ['--input', str(tmp_path / 'g.pgn'), '--output_dir', str(tmp_path / 'out'), '--engine_path', '/bin/true',
+          flag, value]
+  with pytest.raises(ValueError, match=f'^{message}$'):
+    driver.parse(argv)

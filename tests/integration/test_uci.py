@@ -506,13 +506,15 @@ def read_until(proc, prefix, lines, timeout=120.0):
 def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, compilation_cache):
   start = time.perf_counter()
   proc = subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache),
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, bufsize=1)
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                          encoding='utf-8', env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'})
   try:
     lines = []
     proc.stdin.write('uci\n')
     proc.stdin.flush()
     read_until(proc, 'uciok', lines)
+    proc.stdin.buffer.write(b'\xc3\x28 not utf-8\n')  # Strict UTF-8 stdin (LANG=C.UTF-8) used to end the process.
+    proc.stdin.buffer.flush()
     proc.stdin.write('hello world\nposition fen rubbish\nposition startpos moves e2e4 e2e4\n'
                      'setoption name Temperature value x\ngo depth z\nisready\n')
     proc.stdin.flush()
@@ -521,8 +523,8 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
     if not any(line.startswith('bestmove ') for line in lines):  # The go still answers (maybe after readyok).
       read_until(proc, 'bestmove ', lines)
     errors = [line for line in lines if line.startswith('info string error: ')]
-    assert len(errors) == 5
-    expected = ["unknown command 'hello world'", "bad FEN 'rubbish': ",
+    assert len(errors) == 6
+    expected = ["unknown command '\ufffd( not utf-8'", "unknown command 'hello world'", "bad FEN 'rubbish': ",
                 "illegal move 'e2e4' in position rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
                 "Temperature must be a number >= 0, got 'x'", "go depth expects a non-negative integer, got 'z'"]
     for error, start in zip(errors, expected):

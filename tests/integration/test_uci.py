@@ -297,7 +297,14 @@ def test_temperature_samples(factory):
   assert lines[-1] == f'bestmove {argmax}'
 
 
-def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory):
+def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, compat):
+  engine, lines = make_engine(factory, warm_up=False)
+  run(engine, 'isready', 'setoption name Policy value state_value')
+  assert lines[-1] == (f'info string error: cannot use Policy state_value: {factory.path} was trained for the'
+                       ' action_value policy; the state_value policy would read outputs it never learned (leave the'
+                       ' policy unset); keeping action_value')
+  # A published checkpoint records no policy: it reloads as a state-value policy.
+  factory = Factory(compat / 'reference_local_checkpoint')
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'isready', 'setoption name Policy value behavioral_cloning')
   assert lines[-1] == ('info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
@@ -454,12 +461,12 @@ def test_process_options(process):
   process.configure({'Temperature': '1000'})
   moves = {process.play(chess.Board(), chess.engine.Limit(time=0.05)).move for _ in range(12)}
   assert len(moves) > 2
-  process.configure({'Temperature': '0', 'Policy': 'state_value'})
+  process.configure({'Temperature': '0', 'Policy': 'state_value'})  # Not what it was trained as: error, kept.
   info = process.analyse(chess.Board(), chess.engine.Limit(depth=1))
   assert 'score' in info
-  process.configure({'Policy': 'behavioral_cloning'})  # Does not fit: info string error, state_value stays.
+  process.configure({'Policy': 'behavioral_cloning'})  # Does not fit either: info string error, action_value stays.
   assert process.play(chess.Board(), chess.engine.Limit(time=0.05)).move in chess.Board().legal_moves
-  process.ping()  # The last process test: the fixture's engine now plays state_value.
+  process.ping()
 
 
 @pytest.mark.engine

@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
   eng.add_argument('--hash_mb', type=int, default=_ENGINE['hash_mb'], help='UCI Hash in MiB per engine process')
   eng.add_argument('--deadline', type=float, default=_ENGINE['deadline'], help='seconds a search may overrun its limit before the engine is restarted')
   eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
+  eng.add_argument('--max_failures_in_a_row', type=int, default=_ENGINE['max_failures_in_a_row'], help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)')
   p.add_argument('--no_progress', action='store_true', help='no progress line')
   return p
 
@@ -88,7 +89,7 @@ def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_
   engine_config = engine_lib.EngineConfig(
       path=launch.require_stockfish(args.engine_path), limit=launch.SearchLimit.parse(args.limit), mode=args.mode,
       threads=args.threads, hash_mb=args.hash_mb, state_value=args.state_value,
-      deadline=args.deadline, max_attempts=args.max_attempts)
+      deadline=args.deadline, max_attempts=args.max_attempts, max_failures_in_a_row=args.max_failures_in_a_row)
   return options, engine_config, beam_args, not args.no_progress
 
 

@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 import logging
+import sys
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
   eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
   eng.add_argument('--max_failures_in_a_row', type=int, default=_ENGINE['max_failures_in_a_row'], help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)')
   p.add_argument('--no_progress', action='store_true', help='no progress line')
+  p.add_argument('--verbose', action='store_true', help='Beam\'s logs, and the traceback of an error')
   return p
 
 
@@ -101,9 +103,19 @@ def run(argv: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+  verbose = '--verbose' in (sys.argv[1:] if argv is None else argv)
   logging.getLogger().setLevel(logging.WARNING)
+  if not verbose:  # Beam logs each failed bundle's traceback; the one-line error below says it all.
+    logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
   with errors.one_line_errors(pgn.CorruptInputError):
-    manifest = run(argv)
+    try:
+      manifest = run(argv)
+    except Exception as error:  # pylint: disable=broad-except
+      if verbose or (message := errors.worker_error(error)) is None or isinstance(error, errors.USER_ERRORS):
+        raise
+      errors.fail(message)
+  if manifest.games['read'] == 0 and not manifest.games['corrupt_input_files']:
+    errors.fail(f"no games in {', '.join(f for files in manifest.inputs.values() for f in files)}: nothing to annotate")
   print(annotation_job.summary(manifest))
   print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
 

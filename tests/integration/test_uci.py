@@ -1,6 +1,7 @@
 """The UCI engine: the protocol class in process, then the real process through python-chess."""
 
 import os
+import random
 import re
 import signal
 import subprocess
@@ -607,3 +608,33 @@ def test_killed_client_ends_the_engine(model_checkpoint):
     if client.poll() is None:
       client.kill()
       client.wait()
+
+
+WORDS = ('uci', 'isready', 'ucinewgame', 'position', 'startpos', 'fen', 'moves', 'go', 'stop', 'ponderhit',
+         'setoption', 'name', 'value', 'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'Threads',
+         'depth', 'nodes', 'movetime', 'wtime', 'btime', 'winc', 'binc', 'movestogo', 'infinite', 'searchmoves',
+         'ponder', 'mate', 'debug', 'on', 'off', 'register', 'later', 'e2e4', 'e7e5', 'g1f3', 'a7a8q', 'e1g1', '0000',
+         '8/8/8/8/8/8/8/K1k5', 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR', 'w', 'b', 'KQkq', '-', '0', '1', '-5',
+         '1e9', 'nan', 'inf', '99999999999999999999', 'true', 'action_value', 'state_value')
+
+
+@pytest.mark.timeout(180)
+def test_fuzz_1200_hostile_lines_then_the_engine_still_answers_isready(factory):
+  engine, lines = make_engine(factory, warm_up=False)
+  rng = random.Random(7)
+  sent = 0
+  while sent < 1200:
+    tokens = [rng.choice(WORDS) if rng.random() < 0.85 else
+              ''.join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(1, 8))) for _ in range(rng.randrange(13))]
+    line = ' '.join(tokens)
+    if 'quit' in line.split():
+      continue
+    assert engine.handle(line + '\n'), line
+    sent += 1
+  assert engine.handle('stop')
+  assert engine.wait(60)
+  lines.clear()
+  run(engine, 'isready')
+  assert lines[-1] == 'readyok'
+  run(engine, 'position startpos', 'go depth 1')
+  assert lines[-1].split()[0] == 'bestmove' and chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves

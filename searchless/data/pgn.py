@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import io
 import itertools
+import os
 import re
 from collections.abc import Iterator, Sequence
 
@@ -47,6 +48,9 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
   """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
   paths = []
   for pattern in patterns:
+    if '://' not in pattern and os.path.isdir(pattern):
+      raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
+                              f"'{os.path.join(pattern, '*.pgn.zst')}'")
     matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
     if not matched:
       raise FileNotFoundError(f'{flag} {pattern!r} matches no file')

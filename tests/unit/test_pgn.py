@@ -182,3 +182,9 @@ def test_boards_past_move_999_are_made_tokenizable_by_clamping_their_counters(tm
   assert all(len(tokenizer.tokenize(fen)) == 77 for fen in parsed.fens)
   assert (tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 1000 1001') ==
           tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 999 999')).all()
+
+
+def test_a_directory_as_input_is_an_error_saying_what_to_pass(tmp_path):
+  with pytest.raises(IsADirectoryError, match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input "
+                     f"'{tmp_path}/\\*.pgn.zst'$"):
+    pgn.match_files([str(tmp_path)])

@@ -172,3 +172,21 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
   end = max(logged) + 2
   train.train(small_config(av_bag, f'train.num_steps={end}'), tmp_path)  # The lock died with the process.
   assert [json.loads(line)['step'] for line in metrics.read_text().splitlines()] == list(range(1, end + 1))
+
+
+@pytest.mark.parametrize('override, message', [
+    ('optim.learning_rate=-1', 'optim.learning_rate must be > 0, got -1.0'),
+    ('optim.learning_rate=nan', 'optim.learning_rate must be > 0, got nan'),
+    ('train.num_steps=-5', 'train.num_steps must be >= 1, got -5'),
+    ('data.batch_size=0', 'data.batch_size must be >= 1, got 0'),
+    ('optim.ema_decay=1.5', 'optim.ema_decay must be <= 1, got 1.5'),
+])
+def test_out_of_range_config_values_are_errors_naming_the_field(override, message):
+  with pytest.raises(ValueError, match=f'^{message}$'):
+    config_lib.load(TINY, [override])
+
+
+def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):
+  with pytest.raises(IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. "
+                     f"'{tmp_path}/action_value\\*'$"):
+    train.train(small_config(str(tmp_path)), tmp_path / 'work')

@@ -329,3 +329,40 @@ def test_out_of_range_options_are_one_line_errors_naming_the_flag(tmp_path, flag
           flag, value]
   with pytest.raises(ValueError, match=f'^{message}$'):
     driver.parse(argv)
+
+
+def _cli(*args):
+  import subprocess
+  import sys
+  return subprocess.run([sys.executable, '-m', 'searchless.commands.annotate', '--no_progress', *args],
+                        capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_bad_inputs_are_one_line_errors_without_tracebacks(tmp_path, lichess_999, stockfish):
+  import zstandard
+  cut = tmp_path / 'cut.pgn.zst'
+  data = zstandard.ZstdCompressor().compress(lichess_999.read_bytes()[:300_000])
+  cut.write_bytes(data[: len(data) // 2])
+  empty = tmp_path / 'empty.pgn'
+  empty.write_text('')
+  cat = tmp_path / 'cat-engine'
+  cat.write_text('#!/bin/sh\nexec cat\n')
+  cat.chmod(0o755)
+  engine = ['--engine_path', stockfish, '--limit', 'depth=1']
+  cases = [
+      (['--input', str(cut), '--min_elo', '4000', *engine], f'error: {cut}: zstd stream is truncated'),
+      (['--input', str(tmp_path / 'missing.pgn'), *engine], f"error: --input '{tmp_path / 'missing.pgn'}' matches no file"),
+      (['--input', str(tmp_path), *engine], f"error: --input '{tmp_path}' is a directory"),
+      (['--input', str(empty), *engine], f'error: no games in {empty}: nothing to annotate'),
+      (['--input', str(lichess_999), '--max_games', '1', '--engine_path', str(cat), '--deadline', '1'],
+       f"error: '{cat}' is not a UCI engine: no \"uciok\" within 1 s"),
+  ]
+  for i, (args, first_line) in enumerate(cases):
+    result = _cli(*args, '--output_dir', str(tmp_path / f'out{i}'))
+    assert result.returncode == 2, (args, result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(first_line), result.stderr[-2000:]
+    assert [line for line in lines if line.startswith('error:')] == lines[-1:]  # One error line,
+    assert 'Traceback' not in result.stderr and 'File "' not in result.stderr  # and no traceback.

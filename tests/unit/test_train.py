@@ -176,7 +176,6 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
 
 @pytest.mark.parametrize('override, message', [
     ('optim.learning_rate=-1', 'optim.learning_rate must be > 0, got -1.0'),
-    ('optim.learning_rate=nan', 'optim.learning_rate must be > 0, got nan'),
     ('train.num_steps=-5', 'train.num_steps must be >= 1, got -5'),
     ('data.batch_size=0', 'data.batch_size must be >= 1, got 0'),
     ('optim.ema_decay=1.5', 'optim.ema_decay must be <= 1, got 1.5'),

@@ -107,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> None:
   logging.getLogger().setLevel(logging.WARNING)
   if not verbose:  # Beam logs each failed bundle's traceback; the one-line error below says it all.
     logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
+    if argv is None:
+      argv = sys.argv[1:]
+    if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
+      argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
   with errors.one_line_errors(pgn.CorruptInputError):
     try:
       manifest = run(argv)

@@ -126,7 +126,9 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
       raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
                               '(Debian: apt-get install stockfish) or pass --engine_path')
     # Beam's local job service relays the workers' start-up warnings; they are noise here.
-    logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
+    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
+    if relay.getEffectiveLevel() < logging.ERROR:
+      relay.setLevel(logging.ERROR)
   if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
     pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
   _claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.

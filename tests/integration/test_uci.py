@@ -322,8 +322,9 @@ def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, comp
 def test_policy_set_before_loading_falls_back_when_it_does_not_fit(factory):
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'setoption name Policy value behavioral_cloning', 'isready')
-  assert lines == ['info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
-                   ' fit a model with 128 outputs; using action_value', 'readyok']
+  assert lines == [f'info string error: cannot use Policy behavioral_cloning: {factory.path} was trained for the'
+                   ' action_value policy; the behavioral_cloning policy would read outputs it never learned (leave the'
+                   ' policy unset); using action_value', 'readyok']
   assert factory.calls == ['behavioral_cloning', 'action_value']
 
 

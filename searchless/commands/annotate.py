@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 import logging
+import sys
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
   io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each at most --records_per_shard), N = exactly N shards, each record\'s shard fixed by a hash of its board')
   io.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
   io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
+  io.add_argument('--overwrite', action='store_true', help='replace the dataset already in --output_dir (its manifest, logs and record files); without it such a folder is an error')
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
   games = p.add_argument_group('games')
@@ -72,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
   eng.add_argument('--hash_mb', type=int, default=_ENGINE['hash_mb'], help='UCI Hash in MiB per engine process')
   eng.add_argument('--deadline', type=float, default=_ENGINE['deadline'], help='seconds a search may overrun its limit before the engine is restarted')
   eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
+  eng.add_argument('--max_failures_in_a_row', type=int, default=_ENGINE['max_failures_in_a_row'], help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)')
   p.add_argument('--no_progress', action='store_true', help='no progress line')
+  p.add_argument('--verbose', action='store_true', help='Beam\'s logs, and the traceback of an error')
   return p
 
 
@@ -87,7 +91,7 @@ def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_
   engine_config = engine_lib.EngineConfig(
       path=launch.require_stockfish(args.engine_path), limit=launch.SearchLimit.parse(args.limit), mode=args.mode,
       threads=args.threads, hash_mb=args.hash_mb, state_value=args.state_value,
-      deadline=args.deadline, max_attempts=args.max_attempts)
+      deadline=args.deadline, max_attempts=args.max_attempts, max_failures_in_a_row=args.max_failures_in_a_row)
   return options, engine_config, beam_args, not args.no_progress
 
 
@@ -99,9 +103,23 @@ def run(argv: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+  verbose = '--verbose' in (sys.argv[1:] if argv is None else argv)
   logging.getLogger().setLevel(logging.WARNING)
+  if not verbose:  # Beam logs each failed bundle's traceback; the one-line error below says it all.
+    logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
+    if argv is None:
+      argv = sys.argv[1:]
+    if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
+      argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
   with errors.one_line_errors(pgn.CorruptInputError):
-    manifest = run(argv)
+    try:
+      manifest = run(argv)
+    except Exception as error:  # pylint: disable=broad-except
+      if verbose or (message := errors.worker_error(error)) is None or isinstance(error, errors.USER_ERRORS):
+        raise
+      errors.fail(message)
+  if manifest.games['read'] == 0 and not manifest.games['corrupt_input_files']:
+    errors.fail(f"no games in {', '.join(f for files in manifest.inputs.values() for f in files)}: nothing to annotate")
   print(annotation_job.summary(manifest))
   print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
 

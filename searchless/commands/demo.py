@@ -135,7 +135,9 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
     from searchless.commands import annotate as command
     command.main(argv)
 
-  step(1, 'annotate', ['searchless-annotate', *_repeated('--input', args.input), '--output_dir', str(data), *engine,
+  # --overwrite: this step runs only while data/ has no manifest, so what is there is a crashed run's.
+  step(1, 'annotate', ['searchless-annotate', *_repeated('--input', args.input), '--output_dir', str(data),
+                       '--overwrite', *engine,
                        *shlex.split(args.annotate_args)], data / 'manifest.json', annotate)
 
   train_args = shlex.split(args.train_args)

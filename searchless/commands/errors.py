@@ -23,6 +23,7 @@ traceback.
 
 from collections.abc import Iterator
 import contextlib
+import re
 import sys
 from typing import NoReturn
 
@@ -46,3 +47,27 @@ def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
     yield
   except (*USER_ERRORS, *extra) as error:
     fail(error)
+
+
+# The last "package.module.Class: message" line of a traceback that Beam wraps a worker's error in.
+_ERROR_LINE = re.compile(r'^(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Za-z_]\w*): (?P<message>.+)$', re.MULTILINE)
+_USER_ERROR_NAMES = frozenset({
+    'FileNotFoundError', 'ValueError', 'OSError', 'PermissionError', 'IsADirectoryError', 'NotADirectoryError',
+    'EngineError', 'EngineTerminatedError', 'CorruptInputError', 'EngineNotFound', 'EngineUnresponsive',
+    'EngineBroken', 'FileExistsError'})
+
+
+def worker_error(error: BaseException) -> str | None:
+  """The message of the user error inside a runner's wrapped worker error (a traceback as text), if any.
+
+  >>> worker_error(RuntimeError('Traceback (most recent call last):\\n  File "x.py", line 1\\n'
+  ...                           'searchless.data.pgn.CorruptInputError: g.pgn.zst: zstd stream is truncated'
+  ...                           " [while running 'ReadGames']"))
+  'g.pgn.zst: zstd stream is truncated'
+  >>> worker_error(RuntimeError('a bug')) is None
+  True
+  """
+  found = [m for m in _ERROR_LINE.finditer(str(error).replace('\\n', '\n')) if m['name'] in _USER_ERROR_NAMES]
+  if not found:
+    return None
+  return re.sub(r" \[while running '[^']*'\]$", '', found[-1]['message'].strip())

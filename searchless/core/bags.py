@@ -70,6 +70,8 @@ def expand(spec: str) -> str:
   """Expands globs in a comma-separated spec into the file list bagz reads."""
   parts = []
   for part in spec.split(','):
+    if '://' not in part and os.path.isdir(part):
+      raise IsADirectoryError(f'bag spec {part!r} is a directory: pass its bags, e.g. {os.path.join(part, "action_value*")!r}')
     if any(c in part for c in '*?['):
       matched = sorted(m.path for m in FileSystems.match([part])[0].metadata_list)
       if not matched:

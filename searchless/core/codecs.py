@@ -10,8 +10,8 @@ the same bytes without Beam, in bulk, for the training loader:
 * `check_kind`: whether a bag holds records of the kind a job expects, with an
   error that says what the records are instead.
 
-A record that cannot be decoded raises `BadRecord`, which names its position
-in the batch.
+A record that cannot be decoded, or whose win probability is outside [0, 1]
+(NaN included), raises `BadRecord`, which names its position in the batch.
 
 The layout of each ChessBench kind is Beam's ``TupleCoder``: every component
 but the last is nested (a string gets a varint length prefix), the last string
@@ -186,11 +186,21 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
       column[position] = value
     for column, value in zip(floats, [f for f, c in zip(fields, layout) if c == 'float']):
       column[position] = value
+  if floats:
+    _check_win_probs(floats[0])
   return Columns(
       fens=strings[0],
       moves=strings[1] if len(strings) > 1 else None,
       win_probs=floats[0] if floats else None,
   )
+
+
+def _check_win_probs(win_probs: np.ndarray, position: int | None = None) -> None:
+  """Raises `BadRecord` at the first win probability outside [0, 1] (NaN included)."""
+  bad = np.flatnonzero(~((win_probs >= 0.0) & (win_probs <= 1.0)))
+  if bad.size:
+    where = int(bad[0]) if position is None else position
+    raise BadRecord(where, f'win probability {float(win_probs[bad[0]])!r} outside [0, 1]')
 
 
 def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
@@ -203,9 +213,11 @@ def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
   out = []
   for position, data in enumerate(raw):
     try:
-      out.append(typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, data)))
+      board = typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, data))
     except ValueError as e:
       raise BadRecord(position, f'cannot decode as board_value: {type(e).__name__}: {e}') from None
+    _check_win_probs(np.array([*board.win_probs, board.state_value], np.float64), position)
+    out.append(board)
   return out
 
 

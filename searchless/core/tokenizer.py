@@ -4,6 +4,12 @@ A FEN becomes: side to move (1) + the 64 squares from a8 to h1 (empty = '.') +
 castling rights padded to 4 with '.' + en-passant square (2, '..' if none) +
 half-move clock padded to 3 + full-move number padded to 3 = 77 tokens.
 
+Counters of 4 or more digits (a game past move 999) do not fit; the reference
+tokenizer fails on them. Both are clamped to `MAX_COUNTER` (`clamp_counters`),
+here and wherever boards are made (annotation): the full-move number changes
+no rule, and a half-move clock of 150 already ends the game (the 75-move
+rule), so a clamped board has the same legal moves and outcome.
+
 >>> tokens = tokenize('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1')
 >>> tokens.shape, tokens.dtype
 ((77,), dtype('uint8'))
@@ -28,12 +34,30 @@ for _char, _token in CHARACTER_TO_TOKEN.items():
   _LOOKUP[ord(_char)] = _token
 
 
+MAX_COUNTER = 999  # The largest half-move clock / full-move number 3 tokens hold.
+
+
+def clamp_counters(fen: str) -> str:
+  """`fen` with its half-move clock and full-move number clamped to MAX_COUNTER.
+
+  >>> clamp_counters('8/8/8/8/8/8/8/K1k5 w - - 1200 1034')
+  '8/8/8/8/8/8/8/K1k5 w - - 999 999'
+  """
+  fields = fen.split(' ')
+  if len(fields) == 6 and (len(fields[4]) > 3 or len(fields[5]) > 3):
+    fields[4:] = [str(min(int(f), MAX_COUNTER)) if f.isdigit() else f for f in fields[4:]]
+    return ' '.join(fields)
+  return fen
+
+
 def fen_to_characters(fen: str) -> str:
   """Returns the 77-character string whose characters are the tokens of `fen`."""
   try:
     board, side, castling, en_passant, halfmoves, fullmoves = fen.split(' ')
   except ValueError:
     raise ValueError(f'FEN must have 6 space-separated fields: {fen!r}') from None
+  if len(halfmoves) > 3 or len(fullmoves) > 3:
+    halfmoves, fullmoves = clamp_counters(fen).split(' ')[4:]
   chars = (
       side
       + board.translate(_EXPAND_BOARD)

@@ -404,6 +404,18 @@ class AnnotateOptions:
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (record_kinds depends on it).
   parallelism: int = 0  # Lanes games and boards are spread over (`Distribute`); 0: `annotation_job` picks.
+  overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
+
+  def __post_init__(self):
+    if not 0.0 <= self.test_fraction < 1.0:  # Also NaN.
+      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
+    for name, low in (('max_games', 1), ('sample_games', 1), ('min_elo', 0), ('max_elo', 0),
+                      ('records_per_shard', 1), ('num_shards', 0), ('parallelism', 0)):
+      value = getattr(self, name)
+      if value is not None and value < low:
+        raise ValueError(f'--{name} must be >= {low}, got {value}')
+    if self.dedup_by not in splits.DEDUP_BY:
+      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -477,7 +489,7 @@ class AnnotateGames(beam.PTransform):
           lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1)))
       kept = parsed | f'Kept[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
       skipped.append(parsed | f'Skipped[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Skip)))
-      if o.sample_games:
+      if o.sample_games is not None:
         kept = (kept | f'Sample[{source}]' >> beam.CombineGlobally(
                     beam.combiners.SampleCombineFn(o.sample_games)).without_defaults()
                 | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample))

@@ -77,6 +77,32 @@ def _outputs(out: str, splits: list[str]) -> dict:
   return found
 
 
+SPLITS = ('train', 'test')  # The split folders a job writes.
+
+
+def existing_dataset(output_dir: str) -> list[str]:
+  """The files of an annotation job already in `output_dir` (manifest, logs, every record set of each split)."""
+  found = [path for path in (FileSystems.join(output_dir, name) for name in (
+      artefacts.AnnotationManifest.FILE, 'failures.jsonl', 'skipped.jsonl')) if FileSystems.exists(path)]
+  for split in SPLITS:
+    for kind in records.ALL_KINDS:
+      for ext in ('.bag', '.bagz'):
+        found += sorted(shards.ShardSpec(FileSystems.join(output_dir, split), kind, ext).existing())
+  return found
+
+
+def _claim(output_dir: str, overwrite: bool) -> None:
+  """Refuses an output folder that holds a dataset, or (overwrite) deletes that dataset's files."""
+  existing = existing_dataset(output_dir)
+  if existing and not overwrite:
+    names = ', '.join(os.path.relpath(p, output_dir) if '://' not in p else p for p in existing[:4])
+    more = f' and {len(existing) - 4} more' if len(existing) > 4 else ''
+    raise FileExistsError(f'{output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace it, '
+                          'or choose another --output_dir')
+  if existing:
+    FileSystems.delete(existing)
+
+
 def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,
         beam_args: Sequence[str] = (), progress: bool = True,
         command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
@@ -100,9 +126,12 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
       raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
                               '(Debian: apt-get install stockfish) or pass --engine_path')
     # Beam's local job service relays the workers' start-up warnings; they are noise here.
-    logging.getLogger('apache_beam.runners.portability.local_job_service').setLevel(logging.ERROR)
+    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
+    if relay.getEffectiveLevel() < logging.ERROR:
+      relay.setLevel(logging.ERROR)
   if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
     pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
+  _claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=_parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None

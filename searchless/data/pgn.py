@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import io
 import itertools
+import os
 import re
 from collections.abc import Iterator, Sequence
 
@@ -24,6 +25,8 @@ import chess.pgn
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 import zstandard
+
+from searchless.core import tokenizer
 
 _CHUNK = 1 << 20
 RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
@@ -45,6 +48,9 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
   """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
   paths = []
   for pattern in patterns:
+    if '://' not in pattern and os.path.isdir(pattern):
+      raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
+                              f"'{os.path.join(pattern, '*.pgn.zst')}'")
     matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
     if not matched:
       raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
@@ -104,10 +110,15 @@ def read_chunks(path: str) -> Iterator[bytes]:
 
 def _lines(path: str) -> Iterator[bytes]:
   tail = b''
-  for chunk in read_chunks(path):
-    lines = (tail + chunk).split(b'\n')
-    tail = lines.pop()
-    yield from lines
+  try:
+    for chunk in read_chunks(path):
+      lines = (tail + chunk).split(b'\n')
+      tail = lines.pop()
+      yield from lines
+  except CorruptInputError:
+    if tail:
+      yield tail  # What was decompressed before the corruption is still read.
+    raise
   if tail:
     yield tail
 
@@ -129,28 +140,37 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
   """Streams `path` and yields the text of each game, in file order.
 
   A game starts at a tag line (``[...]``) that follows movetext or a blank
-  line after tags. Bytes that are not UTF-8 are replaced with U+FFFD (and the
-  game is later skipped as ``bad_encoding``).
+  line after tags. Byte order marks (at the start of the file, or of files
+  concatenated into it) are dropped. Bytes that are not UTF-8 are replaced
+  with U+FFFD (and the game is later skipped as ``bad_encoding``). When the
+  input turns out corrupt, the text read before the corruption is still
+  yielded (parsed, a cut game is skipped as ``truncated``), then
+  `CorruptInputError` is raised.
   """
   lines: list[str] = []
   start = 1
   has_movetext = False
   after_blank = False
-  for number, data in enumerate(_lines(path), start=1):
-    line = data.decode('utf-8', errors='replace').rstrip('\r')
-    # A game ends at the next tag section, or at the blank line after its movetext.
-    starts_game = line.startswith('[') and (has_movetext or after_blank)
-    if lines and line.strip() and (starts_game or (has_movetext and after_blank)):
-      yield RawGame(path, start, '\n'.join(lines) + '\n')
-      lines, start, has_movetext = [], number, False
-    if not lines and not line.strip():
-      start = number + 1
-      continue
-    lines.append(line)
-    stripped = line.strip()
-    after_blank = not stripped
-    if stripped and not stripped.startswith('['):
-      has_movetext = True
+  try:
+    for number, data in enumerate(_lines(path), start=1):
+      line = data.decode('utf-8', errors='replace').rstrip('\r').replace('\ufeff', '')  # BOMs of concatenated files.
+      # A game ends at the next tag section, or at the blank line after its movetext.
+      starts_game = line.startswith('[') and (has_movetext or after_blank)
+      if lines and line.strip() and (starts_game or (has_movetext and after_blank)):
+        yield RawGame(path, start, '\n'.join(lines) + '\n')
+        lines, start, has_movetext = [], number, False
+      if not lines and not line.strip():
+        start = number + 1
+        continue
+      lines.append(line)
+      stripped = line.strip()
+      after_blank = not stripped
+      if stripped and not stripped.startswith('['):
+        has_movetext = True
+  except CorruptInputError:
+    if any(l.strip() for l in lines):
+      yield RawGame(path, start, '\n'.join(lines) + '\n')  # Read before the corruption: counted, not lost.
+    raise
   if any(l.strip() for l in lines):
     yield RawGame(path, start, '\n'.join(lines) + '\n')
 
@@ -214,6 +234,7 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     self.errors = []
     self.board = None
     self.result_seen = False
+    self.after_result = False  # Moves after the result token: not this game's.
 
   def visit_header(self, tagname, tagvalue):
     self.headers[tagname] = tagvalue
@@ -231,14 +252,19 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     return chess.pgn.SKIP
 
   def visit_move(self, board, move):
-    if not self.errors:
-      self.fens.append(board.fen())
+    if self.result_seen:
+      self.after_result = True
+    elif not self.errors:
+      self.fens.append(tokenizer.clamp_counters(board.fen()))
 
   def visit_result(self, result):
     self.result_seen = True
 
   def handle_error(self, error):
-    self.errors.append(error)
+    if self.result_seen:
+      self.after_result = True  # E.g. a move that is illegal after the game's end.
+    else:
+      self.errors.append(error)
 
   def result(self):
     return self
@@ -287,12 +313,28 @@ def game_key(headers: dict, text: str) -> str:
   return 'sha1:' + hashlib.sha1(text.encode('utf-8')).hexdigest()
 
 
+def _one_blank_line_after_tags(text: str) -> str:
+  r"""The game with blank lines between its tags and its movetext, or inside the movetext, dropped.
+
+  python-chess ends a game at a second blank line after the tags.
+
+  >>> _one_blank_line_after_tags('[Event "a"]\n\n\n1. e4 e5 *\n')
+  '[Event "a"]\n\n1. e4 e5 *\n'
+  """
+  lines = text.splitlines()
+  tags = 0
+  while tags < len(lines) and lines[tags].lstrip().startswith('['):
+    tags += 1
+  movetext = [line for line in lines[tags:] if line.strip()]
+  return '\n'.join(lines[:tags]) + '\n\n' + '\n'.join(movetext) + '\n'
+
+
 def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | Skip:
   """Parses one game's text into its boards, or says why it is skipped."""
   if '\ufffd' in raw.text:
     return Skip('bad_encoding', raw.location, 'bytes that are not UTF-8')
   try:
-    visitor = chess.pgn.read_game(io.StringIO(raw.text), Visitor=_BoardsVisitor)
+    visitor = chess.pgn.read_game(io.StringIO(_one_blank_line_after_tags(raw.text)), Visitor=_BoardsVisitor)
   except Exception as e:  # python-chess raises on some malformed input.
     return Skip('unparsable', raw.location, f'{type(e).__name__}: {e}')
   if visitor is None:
@@ -308,11 +350,13 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | S
     error = visitor.errors[0]
     reason = 'illegal_move' if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError) else 'unparsable'
     return Skip(reason, raw.location, str(error))
+  if visitor.after_result:
+    return Skip('unparsable', raw.location, 'moves after the result token')
   if stray := stray_movetext(raw.text):
     return Skip('unparsable', raw.location, f'not PGN movetext: {stray[:80]!r}')
   if not visitor.result_seen:
     return Skip('truncated', raw.location, 'the movetext has no result token')
   if filtered := _filtered(headers, game_filter):
     return Skip(filtered, raw.location)
-  fens = visitor.fens + [visitor.board.fen()]
+  fens = visitor.fens + [tokenizer.clamp_counters(visitor.board.fen())]
   return Game(game_key(headers, raw.text), raw.location, tuple(fens))

@@ -55,18 +55,24 @@ class EngineConfig:
   state_value: str = 'search'  # 'search': own search of the board; 'best_move': the best move's value.
   deadline: float = 30.0  # Seconds a search may take beyond its own time limit before the engine is restarted.
   max_attempts: int = 3  # Tries per board (engine restarted between tries).
+  max_failures_in_a_row: int = 10  # Boards failing one after another before the engine is called broken.
 
   def __post_init__(self):
     if self.mode not in MODES:
       raise ValueError(f'mode must be one of {MODES}, got {self.mode!r}')
     if self.state_value not in STATE_VALUE_SOURCES:
       raise ValueError(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
+    for name, low in (('threads', 1), ('hash_mb', 1), ('max_attempts', 1), ('max_failures_in_a_row', 1)):
+      if getattr(self, name) < low:
+        raise ValueError(f'--{name} must be >= {low}, got {getattr(self, name)}')
+    if not self.deadline > 0:  # Also NaN.
+      raise ValueError(f'--deadline must be > 0 seconds, got {self.deadline}')
 
   def describe(self) -> dict:
     return {
         'path': self.path, 'limit': str(self.limit), 'mode': self.mode, 'threads': self.threads,
         'hash_mb': self.hash_mb, 'state_value': self.state_value, 'deadline_s': self.deadline,
-        'max_attempts': self.max_attempts,
+        'max_attempts': self.max_attempts, 'max_failures_in_a_row': self.max_failures_in_a_row,
     }
 
 
@@ -78,6 +84,10 @@ class BoardAnnotation:
   action_values: tuple[tuple[str, float], ...]  # (UCI move, win prob), legal-move order; () in `board` mode.
   state_value: float
   best_move: str | None  # None on terminal boards.
+
+
+class EngineBroken(chess.engine.EngineError):
+  """`max_failures_in_a_row` boards failed one after another: the engine, not the boards, is the problem."""
 
 
 class BoardFailed(RuntimeError):
@@ -172,6 +182,7 @@ class BoardAnnotator:
   def __init__(self, config: EngineConfig):
     self.config = config
     self.restarts = 0  # Engine restarts after faults.
+    self._failures_in_a_row = 0  # Boards that failed since the last one annotated.
     self.engine_id: dict[str, str] = {}
     self._loop = asyncio.new_event_loop()
     self._transport: asyncio.SubprocessTransport | None = None
@@ -288,14 +299,26 @@ class BoardAnnotator:
       raise BoardFailed(fen, f'invalid position ({board.status()!r})', 0)
     if (terminal := terminal_annotation(board)) is not None:
       return terminal
+    try:
+      annotation = self._annotate_with_retries(fen, board)
+    except BoardFailed as failed:
+      self._failures_in_a_row += 1
+      if self._failures_in_a_row >= self.config.max_failures_in_a_row:
+        raise EngineBroken(f'engine {self.config.path!r}: {self._failures_in_a_row} boards in a row failed after '
+                           f'{failed.attempts} attempts each (the last: {failed.reason}); stopping') from None
+      raise
+    self._failures_in_a_row = 0
+    return annotation
+
+  def _annotate_with_retries(self, fen: str, board: chess.Board) -> BoardAnnotation:
     reason = ''
     for attempt in range(1, self.config.max_attempts + 1):
       try:
         if self._engine is None:
           self.start()
         return self._loop.run_until_complete(self._annotate(board))
-      except EngineNotFound:
-        raise
+      except (EngineNotFound, launch.EngineUnresponsive):
+        raise  # Not a board's fault: retrying would not help.
       except asyncio.TimeoutError:
         reason = f'no answer within the deadline ({self._timeout:g} s)'
       except chess.engine.EngineTerminatedError as e:

@@ -33,6 +33,10 @@ class EngineNotFound(FileNotFoundError):
   """The engine binary is missing or cannot be started."""
 
 
+class EngineUnresponsive(chess.engine.EngineError):
+  """The program started but is no UCI engine: no ``uciok`` within the deadline, or it exited."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchLimit:
   """One engine limit: ``time`` (seconds), ``depth`` (plies) or ``nodes``."""
@@ -144,12 +148,31 @@ async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_T
   Threads, Hash and `options` are set where the engine has them.
   """
   binary = resolve(require_stockfish(path))
+  loop = asyncio.get_running_loop()
   try:
-    transport, protocol = await asyncio.wait_for(chess.engine.popen_uci(binary), deadline)
+    transport, protocol = await loop.subprocess_exec(chess.engine.UciProtocol, binary)
   except (FileNotFoundError, PermissionError) as error:
     raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error}') from None
-  wanted = {'Threads': threads, 'Hash': hash_mb, **(options or {})}
-  await asyncio.wait_for(protocol.configure({k: v for k, v in wanted.items() if k in protocol.options}), deadline)
+  try:
+    try:
+      await asyncio.wait_for(protocol.initialize(), deadline)
+    except asyncio.TimeoutError:
+      raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {deadline:g} s') from None
+    except chess.engine.EngineTerminatedError as error:
+      raise EngineUnresponsive(f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
+    wanted = {'Threads': threads, 'Hash': hash_mb, **(options or {})}
+    try:
+      await asyncio.wait_for(protocol.configure({k: v for k, v in wanted.items() if k in protocol.options}), deadline)
+    except asyncio.TimeoutError:
+      raise EngineUnresponsive(f'UCI engine {binary!r} did not take its options within {deadline:g} s') from None
+  except BaseException:
+    try:
+      transport.kill()  # Never leave a hanging child behind.
+    except ProcessLookupError:
+      pass
+    transport.close()
+    await asyncio.sleep(0)
+    raise
   return transport, protocol
 
 

@@ -38,6 +38,28 @@ if TYPE_CHECKING:
   from searchless.play import policy as policy_lib
 
 
+def read_checked(spec: str, kind: str, chunk: int = 4096) -> list:
+  """The records of `kind` in `spec`, decoded by the training loader's decoders.
+
+  A record that does not decode as `kind`, or holds a win probability outside
+  [0, 1] (NaN included), is a ValueError naming the spec and the record.
+  """
+  reader = bags.reader(spec)
+  out: list = []
+  for start in range(0, len(reader), chunk):
+    raw = [reader[i] for i in range(start, min(start + chunk, len(reader)))]
+    try:
+      if kind == records.BOARD_VALUE:
+        out += codecs.decode_boards(raw)
+      else:
+        columns = codecs.decode_batch(kind, raw)
+        assert columns.moves is not None and columns.win_probs is not None
+        out += [records.ActionValue(f, m, p) for f, m, p in zip(columns.fens, columns.moves, columns.win_probs.tolist())]
+    except codecs.BadRecord as e:
+      raise ValueError(f'{spec!r}, record {start + e.position}: {e.reason}') from None
+  return out
+
+
 def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.Board], int, str]:
   """(complete boards, dropped count, reader spec) of the action-value or board_value records in `data`."""
   kind = metrics.AV
@@ -61,9 +83,9 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
         raise not_action_values from None  # Neither: say what the records are.
       kind = records.BOARD_VALUE
   if kind == records.BOARD_VALUE:  # The same boards as their action-value records (terminal ones have none).
-    action_values = [av for b in bags.read_records(spec, kind) for av in boards_lib.to_chessbench(b)[metrics.AV]]
+    action_values = [av for b in read_checked(spec, kind) for av in boards_lib.to_chessbench(b)[metrics.AV]]
   else:
-    action_values = bags.read_records(spec, metrics.AV)
+    action_values = read_checked(spec, metrics.AV)
   boards, dropped = metrics.group_boards(action_values)
   if num_boards is not None:
     boards = boards[:num_boards]

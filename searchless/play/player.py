@@ -81,7 +81,8 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
   """A checkpoint (ours, the published layout, or ``'pretrained'``) as a policy.
 
   `policy` defaults to the checkpoint's experiment config (published
-  checkpoints: action_value). `compute_dtype`: float32, bfloat16 or auto.
+  checkpoints: action_value); one that contradicts that config is a
+  ValueError. `compute_dtype`: float32, bfloat16 or auto.
 
   >>> import chess
   >>> analysis = load_policy('pretrained', compute_dtype='float32').analyse(chess.Board())
@@ -89,7 +90,11 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
   (20, 'd2d4')
   """
   model_config, params, experiment = checkpoint.load_model(path, ema=ema)
-  kind = policy or (experiment.policy if experiment is not None else policy_lib.ACTION_VALUE)
+  trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
+  if policy is not None and trained is not None and policy != trained:
+    raise ValueError(f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
+                     'it never learned (leave the policy unset)')
+  kind = policy or trained or policy_lib.ACTION_VALUE
   predictor = policy_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
   return policy_lib.make_policy(kind, predictor)
 

@@ -24,7 +24,7 @@ import importlib.resources
 import importlib.util
 import json
 import pathlib
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import ml_collections
 
@@ -158,11 +158,45 @@ def from_file(path: str | pathlib.Path) -> ml_collections.ConfigDict:
   return module.get_config()
 
 
+# The allowed range of each numeric field: (smallest, inclusive?). A field missing from a config is not checked.
+RANGES: dict[str, tuple[float, bool]] = {
+    'num_return_buckets': (2, True), 'model.embedding_dim': (1, True), 'model.num_layers': (1, True),
+    'model.num_heads': (1, True), 'model.widening_factor': (0, False), 'model.joint_layers': (0, True),
+    'data.batch_size': (1, True), 'data.worker_count': (0, True), 'data.num_records': (1, True),
+    'data.max_moves': (1, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
+    'optim.ema_decay': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
+    'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
+    'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),
+    'train.fsdp': (1, True),
+}
+
+
+def check(config: Config) -> None:
+  """Raises ValueError naming the first field outside its `RANGES` range (NaN included).
+
+  >>> check(ml_collections.ConfigDict({'train': {'num_steps': -5}}))
+  Traceback (most recent call last):
+  ...
+  ValueError: train.num_steps must be >= 1, got -5
+  """
+  for name, (low, inclusive) in RANGES.items():
+    value: Any = config
+    for part in name.split('.'):
+      value = value.get(part) if hasattr(value, 'get') else None
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+      continue
+    if not (value >= low if inclusive else value > low):  # NaN fails both.
+      raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {low}, got {value}")
+  if 'optim' in config and config.optim.get('ema_decay') is not None and not config.optim.ema_decay <= 1:
+    raise ValueError(f'optim.ema_decay must be <= 1, got {config.optim.ema_decay}')
+
+
 def load(path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_collections.FrozenConfigDict:
-  """Imports the `get_config()` of `path` (a shipped name or a file), applies `overrides`, returns it frozen."""
+  """Imports the `get_config()` of `path` (a shipped name or a file), applies `overrides`, checks and freezes it."""
   config = from_file(path)
   for assignment in overrides:
     override(config, assignment)
+  check(config)
   return ml_collections.FrozenConfigDict(config)
 
 

@@ -10,10 +10,12 @@ latest checkpoint; N steps + resume + N steps gives the same parameters as 2N
 uninterrupted steps (bit-identical on CPU).
 """
 
+import fcntl
 import json
 import os
 import pathlib
 import signal
+import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -204,6 +206,57 @@ def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: 
   """
   work = pathlib.Path(workdir)
   work.mkdir(parents=True, exist_ok=True)
+  with _WorkdirLock(work):
+    return _train(config, work, stop_after=stop_after, overrides=overrides)
+
+
+class WorkdirInUse(OSError):
+  """Another trainer holds the workdir's lock."""
+
+
+class _WorkdirLock:
+  """An exclusive lock on WORKDIR/.lock (process 0 of a run only); the kernel drops it if the process dies."""
+
+  def __init__(self, work: pathlib.Path):
+    self._path, self._fd = work / '.lock', None
+
+  def __enter__(self):
+    if jax.process_index() != 0:
+      return self
+    fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      holder = os.read(fd, 200).decode('utf-8', 'replace').strip() or 'a process'
+      os.close(fd)
+      raise WorkdirInUse(f'{self._path.parent} is in use by another trainer ({holder}): '
+                         'wait for it to end, or use another --workdir') from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f'pid {os.getpid()} on {socket.gethostname()}'.encode())
+    self._fd = fd
+    return self
+
+  def __exit__(self, *exc):
+    if self._fd is not None:
+      os.close(self._fd)  # Closing releases the lock.
+      self._fd = None
+
+
+def _trim_metrics(work: pathlib.Path, step: int) -> None:
+  """Drops metrics.jsonl lines past `step` (logged after the checkpoint a resume starts from)."""
+  path = work / 'metrics.jsonl'
+  if jax.process_index() != 0 or not path.exists():
+    return
+  lines = path.read_text().splitlines(keepends=True)
+  kept = [line for line in lines if line.strip() and json.loads(line).get('step', 0) <= step]
+  if len(kept) != len(lines):
+    tmp = path.with_suffix('.jsonl.tmp')
+    tmp.write_text(''.join(kept))
+    os.replace(tmp, path)
+
+
+def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None,
+           overrides: Sequence[str]) -> TrainingState:
   if not config.data.train:
     raise ValueError('no training data: pass --data GLOB or set data.train in the config')
   mesh = sharding.make_mesh(config.train.fsdp)
@@ -220,6 +273,7 @@ def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: 
   else:
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
     start = 0
+  _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
   if jax.process_index() == 0:
     (work / 'config.json').write_text(config_lib.to_json(config))
 

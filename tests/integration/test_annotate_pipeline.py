@@ -290,3 +290,81 @@ def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_pat
       f'train/{kind}_data.bag' for kind in ('action_value', 'behavioral_cloning', 'board_value', 'state_value'))]
   assert len(bags.read_records(str(tmp_path / 'in_process' / 'train' / 'state_value_data.bag'), 'state_value')) > 50
   assert outputs[0] == outputs[1]
+
+
+@pytest.mark.engine
+def test_a_folder_with_a_dataset_is_refused_or_replaced_whole(tmp_path, stockfish):
+  games = tmp_path / 'g.pgn'
+  games.write_text(FOOLS_MATE)
+  out = tmp_path / 'out'
+  args = ['--input', str(games), '--output_dir', str(out), '--limit', 'depth=1', '--test_fraction', '0',
+          '--engine_path', stockfish, '--no_progress', '--direct_running_mode', 'in_memory', '--records', 'chessbench']
+  driver.run([*args, '--num_shards', '2'])
+  first = sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file())
+  assert 'train/action_value-00001-of-00002_data.bag' in first
+  with pytest.raises(FileExistsError, match=f"{out} already holds a dataset \\(manifest.json, failures.jsonl, "
+                     "skipped.jsonl, train/action_value-00000-of-00002_data.bag and 5 more\\): pass --overwrite"):
+    driver.run([*args, '--num_shards', '1'])
+  assert sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file()) == first  # Untouched.
+  driver.run([*args, '--num_shards', '1', '--overwrite', '--records', 'board'])
+  assert sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file()) == [
+      'failures.jsonl', 'manifest.json', 'skipped.jsonl', 'train/board_value_data.bag']  # Nothing of the old set.
+
+
+@pytest.mark.parametrize('flag, value, message', [
+    ('--max_attempts', '0', '--max_attempts must be >= 1, got 0'),
+    ('--max_attempts', '-1', '--max_attempts must be >= 1, got -1'),
+    ('--threads', '0', '--threads must be >= 1, got 0'),
+    ('--hash_mb', '-1', '--hash_mb must be >= 1, got -1'),
+    ('--deadline', '0', '--deadline must be > 0 seconds, got 0.0'),
+    ('--test_fraction', '2', r'--test_fraction must be in \[0, 1\), got 2.0'),
+    ('--test_fraction', '-0.5', r'--test_fraction must be in \[0, 1\), got -0.5'),
+    ('--sample_games', '0', '--sample_games must be >= 1, got 0'),
+    ('--max_games', '-1', '--max_games must be >= 1, got -1'),
+    ('--num_shards', '-2', '--num_shards must be >= 0, got -2'),
+    ('--records_per_shard', '0', '--records_per_shard must be >= 1, got 0'),
+])
+def test_out_of_range_options_are_one_line_errors_naming_the_flag(tmp_path, flag, value, message):
+  argv = ['--input', str(tmp_path / 'g.pgn'), '--output_dir', str(tmp_path / 'out'), '--engine_path', '/bin/true',
+          flag, value]
+  with pytest.raises(ValueError, match=f'^{message}$'):
+    driver.parse(argv)
+
+
+def _cli(*args):
+  import subprocess
+  import sys
+  return subprocess.run([sys.executable, '-m', 'searchless.commands.annotate', '--no_progress', *args],
+                        capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, stockfish):
+  import zstandard
+  cut = tmp_path / 'cut.pgn.zst'
+  data = zstandard.ZstdCompressor().compress(lichess_999.read_bytes()[:300_000])
+  cut.write_bytes(data[: len(data) // 2])
+  empty = tmp_path / 'empty.pgn'
+  empty.write_text('')
+  cat = tmp_path / 'cat-engine'
+  cat.write_text('#!/bin/sh\nexec cat\n')
+  cat.chmod(0o755)
+  engine = ['--engine_path', stockfish, '--limit', 'depth=1']
+  cases = [
+      (['--input', str(cut), '--min_elo', '4000', *engine], f'error: {cut}: zstd stream is truncated'),
+      (['--input', str(tmp_path / 'missing.pgn'), *engine], f"error: --input '{tmp_path / 'missing.pgn'}' matches no file"),
+      (['--input', str(tmp_path), *engine], f"error: --input '{tmp_path}' is a directory"),
+      (['--input', str(empty), *engine], f'error: no games in {empty}: nothing to annotate'),
+      (['--input', str(lichess_999), '--max_games', '1', '--engine_path', str(cat), '--deadline', '1'],
+       f"error: '{cat}' is not a UCI engine: no \"uciok\" within 1 s"),
+  ]
+  for i, (args, first_line) in enumerate(cases):
+    result = _cli(*args, '--output_dir', str(tmp_path / f'out{i}'))
+    assert result.returncode == 2, (args, result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(first_line), result.stderr[-2000:]
+    assert [line for line in lines if line.startswith('error:')] == lines[-1:]  # One error line, the last.
+    # Beam's worker processes still print a failed bundle's traceback (sdk_worker.py, unconditionally);
+    # none comes from Beam's loggers or from us.
+    assert 'ERROR:apache_beam' not in result.stderr

@@ -184,3 +184,41 @@ def test_labels_do_not_depend_on_the_boards_searched_before(stockfish, lichess_9
   with engine.BoardAnnotator(cfg) as annotator:  # A board alone, after an unrelated search.
     annotator.annotate(START)
     assert annotator.annotate(fens[5]) == forward[5]
+
+
+def _script(tmp_path, name, body):
+  path = tmp_path / name
+  path.write_text(f'#!/bin/sh\n{body}\n')
+  path.chmod(path.stat().st_mode | stat.S_IEXEC)
+  return str(path)
+
+
+@pytest.mark.parametrize('body, message', [
+    ('exec cat', 'is not a UCI engine: no "uciok" within 1 s'),  # Echoes "uci" back, forever.
+    ('while true; do echo garbage; sleep 0.01; done', 'is not a UCI engine: no "uciok" within 1 s'),
+    ('exit 0', 'is not a UCI engine: it exited during the "uci" handshake'),
+])
+def test_a_program_that_is_no_uci_engine_is_named_and_killed(tmp_path, body, message):
+  import psutil
+  path = _script(tmp_path, 'not-an-engine', body)
+  before = {p.pid for p in psutil.Process().children(recursive=True)}
+  start = time.monotonic()
+  with pytest.raises(launch.EngineUnresponsive, match=f"^'{path}' {message}"):
+    engine.BoardAnnotator(config(path, deadline=1.0)).start()
+  assert time.monotonic() - start < 5
+  time.sleep(0.2)
+  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
+          and p.status() != psutil.STATUS_ZOMBIE]
+  assert left == []  # The hanging child was killed.
+
+
+def test_an_engine_failing_every_board_stops_the_job_naming_it(tmp_path):
+  wrapper = _script(tmp_path, 'mute-engine', f'exec {sys.executable} {FAKE_ENGINES / "garbage_uci.py"} noscore')
+  boards = ['8/8/8/8/8/8/8/K1k5 w - - 0 1', START, '8/8/8/8/8/8/8/K2k4 w - - 0 1']
+  with engine.BoardAnnotator(config(wrapper, max_attempts=1, deadline=1.0, max_failures_in_a_row=3)) as annotator:
+    for fen in boards[:2]:
+      with pytest.raises(engine.BoardFailed):
+        annotator.annotate(fen)
+    with pytest.raises(engine.EngineBroken, match=f"^engine '{wrapper}': 3 boards in a row failed after 1 attempts "
+                       'each \\(the last: bad engine answer: the engine gave no score\\); stopping$'):
+      annotator.annotate(boards[2])

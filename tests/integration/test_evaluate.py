@@ -71,3 +71,47 @@ def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')
+
+
+@pytest.mark.parametrize('bad, reason', [
+    (float('nan'), 'win probability nan outside [0, 1]'),
+    (7.0, 'win probability 7.0 outside [0, 1]'),
+    (-1.0, 'win probability -1.0 outside [0, 1]'),
+])
+def test_out_of_range_win_probabilities_are_errors_naming_file_and_record(compat, tmp_path, bad, reason):
+  records = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
+  records[5] = records[5]._replace(win_prob=bad)
+  bag = tmp_path / 'bad.bag'
+  bags.write_records(str(bag), 'action_value', records)
+  with pytest.raises(ValueError, match=f"^'{bag}', record 5: {reason.replace('[', '.').replace(']', '.')}$"):
+    evaluate.load_boards(str(bag))
+  boards = [b._replace(state_value=bad) if i == 2 else b
+            for i, b in enumerate(bags.read_records(str(_board_bag(compat, tmp_path)), 'board_value'))]
+  bags.write_records(str(tmp_path / 'bad_boards.bag'), 'board_value', boards)
+  with pytest.raises(ValueError, match=f"'{tmp_path / 'bad_boards.bag'}', record 2: win probability"):
+    evaluate.load_boards(str(tmp_path / 'bad_boards.bag'))
+
+
+def _board_bag(compat, tmp_path):
+  from searchless.data import boards as boards_lib
+  grouped = {}
+  for r in bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'):
+    grouped.setdefault(r.fen, []).append((r.move, r.win_prob))
+  path = tmp_path / 'boards.bag'
+  bags.write_records(str(path), 'board_value', [boards_lib.from_action_values(f, p) for f, p in grouped.items()])
+  return path
+
+
+def test_a_corrupt_record_is_an_error_naming_file_and_record(compat, tmp_path, model_checkpoint):
+  import bagz
+  raw = list(bags.reader(str(compat / 'action_value_sample.bag')))
+  raw[9] = b'\xff\xfe\x00garbage that is no record'
+  bag = tmp_path / 'corrupt.bag'
+  with bagz.Writer(str(bag)) as writer:
+    for data in raw:
+      writer.write(data)
+  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
+                           '--data', str(bag), '--out', str(tmp_path / 'out')],
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1].startswith(f"error: '{bag}', record 9: cannot decode as action_value")

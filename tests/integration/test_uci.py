@@ -1,6 +1,7 @@
 """The UCI engine: the protocol class in process, then the real process through python-chess."""
 
 import os
+import random
 import re
 import signal
 import subprocess
@@ -297,7 +298,14 @@ def test_temperature_samples(factory):
   assert lines[-1] == f'bestmove {argmax}'
 
 
-def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory):
+def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, compat):
+  engine, lines = make_engine(factory, warm_up=False)
+  run(engine, 'isready', 'setoption name Policy value state_value')
+  assert lines[-1] == (f'info string error: cannot use Policy state_value: {factory.path} was trained for the'
+                       ' action_value policy; the state_value policy would read outputs it never learned (leave the'
+                       ' policy unset); keeping action_value')
+  # A published checkpoint records no policy: it reloads as a state-value policy.
+  factory = Factory(compat / 'reference_local_checkpoint')
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'isready', 'setoption name Policy value behavioral_cloning')
   assert lines[-1] == ('info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
@@ -314,8 +322,9 @@ def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory):
 def test_policy_set_before_loading_falls_back_when_it_does_not_fit(factory):
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'setoption name Policy value behavioral_cloning', 'isready')
-  assert lines == ['info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
-                   ' fit a model with 128 outputs; using action_value', 'readyok']
+  assert lines == [f'info string error: cannot use Policy behavioral_cloning: {factory.path} was trained for the'
+                   ' action_value policy; the behavioral_cloning policy would read outputs it never learned (leave the'
+                   ' policy unset); using action_value', 'readyok']
   assert factory.calls == ['behavioral_cloning', 'action_value']
 
 
@@ -454,12 +463,12 @@ def test_process_options(process):
   process.configure({'Temperature': '1000'})
   moves = {process.play(chess.Board(), chess.engine.Limit(time=0.05)).move for _ in range(12)}
   assert len(moves) > 2
-  process.configure({'Temperature': '0', 'Policy': 'state_value'})
+  process.configure({'Temperature': '0', 'Policy': 'state_value'})  # Not what it was trained as: error, kept.
   info = process.analyse(chess.Board(), chess.engine.Limit(depth=1))
   assert 'score' in info
-  process.configure({'Policy': 'behavioral_cloning'})  # Does not fit: info string error, state_value stays.
+  process.configure({'Policy': 'behavioral_cloning'})  # Does not fit either: info string error, action_value stays.
   assert process.play(chess.Board(), chess.engine.Limit(time=0.05)).move in chess.Board().legal_moves
-  process.ping()  # The last process test: the fixture's engine now plays state_value.
+  process.ping()
 
 
 @pytest.mark.engine
@@ -506,13 +515,15 @@ def read_until(proc, prefix, lines, timeout=120.0):
 def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, compilation_cache):
   start = time.perf_counter()
   proc = subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache),
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, bufsize=1)
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                          encoding='utf-8', env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'})
   try:
     lines = []
     proc.stdin.write('uci\n')
     proc.stdin.flush()
     read_until(proc, 'uciok', lines)
+    proc.stdin.buffer.write(b'\xc3\x28 not utf-8\n')  # Strict UTF-8 stdin (LANG=C.UTF-8) used to end the process.
+    proc.stdin.buffer.flush()
     proc.stdin.write('hello world\nposition fen rubbish\nposition startpos moves e2e4 e2e4\n'
                      'setoption name Temperature value x\ngo depth z\nisready\n')
     proc.stdin.flush()
@@ -521,8 +532,8 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
     if not any(line.startswith('bestmove ') for line in lines):  # The go still answers (maybe after readyok).
       read_until(proc, 'bestmove ', lines)
     errors = [line for line in lines if line.startswith('info string error: ')]
-    assert len(errors) == 5
-    expected = ["unknown command 'hello world'", "bad FEN 'rubbish': ",
+    assert len(errors) == 6
+    expected = ["unknown command '\ufffd( not utf-8'", "unknown command 'hello world'", "bad FEN 'rubbish': ",
                 "illegal move 'e2e4' in position rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
                 "Temperature must be a number >= 0, got 'x'", "go depth expects a non-negative integer, got 'z'"]
     for error, start in zip(errors, expected):
@@ -598,3 +609,33 @@ def test_killed_client_ends_the_engine(model_checkpoint):
     if client.poll() is None:
       client.kill()
       client.wait()
+
+
+WORDS = ('uci', 'isready', 'ucinewgame', 'position', 'startpos', 'fen', 'moves', 'go', 'stop', 'ponderhit',
+         'setoption', 'name', 'value', 'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'Threads',
+         'depth', 'nodes', 'movetime', 'wtime', 'btime', 'winc', 'binc', 'movestogo', 'infinite', 'searchmoves',
+         'ponder', 'mate', 'debug', 'on', 'off', 'register', 'later', 'e2e4', 'e7e5', 'g1f3', 'a7a8q', 'e1g1', '0000',
+         '8/8/8/8/8/8/8/K1k5', 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR', 'w', 'b', 'KQkq', '-', '0', '1', '-5',
+         '1e9', 'nan', 'inf', '99999999999999999999', 'true', 'action_value', 'state_value')
+
+
+@pytest.mark.timeout(180)
+def test_fuzz_1200_hostile_lines_then_the_engine_still_answers_isready(factory):
+  engine, lines = make_engine(factory, warm_up=False)
+  rng = random.Random(7)
+  sent = 0
+  while sent < 1200:
+    tokens = [rng.choice(WORDS) if rng.random() < 0.85 else
+              ''.join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(1, 8))) for _ in range(rng.randrange(13))]
+    line = ' '.join(tokens)
+    if 'quit' in line.split():
+      continue
+    assert engine.handle(line + '\n'), line
+    sent += 1
+  assert engine.handle('stop')
+  assert engine.wait(60)
+  lines.clear()
+  run(engine, 'isready')
+  assert lines[-1] == 'readyok'
+  run(engine, 'position startpos', 'go depth 1')
+  assert lines[-1].split()[0] == 'bestmove' and chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves

@@ -349,7 +349,7 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
                       for m in legal])
     np.testing.assert_allclose(analysis.log_probs, alone, atol=2e-5)
     assert player.play(board) in legal
-  with pytest.raises(ValueError, match='board-packed model scores moves: it plays the action_value policy'):
+  with pytest.raises(ValueError, match='was trained for the action_value policy; the state_value policy'):
     player_lib.Player.load(str(packed_checkpoint), policy='state_value')
 
 

@@ -140,3 +140,51 @@ def test_games_without_site_get_a_text_hash(tmp_path):
 def test_missing_file_is_named(tmp_path):
   with pytest.raises(Exception, match='nope.pgn'):
     list(pgn.iter_raw_games(str(tmp_path / 'nope.pgn')))
+
+
+def test_a_cut_after_complete_frames_keeps_every_complete_game_and_counts_the_cut_one(tmp_path):
+  """Six games, one zstd frame each, then half of a seventh frame: 6 games kept, the 7th read and skipped."""
+  frames = [zstandard.ZstdCompressor().compress(game(site=f's{i}').encode()) for i in range(7)]
+  path = tmp_path / 'cut.pgn.zst'
+  path.write_bytes(b''.join(frames[:6]) + frames[6][: len(frames[6]) // 2])
+  read = []
+  with pytest.raises(pgn.CorruptInputError, match=f'{path}: zstd stream is truncated'):
+    for raw in pgn.iter_raw_games(str(path)):
+      read.append(raw)
+  parsed = [pgn.parse_game(raw) for raw in read]
+  assert [g.key for g in parsed if isinstance(g, pgn.Game)] == [f'https://lichess.org/s{i}' for i in range(6)]
+  assert [(s.reason, s.location) for s in parsed if isinstance(s, pgn.Skip)] in (
+      [], [('truncated', f'{path}:{6 * 9 + 1}')])  # The cut frame's text, if any decompressed, is counted.
+
+
+def test_byte_order_marks_blank_lines_and_moves_after_the_result(tmp_path):
+  one = game(site='a')
+  two_blank_lines = game(site='b').replace('"\n\n1. e4', '"\n\n\n1. e4')
+  after_result = game(site='c', moves='1. e4 e5 1-0 2. Nf3 Nc6')
+  path = tmp_path / 'g.pgn'
+  path.write_text('\ufeff' + one + '\ufeff' + two_blank_lines + after_result, encoding='utf-8')
+  parsed = parse_all(path)
+  assert len(parsed) == 3
+  assert [g.key for g in parsed[:2]] == ['https://lichess.org/a', 'https://lichess.org/b']
+  assert parsed[0].fens == parsed[1].fens and len(parsed[0].fens) == 7  # The same 6 plies.
+  assert [type(g).__name__ for g in parse_all(path, pgn.GameFilter(min_elo=1500))[:2]] == ['Game', 'Game']  # Tags intact.
+  assert (parsed[2].reason, parsed[2].detail) == ('unparsable', 'moves after the result token')
+
+
+def test_boards_past_move_999_are_made_tokenizable_by_clamping_their_counters(tmp_path):
+  start = 'r3k3/8/8/8/8/8/8/R3K3 w - - 140 999'
+  path = tmp_path / 'long.pgn'
+  path.write_text(f'[Event "long"]\n[SetUp "1"]\n[FEN "{start}"]\n\n999. Ra2 Ra7 1000. Ra1 Ra8 *\n\n')
+  [parsed] = parse_all(path)
+  assert parsed.fens == (start, 'r3k3/8/8/8/8/8/R7/4K3 b - - 141 999', '4k3/r7/8/8/8/8/R7/4K3 w - - 142 999',
+                         '4k3/r7/8/8/8/8/8/R3K3 b - - 143 999', 'r3k3/8/8/8/8/8/8/R3K3 w - - 144 999')
+  from searchless.core import tokenizer
+  assert all(len(tokenizer.tokenize(fen)) == 77 for fen in parsed.fens)
+  assert (tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 1000 1001') ==
+          tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 999 999')).all()
+
+
+def test_a_directory_as_input_is_an_error_saying_what_to_pass(tmp_path):
+  with pytest.raises(IsADirectoryError, match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input "
+                     f"'{tmp_path}/\\*.pgn.zst'$"):
+    pgn.match_files([str(tmp_path)])

@@ -132,8 +132,14 @@ def test_python_api_on_the_published_checkpoint(compat):
   assert move.uci() == next(iter(probs)) and board == chess.Board()  # Board unchanged.
 
 
-def test_load_overrides_the_policy(model_checkpoint):
-  player = player_lib.Player.load(str(model_checkpoint), policy='state_value', name='sv')
-  assert player.name == 'sv' and player.policy.kind == 'state_value'
+def test_a_policy_that_contradicts_the_checkpoint_is_refused(model_checkpoint, compat):
+  player = player_lib.Player.load(str(model_checkpoint), policy='action_value', name='av')
+  assert player.name == 'av' and player.policy.kind == 'action_value'
+  for policy in ('state_value', 'behavioral_cloning'):
+    with pytest.raises(ValueError, match=f'^{model_checkpoint} was trained for the action_value policy; the {policy} policy'):
+      player_lib.Player.load(str(model_checkpoint), policy=policy)
+  # A published checkpoint records no policy: the reference evaluator runs it as any value policy.
+  published = player_lib.Player.load(str(compat / 'reference_local_checkpoint'), policy='state_value')
+  assert published.policy.kind == 'state_value'
   with pytest.raises(ValueError, match='does not fit'):
-    player_lib.Player.load(str(model_checkpoint), policy='behavioral_cloning')
+    player_lib.Player.load(str(compat / 'reference_local_checkpoint'), policy='behavioral_cloning')

@@ -32,7 +32,7 @@ def test_start_position_layout():
 
 @pytest.mark.parametrize('fen, message', [
     ('8/8/8/8/8/8/8/K1k5 w - -', '6 space-separated fields'),
-    ('8/8/8/8/8/8/8/K1k5 w - - 0 1000', 'tokenize to 77'),
+    ('8/8/8/8/8/8/8/K1k5 w - - 0 x1000', 'tokenize to 77'),  # Counters clamp only when they are numbers.
     ('8/8/8/8/8/8/8/K1k4 w - - 0 1', 'tokenize to 77'),
     ('8/8/8/8/8/8/8/K1x5 w - - 0 1', "outside the alphabet ['x']"),
 ])

@@ -146,3 +146,46 @@ def test_max_seconds_stops_with_a_checkpoint_and_a_rerun_continues(tmp_path, av_
   steps = sorted(int(d.name) for d in (tmp_path / 'checkpoints').iterdir() if d.name.isdigit())
   assert steps == [1] and len(_losses(tmp_path)) == 1  # Logged and checkpointed as at the end.
   assert int(train.train(config, tmp_path).step) == 2  # A rerun resumes, with a new budget.
+
+
+@pytest.mark.slow
+def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_line_per_step(tmp_path, av_bag):
+  import signal
+  import time
+  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(tmp_path), '--data', av_bag,
+         *SMALL, 'train.num_steps=100000']
+  first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  metrics = tmp_path / 'metrics.jsonl'
+  deadline = time.monotonic() + 300
+  while time.monotonic() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 8):
+    time.sleep(0.2)
+  try:
+    assert first.poll() is None, first.stderr.read()[-3000:]
+    with pytest.raises(train.WorkdirInUse, match=f'{tmp_path} is in use by another trainer \\(pid {first.pid} on '):
+      train.train(small_config(av_bag, 'train.num_steps=5'), tmp_path)
+  finally:
+    first.send_signal(signal.SIGKILL)  # A crash: steps were logged after its last checkpoint.
+    first.wait()
+  logged = [json.loads(line)['step'] for line in metrics.read_text().splitlines()]
+  resumed_from = checkpoint.Checkpointer(str(tmp_path / 'checkpoints')).latest_step()
+  assert max(logged) > resumed_from
+  end = max(logged) + 2
+  train.train(small_config(av_bag, f'train.num_steps={end}'), tmp_path)  # The lock died with the process.
+  assert [json.loads(line)['step'] for line in metrics.read_text().splitlines()] == list(range(1, end + 1))
+
+
+@pytest.mark.parametrize('override, message', [
+    ('optim.learning_rate=-1', 'optim.learning_rate must be > 0, got -1.0'),
+    ('train.num_steps=-5', 'train.num_steps must be >= 1, got -5'),
+    ('data.batch_size=0', 'data.batch_size must be >= 1, got 0'),
+    ('optim.ema_decay=1.5', 'optim.ema_decay must be <= 1, got 1.5'),
+])
+def test_out_of_range_config_values_are_errors_naming_the_field(override, message):
+  with pytest.raises(ValueError, match=f'^{message}$'):
+    config_lib.load(TINY, [override])
+
+
+def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):
+  with pytest.raises(IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. "
+                     f"'{tmp_path}/action_value\\*'$"):
+    train.train(small_config(str(tmp_path)), tmp_path / 'work')

@@ -58,20 +58,26 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
                                 checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
                                 options=options, threads=threads or process.available_cpus(),
                                 thread_limiter=process.limit_cpu_threads)
-  if not _serve(engine, sys.stdin):  # A search stuck in the model: don't wait for it.
+  if not _serve(engine, sys.stdin.buffer):  # A search stuck in the model: don't wait for it.
     out.flush()
     os._exit(0)  # pylint: disable=protected-access
   return True
 
 
-def _serve(engine: engine_lib.UciEngine, lines: typing.TextIO) -> bool:
-  """Feeds `lines` to `engine` until quit or their end; False if a search is still running."""
+def _serve(engine: engine_lib.UciEngine, lines: typing.BinaryIO) -> bool:
+  """Feeds `lines` to `engine` until quit or their end; False if a search is still running.
+
+  Lines are read as bytes and decoded here, whatever the locale: bytes that
+  are not UTF-8 become U+FFFD, and the engine answers that line as any other
+  bad one (``info string error: ...``) instead of the process ending.
+  """
   while True:
     try:
-      line = lines.readline()
-    except (OSError, ValueError, UnicodeDecodeError):
-      line = ''
-    if not line:  # End of input: the GUI closed the pipe or died.
+      raw = lines.readline()
+    except (OSError, ValueError):
+      raw = b''
+    if not raw:  # End of input: the GUI closed the pipe or died.
       return engine.quit()
+    line = raw.decode('utf-8', errors='replace')
     if not engine.handle(line):
       return not engine.searching

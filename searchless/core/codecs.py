@@ -10,8 +10,9 @@ the same bytes without Beam, in bulk, for the training loader:
 * `check_kind`: whether a bag holds records of the kind a job expects, with an
   error that says what the records are instead.
 
-A record that cannot be decoded, or whose win probability is outside [0, 1]
-(NaN included), raises `BadRecord`, which names its position in the batch.
+A record that cannot be decoded raises `BadRecord`, which names its position
+in the batch; so does `check_win_probs` for a win probability outside [0, 1]
+(NaN included).
 
 The layout of each ChessBench kind is Beam's ``TupleCoder``: every component
 but the last is nested (a string gets a varint length prefix), the last string
@@ -186,8 +187,6 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
       column[position] = value
     for column, value in zip(floats, [f for f, c in zip(fields, layout) if c == 'float']):
       column[position] = value
-  if floats:
-    _check_win_probs(floats[0])
   return Columns(
       fens=strings[0],
       moves=strings[1] if len(strings) > 1 else None,
@@ -195,12 +194,22 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
   )
 
 
-def _check_win_probs(win_probs: np.ndarray, position: int | None = None) -> None:
-  """Raises `BadRecord` at the first win probability outside [0, 1] (NaN included)."""
+def check_win_probs(win_probs: np.ndarray, position: int | None = None) -> None:
+  """Raises `BadRecord` at the first win probability outside [0, 1] (NaN included).
+
+  The decoders return what the bytes hold; the loader and the evaluator check
+  values with this before they use them.
+  """
   bad = np.flatnonzero(~((win_probs >= 0.0) & (win_probs <= 1.0)))
   if bad.size:
     where = int(bad[0]) if position is None else position
-    raise BadRecord(where, f'win probability {float(win_probs[bad[0]])!r} outside [0, 1]')
+    raise BadRecord(where, f'win probability {float(win_probs[bad[0]])!r} is not in [0, 1]')
+
+
+def check_boards(boards: Sequence[records.BoardValue]) -> None:
+  """`check_win_probs` over each board's move values and its own value."""
+  for position, board in enumerate(boards):
+    check_win_probs(np.array([*board.win_probs, board.state_value], np.float64), position)
 
 
 def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
@@ -216,7 +225,6 @@ def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
       board = typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, data))
     except ValueError as e:
       raise BadRecord(position, f'cannot decode as board_value: {type(e).__name__}: {e}') from None
-    _check_win_probs(np.array([*board.win_probs, board.state_value], np.float64), position)
     out.append(board)
   return out
 

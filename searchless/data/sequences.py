@@ -64,10 +64,7 @@ def columns_to_sequences(kind: str, columns: codecs.Columns, return_edges: np.nd
     column += 1
   if columns.win_probs is not None:
     win_probs = columns.win_probs  # [B]
-    outside = ~((win_probs >= 0.0) & (win_probs <= 1.0))  # NaN is outside too.
-    if outside.any():
-      position = int(np.argmax(outside))
-      raise codecs.BadRecord(position, f'win probability {float(win_probs[position])!r} is not in [0, 1]')
+    codecs.check_win_probs(win_probs)  # NaN is outside too.
     sequences[:, column] = values.win_probabilities_to_buckets(win_probs, return_edges)
   return sequences
 

@@ -50,10 +50,13 @@ def read_checked(spec: str, kind: str, chunk: int = 4096) -> list:
     raw = [reader[i] for i in range(start, min(start + chunk, len(reader)))]
     try:
       if kind == records.BOARD_VALUE:
-        out += codecs.decode_boards(raw)
+        boards = codecs.decode_boards(raw)
+        codecs.check_boards(boards)
+        out += boards
       else:
         columns = codecs.decode_batch(kind, raw)
         assert columns.moves is not None and columns.win_probs is not None
+        codecs.check_win_probs(columns.win_probs)
         out += [records.ActionValue(f, m, p) for f, m, p in zip(columns.fens, columns.moves, columns.win_probs.tolist())]
     except codecs.BadRecord as e:
       raise ValueError(f'{spec!r}, record {start + e.position}: {e.reason}') from None

@@ -74,9 +74,9 @@ def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
 
 
 @pytest.mark.parametrize('bad, reason', [
-    (float('nan'), 'win probability nan outside [0, 1]'),
-    (7.0, 'win probability 7.0 outside [0, 1]'),
-    (-1.0, 'win probability -1.0 outside [0, 1]'),
+    (float('nan'), 'win probability nan is not in [0, 1]'),
+    (7.0, 'win probability 7.0 is not in [0, 1]'),
+    (-1.0, 'win probability -1.0 is not in [0, 1]'),
 ])
 def test_out_of_range_win_probabilities_are_errors_naming_file_and_record(compat, tmp_path, bad, reason):
   records = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')

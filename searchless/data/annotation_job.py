@@ -146,6 +146,7 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
     shards.clean(root)  # What a crashed earlier job left.
   if bar:
     bar.start()
+  result = None
   try:
     result = pipeline.run()
     result.wait_until_finish()
@@ -154,7 +155,7 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
     if bar and progress_dir:
       bar.stop()
       shutil.rmtree(progress_dir, ignore_errors=True)
-    client = getattr(locals().get('result'), 'client', None)  # Beam's Dask runner opens a client and leaves it.
+    client = getattr(result, 'client', None)  # Beam's Dask runner opens a client and leaves it.
     if client is not None:
       client.close()
   counts, engine_ids, pieces = annotate.read_results(graph.results_path)

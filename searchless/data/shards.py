@@ -74,9 +74,8 @@ class ShardSpec:
   def existing(self) -> list[str]:
     """Files of this set already in `directory` (a single file or shards of any count)."""
     single = self.single()
-    stem = single[:-len('.jsonl')] if self.ext == '.jsonl' else None
-    pattern = (FileSystems.join(self.directory, f'{self.name}-*-of-*.jsonl') if stem else
-               FileSystems.join(self.directory, f'{self.name}-*-of-*_data{self.ext}'))
+    suffix = '.jsonl' if self.ext == '.jsonl' else f'_data{self.ext}'  # As `shard` names them.
+    pattern = FileSystems.join(self.directory, f'{self.name}-*-of-*{suffix}')
     found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
     return found + ([single] if FileSystems.exists(single) else [])
 

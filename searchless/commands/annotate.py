@@ -19,10 +19,13 @@ with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
 """
 
 import argparse
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 import logging
+import os
 import sys
+import tempfile
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -111,13 +114,25 @@ def main(argv: Sequence[str] | None = None) -> None:
       argv = sys.argv[1:]
     if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
       argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
-  with errors.one_line_errors(pgn.CorruptInputError):
-    try:
-      manifest = run(argv)
-    except Exception as error:  # pylint: disable=broad-except
-      if verbose or (message := errors.worker_error(error)) is None or isinstance(error, errors.USER_ERRORS):
-        raise
-      errors.fail(message)
+  # Worker processes print a failed bundle's traceback to their stderr whatever the log level:
+  # without --verbose it goes to a log file, kept (and named) only when the job fails.
+  fd, worker_log = tempfile.mkstemp(prefix='searchless-annotate-', suffix='.log')
+  os.close(fd)
+  quiet = contextlib.nullcontext() if verbose else errors.child_stderr_to(worker_log)
+  keep_log = False
+  try:
+    with errors.one_line_errors(pgn.CorruptInputError):
+      try:
+        with quiet:
+          manifest = run(argv)
+      except Exception as error:  # pylint: disable=broad-except
+        if verbose or (message := errors.worker_error(error)) is None or isinstance(error, errors.USER_ERRORS):
+          raise
+        keep_log = os.path.getsize(worker_log) > 0
+        errors.fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
+  finally:
+    if not keep_log:
+      os.remove(worker_log)
   if manifest.games['read'] == 0 and not manifest.games['corrupt_input_files']:
     errors.fail(f"no games in {', '.join(f for files in manifest.inputs.values() for f in files)}: nothing to annotate")
   print(annotation_job.summary(manifest))

@@ -23,6 +23,7 @@ traceback.
 
 from collections.abc import Iterator
 import contextlib
+import os
 import re
 import sys
 from typing import NoReturn
@@ -47,6 +48,39 @@ def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
     yield
   except (*USER_ERRORS, *extra) as error:
     fail(error)
+
+
+@contextlib.contextmanager
+def child_stderr_to(path: str) -> Iterator[None]:
+  """Inside the block, processes this one starts write their stderr to `path`; its own `sys.stderr` does not move.
+
+  Beam's worker processes print each failed bundle's traceback to the stderr
+  they inherit (file descriptor 2), whatever the log level; this sends fd 2 to
+  `path` and gives `sys.stderr` a copy of the terminal's descriptor. Both are
+  restored at the end.
+
+  >>> import subprocess, tempfile
+  >>> log = tempfile.mktemp()
+  >>> with child_stderr_to(log):
+  ...   _ = subprocess.run('echo from-a-child >&2', shell=True)
+  >>> open(log).read()
+  'from-a-child\\n'
+  """
+  original = sys.stderr
+  original.flush()
+  terminal = os.dup(2)
+  log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+  os.dup2(log, 2)
+  os.close(log)
+  sys.stderr = open(terminal, 'w', buffering=1, encoding=getattr(original, 'encoding', None) or 'utf-8',
+                    errors='backslashreplace')
+  try:
+    yield
+  finally:
+    sys.stderr.flush()
+    os.dup2(terminal, 2)
+    sys.stderr.close()  # Closes `terminal`; fd 2 is the terminal again.
+    sys.stderr = original
 
 
 # The last "package.module.Class: message" line of a traceback that Beam wraps a worker's error in.

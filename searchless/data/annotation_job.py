@@ -101,6 +101,13 @@ def _claim(output_dir: str, overwrite: bool) -> None:
                           'or choose another --output_dir')
   if existing:
     FileSystems.delete(existing)
+  if '://' not in output_dir:  # A local folder that cannot be made fails now, not inside a worker.
+    try:
+      os.makedirs(output_dir, exist_ok=True)
+    except OSError as error:
+      raise OSError(f'--output_dir {output_dir}: cannot create it ({error.strerror})') from None
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+      raise PermissionError(f'--output_dir {output_dir}: not writable')
 
 
 def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,

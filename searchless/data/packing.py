@@ -63,8 +63,7 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
       raise codecs.BadRecord(
           position, f'move {board.moves[keep[actions.index(-1)]]!r} is not a move of the 1968-move vocabulary')
     win_probs = np.asarray(board.win_probs, np.float64)[keep]
-    if not np.all((win_probs >= 0.0) & (win_probs <= 1.0)):
-      raise codecs.BadRecord(position, f'a win probability is not in [0, 1]: {win_probs.tolist()}')
+    codecs.check_win_probs(win_probs, position)
     rows[position, actions_at:actions_at + len(keep)] = actions
     rows[position, buckets_at:buckets_at + len(keep)] = values.win_probabilities_to_buckets(win_probs, return_edges)
   return rows

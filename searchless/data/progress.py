@@ -51,9 +51,10 @@ def line(totals: dict, elapsed: float) -> str:
 class ProgressThread(threading.Thread):
   """Redraws the progress line every `interval` seconds until stopped."""
 
-  def __init__(self, directory: str, interval: float = 1.0, stream: TextIO = sys.stderr):
+  def __init__(self, directory: str, interval: float = 1.0, stream: TextIO | None = None):
     super().__init__(daemon=True)
-    self._directory, self._interval, self._stream = directory, interval, stream
+    # sys.stderr when the line starts (a command may point it away from fd 2: `errors.child_stderr_to`).
+    self._directory, self._interval, self._stream = directory, interval, stream or sys.stderr
     self._halt = threading.Event()
     self._start_time = None
     self.last = ''

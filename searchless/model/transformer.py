@@ -347,3 +347,37 @@ def infer_config(params: Mapping[str, Any], num_heads: int | None = None) -> Mod
       output_size=output['w'].shape[1],
       max_sequence_length=max_sequence_length,
   )
+
+
+PROBE_FEN = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1'  # The input `probe` reads.
+PROBE_MOVE = 'e7e5'
+
+
+@functools.cache
+def _jitted_probe(config: ModelConfig):
+  return jax.jit(build(config, last_only=True).apply)
+
+
+def probe(config: ModelConfig, params: Mapping[str, Any]) -> list[float]:
+  """[V] float32 probabilities the model gives one fixed input, in float32.
+
+  Saved beside a model's parameters and recomputed when it loads: the number of
+  heads (and any field that does not change a parameter's shape) is invisible in
+  the parameters, so this is what tells that a config does not fit them. The
+  input is `PROBE_FEN`'s 77 tokens and `PROBE_MOVE`'s: for the action-value models
+  the next token is that move's value bucket.
+  """
+  tokens = np.concatenate([tokenizer.tokenize(PROBE_FEN), [moves.MOVE_TO_ACTION[PROBE_MOVE]]])[None]  # [1, 78]
+  log_probs = _jitted_probe(config)(params, None, jnp.asarray(tokens, jnp.int32))  # [1, V] or packed [1, 1, V]
+  return np.exp(np.asarray(log_probs, np.float32).reshape(-1)).tolist()
+
+
+def probe_distance(saved: list[float], now: list[float]) -> float:
+  """Total variation distance between two `probe` outputs (1.0 for different sizes).
+
+  >>> probe_distance([0.5, 0.5], [0.25, 0.75])
+  0.25
+  """
+  if len(saved) != len(now):
+    return 1.0
+  return float(0.5 * np.abs(np.asarray(saved) - np.asarray(now)).sum())

@@ -11,6 +11,7 @@ Our layout, written by `Checkpointer` (one orbax ``CheckpointManager`` step per 
         opt_state/           StandardCheckpointHandler   optax state
         data_iter/           grain CheckpointHandler     iterator state, one JSON per process (optional)
         config/config.json   JsonCheckpointHandler       searchless.training.config.to_json of the experiment
+        probe/probe.json     JsonCheckpointHandler       {params, params_ema: model.probe outputs} (optional)
         _CHECKPOINT_METADATA                             orbax's step metadata
 
 so ``params``/``params_ema`` read like a published step and `load_params`,
@@ -63,6 +64,8 @@ Config = config_lib.Config
 
 PARAMS, PARAMS_EMA, OPT_STATE, DATA_ITER, CONFIG = 'params', 'params_ema', 'opt_state', 'data_iter', 'config'
 CONFIG_FILE = 'config.json'
+PROBE, PROBE_FILE = 'probe', 'probe.json'  # `model.probe` of each parameter item, checked on loading.
+PROBE_TOLERANCE = 0.02  # Largest total variation distance between a saved and a recomputed probe.
 _STATE_KIND = 'data_iter_state'  # Step custom metadata: 'bytes' | 'dict' | None.
 _ARRAY_ITEMS = (PARAMS, PARAMS_EMA, OPT_STATE)
 PRETRAINED = 'pretrained'  # The name of the model shipped in the package (package data searchless/pretrained/).
@@ -89,6 +92,9 @@ def _registry() -> ocp.handlers.DefaultCheckpointHandlerRegistry:
   config_handler = ocp.handlers.JsonCheckpointHandler(filename=CONFIG_FILE)
   registry.add(CONFIG, ocp.args.JsonSave, config_handler)
   registry.add(CONFIG, ocp.args.JsonRestore, config_handler)
+  probe_handler = ocp.handlers.JsonCheckpointHandler(filename=PROBE_FILE)
+  registry.add(PROBE, ocp.args.JsonSave, probe_handler)
+  registry.add(PROBE, ocp.args.JsonRestore, probe_handler)
   iterator_handler = grain_checkpoint.CheckpointHandler()
   registry.add(DATA_ITER, grain_checkpoint.CheckpointSave, iterator_handler)
   registry.add(DATA_ITER, grain_checkpoint.CheckpointRestore, iterator_handler)
@@ -170,10 +176,13 @@ class Checkpointer:
     return sorted(self._manager.all_steps())
 
   def save(self, step: int, *, params: PyTree, params_ema: PyTree, opt_state: PyTree, config: Config,
-           data_iter: Any = None, data_iter_state: bytes | dict | None = None) -> bool:
+           data_iter: Any = None, data_iter_state: bytes | dict | None = None,
+           probes: dict[str, list[float]] | None = None) -> bool:
     """Saves one step; returns False (saving nothing) if that step is already saved.
 
-    `config` is the experiment config (a ConfigDict). The data position is either
+    `config` is the experiment config (a ConfigDict). `probes` maps ``params``
+    and ``params_ema`` to their `model.probe` outputs: `load_model` recomputes
+    them to refuse a config that no longer fits the weights. The data position is either
     `data_iter`, a grain iterator (`grain.DataLoader`'s or a `DatasetIterator`), or
     `data_iter_state`, its `get_state()` (bytes or dict); each process writes its own.
     """
@@ -185,6 +194,8 @@ class Checkpointer:
         OPT_STATE: ocp.args.StandardSave(opt_state),
         CONFIG: ocp.args.JsonSave(json.loads(config_lib.to_json(config))),
     }
+    if probes is not None:
+      items[PROBE] = ocp.args.JsonSave(probes)
     state_kind = None
     if data_iter is not None and data_iter_state is not None:
       raise ValueError('pass data_iter or data_iter_state, not both')
@@ -350,6 +361,10 @@ def export(directory: str, params: PyTree, config: Config, *, dtype: str = 'bflo
     checkpointer.save(out / PARAMS_EMA, cast)
   (out / CONFIG).mkdir()
   (out / CONFIG / CONFIG_FILE).write_text(config_lib.to_json(config))
+  as_loaded = jax.tree.map(lambda a: np.asarray(a, np.float32), cast)  # What `load_model` will compute with.
+  (out / PROBE).mkdir()
+  (out / PROBE / PROBE_FILE).write_text(
+      json.dumps({PARAMS_EMA: model_lib.probe(model_lib.ModelConfig.from_config(config), as_loaded)}))
   return out
 
 
@@ -394,4 +409,25 @@ def load_model(
         f'parameters at {params_dir} do not fit their config: '
         + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
     )
+  if num_heads is not None and num_heads != model_config.num_heads:
+    raise ValueError(f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
+                     f'num_heads {model_config.num_heads}')
+  _check_probe(params_dir, model_config, params)
   return model_config, params, experiment
+
+
+def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+  """Refuses parameters whose saved `model.probe` output this config does not reproduce."""
+  probe_file = params_dir.parent / PROBE / PROBE_FILE
+  if not probe_file.exists():  # Saved before probes existed.
+    return
+  saved = json.loads(probe_file.read_text()).get(params_dir.name)
+  if saved is None:
+    return
+  distance = model_lib.probe_distance(saved, model_lib.probe(model_config, params))
+  if distance > PROBE_TOLERANCE:
+    raise ValueError(
+        f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
+        f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
+        f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'
+        ' move_attention, joint_layers, use_causal_mask?)')

@@ -325,8 +325,10 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
       if done % config.train.ckpt_every == 0 or done == end or stop.requested:
+        probes = {name: model.probe(functions.model_config, tree)
+                  for name, tree in ((checkpoint.PARAMS, state.params), (checkpoint.PARAMS_EMA, state.params_ema))}
         manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
-                     config=config, data_iter_state=data_iter.get_state())
+                     config=config, data_iter_state=data_iter.get_state(), probes=probes)
       if stop.requested:
         bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
         break

@@ -3,6 +3,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import signal
 import threading
 import time
@@ -359,12 +360,23 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
       (['--input', str(lichess_999), '--max_games', '1', '--engine_path', str(cat), '--deadline', '1'],
        f"error: '{cat}' is not a UCI engine: no \"uciok\" within 1 s"),
   ]
+  readonly = tmp_path / 'readonly'
+  readonly.mkdir(mode=0o555)
+  cases.append((['--input', str(lichess_999), *engine, '--output_dir', '/proc/out'],
+                'error: --output_dir /proc/out: cannot create it (No such file or directory)'))
+  if os.geteuid() != 0:  # root may write anywhere else.
+    cases.append((['--input', str(lichess_999), *engine, '--output_dir', str(readonly / 'out')],
+                  f'error: --output_dir {readonly / "out"}: cannot create it (Permission denied)'))
   for i, (args, first_line) in enumerate(cases):
-    result = _cli(*args, '--output_dir', str(tmp_path / f'out{i}'))
+    if '--output_dir' not in args:
+      args = [*args, '--output_dir', str(tmp_path / f'out{i}')]
+    result = _cli(*args)
     assert result.returncode == 2, (args, result.stderr[-2000:])
-    lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith(first_line), result.stderr[-2000:]
-    assert [line for line in lines if line.startswith('error:')] == lines[-1:]  # One error line, the last.
-    # Beam's worker processes still print a failed bundle's traceback (sdk_worker.py, unconditionally);
-    # none comes from Beam's loggers or from us.
-    assert 'ERROR:apache_beam' not in result.stderr
+    # Exactly one line: Beam's workers print a failed bundle's traceback to their stderr, which goes to a
+    # log file that the line names (when there is one) instead of the terminal.
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]
+    line = result.stderr.strip()
+    assert line.startswith(first_line), line
+    if (log := re.search(r"\(workers' log: (\S+)\)$", line)):
+      assert 'Traceback' in pathlib.Path(log[1]).read_text()
+      pathlib.Path(log[1]).unlink()

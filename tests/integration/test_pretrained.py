@@ -1,5 +1,6 @@
 """The model shipped in the package: export format, the name 'pretrained' everywhere, an installed wheel."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -28,6 +29,7 @@ def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(
   saved = checkpoint._tree(handler.metadata(out / 'params_ema'))  # pylint: disable=protected-access
   handler.close()
   assert {str(m.dtype) for m in jax.tree.leaves(saved)} == {'bfloat16'}
+  assert sorted(json.loads((out / 'probe' / 'probe.json').read_text())) == ['params_ema']  # Checked on loading.
   model_config, restored, experiment = checkpoint.load_model(str(out))
   assert model_config == model.ModelConfig.from_config(config) and experiment.model.packing == 'board'
   for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(params)):

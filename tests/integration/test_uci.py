@@ -21,6 +21,7 @@ from searchless.play import policy as policy_lib
 from searchless.play import uci
 from searchless.core import values
 
+from faults import hostile_uci_line
 from helpers import write_checkpoint
 
 AFTER_E4_E5 = 'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2'
@@ -611,25 +612,13 @@ def test_killed_client_ends_the_engine(model_checkpoint):
       client.wait()
 
 
-WORDS = ('uci', 'isready', 'ucinewgame', 'position', 'startpos', 'fen', 'moves', 'go', 'stop', 'ponderhit',
-         'setoption', 'name', 'value', 'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'Threads',
-         'depth', 'nodes', 'movetime', 'wtime', 'btime', 'winc', 'binc', 'movestogo', 'infinite', 'searchmoves',
-         'ponder', 'mate', 'debug', 'on', 'off', 'register', 'later', 'e2e4', 'e7e5', 'g1f3', 'a7a8q', 'e1g1', '0000',
-         '8/8/8/8/8/8/8/K1k5', 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR', 'w', 'b', 'KQkq', '-', '0', '1', '-5',
-         '1e9', 'nan', 'inf', '99999999999999999999', 'true', 'action_value', 'state_value')
-
-
 @pytest.mark.timeout(180)
 def test_fuzz_1200_hostile_lines_then_the_engine_still_answers_isready(factory):
   engine, lines = make_engine(factory, warm_up=False)
   rng = random.Random(7)
   sent = 0
   while sent < 1200:
-    tokens = [rng.choice(WORDS) if rng.random() < 0.85 else
-              ''.join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(1, 8))) for _ in range(rng.randrange(13))]
-    line = ' '.join(tokens)
-    if 'quit' in line.split():
-      continue
+    line = hostile_uci_line(rng)
     assert engine.handle(line + '\n'), line
     sent += 1
   assert engine.handle('stop')

@@ -249,7 +249,7 @@ def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
   kept = cut[0, 77:93].tolist()
   assert kept == sorted(kept, key=[moves_lib.MOVE_TO_ACTION[m] for m in board.moves].index) and -1 not in kept
   bad = board._replace(win_probs=board.win_probs[:-1] + (1.5,))
-  with pytest.raises(codecs.BadRecord, match=r'record 1 of the batch: a win probability is not in \[0, 1\]'):
+  with pytest.raises(codecs.BadRecord, match=r'^record 1 of the batch: win probability 1.5 is not in \[0, 1\]$'):
     packing.packed_rows([board, bad], 48, edges)
 
 

@@ -1,5 +1,7 @@
 """The player's rules: argmax, temperature, repetition, decisive wins; the Python API on checkpoints."""
 
+import json
+
 import chess
 import numpy as np
 import pytest
@@ -143,3 +145,22 @@ def test_a_policy_that_contradicts_the_checkpoint_is_refused(model_checkpoint, c
   assert published.policy.kind == 'state_value'
   with pytest.raises(ValueError, match='does not fit'):
     player_lib.Player.load(str(compat / 'reference_local_checkpoint'), policy='behavioral_cloning')
+
+
+def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
+  """Heads leave no trace in parameter shapes: the probe saved with the shipped model catches them."""
+  import shutil
+  from searchless.training import checkpoint
+  model_dir = tmp_path / 'model'
+  shutil.copytree(checkpoint.pretrained_dir(), model_dir)
+  assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The copy loads as it is.
+  config_file = model_dir / 'config' / 'config.json'
+  config = json.loads(config_file.read_text())
+  assert config['model']['num_heads'] == 4
+  config['model']['num_heads'] = 8
+  config_file.write_text(json.dumps(config))
+  with pytest.raises(ValueError, match=r'do not compute what they computed when saved \(probe distance 0\.149 > 0\.02\)'
+                                       r'.*num_heads 8'):
+    player_lib.Player.load(str(model_dir))
+  with pytest.raises(ValueError, match='^num_heads 4 contradicts the checkpoint at .*: its config has num_heads 8$'):
+    checkpoint.load_model(str(model_dir), num_heads=4)

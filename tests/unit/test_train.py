@@ -66,6 +66,15 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
   assert saved.model.embedding_dim == 32 and saved.data.train == av_bag
   record = json.loads((tmp_path / 'metrics.jsonl').read_text().splitlines()[-1])
   assert set(record) >= {'step', 'loss', 'grad_norm', 'examples_per_s', 'tokens_per_s', 'mfu'}
+  # Each parameter item's probe is saved and reproduced on loading; a config edited in a field the
+  # shapes do not show (heads) is refused.
+  probes = json.loads((tmp_path / 'checkpoints' / '100' / 'probe' / 'probe.json').read_text())
+  assert sorted(probes) == ['params', 'params_ema'] and len(probes['params']) == 128
+  checkpoint.load_model(str(tmp_path))
+  step_config = tmp_path / 'checkpoints' / '100' / 'config' / 'config.json'
+  step_config.write_text(step_config.read_text().replace('"num_heads": 2', '"num_heads": 4'))
+  with pytest.raises(ValueError, match=r'probe distance .*num_heads 4'):
+    checkpoint.load_model(str(tmp_path))
 
 
 def _run_cli(workdir, data, *extra, env=None, steps=8):

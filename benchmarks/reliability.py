@@ -1,0 +1,272 @@
+"""Reliability: faults fed to the real programs, counted as tried / crashes / lost.
+
+    .venv/bin/python benchmarks/reliability.py --workdir /tmp/reliability
+
+Five campaigns, each against the real component (subprocesses, a real
+Stockfish, Beam's multi-process DirectRunner, orbax checkpoints):
+
+1. **Malformed games**: 1,200 Lichess games, each with one generated fault
+   (`tests/faults.py`: cuts, garbage, lost lines, BOMs, moves after the result,
+   ...), annotated by ``searchless-annotate`` (2 workers, ``--mode board``,
+   depth 1). Lost: input lines in no game, games read but neither kept nor
+   skipped with a reason, kept boards in no record and not in failures.
+2. **Hostile UCI lines**: 1,200 generated lines to ``searchless-uci
+   --checkpoint pretrained``, then ``isready`` and a search. Crash: the process
+   ended; hang: no ``readyok`` within 60 s.
+3. **Engine kills**: Stockfish killed with SIGKILL `--kills` times while 12 games
+   are annotated. Lost / duplicated: boards of the games missing from, or
+   repeated in, the state-value records (failures counted apart).
+4. **Trainer kills**: ``searchless-train`` killed with SIGKILL at a random
+   moment, then rerun, `--trainer_kills` times. Lost: a resumed run whose final
+   parameters differ from an uninterrupted run's in any bit.
+5. **Bad command lines**: missing, empty, cut or garbage inputs, a directory,
+   an unwritable output, a program that is no engine, out-of-range options,
+   corrupt records. Crash: anything but exit status 2 with one ``error:`` line
+   (a traceback included).
+"""
+
+import argparse
+import collections
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import psutil
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / 'tests'))
+
+from faults import hostile_uci_line, mutate_game  # noqa: E402
+from searchless.core import bags  # noqa: E402
+from searchless.data import pgn  # noqa: E402
+from searchless.engines import launch  # noqa: E402
+from searchless.training import checkpoint  # noqa: E402
+
+SHARED = ROOT.parent / 'shared'
+GAMES = SHARED / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
+AV_SAMPLE = SHARED / 'compat' / 'action_value_sample.bag'
+BIN = pathlib.Path(sys.executable).parent
+
+
+def _cli(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+  return subprocess.run([str(BIN / name), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def malformed_games(work: pathlib.Path, engine: str, count: int) -> dict:
+  rng = random.Random(13)
+  games = [raw.text for raw in pgn.iter_raw_games(str(GAMES))][:400]
+  texts = [mutate_game(games[i % len(games)], rng) for i in range(count)]
+  path = work / 'fuzz.pgn'
+  path.write_bytes(b''.join(t.encode('utf-8') + b'\n' for t in texts))
+  raws = list(pgn.iter_raw_games(str(path)))
+  in_games = [line for raw in raws for line in raw.text.split('\n') if line.strip()]
+  lines = [line.rstrip('\r').replace('\ufeff', '') for t in texts for line in t.split('\n')]
+  lost_lines = len([line for line in lines if line.strip()]) - len(in_games)
+  out = work / 'fuzz_out'
+  result = _cli('searchless-annotate', '--input', str(path), '--output_dir', str(out), '--overwrite', '--no_progress',
+                '--mode', 'board', '--limit', 'depth=1', '--engine_path', engine, '--direct_num_workers', '2')
+  if result.returncode:
+    return {'tried': count, 'crashes': 1, 'lost': None, 'detail': result.stderr.strip()[-300:]}
+  manifest = json.loads((out / 'manifest.json').read_text())
+  read, kept = manifest['games']['read'], manifest['games']['kept']
+  skipped = sum(manifest['games']['skipped'].values())
+  failures = (out / 'failures.jsonl').read_text().splitlines() if (out / 'failures.jsonl').exists() else []
+  written = sum(len(bags.read_records(bags.find(str(out / split), 'state_value'), 'state_value'))
+                for split in ('train', 'test') if any((out / split).glob('state_value*')))
+  boards = sum(s['boards'] for s in manifest['splits'].values())
+  lost = lost_lines + (read - kept - skipped) + (boards - written - len(failures))
+  return {'tried': count, 'crashes': 0, 'lost': lost,
+          'detail': f'{read} games read ({len(raws)} by the reader alone), {kept} kept, {skipped} skipped with a reason; '
+                    f'{boards} boards, {written} records, {len(failures)} failures; {lost_lines} lines in no game'}
+
+
+def hostile_uci(count: int) -> dict:
+  rng = random.Random(7)
+  proc = subprocess.Popen([str(BIN / 'searchless-uci'), '--checkpoint', 'pretrained'], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+  replies: list[str] = []
+  reader = threading.Thread(target=lambda: replies.extend(line.decode('utf-8', 'replace').strip() for line in proc.stdout),
+                            daemon=True)
+  reader.start()
+  assert proc.stdin is not None
+  for _ in range(count):
+    proc.stdin.write(hostile_uci_line(rng).encode('utf-8', 'surrogateescape') + b'\n')
+  proc.stdin.write(b'stop\nisready\nposition startpos\ngo depth 1\n')
+  proc.stdin.flush()
+  deadline = time.monotonic() + 60
+  while time.monotonic() < deadline and proc.poll() is None and not any(r.startswith('bestmove') for r in replies[-3:]):
+    time.sleep(0.1)
+  crashed = proc.poll() is not None
+  answered = 'readyok' in replies and any(r.startswith('bestmove') for r in replies[-3:])
+  errors = sum(1 for r in replies if r.startswith('info string error'))
+  if not crashed:
+    proc.stdin.write(b'quit\n')
+    proc.stdin.close()
+    proc.wait(30)
+  return {'tried': count, 'crashes': int(crashed), 'hangs': int(not crashed and not answered), 'lost': 0 if answered else 1,
+          'detail': f'{errors} lines answered "info string error", then readyok and a legal bestmove: {answered}'}
+
+
+def engine_kills(work: pathlib.Path, engine: str, kills: int) -> dict:
+  from searchless.commands import annotate as driver
+  lines = GAMES.read_text().splitlines(keepends=True)
+  starts = [i for i, line in enumerate(lines) if line.startswith('[Event ')]
+  games = work / 'kill_games.pgn'
+  games.write_text(''.join(lines[:starts[12]]))
+  expected = collections.Counter(set(fen for raw in pgn.iter_raw_games(str(games)) for fen in pgn.parse_game(raw).fens))
+  killed: list[int] = []
+
+  def killer():
+    while len(killed) < kills:
+      found = [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name() and p.pid not in killed]
+      if found:
+        time.sleep(0.5)  # Let it annotate some boards first.
+        try:
+          found[0].send_signal(signal.SIGKILL)
+          killed.append(found[0].pid)
+        except psutil.NoSuchProcess:
+          pass
+      time.sleep(0.05)
+
+  thread = threading.Thread(target=killer, daemon=True)
+  thread.start()
+  manifest = driver.run(['--input', str(games), '--output_dir', str(work / 'kill_out'), '--overwrite', '--limit',
+                         'depth=10', '--test_fraction', '0', '--engine_path', engine, '--direct_running_mode',
+                         'in_memory', '--direct_num_workers', '1', '--no_progress', '--mode', 'board'])
+  records = bags.read_records(bags.find(str(work / 'kill_out' / 'train'), 'state_value'), 'state_value')
+  got = collections.Counter(r.fen for r in records)
+  failures = manifest.splits['train']['boards_failed']
+  lost = sum((expected - got).values()) - failures
+  duplicated = sum((got - expected).values())
+  return {'tried': len(killed), 'crashes': 0, 'lost': lost + duplicated,
+          'detail': f'{sum(expected.values())} boards, {len(records)} records, {failures} failed, {duplicated} duplicated,'
+                    f' {manifest.engine_restarts} engine restarts'}
+
+
+def trainer_kills(work: pathlib.Path, trials: int) -> dict:
+  args = ['--config', 'tiny', '--data', str(AV_SAMPLE), 'model.embedding_dim=32', 'model.num_layers=1',
+          'model.num_heads=2', 'data.batch_size=16', 'train.num_steps=60', 'train.ckpt_every=5',
+          'train.log_every=5', 'train.eval_every=1000', 'train.compute_dtype=float32']
+  reference = work / 'train_reference'
+  shutil.rmtree(reference, ignore_errors=True)
+  assert _cli('searchless-train', '--workdir', str(reference), *args).returncode == 0
+  want = checkpoint.load_params(str(reference))
+  rng = random.Random(3)
+  lost, detail = 0, []
+  for trial in range(trials):
+    run_dir = work / f'train_killed_{trial}'
+    shutil.rmtree(run_dir, ignore_errors=True)
+    proc = subprocess.Popen([str(BIN / 'searchless-train'), '--workdir', str(run_dir), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (run_dir / 'metrics.jsonl').exists() and proc.poll() is None:  # Training has started.
+      time.sleep(0.05)
+    time.sleep(rng.uniform(0.0, 3.0))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    steps = len((run_dir / 'metrics.jsonl').read_text().splitlines()) if (run_dir / 'metrics.jsonl').exists() else 0
+    result = _cli('searchless-train', '--workdir', str(run_dir), *args)
+    got = checkpoint.load_params(str(run_dir))
+    same = result.returncode == 0 and all(
+        np.array_equal(a, b) for a, b in zip(_leaves(got), _leaves(want), strict=True))
+    metrics = [json.loads(line)['step'] for line in (run_dir / 'metrics.jsonl').read_text().splitlines()]
+    same = same and metrics == sorted(set(metrics))
+    lost += int(not same)
+    detail.append(f'killed after {steps} log lines: {"identical" if same else "DIFFERENT"}')
+  return {'tried': trials, 'crashes': 0, 'lost': lost, 'detail': '; '.join(detail)}
+
+
+def _leaves(tree):
+  import jax
+  return jax.tree.leaves(tree)
+
+
+def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
+  import zstandard
+  bad = work / 'bad'
+  shutil.rmtree(bad, ignore_errors=True)
+  bad.mkdir()
+  cut = bad / 'cut.pgn.zst'
+  data = zstandard.ZstdCompressor().compress(GAMES.read_bytes()[:300_000])
+  cut.write_bytes(data[: len(data) // 2])
+  (bad / 'garbage.pgn.zst').write_bytes(os.urandom(300))
+  (bad / 'empty.pgn').write_text('')
+  (bad / 'cat-engine').write_text('#!/bin/sh\nexec cat\n')
+  (bad / 'cat-engine').chmod(0o755)
+  corrupt = bad / 'corrupt_action_value_data.bag'
+  corrupt.write_bytes(AV_SAMPLE.read_bytes()[:-7])
+  eng = ['--engine_path', engine, '--limit', 'depth=1', '--no_progress']
+  out = lambda i: ['--output_dir', str(bad / f'out{i}')]
+  annotate_cases = [
+      ['--input', str(cut)], ['--input', str(bad / 'garbage.pgn.zst')], ['--input', str(bad / 'missing.pgn')],
+      ['--input', str(bad)], ['--input', str(bad / 'empty.pgn')], ['--input', str(GAMES), '--output_dir', '/proc/out'],
+      ['--input', str(GAMES), '--max_games', '1', '--engine_path', str(bad / 'cat-engine'), '--deadline', '1'],
+      ['--input', str(GAMES), '--max_attempts', '0'], ['--input', str(GAMES), '--test_fraction', '2'],
+      ['--input', str(GAMES), '--sample_games', '0'], ['--input', str(GAMES), '--threads', '0'],
+      ['--input', str(GAMES), '--hash_mb', '-1'], ['--input', str(GAMES), '--deadline', '0'],
+  ]
+  cases = [('searchless-annotate', [*eng, *case] + ([] if '--output_dir' in case else out(i)))
+           for i, case in enumerate(annotate_cases)]
+  train = ['--config', 'tiny', '--workdir', str(bad / 'train')]
+  cases += [
+      ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'optim.learning_rate=-1']),
+      ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'train.num_steps=-5']),
+      ('searchless-train', [*train, '--data', str(bad)]),
+      ('searchless-train', [*train, '--data', str(corrupt), 'train.num_steps=2', 'data.batch_size=4']),
+      ('searchless-evaluate', ['--checkpoint', 'pretrained', '--data', str(corrupt), '--out', str(bad / 'eval')]),
+      ('searchless-evaluate', ['--checkpoint', str(bad / 'nothing'), '--data', str(AV_SAMPLE), '--out', str(bad / 'e2')]),
+      ('searchless-uci', ['--checkpoint', str(bad / 'nothing')]),
+  ]
+  crashes, detail = 0, []
+  for name, args in cases:
+    result = _cli(name, *args, timeout=300)
+    lines = result.stderr.strip().splitlines()
+    ok = result.returncode == 2 and len(lines) == 1 and lines[0].startswith('error: ')
+    crashes += int(not ok)
+    if not ok:
+      detail.append(f'{name} {" ".join(args[-2:])}: rc {result.returncode}, {len(lines)} stderr lines')
+  return {'tried': len(cases), 'crashes': crashes, 'lost': 0, 'detail': '; '.join(detail) or 'each one line, exit 2'}
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--workdir', required=True)
+  p.add_argument('--games', type=int, default=1200)
+  p.add_argument('--uci_lines', type=int, default=1200)
+  p.add_argument('--kills', type=int, default=5)
+  p.add_argument('--trainer_kills', type=int, default=3)
+  p.add_argument('--engine_path', default=None)
+  args = p.parse_args()
+  work = pathlib.Path(args.workdir)
+  work.mkdir(parents=True, exist_ok=True)
+  engine = launch.require_stockfish(args.engine_path)
+  campaigns = [
+      ('malformed games -> searchless-annotate', lambda: malformed_games(work, engine, args.games)),
+      ('hostile UCI lines -> searchless-uci', lambda: hostile_uci(args.uci_lines)),
+      ('Stockfish SIGKILLed mid-annotation', lambda: engine_kills(work, engine, args.kills)),
+      ('searchless-train SIGKILLed, resumed', lambda: trainer_kills(work, args.trainer_kills)),
+      ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
+  ]
+  print(f"{'campaign':42s} {'tried':>6s} {'crashes':>8s} {'lost':>5s}  seconds  detail")
+  totals = collections.Counter()
+  for name, campaign in campaigns:
+    start = time.perf_counter()
+    figures = campaign()
+    seconds = time.perf_counter() - start
+    totals.update({k: figures[k] or 0 for k in ('tried', 'crashes', 'lost')})
+    print(f"{name:42s} {figures['tried']:6d} {figures['crashes']:8d} {figures['lost']!s:>5s}  {seconds:7.1f}  "
+          f"{figures['detail']}", flush=True)
+  print(f"{'all':42s} {totals['tried']:6d} {totals['crashes']:8d} {totals['lost']:5d}")
+  print(f"crashes / tried: {totals['crashes'] / totals['tried']:.3f}; lost / tried: {totals['lost'] / totals['tried']:.3f}")
+
+
+if __name__ == '__main__':
+  main()

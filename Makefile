@@ -6,10 +6,11 @@ PY := $(VENV)/bin/python
 # Defaults live in the demo config (searchless/configs/demo.py). Override, e.g.:
 #   make run RUN_DIR=runs/9m CONFIG=9m INPUT='lichess/*.pgn.zst' ANNOTATE_ARGS='--limit time=0.05'
 RUN_DIR ?= runs/demo
-INPUT ?= data/sample_games.pgn
+# INPUT and PUZZLES default to the sample games and puzzles shipped in the package (searchless/samples/);
+# RUN_ARGS="--puzzles ''" mines puzzles from the input's test games instead.
+INPUT ?=
 CONFIG ?= demo
-# Puzzles for the evaluation: the shipped set (see data/README.md); empty mines the input's test games.
-PUZZLES ?= data/sample_puzzles.csv
+PUZZLES ?=
 ANNOTATE_ARGS ?=
 TRAIN_ARGS ?=
 RUN_ARGS ?=
@@ -18,8 +19,9 @@ PYTEST_ARGS ?=
 .PHONY: run test setup stockfish stockfish-optional stockfish-native clean
 
 run: setup stockfish
-	$(PY) -m searchless.commands.demo --input $(INPUT) --run_dir $(RUN_DIR) --config $(CONFIG) \
-	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' --puzzles '$(PUZZLES)' $(RUN_ARGS)
+	$(PY) -m searchless.commands.demo $(if $(INPUT),--input $(INPUT)) --run_dir $(RUN_DIR) --config $(CONFIG) \
+	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' \
+	  $(if $(PUZZLES),--puzzles '$(PUZZLES)') $(RUN_ARGS)
 
 test: setup stockfish-optional
 	$(PY) -m mypy

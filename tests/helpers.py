@@ -7,7 +7,7 @@ SHARED = ROOT.parent / 'shared'  # Compat vectors and real data beside the check
 COMPAT = SHARED / 'compat'
 DATA = SHARED / 'data'
 LICHESS_999 = DATA / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
-SAMPLE_GAMES = ROOT / 'data' / 'sample_games.pgn'  # The bundled self-play games.
+SAMPLE_GAMES = ROOT / 'searchless' / 'samples' / 'sample_games.pgn'  # The shipped self-play games.
 FAKE_ENGINES = pathlib.Path(__file__).resolve().parent / 'integration' / 'fake_engines'
 
 
@@ -30,3 +30,20 @@ def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed
   with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:
     assert checkpointer.save(1, params=params, params_ema=params, opt_state=opt_state, config=experiment)
   return directory
+
+
+def tensorboard_scalars(logdir):
+  """{tag: [(step, value)]} of the event files in `logdir` (TFRecord framing: length, crc, event, crc)."""
+  import struct
+  from tensorboardX.proto import event_pb2
+  scalars = {}
+  for path in sorted(logdir.glob('events.out.tfevents.*')):
+    data = path.read_bytes()
+    at = 0
+    while at < len(data):
+      (length,) = struct.unpack('<Q', data[at:at + 8])
+      event = event_pb2.Event.FromString(data[at + 12:at + 12 + length])
+      at += 12 + length + 4
+      for value in event.summary.value:
+        scalars.setdefault(value.tag, []).append((event.step, round(value.simple_value, 4)))
+  return scalars

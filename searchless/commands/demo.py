@@ -1,6 +1,6 @@
 r"""The main job: games -> annotated data -> trained model -> evaluation -> report.
 
-    python -m searchless.commands.demo --input data/sample_games.pgn --run_dir runs/demo      # what `make run` does
+    python -m searchless.commands.demo --run_dir runs/demo      # what `make run` does (the shipped sample games)
     python -m searchless.commands.demo --input 'lichess/*.pgn.zst' --run_dir runs/9m --config 9m \
         --annotate_args '--limit time=0.05 --mode per_move' --train_args 'train.num_steps=20000'
 
@@ -44,6 +44,7 @@ import pathlib
 import shlex
 import time
 
+from searchless import samples
 from searchless.commands import errors
 from searchless.core import artefacts
 from searchless.training import config as config_lib
@@ -53,7 +54,8 @@ STEPS = ('annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'analyse_g
 def _parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog='python -m searchless.commands.demo', description=__doc__.split('\n\n')[0],
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-  p.add_argument('--input', nargs='+', required=True, help='PGN files or globs (.pgn, .pgn.zst, ...)')
+  p.add_argument('--input', nargs='+', default=[str(samples.GAMES)],
+                 help='PGN files or globs (.pgn, .pgn.zst, ...); default: the sample games shipped in the package')
   p.add_argument('--run_dir', required=True, help='where every step writes')
   p.add_argument('--config', '--preset', default='demo',
                  help="model/training config: a shipped name (searchless/configs/) or a .py path; its 'demo' "
@@ -61,8 +63,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--annotate_args', default=None, help='searchless-annotate flags (one string)')
   p.add_argument('--train_args', default='', help='extra key=value config overrides (one string)')
   p.add_argument('--engine_path', help='Stockfish binary (default: found on PATH or /usr/games)')
-  p.add_argument('--puzzles', default='',
-                 help="a puzzle CSV (Lichess columns) to use instead of mining the test games ('' mines)")
+  p.add_argument('--puzzles', default=str(samples.PUZZLES),
+                 help="a puzzle CSV (Lichess columns) to use instead of mining the test games ('' mines); default: "
+                      "the sample puzzles shipped in the package")
   p.add_argument('--mine_limit', default=None, help='Stockfish limit for mining puzzles')
   p.add_argument('--max_puzzles', type=int, default=None, help='puzzles to mine at most')
   p.add_argument('--match_opponent', default=None, help='agent spec of the match opponent (a UCI_Elo Stockfish anchors the Elo)')

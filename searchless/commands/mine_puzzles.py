@@ -1,6 +1,6 @@
 """searchless-mine-puzzles: mine Lichess-style puzzles ("only move" tactics) from PGN games with Stockfish.
 
-    searchless-mine-puzzles --games data/sample_games.pgn --out runs/demo/puzzles.csv
+    searchless-mine-puzzles --games searchless/samples/sample_games.pgn --out runs/demo/puzzles.csv
 
 The method is `searchless.evaluation.puzzle_mining`'s; the CSV has the Lichess
 puzzle columns, so ``searchless-puzzles`` reads it unchanged.

@@ -1,6 +1,6 @@
 r"""Generate chess games by Stockfish self-play into a PGN file.
 
-    searchless-selfplay --output data/sample_games.pgn --num_games 50 \
+    searchless-selfplay --output searchless/samples/sample_games.pgn --num_games 50 \
         --seed 0 --nodes 10000
 
 Each game opens with random legal moves, then Stockfish plays both sides,

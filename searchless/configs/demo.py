@@ -2,7 +2,7 @@
 
 Run it all (annotate -> train -> evaluate -> puzzles -> match -> report):
 
-    make run        # or: python -m searchless.commands.demo --input data/sample_games.pgn --run_dir runs/demo
+    make run        # or: python -m searchless.commands.demo --run_dir runs/demo
 
 or just its training step:
 

@@ -37,8 +37,8 @@ import time
 from typing import Any, cast
 
 from apache_beam.io.filesystems import FileSystems
-import tqdm
 
+from searchless.core import progress_bars
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import puzzles as puzzles_lib
@@ -120,7 +120,7 @@ def overlapping_keys(spec: str, kind: str, keys: Collection[str], progress: bool
   """
   reader = bags.reader(spec)
   found, read, boards, previous = set(), 0, 0, None
-  for data in tqdm.tqdm(reader, total=len(reader), desc='train records', unit='rec', disable=not progress, mininterval=1.0):
+  for data in progress_bars.bar(reader, total=len(reader), desc='train records', unit='rec', disable=not progress, mininterval=1.0):
     read += 1
     # records.decode is annotated as returning a NamedTuple; every record type has `fen`.
     record = cast(_Record, records.decode(kind, data))
@@ -172,7 +172,7 @@ def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: 
   spec, kind = train_spec(train_dir, train_kind) if train_dir else (None, None)
 
   def read(desc: str) -> Iterator[puzzles_lib.Puzzle]:
-    return tqdm.tqdm(puzzles_lib.read_puzzles(puzzles, limit), desc=desc, unit='puzzle',
+    return progress_bars.bar(puzzles_lib.read_puzzles(puzzles, limit), desc=desc, unit='puzzle',
                      total=limit, disable=not progress, mininterval=1.0)
 
   # Pass 1: the start-board keys (and, unless some are removed, the output).

@@ -45,7 +45,7 @@ Example (prints two short games as PGN)::
 `run` writes such games to a PGN file (what ``searchless-selfplay``,
 ``searchless/commands/selfplay.py``, does):
 
-    summary = selfplay.run('data/sample_games.pgn', num_games=50, seed=0, nodes=10_000)
+    summary = selfplay.run('searchless/samples/sample_games.pgn', num_games=50, seed=0, nodes=10_000)
 """
 
 from collections.abc import Iterator
@@ -58,8 +58,8 @@ import time
 import chess
 import chess.engine
 import chess.pgn
-import tqdm
 
+from searchless.core import progress_bars
 from searchless.engines import launch
 
 EVENT = 'searchless self-play'
@@ -251,7 +251,7 @@ def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | N
         date: str = UNKNOWN_DATE, progress: bool = True) -> SelfplaySummary:
   """Writes `num_games` self-play games (`play_games`) to the PGN file `output` (overwritten).
 
-  The defaults are the recipe of the bundled ``data/sample_games.pgn``.
+  The defaults are the recipe of the shipped ``searchless/samples/sample_games.pgn``.
   `engine_path` defaults to the Stockfish `launch.find_stockfish` finds; `nodes`
   is the engine's node limit per move (one MultiPV search); `progress` shows a
   progress bar. Raises `launch.EngineNotFound` before `output` is touched when
@@ -270,7 +270,7 @@ def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | N
   directory = os.path.dirname(output)
   if directory:
     os.makedirs(directory, exist_ok=True)
-  with open(output, 'w', encoding='utf-8') as f, tqdm.tqdm(total=num_games, unit='game', disable=not progress) as bar:
+  with open(output, 'w', encoding='utf-8') as f, progress_bars.bar(total=num_games, unit='game', disable=not progress) as bar:
     exporter = chess.pgn.FileExporter(f)
     for game in games:
       game.accept(exporter)

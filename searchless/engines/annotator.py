@@ -211,9 +211,9 @@ class BoardAnnotator:
     if self._transport is not None:
       try:
         self._transport.kill()
-        self._transport.close()
-      except (ProcessLookupError, RuntimeError):
+      except (ProcessLookupError, RuntimeError):  # It has exited already (after quit).
         pass
+      self._transport.close()  # Always: else its pipes leak (a ResourceWarning).
     self._transport = self._engine = None
     # Let the loop process the child's exit so nothing is left behind.
     self._loop.run_until_complete(asyncio.sleep(0))

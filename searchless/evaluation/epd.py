@@ -41,7 +41,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import chess
-from tqdm import tqdm
+
+from searchless.core import progress_bars
 
 if TYPE_CHECKING:
   from searchless.play import agents as agents_lib
@@ -229,7 +230,7 @@ def evaluate_positions(positions: Sequence[EpdPosition], agent: 'agents_lib.Agen
                        path: str = '', progress: bool = True) -> SuiteResult:
   """Plays each position once with `agent` (given a fresh board) and scores the move."""
   results = []
-  with tqdm(positions, desc=name, unit='position', disable=not progress, file=sys.stderr) as bar:
+  with progress_bars.bar(positions, desc=name, unit='position', disable=not progress, file=sys.stderr) as bar:
     for position in bar:
       board = position.board()
       move = agent.play(board.copy())

@@ -12,7 +12,9 @@ hold Stockfish's value of every legal move. Writes into ``--out``:
 * ``metrics.json``: the means (see `searchless.evaluation.metrics`), the dropped-board
   count, the checkpoint, data and policy;
 * ``boards.jsonl``: one line per board: FEN, metrics, the policy's move and
-  value per move next to Stockfish's (for calibration plots and inspection).
+  value per move next to Stockfish's (for calibration plots and inspection);
+* ``tensorboard/``: the means as TensorBoard scalars at the checkpoint's step
+  (`searchless.core.tensorboard`).
 """
 
 import json
@@ -25,8 +27,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import chess
-import tqdm
 
+from searchless.core import progress_bars
+from searchless.core import tensorboard
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
@@ -99,7 +102,7 @@ def evaluate(policy: 'policy_lib.Policy', boards: Sequence[metrics.Board], *, ba
              progress: bool = True) -> list[dict]:
   """Per-board results: metrics plus the policy's values (moves in reference order)."""
   results = []
-  bar = tqdm.tqdm(total=len(boards), unit='board', desc='evaluate', disable=not progress, file=sys.stderr)
+  bar = progress_bars.bar(total=len(boards), unit='board', desc='evaluate', disable=not progress, file=sys.stderr)
   for start in range(0, len(boards), batch_boards):
     chunk = boards[start:start + batch_boards]
     for board, analysis in zip(chunk, policy.analyse_many([chess.Board(b.fen) for b in chunk])):
@@ -132,6 +135,7 @@ def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str 
         num_boards: int | None = None, dtype: str = 'auto', batch_boards: int = 32, progress: bool = True) -> dict:
   """Evaluates a checkpoint on `data`; writes metrics.json and boards.jsonl under `out`."""
   from searchless.play import player as player_lib  # JAX only once the inputs are checked.
+  from searchless.training import checkpoint
 
   boards, dropped, spec = load_boards(data, num_boards)
   if not boards:
@@ -155,4 +159,7 @@ def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str 
       r['metrics'] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r['metrics'].items()}
       f.write(json.dumps(r) + '\n')
   artefacts.EvaluationMetrics(**summary).write(out_dir / artefacts.EvaluationMetrics.FILE)  # Typed, versioned.
+  with tensorboard.ScalarWriter(out_dir / tensorboard.DIR) as scalars:  # At the checkpoint's step (0 if none).
+    step_dir = checkpoint.resolve(checkpoint_path).parent.name
+    scalars.write(int(step_dir) if step_dir.isdigit() else 0, summary)
   return summary

@@ -1,7 +1,7 @@
 r"""Mine Lichess-style puzzles ("only move" tactics) from PGN games with Stockfish.
 
 The demo cannot download the Lichess puzzle database, so it makes its own
-puzzle set from games (the bundled ``data/sample_games.pgn`` or any Lichess
+puzzle set from games (the shipped ``searchless/samples/sample_games.pgn`` or any Lichess
 PGN) and writes it in the Lichess puzzle CSV columns, which
 `searchless.data.puzzles.read_puzzles` and ``searchless-puzzles`` read unchanged.
 
@@ -63,7 +63,7 @@ Module map: `mined_puzzles` (a puzzle's row, id, rating, themes; the CSV),
 (games, candidates, workers). ``searchless-mine-puzzles``
 (`searchless.commands.mine_puzzles`) is the command line::
 
-  searchless-mine-puzzles --games data/sample_games.pgn --out runs/demo/puzzles.csv
+  searchless-mine-puzzles --games searchless/samples/sample_games.pgn --out runs/demo/puzzles.csv
   searchless-puzzles --puzzles runs/demo/puzzles.csv --agent stockfish:nodes=2000 --out runs/demo/puzzles-sf
 """
 
@@ -79,8 +79,8 @@ from collections.abc import Iterator, Sequence
 
 import chess
 import chess.pgn
-from tqdm import tqdm
 
+from searchless.core import progress_bars
 from searchless.data import pgn
 from searchless.data import splits
 from searchless.engines import launch
@@ -225,7 +225,7 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
     # At most 4 positions per worker in flight, so max_puzzles stops the work soon.
     in_flight: collections.deque = collections.deque()
     todo = iter(positions)
-    with tqdm(total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr) as bar:
+    with progress_bars.bar(total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr) as bar:
       while len(puzzles) < wanted:
         while len(in_flight) < 4 * workers and (position := next(todo, None)) is not None:
           in_flight.append(executor.submit(puzzle_at, position))

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import chess
 import chess.pgn
-from tqdm import tqdm
 
+from searchless.core import progress_bars
 from searchless.core import artefacts
 from searchless.data import puzzles as puzzles_lib
 
@@ -112,7 +112,7 @@ def evaluate(puzzles: Iterable[puzzles_lib.Puzzle], agent: 'agents_lib.Agent', *
   """Solves each puzzle in turn; a tqdm bar (on stderr) shows the running accuracy."""
   results: list[PuzzleResult] = []
   total = len(puzzles) if isinstance(puzzles, Sequence) else None
-  with tqdm(puzzles, total=total, desc='puzzles', unit='puzzle', disable=not progress, file=sys.stderr) as bar:
+  with progress_bars.bar(puzzles, total=total, desc='puzzles', unit='puzzle', disable=not progress, file=sys.stderr) as bar:
     for puzzle in bar:
       results.append(solve(puzzle, agent))
       bar.set_postfix(accuracy=f'{accuracy(results):.3f}', refresh=False)

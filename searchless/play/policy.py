@@ -60,9 +60,61 @@ MOVE_BUCKETS = (16, 32, 48, 64, 96, 128, 256)
 BOARD_BUCKETS = (1, 4, 16, 64)
 
 
+def model_fen(board: chess.Board) -> str:
+  """The FEN the model reads: `board.fen()`, with a Chess960 board's castling rights as KQkq.
+
+  The tokenizer knows only standard castling letters (ChessBench has no Chess960);
+  a right is K (q) when its rook is on the king's h-side (a-side), as for the
+  standard position, whatever files king and rook stand on.
+
+  >>> model_fen(chess.Board.from_chess960_pos(0))  # Shredder-FEN: ... w GBgb - 0 1.
+  'bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1'
+  """
+  if not board.chess960:
+    return board.fen()
+  letters = ''
+  for color, (h_side, a_side) in ((chess.WHITE, 'KQ'), (chess.BLACK, 'kq')):
+    king = board.king(color)
+    rooks = [chess.square_file(r) for r in chess.scan_forward(board.clean_castling_rights() & board.occupied_co[color])]
+    if king is not None:
+      letters += h_side * any(f > chess.square_file(king) for f in rooks) + a_side * any(
+          f < chess.square_file(king) for f in rooks)
+  fields = board.fen(en_passant='legal').split(' ')
+  fields[2] = letters or '-'
+  return ' '.join(fields)
+
+
+def model_move(board: chess.Board, move: chess.Move) -> str:
+  """The move as the model's vocabulary writes it: `move.uci()`, castling as the king's own move.
+
+  On a Chess960 board python-chess writes castling king-takes-rook (``b1a1``);
+  the model learned castling as the king's move to the g- or c-file (``e1g1``),
+  which is what it gets here. Where that square is the king's own, or the same
+  king move is also legal without castling, king-takes-rook stays.
+
+  >>> board = chess.Board('1r2k2r/8/8/8/8/8/8/1R2K2R w HBhb - 0 1', chess960=True)
+  >>> [model_move(board, m) for m in board.legal_moves if board.is_castling(m)]
+  ['e1g1', 'e1c1']
+  """
+  if not (board.chess960 and board.is_castling(move)):
+    return move.uci()
+  rank = chess.square_rank(move.from_square)
+  king_to = chess.square(6 if board.is_kingside_castling(move) else 2, rank)
+  plain = chess.Move(move.from_square, king_to)
+  if king_to == move.from_square or (board.is_legal(plain) and not board.is_castling(plain)):
+    return move.uci()
+  return plain.uci()
+
+
+def model_actions(board: chess.Board, moves: Sequence[chess.Move]) -> list[int]:
+  """The vocabulary indices of `moves` on `board` (`model_move`)."""
+  return [moves_lib.MOVE_TO_ACTION[model_move(board, m)] for m in moves]
+
+
 def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
   """Legal moves sorted by action index (the reference's order)."""
-  return sorted(board.legal_moves, key=lambda m: moves_lib.MOVE_TO_ACTION[m.uci()])
+  legal = list(board.legal_moves)
+  return [m for _, m in sorted(zip(model_actions(board, legal), legal), key=lambda pair: pair[0])]
 
 
 class Predictor:
@@ -287,11 +339,11 @@ class ActionValuePolicy(_Policy):
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     legal = [ordered_legal_moves(b) for b in boards]
     counts = [len(m) for m in legal]
-    fens = [b.fen() for b in boards]
-    states = _fens_tokens(fens, 2)  # [N, 79]
+    states = _fens_tokens([model_fen(b) for b in boards], 2)  # [N, 79]
     sequences = np.repeat(states, counts, axis=0)  # [sum M, 79]
-    sequences[:, tokenizer.SEQUENCE_LENGTH] = [moves_lib.MOVE_TO_ACTION[m.uci()] for ms in legal for m in ms]
+    sequences[:, tokenizer.SEQUENCE_LENGTH] = [a for b, ms in zip(boards, legal) for a in model_actions(b, ms)]
     log_probs = self.predictor(sequences)  # [sum M, K]
+    fens = [b.fen() for b in boards]
     return self._analyses(fens, legal, np.split(log_probs, np.cumsum([len(ms) for ms in legal])[:-1]))
 
   def _analyses(self, fens, legal, per_board) -> list[Analysis]:
@@ -308,9 +360,9 @@ class PackedActionValuePolicy(ActionValuePolicy):
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     legal = [ordered_legal_moves(b) for b in boards]
-    fens = [b.fen() for b in boards]
-    actions = [np.array([moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms], np.int32) for ms in legal]
-    return self._analyses(fens, legal, self.predictor(tokenizer.tokenize_batch(fens), actions))  # N x [M, K]
+    actions = [np.array(model_actions(b, ms), np.int32) for b, ms in zip(boards, legal)]
+    tokens = tokenizer.tokenize_batch([model_fen(b) for b in boards])  # [N, 77]
+    return self._analyses([b.fen() for b in boards], legal, self.predictor(tokens, actions))  # N x [M, K]
 
   def warm_up(self) -> None:
     self.predictor.warm_up()
@@ -327,10 +379,10 @@ class StateValuePolicy(_Policy):
     for board in boards:
       ms = ordered_legal_moves(board)
       legal.append(ms)
-      fens.append(board.fen())
+      fens.append(model_fen(board))
       for m in ms:
         board.push(m)
-        fens.append(board.fen())
+        fens.append(model_fen(board))
         board.pop()
     log_probs = self.predictor(_fens_tokens(fens, 1))  # [sum (1 + M), K]
     results, start = [], 0
@@ -351,11 +403,11 @@ class BehavioralCloningPolicy(_Policy):
   sequence_length = tokenizer.SEQUENCE_LENGTH + 1
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    log_probs = self.predictor(_fens_tokens([b.fen() for b in boards], 1))  # [N, 1968]
+    log_probs = self.predictor(_fens_tokens([model_fen(b) for b in boards], 1))  # [N, 1968]
     results = []
     for board, row in zip(boards, log_probs):
       ms = ordered_legal_moves(board)
-      legal = row[[moves_lib.MOVE_TO_ACTION[m.uci()] for m in ms]].astype(np.float64)
+      legal = row[model_actions(board, ms)].astype(np.float64)
       legal = legal - np.logaddexp.reduce(legal) if len(ms) else legal  # [M]
       results.append(Analysis(board.fen(), tuple(ms), np.exp(legal), legal, None, None))
     return results

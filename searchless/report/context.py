@@ -125,7 +125,7 @@ def commands(run_dir: str | os.PathLike) -> dict[str, str]:
   q = shlex.quote
   model = f'checkpoint:{d}/train,name=searchless'
   hints = {
-      'all': f'python -m searchless.commands.demo --input data/sample_games.pgn --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
+      'all': f'python -m searchless.commands.demo --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
       'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(d + "/data")}',
       'train': (f'searchless-train --config CONFIG --workdir {q(d + "/train")} '
                 f'--data {q(d + "/data/train/action_value*")} --eval_data {q(d + "/data/test/action_value*")}'),

@@ -3,7 +3,8 @@
     searchless-train --config tiny --workdir runs/tiny --data 'out/train/action_value*'
 
 Everything a run writes goes under ``--workdir``: ``config.json`` (the resolved
-config), ``metrics.jsonl`` (one JSON object per log/eval step), ``checkpoints/``
+config), ``metrics.jsonl`` (one JSON object per log/eval step) and the same
+numbers as TensorBoard scalars in ``tensorboard/``, ``checkpoints/``
 (orbax; params, EMA params, optimiser state, data-iterator state, config) and
 ``curves.png`` (`searchless-plot`). Rerunning the same command resumes from the
 latest checkpoint; N steps + resume + N steps gives the same parameters as 2N
@@ -25,8 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import tqdm
 
+from searchless.core import progress_bars
+from searchless.core import tensorboard
 from searchless.core import artefacts
 from searchless.training import checkpoint
 from searchless.training import config as config_lib
@@ -114,7 +116,7 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
     params = optax.apply_updates(state.params, updates)
     # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.
     params_ema = jax.tree.map(lambda e, p: e - (1.0 - decay) * (e - p), state.params_ema, params)
-    metrics = {'loss': loss, 'grad_norm': optax.global_norm(grads), 'targets': targets}
+    metrics = {'loss': loss, 'grad_norm': optax.tree_utils.tree_norm(grads), 'targets': targets}
     return TrainingState(state.step + 1, params, params_ema, opt_state), metrics
 
   abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
@@ -189,10 +191,12 @@ class _Stop:
       signal.signal(sig, handler)
 
 
-def _log(workdir: pathlib.Path, record: dict) -> None:
+def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter | None) -> None:
   if jax.process_index() == 0:
     with open(workdir / 'metrics.jsonl', 'a') as f:
       f.write(json.dumps(record) + '\n')
+  if scalars is not None:
+    scalars.write(record['step'], record)
 
 
 def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = ()) -> TrainingState:
@@ -274,8 +278,10 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
     start = 0
   _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
+  scalars = None
   if jax.process_index() == 0:
     (work / 'config.json').write_text(config_lib.to_json(config))
+    scalars = tensorboard.ScalarWriter(work / tensorboard.DIR, purge_step=start or None)
 
   eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
   num_steps = config.train.num_steps
@@ -287,7 +293,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     seq_len = model.SEQUENCE_LENGTHS[config.policy]
   flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = peak_flops_per_device(dtype)
-  bar = tqdm.tqdm(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
+  bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
                   dynamic_ncols=True)
   last_time, last_step = time.perf_counter(), start
   deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
@@ -317,11 +323,11 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         if peak:
           record['mfu'] = examples * flops / (peak * jax.device_count())
         last_time, last_step = now, done
-        _log(work, record)
+        _log(work, record, scalars)
         bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
       if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
         record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
-        _log(work, record)
+        _log(work, record, scalars)
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
       if done % config.train.ckpt_every == 0 or done == end or stop.requested:
@@ -337,6 +343,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         break
   manager.close()  # Waits for pending saves.
   bar.close()
+  if scalars is not None:
+    scalars.close()
   if jax.process_index() == 0:
     step = int(jax.device_get(state.step))
     artefacts.TrainingSummary(

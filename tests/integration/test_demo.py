@@ -12,7 +12,7 @@ from searchless.core import bags
 from searchless.training import checkpoint
 from searchless.data import pgn
 
-from helpers import ROOT
+from helpers import SAMPLE_GAMES
 
 
 def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:
@@ -29,7 +29,7 @@ def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:
 
 @pytest.mark.engine
 def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
-  texts = [g.text.strip() for g in pgn.iter_raw_games(str(ROOT / 'data' / 'sample_games.pgn'))][:3]
+  texts = [g.text.strip() for g in pgn.iter_raw_games(str(SAMPLE_GAMES))][:3]
   games = [tmp_path / 'a.pgn', tmp_path / 'b.pgn']  # Two inputs; with the default split 1 test game, 2 train.
   games[0].write_text('\n\n'.join(texts[:2]) + '\n')
   games[1].write_text(texts[2] + '\n')

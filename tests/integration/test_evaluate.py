@@ -9,6 +9,8 @@ import pytest
 from searchless.core import bags
 from searchless.evaluation import evaluate
 
+from helpers import tensorboard_scalars
+
 # The reference evaluator (searchless_chess src/metrics_evaluator.py @90ae0e6), run on the compat
 # action-value sample with the compat `local` checkpoint (its eval_* means). Its `eval_kendall_tau`
 # is the argsort tau; ours is reported as kendall_tau_reference_argsort.
@@ -63,6 +65,9 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
   assert 'action_value on 10 boards' in result.stdout
   summary = json.loads((tmp_path / 'out' / 'metrics.json').read_text())
   assert summary['boards'] == 10 and 0.0 <= summary['action_accuracy'] <= 1.0
+  scalars = tensorboard_scalars(tmp_path / 'out' / 'tensorboard')  # At the checkpoint's step, 1.
+  assert scalars['action_accuracy'] == [(1, round(summary['action_accuracy'], 4))] and scalars['boards'] == [(1, 10.0)]
+  assert '\r' not in result.stderr  # The progress bar in a pipe: whole lines.
 
 
 def test_cli_errors_name_the_input(tmp_path, model_checkpoint):

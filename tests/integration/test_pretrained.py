@@ -67,7 +67,7 @@ def test_the_shipped_model_is_small_documented_and_plays():
 
 # Every console script in pyproject.toml (each must start from an installed wheel).
 SCRIPTS = ('searchless-analyse-game', 'searchless-annotate', 'searchless-convert', 'searchless-epd', 'searchless-evaluate',
-           'searchless-mine-puzzles', 'searchless-openings', 'searchless-plot', 'searchless-puzzles',
+           'searchless-export', 'searchless-mine-puzzles', 'searchless-openings', 'searchless-plot', 'searchless-puzzles',
            'searchless-puzzles-data', 'searchless-report', 'searchless-selfplay', 'searchless-tournament',
            'searchless-train', 'searchless-uci')
 
@@ -129,6 +129,19 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
         cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert train.returncode == 0, train.stderr[-2000:]
     assert 'complete at step 2/2' in train.stdout
+
+  # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package.
+  demo = subprocess.run(
+      [sys.executable, '-m', 'searchless.commands.demo', '--run_dir', str(tmp_path / 'demo'), '--no_progress',
+       '--workers', '1', '--annotate_args', '--max_games 4 --limit nodes=200 --test_fraction 0.1 --no_progress',
+       '--train_args', 'train.num_steps=2 data.batch_size=8 model.num_layers=1 train.eval_records=200',
+       '--match_opponent', 'stockfish:nodes=50,name=sf50', '--match_games', '1', '--match_max_plies', '8'],
+      cwd=work, env=env, capture_output=True, text=True, timeout=900)
+  assert demo.returncode == 0, demo.stderr[-3000:]
+  manifest = json.loads((tmp_path / 'demo' / 'data' / 'manifest.json').read_text())
+  assert manifest['inputs']['train'] == [str(target / 'searchless' / 'samples' / 'sample_games.pgn')]
+  summary = json.loads((tmp_path / 'demo' / 'puzzles' / 'summary.json').read_text())
+  assert summary['n'] == 194 and summary['puzzles'] == str(target / 'searchless' / 'samples' / 'sample_puzzles.csv')
 
 
 def test_chunks_interleave_the_files_game_by_game_and_are_made_once(tmp_path):

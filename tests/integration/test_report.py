@@ -384,7 +384,7 @@ def test_missing_steps_say_not_run_with_their_command(tmp_path):
     text = section(md, title)
     assert text.startswith('> **Not run.** '), title
     assert why in text and f'```sh\n{command}' in text, (title, text)
-    assert f'python -m searchless.commands.demo --input data/sample_games.pgn --run_dir {d}' in text
+    assert f'python -m searchless.commands.demo --run_dir {d}' in text
   assert 'Incomplete: Dataset (not run), Training (not run), Test-set metrics (not run), Puzzles (not run), ' in md
   page = path.read_text()
   check_html(page)

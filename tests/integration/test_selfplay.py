@@ -197,7 +197,7 @@ def _check_result(game: chess.pgn.Game) -> None:
 
 @pytest.fixture(scope='module')
 def sample_text() -> str:
-  assert SAMPLE_GAMES.is_file(), f'{SAMPLE_GAMES} is missing: see data/README.md to regenerate it'
+  assert SAMPLE_GAMES.is_file(), f'{SAMPLE_GAMES} is missing: see searchless/samples/README.md to regenerate it'
   return SAMPLE_GAMES.read_text(encoding='utf-8')
 
 

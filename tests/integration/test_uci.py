@@ -34,8 +34,14 @@ OPTIONS = (
     'option name TemperatureFullMoves type spin default 5 min 0 max 1000',
     'option name Decisive type combo default rule var rule var stockfish var off',
     'option name RepetitionDraws type check default true',
-    'option name Threads type spin default 1 min 1 max 4',
+    'option name Threads type spin default 1 min 1 max 1024',
     'option name Ponder type check default false',
+    'option name MultiPV type spin default 1 min 1 max 500',
+    'option name UCI_ShowWDL type check default false',
+    'option name UCI_Chess960 type check default false',
+    'option name Hash type spin default 16 min 1 max 33554432',
+    'option name Move Overhead type spin default 10 min 0 max 5000',
+    'option name SyzygyPath type string default <empty>',
 )
 INFO = re.compile(r'info depth 1 seldepth 1 multipv 1 (?:score cp (-?\d+) )?nodes (\d+) nps (\d+) time (\d+) pv (\S+)')
 
@@ -229,13 +235,18 @@ MALFORMED = [
     ('position startpos moves e2e4 0000', "illegal move '0000'"),
     ('position startpos moves e2e4 zz', "illegal move 'zz'"),
     ('setoption', 'setoption expects: setoption name <id> [value <x>]'),
-    ('setoption name Hash value 16', "unknown option 'Hash'"),
+    ('setoption name Hashes value 16', "unknown option 'Hashes'"),
+    ('setoption name Hash value 0', "Hash must be an integer in [1, 33554432], got '0'"),
+    ('setoption name Move Overhead value -1', "Move Overhead must be an integer in [0, 5000], got '-1'"),
+    ('setoption name MultiPV value 0', "MultiPV must be an integer in [1, 500], got '0'"),
+    ('setoption name UCI_ShowWDL value 1', "UCI_ShowWDL must be true or false, got '1'"),
+    ('setoption name UCI_Chess960 value yes', "UCI_Chess960 must be true or false, got 'yes'"),
     ('setoption name Temperature value hot', "Temperature must be a number >= 0, got 'hot'"),
     ('setoption name Temperature value -0.5', 'Temperature must be a number >= 0'),
     ('setoption name Temperature value nan', 'Temperature must be a number >= 0'),
     ('setoption name TemperatureFullMoves value -1', 'TemperatureFullMoves must be an integer in [0, 1000]'),
-    ('setoption name Threads value 0', "Threads must be an integer in [1, 4], got '0'"),
-    ('setoption name Threads value 5', 'Threads must be an integer in [1, 4]'),
+    ('setoption name Threads value 0', "Threads must be an integer in [1, 1024], got '0'"),
+    ('setoption name Threads value 1025', 'Threads must be an integer in [1, 1024]'),
     ('setoption name Decisive value maybe', "Decisive must be one of rule, stockfish, off, got 'maybe'"),
     ('setoption name Policy value alphazero', "Policy must be one of action_value, state_value, behavioral_cloning"),
     ('setoption name RepetitionDraws value yes', "RepetitionDraws must be true or false, got 'yes'"),
@@ -252,6 +263,13 @@ def test_malformed_input_is_reported_and_changes_nothing(factory):
     run(engine, line, 'isready')
     assert lines[0].startswith(f'info string error: {error}'), line
     assert lines[-1] == 'readyok', line
+    if line.startswith('position'):  # A rejected position leaves none: go answers no move of an older board.
+      assert engine.board is None, line
+      lines.clear()
+      run(engine, 'go depth 1')
+      assert lines[0].startswith(f'info string error: no position to search: the last position command was '
+                                 f'rejected ({error}') and lines[1:] == ['bestmove 0000'], (line, lines)
+      run(engine, 'position startpos moves d2d4')
     assert engine.board == good and engine.board.move_stack == good.move_stack, line
   lines.clear()
   run(engine, 'uci')
@@ -427,9 +445,10 @@ def process(model_checkpoint, compilation_cache):
 def test_process_id_and_options(process, model_checkpoint):
   assert process.id == {'name': f'searchless (action_value, {model_checkpoint.name})', 'author': 'searchless'}
   assert set(process.options) == {'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'RepetitionDraws',
-                                  'Threads', 'Ponder'}
+                                  'Threads', 'Ponder', 'MultiPV', 'UCI_ShowWDL', 'UCI_Chess960', 'Hash',
+                                  'Move Overhead', 'SyzygyPath'}
   assert process.options['Policy'].var == list(policy_lib.POLICIES)
-  assert process.options['Threads'].max == len(os.sched_getaffinity(0))
+  assert process.options['Threads'].max == 1024
 
 
 def test_process_plays_what_the_player_plays(process, reference_player):
@@ -533,14 +552,16 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
     if not any(line.startswith('bestmove ') for line in lines):  # The go still answers (maybe after readyok).
       read_until(proc, 'bestmove ', lines)
     errors = [line for line in lines if line.startswith('info string error: ')]
-    assert len(errors) == 6
+    assert len(errors) == 7
     expected = ["unknown command '\ufffd( not utf-8'", "unknown command 'hello world'", "bad FEN 'rubbish': ",
                 "illegal move 'e2e4' in position rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
-                "Temperature must be a number >= 0, got 'x'", "go depth expects a non-negative integer, got 'z'"]
+                "Temperature must be a number >= 0, got 'x'", "go depth expects a non-negative integer, got 'z'",
+                "no position to search: the last position command was rejected (illegal move 'e2e4'"]
+    assert 'bestmove 0000' in lines
     for error, start in zip(errors, expected):
       assert error.startswith(f'info string error: {start}')
     lines.clear()
-    proc.stdin.write('go infinite\nisready\n')
+    proc.stdin.write('position startpos\ngo infinite\nisready\n')
     proc.stdin.flush()
     read_until(proc, 'readyok', lines)
     assert not any(line.startswith('bestmove') for line in lines)
@@ -628,3 +649,132 @@ def test_fuzz_1200_hostile_lines_then_the_engine_still_answers_isready(factory):
   assert lines[-1] == 'readyok'
   run(engine, 'position startpos', 'go depth 1')
   assert lines[-1].split()[0] == 'bestmove' and chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves
+
+
+# lichess-bot, GUIs and match runners: python-chess and raw UCI, as they drive engines.
+
+LICHESS_BOT_OPTIONS = {'Threads': 4, 'Hash': 256, 'Move Overhead': 100, 'SyzygyPath': './syzygy/',
+                       'UCI_ShowWDL': True}  # lichess-bot's config.yml.default uci_options (SyzygyPath uncommented).
+CHESS960_CASTLING = '1r2k2r/8/8/8/8/8/8/1R2K2R w HBhb - 0 1'  # Rooks on b and h: castling is king-takes-rook.
+
+
+def test_lichess_bot_options_play_multipv_and_wdl(process, reference_player):
+  process.configure(LICHESS_BOT_OPTIONS)  # python-chess refuses an option the engine does not advertise.
+  board = chess.Board(KIWIPETE)
+  result = process.play(board, chess.engine.Limit(white_clock=60, black_clock=60, white_inc=1, black_inc=1),
+                        info=chess.engine.INFO_ALL)
+  move, analysis = reference_player.choose(board.copy())
+  assert result.move == move
+  infos = process.analyse(board, chess.engine.Limit(time=0.1), multipv=3)
+  assert [info['multipv'] for info in infos] == [1, 2, 3]
+  ranked = [m for m, _ in analysis.ranked()]
+  assert [info['pv'][0] for info in infos] == ranked[:3]
+  for info in infos:
+    win_prob = float(analysis.win_probs[analysis.moves.index(info['pv'][0])])
+    assert abs(info['score'].relative.score() - values.win_probability_to_centipawns(win_prob, clip=uci.CP_CLIP)) <= 1
+    wdl = info['wdl'].relative
+    assert wdl.wins + wdl.draws + wdl.losses == 1000
+    assert abs(wdl.expectation() - win_prob) <= 0.002  # win + draw / 2: the move's expected win probability.
+  every = process.analyse(board, chess.engine.Limit(depth=1), multipv=500)
+  assert sorted(info['pv'][0].uci() for info in every) == sorted(m.uci() for m in board.legal_moves)
+  process.configure({'UCI_ShowWDL': False})
+  assert 'wdl' not in process.analyse(board, chess.engine.Limit(depth=1))
+
+
+def test_chess960_castling_goes_in_and_out_as_king_takes_rook(process):
+  board = chess.Board(CHESS960_CASTLING, chess960=True)
+  castles = {m for m in board.legal_moves if board.is_castling(m)}
+  assert {m.uci() for m in castles} == {'e1h1', 'e1b1'}
+  infos = process.analyse(board, chess.engine.Limit(depth=1), multipv=500)  # python-chess sets UCI_Chess960.
+  assert {info['pv'][0] for info in infos} == set(board.legal_moves)
+  board.push(chess.Move.from_uci('e1h1'))  # Sent back as position fen ... moves e1h1.
+  assert process.play(board, chess.engine.Limit(time=0.1)).move in board.legal_moves
+  # The model reads the position as standard chess would write it: KQkq rights, castling as the king's move.
+  start = chess.Board(CHESS960_CASTLING, chess960=True)
+  assert policy_lib.model_fen(start) == '1r2k2r/8/8/8/8/8/8/1R2K2R w KQkq - 0 1'
+  assert sorted(policy_lib.model_move(start, m) for m in castles) == ['e1c1', 'e1g1']
+
+
+@pytest.mark.engine
+def test_a_chess960_game_against_stockfish(process, stockfish):
+  theirs = chess.engine.SimpleEngine.popen_uci(stockfish, timeout=30)
+  try:
+    theirs.configure({'Threads': 1, 'Hash': 16})
+    board = chess.Board.from_chess960_pos(random.Random(960).randrange(960))
+    while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 80:
+      engine, limit = (process, chess.engine.Limit(time=0.05)) if board.turn else (theirs, chess.engine.Limit(depth=1))
+      move = engine.play(board, limit).move
+      assert move in board.legal_moves, (board.fen(), move)
+      board.push(move)
+  finally:
+    theirs.quit()
+  assert len(board.move_stack) >= 20
+
+
+def test_a_rejected_position_never_gets_a_move_of_the_board_before(model_checkpoint, compilation_cache):
+  proc = subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+  try:
+    lines = []
+    proc.stdin.write('uci\nisready\nposition startpos moves e2e4\ngo depth 1\n')
+    assert read_until(proc, 'bestmove', lines) != 'bestmove 0000'
+    proc.stdin.write('position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkqX - 0 1\ngo depth 1\n')
+    lines.clear()
+    assert read_until(proc, 'bestmove', lines) == 'bestmove 0000'
+    assert lines[-2].startswith('info string error: no position to search: the last position command was rejected')
+    proc.stdin.write('ucinewgame\ngo depth 1\n')  # A new game starts from the start position.
+    assert read_until(proc, 'bestmove', lines).split()[1] in {m.uci() for m in chess.Board().legal_moves}
+    proc.stdin.write('quit\n')
+    assert proc.wait(30) == 0
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+
+
+@pytest.mark.engine
+def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish):
+  """Two games as a match runner plays them over raw UCI: ucinewgame, isready, position startpos moves ...,
+  go with both clocks; colours alternate; every bestmove must be legal and the clock respected."""
+  players = {
+      'ours': subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               bufsize=1),
+      'stockfish': subprocess.Popen([stockfish], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1),
+  }
+  try:
+    for proc in players.values():
+      proc.stdin.write('uci\nsetoption name Hash value 16\nsetoption name Threads value 1\n'
+                       'setoption name Move Overhead value 50\nisready\n')
+      read_until(proc, 'readyok', [])
+    results = []
+    for game in range(2):
+      white, black = ('ours', 'stockfish') if game == 0 else ('stockfish', 'ours')
+      clocks = {chess.WHITE: 10_000, chess.BLACK: 10_000}  # ms: 10 s + 0.1 s per move.
+      board = chess.Board()
+      for proc in players.values():
+        proc.stdin.write('ucinewgame\nisready\n')
+        read_until(proc, 'readyok', [])
+      while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 60:
+        name = white if board.turn else black
+        proc = players[name]
+        moves = ' '.join(m.uci() for m in board.move_stack)
+        extra = '' if name == 'ours' else ' depth 1'
+        start = time.perf_counter()
+        proc.stdin.write(f'position startpos{" moves " + moves if moves else ""}\n'
+                         f'go wtime {clocks[chess.WHITE]} btime {clocks[chess.BLACK]} winc 100 binc 100{extra}\n')
+        reply = read_until(proc, 'bestmove', [])
+        clocks[board.turn] += 100 - int(1000 * (time.perf_counter() - start))
+        assert clocks[board.turn] > 0, f'{name} lost on time'
+        move = chess.Move.from_uci(reply.split()[1])
+        assert move in board.legal_moves, (name, board.fen(), reply)
+        board.push(move)
+      results.append(board.result(claim_draw=True))
+    assert len(results) == 2
+  finally:
+    for proc in players.values():
+      if proc.poll() is None:
+        proc.stdin.write('quit\n')
+        try:
+          proc.wait(10)
+        except subprocess.TimeoutExpired:
+          proc.kill()

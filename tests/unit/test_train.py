@@ -15,6 +15,8 @@ from searchless.training import checkpoint
 from searchless.training import config as config_lib
 from searchless.training import train
 
+from helpers import tensorboard_scalars
+
 TINY = 'tiny'
 # A very small model and batch so a step takes milliseconds on a CPU.
 SMALL = ['model.embedding_dim=32', 'model.num_layers=1', 'model.num_heads=2', 'data.batch_size=16',
@@ -198,3 +200,11 @@ def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):
   with pytest.raises(IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. "
                      f"'{tmp_path}/action_value\\*'$"):
     train.train(small_config(str(tmp_path)), tmp_path / 'work')
+
+
+def test_tensorboard_holds_every_metrics_line(tmp_path, av_bag):
+  train.train(small_config(av_bag, 'train.num_steps=6', 'train.log_every=2'), tmp_path)
+  lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+  scalars = tensorboard_scalars(tmp_path / 'tensorboard')
+  assert scalars['loss'] == [(r['step'], round(r['loss'], 4)) for r in lines] and [s for s, _ in scalars['loss']] == [2, 4, 6]
+  assert set(scalars) == {k for k in lines[0] if k != 'step'}

@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any
 
-import tqdm
 
+from searchless.core import progress_bars
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
 from searchless.evaluation.tournament import pgn_file
@@ -48,7 +48,7 @@ def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[sched
   names = [e.name for e in entrants]
   scores = results_lib.scores(records)
   start = time.monotonic()
-  bar = tqdm.tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc='games', unit='game',
+  bar = progress_bars.bar(total=len(tasks), initial=len(tasks) - len(todo), desc='games', unit='game',
                   disable=not progress, dynamic_ncols=True)
   bar.set_postfix_str(results_lib.score_line(scores, names))
   try:

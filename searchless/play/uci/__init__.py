@@ -23,11 +23,14 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
   readyok 7.8 s after start, 2.4 s with a warm cache; moves ~10 ms).
 * ``go`` answers at once whatever its limits (a searchless policy has no
   search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
-  N nps R time T pv M`` line, then ``bestmove M``. N counts the moves the model
-  scored; C is the chosen move's win probability for the mover, 0.5 if it
-  allows a repetition claim (``RepetitionDraws``), as centipawns
-  (`values.win_probability_to_centipawns`, clipped to +-`CP_CLIP`). A
-  behavioral-cloning policy predicts moves, not values: its info line has no
+  N nps R time T pv M`` line per ``MultiPV``, then ``bestmove M``. N counts the
+  moves the model scored; C is the move's win probability for the mover, 0.5 if
+  it allows a repetition claim (``RepetitionDraws``), as centipawns
+  (`values.win_probability_to_centipawns`, clipped to +-`CP_CLIP`). Line 1 is
+  the chosen move, the others the next best by that value. With
+  ``UCI_ShowWDL`` each line has ``wdl W D L`` after the score, per mille, from
+  the move's value distribution over buckets (`search.wdl`). A
+  behavioral-cloning policy predicts moves, not values: its info lines have no
   score. ``go infinite`` / ``go ponder`` hold ``bestmove`` back until ``stop``
   (or ``ponderhit`` for ponder); the search runs on a worker thread, so
   ``isready``, ``stop`` and ``quit`` are read meanwhile. ``searchmoves``
@@ -35,10 +38,13 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
   legal move: ``bestmove 0000`` after an ``info string``.
 * ``go`` before any ``position`` plays from the start position; the move list
   of ``position`` is kept as the board's move stack (repetition rules).
-* Malformed input (unknown command, bad FEN or illegal position, illegal move,
-  bad option value, bad ``go`` argument) answers ``info string error: ...``
-  and changes nothing: the last good position and option values stay. As UCI
-  asks, unknown leading tokens are skipped (``joho debug on`` turns debug on).
+* Malformed input (unknown command, bad option value, bad ``go`` argument)
+  answers ``info string error: ...`` and changes nothing. A rejected
+  ``position`` (bad FEN, illegal position, illegal move) leaves no position: the
+  next ``go`` answers ``info string error: no position to search ...`` and
+  ``bestmove 0000``, never a move of an earlier board, until a good
+  ``position`` or ``ucinewgame``. As UCI asks, unknown leading tokens are
+  skipped (``joho debug on`` turns debug on).
 
 Options (``setoption``):
 
@@ -50,7 +56,9 @@ Options (``setoption``):
   full moves; argmax afterwards (`player.PlayOptions`).
 * ``Decisive`` (combo rule/stockfish/off) and ``RepetitionDraws`` (check): the
   player's decisive-win and repetition rules.
-* ``Threads`` (spin, default all available CPUs or ``--threads``): CPU threads for XLA. It acts
+* ``Threads`` (spin 1-1024, default all available CPUs or ``--threads``; more
+  than the CPUs this process may use is clamped to them, with an ``info
+  string``): CPU threads for XLA. It acts
   when the model is first loaded: the process is restricted to that many CPUs
   while JAX's backend starts and compiles, so XLA sizes its CPU thread pools to
   it, and the affinity is restored afterwards (Linux; elsewhere a no-op). Once
@@ -58,6 +66,17 @@ Options (``setoption``):
   (an ``info string`` says so).
 * ``Ponder`` (check): accepted for GUIs that manage it; pondering itself is
   ``go ponder`` above.
+* ``MultiPV`` (spin 1-500, default 1): info lines per ``go``, see above.
+* ``UCI_ShowWDL`` (check): ``wdl`` in the info lines, see above.
+* ``UCI_Chess960`` (check): the next ``position`` is Chess960: X-FEN or
+  Shredder-FEN castling rights, castling moves in and out as king-takes-rook
+  (``e1h1``). The model, which learned standard chess, reads castling rights
+  as KQkq and castling as the king's move to the g- or c-file
+  (`policy.model_fen`, `policy.model_move`).
+* ``Hash``, ``Move Overhead`` (spins) and ``SyzygyPath`` (string): accepted,
+  range-checked and recorded so that GUIs and lichess-bot can send their
+  defaults; no-ops, as the model keeps no table, answers in milliseconds and
+  reads no tablebases.
 
 ``debug on`` adds ``info string`` lines (load time, the top moves' scores).
 

@@ -81,9 +81,15 @@ class UciEngine:
     self._clock = clock
     self._player: player_lib.Player | None = None
     self._load_lock = threading.RLock()
-    self._board = chess.Board()
+    self._board: chess.Board | None = chess.Board()  # None after a rejected position: no move is answered.
+    self._rejected = ''  # Why the last position was rejected.
     self._search: search_lib.Search | None = None
     self._debug = False
+    self._multipv = 1  # Info lines per go.
+    self._show_wdl = False  # Win/draw/loss per mille in the info lines.
+    self._chess960 = False  # Positions are Chess960 (castling as king-takes-rook).
+    # Accepted and recorded for GUIs and lichess-bot, no-ops for a model without search or tables:
+    self._hash_mb, self._move_overhead_ms, self._syzygy_path = 16, 10, ''
 
   # Output.
 
@@ -102,9 +108,9 @@ class UciEngine:
     return f'searchless ({self._policy}, {self._checkpoint_name})'
 
   @property
-  def board(self) -> chess.Board:
-    """A copy of the current position (move stack included)."""
-    return self._board.copy()
+  def board(self) -> chess.Board | None:
+    """A copy of the current position (move stack included); None after a rejected ``position``."""
+    return None if self._board is None else self._board.copy()
 
   # The input loop's entry point.
 
@@ -145,8 +151,15 @@ class UciEngine:
     self._send(f'option name Decisive type combo default {options.decisive} '
                + ' '.join(f'var {d}' for d in player_lib.DECISIVE_RULES))
     self._send(f'option name RepetitionDraws type check default {str(options.repetition_draws).lower()}')
-    self._send(f'option name Threads type spin default {self._threads} min 1 max {self._max_threads}')
+    self._send(f'option name Threads type spin default {self._threads} min 1 max {protocol.MAX_THREADS}')
     self._send('option name Ponder type check default false')
+    self._send(f'option name MultiPV type spin default {self._multipv} min 1 max {protocol.MAX_MULTIPV}')
+    self._send(f'option name UCI_ShowWDL type check default {str(self._show_wdl).lower()}')
+    self._send(f'option name UCI_Chess960 type check default {str(self._chess960).lower()}')
+    self._send(f'option name Hash type spin default {self._hash_mb} min 1 max {protocol.MAX_HASH_MB}')
+    self._send(f'option name Move Overhead type spin default {self._move_overhead_ms} min 0 '
+               f'max {protocol.MAX_MOVE_OVERHEAD_MS}')
+    self._send(f'option name SyzygyPath type string default {self._syzygy_path or "<empty>"}')
     self._send('uciok')
 
   def _cmd_debug(self, args: list[str]) -> None:
@@ -169,13 +182,20 @@ class UciEngine:
   def _cmd_ucinewgame(self, args: list[str]) -> None:
     del args
     self._finish_search()
-    self._board = chess.Board()
+    self._board = chess.Board(chess960=self._chess960)
 
   def _cmd_position(self, args: list[str]) -> None:
-    self._board = protocol.parse_position(args)
+    try:
+      self._board = protocol.parse_position(args, chess960=self._chess960)
+    except UciError as e:
+      # No stale board: a go now answers bestmove 0000, never a move of the previous position.
+      self._board, self._rejected = None, str(e)
+      raise
 
   def _cmd_d(self, args: list[str]) -> None:
     del args
+    if self._board is None:
+      raise UciError(f'no position: the last position command was rejected ({self._rejected})')
     for line in protocol.board_lines(self._board):
       self._send(line)
 
@@ -187,7 +207,7 @@ class UciEngine:
     rest = args[1:]
     split = rest.index('value') if 'value' in rest else len(rest)
     name, value = ' '.join(rest[:split]), ' '.join(rest[split + 1:])
-    setter = getattr(self, f'_set_{name.lower()}', None)
+    setter = getattr(self, f'_set_{name.lower().replace(" ", "_")}', None)
     if not name or setter is None:
       raise UciError(f'unknown option {name!r}')
     setter(value)
@@ -231,13 +251,34 @@ class UciEngine:
     self._set_play_options(repetition_draws=self._check('RepetitionDraws', value))
 
   def _set_threads(self, value: str) -> None:
-    threads = self._spin('Threads', value, 1, self._max_threads)
+    threads = self._spin('Threads', value, 1, protocol.MAX_THREADS)
+    if threads > self._max_threads:  # lichess-bot and GUIs send their own default (4 for lichess-bot).
+      self._info(f'Threads {threads}: this process may use {self._max_threads} CPUs; using {self._max_threads}')
+      threads = self._max_threads
     self._threads = threads
     if self._backend_started:
       self._info(f'Threads {threads} recorded, but it only acts before the model is first loaded (no-op now)')
 
   def _set_ponder(self, value: str) -> None:
     self._check('Ponder', value)
+
+  def _set_multipv(self, value: str) -> None:
+    self._multipv = self._spin('MultiPV', value, 1, protocol.MAX_MULTIPV)
+
+  def _set_uci_showwdl(self, value: str) -> None:
+    self._show_wdl = self._check('UCI_ShowWDL', value)
+
+  def _set_uci_chess960(self, value: str) -> None:
+    self._chess960 = self._check('UCI_Chess960', value)  # For the next position.
+
+  def _set_hash(self, value: str) -> None:
+    self._hash_mb = self._spin('Hash', value, 1, protocol.MAX_HASH_MB)
+
+  def _set_move_overhead(self, value: str) -> None:
+    self._move_overhead_ms = self._spin('Move Overhead', value, 0, protocol.MAX_MOVE_OVERHEAD_MS)
+
+  def _set_syzygypath(self, value: str) -> None:
+    self._syzygy_path = '' if value == '<empty>' else value
 
   @staticmethod
   def _spin(name: str, value: str, low: int, high: int) -> int:
@@ -306,6 +347,10 @@ class UciEngine:
     for error in errors:
       self._error(error)
     self._finish_search()
+    if self._board is None:
+      self._error(f'no position to search: the last position command was rejected ({self._rejected})')
+      self._send(f'bestmove {protocol.NULL_MOVE}')
+      return
     search = search_lib.Search(self._board.copy(), request, started, self._run_search)
     self._search = search
     search.thread.start()
@@ -371,11 +416,12 @@ class UciEngine:
       self._error(error)
     move, analysis = player.choose(board, root_moves=allowed if len(allowed) < nodes else None)
     seconds = max(self._clock() - search.started, 0.0)
-    score = search_lib.score_cp(board, move, analysis, player)
     if self._debug:
       top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
       self._info(f'{player.policy.kind} top moves: {top}')
-    self._send(search_lib.info_line(move, nodes=nodes, seconds=seconds, score_cp=score))
+    for line in search_lib.info_lines(board, move, analysis, player, multipv=self._multipv, show_wdl=self._show_wdl,
+                                      nodes=nodes, seconds=seconds):
+      self._send(line)
     return move
 
   # Shutting down.

@@ -22,6 +22,10 @@ _GO_KEYWORDS = (*GO_NUMBERS, *GO_FLAGS, 'searchmoves')
 COMMANDS = ('uci', 'debug', 'isready', 'setoption', 'register', 'ucinewgame', 'position', 'go', 'stop',
             'ponderhit', 'quit', 'd')
 MAX_FULL_MOVES = 1000  # TemperatureFullMoves' spin maximum.
+MAX_THREADS = 1024  # Threads' spin maximum (Stockfish's); more than the CPUs available is clamped to them.
+MAX_MULTIPV = 500  # MultiPV's spin maximum (more than any position's legal moves).
+MAX_HASH_MB = 33554432  # Hash's spin maximum (Stockfish's), a no-op here.
+MAX_MOVE_OVERHEAD_MS = 5000  # Move Overhead's spin maximum (Stockfish's), a no-op here.
 
 
 class UciError(ValueError):
@@ -75,8 +79,11 @@ def parse_go(args: Sequence[str]) -> tuple[GoRequest, list[str]]:
   return request, errors
 
 
-def parse_position(args: Sequence[str]) -> chess.Board:
+def parse_position(args: Sequence[str], chess960: bool = False) -> chess.Board:
   """The board of ``position``'s arguments, move stack included; raises UciError.
+
+  With `chess960` the board is a Chess960 board: X-FEN or Shredder-FEN castling
+  rights, castling moves written king-takes-rook (``e1h1``; ``e1g1`` is read too).
 
   >>> parse_position('startpos moves e2e4 e7e5'.split()).fen()
   'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2'
@@ -95,11 +102,11 @@ def parse_position(args: Sequence[str]) -> chess.Board:
   if setup[0] == 'startpos':
     if len(setup) > 1:
       raise UciError(f'unexpected {" ".join(setup[1:])!r} after position startpos')
-    board = chess.Board()
+    board = chess.Board(chess960=chess960)
   elif setup[0] == 'fen':
     fen = ' '.join(setup[1:])
     try:
-      board = chess.Board(fen)
+      board = chess.Board(fen, chess960=chess960)
     except ValueError as e:
       raise UciError(f'bad FEN {fen!r}: {e}') from None
     if not board.is_valid():

@@ -1,18 +1,16 @@
 """One ``go``: the pending search (its worker thread, the release of ``bestmove``) and what it reports.
 
 `Search` is a ``go`` in flight; `allowed_moves` checks its ``searchmoves``;
-`score_cp` is the chosen move's score and `info_line` the ``info`` line that
-precedes ``bestmove`` (a searchless policy has no search to extend: depth 1,
-the moves the model scored as nodes).
-
->>> info_line(chess.Move.from_uci('e2e4'), nodes=20, seconds=0.01, score_cp=35)
-'info depth 1 seldepth 1 multipv 1 score cp 35 nodes 20 nps 2000 time 10 pv e2e4'
+`info_lines` are the ``info`` lines that precede ``bestmove`` (a searchless
+policy has no search to extend: depth 1, the moves the model scored as nodes;
+``MultiPV`` lines ranked by the model's values; `wdl` for ``UCI_ShowWDL``).
 """
 
 from collections.abc import Callable
 import threading
 
 import chess
+import numpy as np
 
 from searchless.core import values
 from searchless.play import player as player_lib
@@ -54,18 +52,44 @@ def allowed_moves(board: chess.Board, searchmoves: list[str]) -> tuple[list[ches
   return allowed, errors
 
 
-def score_cp(board: chess.Board, move: chess.Move, analysis: policy_lib.Analysis,
-             player: player_lib.Player) -> int | None:
-  """The chosen move's value for the mover (after the player's repetition rule) in centipawns;
-  None for behavioral cloning."""
-  if analysis.win_probs is None:
-    return None
-  win_prob = float(player.adjusted_scores(board, analysis)[analysis.moves.index(move)])
-  return values.win_probability_to_centipawns(win_prob, clip=protocol.CP_CLIP)
+def wdl(bucket_probs: np.ndarray, centres: np.ndarray) -> tuple[int, int, int]:
+  """Win, draw and loss per mille from a value distribution over buckets ([K] probabilities, [K] centres).
+
+  A bucket of win probability c >= 1/2 reads as a win with probability 2c - 1 and
+  a draw otherwise, one below 1/2 as a loss with probability 1 - 2c and a draw
+  otherwise: win + draw / 2 is the expected win probability, and a model sure
+  of 1/2 says draw. Rounded to per mille summing to 1000.
+
+  >>> wdl(np.array([0.5, 0.5]), np.array([0.25, 1.0]))
+  (500, 250, 250)
+  """
+  win = float(bucket_probs @ np.maximum(2 * centres - 1, 0))
+  loss = float(bucket_probs @ np.maximum(1 - 2 * centres, 0))
+  w, l = int(round(1000 * win)), int(round(1000 * loss))
+  return w, 1000 - w - l, l
 
 
-def info_line(move: chess.Move, *, nodes: int, seconds: float, score_cp: int | None) -> str:
-  """The ``info`` line of a finished search (no score when `score_cp` is None)."""
-  score_text = '' if score_cp is None else f'score cp {score_cp} '
-  return (f'info depth 1 seldepth 1 multipv 1 {score_text}nodes {nodes} nps {int(nodes / max(seconds, 1e-3))} '
-          f'time {int(round(seconds * 1000))} pv {move.uci()}')
+def info_lines(board: chess.Board, chosen: chess.Move, analysis: policy_lib.Analysis, player: player_lib.Player,
+               *, multipv: int, show_wdl: bool, nodes: int, seconds: float) -> list[str]:
+  """The ``info`` lines of a finished search: `multipv` lines, the chosen move's first, then the
+  other moves best first (after the repetition rule); scores in centipawns and, with
+  `show_wdl`, win/draw/loss per mille (no score for behavioral cloning)."""
+  scores = player.adjusted_scores(board, analysis)
+  order = [int(i) for i in np.argsort(-scores, kind='stable')]
+  first = analysis.moves.index(chosen)
+  order = [first] + [i for i in order if i != first]
+  centres = getattr(player.policy, 'centres', None)
+  lines = []
+  for k, i in enumerate(order[:multipv], start=1):
+    score = ''
+    if analysis.win_probs is not None:
+      score = f'score cp {values.win_probability_to_centipawns(float(scores[i]), clip=protocol.CP_CLIP)} '
+      if show_wdl and centres is not None:
+        if scores[i] != analysis.scores[i]:  # The repetition rule made it a draw.
+          w, d, l = 0, 1000, 0
+        else:
+          w, d, l = wdl(np.exp(np.asarray(analysis.log_probs[i], np.float64)), centres)
+        score += f'wdl {w} {d} {l} '
+    lines.append(f'info depth 1 seldepth 1 multipv {k} {score}nodes {nodes} '
+                 f'nps {int(nodes / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {analysis.moves[i].uci()}')
+  return lines

@@ -61,6 +61,8 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
   if not _serve(engine, sys.stdin.buffer):  # A search stuck in the model: don't wait for it.
     out.flush()
     os._exit(0)  # pylint: disable=protected-access
+  if out is not sys.stdout:
+    out.close()  # Our copy of the real stdout.
   return True
 
 

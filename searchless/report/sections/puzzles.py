@@ -30,7 +30,7 @@ def puzzles_section(ctx: Context) -> Section:
                      "A puzzle is solved when every one of the agent's moves is the solution's (any mate in one counts)."))
   if 'mined' in themes:
     blocks.append(Callout('note', 'These puzzles were mined from games by `searchless-mine-puzzles` (their Themes contain '
-                                  '`mined`), from games the model was not trained on (the shipped `data/sample_puzzles.csv`, or '
+                                  '`mined`), from games the model was not trained on (the shipped `searchless/samples/sample_puzzles.csv`, or '
                                   "the test split's games). Their ratings are a proxy set by "
                                   'the miner, not Lichess ratings: accuracies per band are not comparable with the '
                                   "paper's Lichess puzzle results."))

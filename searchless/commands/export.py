@@ -1,0 +1,36 @@
+"""searchless-export: a checkpoint's weights for other frameworks (safetensors, config, a JAX forward function).
+
+    searchless-export --checkpoint WORKDIR --out DIR [--no_jax_forward]
+
+Writes ``DIR/model.safetensors``, ``DIR/config.json`` and ``DIR/forward.jax``
+(`searchless.model.export` says what each holds). ``--checkpoint`` is anything
+`checkpoint.load_model` reads (our workdirs, published checkpoints, ``pretrained``).
+"""
+
+import argparse
+from collections.abc import Sequence
+
+from searchless.commands import errors
+from searchless.model import export
+from searchless.training import checkpoint
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog='searchless-export', description=__doc__.split('\n\n')[0])
+  p.add_argument('--checkpoint', required=True, help="workdir, checkpoint or step dir, published model dir, or 'pretrained'")
+  p.add_argument('--out', required=True, help='folder to write (created)')
+  p.add_argument('--raw', action='store_true', help='the raw parameters instead of their EMA')
+  p.add_argument('--no_jax_forward', action='store_true', help='no forward.jax (weights and config only)')
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parser().parse_args(argv)
+  with errors.one_line_errors():
+    model_config, params, experiment = checkpoint.load_model(args.checkpoint, ema=not args.raw)
+    out = export.export(args.out, model_config, params, experiment, jax_forward=not args.no_jax_forward)
+  print(out)
+
+
+if __name__ == '__main__':
+  main()

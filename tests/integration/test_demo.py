@@ -22,7 +22,7 @@ def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:
       '--train_args', ('train.num_steps=4 data.batch_size=16 model.embedding_dim=16 model.num_layers=1 '
                        'model.num_heads=2 train.eval_every=2 train.log_every=1 train.ckpt_every=2 '
                        'train.eval_records=500'),
-      '--mine_limit', 'nodes=1000', '--max_puzzles', '4',
+      '--puzzles', '', '--mine_limit', 'nodes=1000', '--max_puzzles', '4',  # Mined from the test games.
       '--match_opponent', 'stockfish:nodes=50,name=sf50', '--match_games', '2', '--match_max_plies', '16',
   ]
 

@@ -277,7 +277,7 @@ def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | N
       count += 1
       plies += int(game.headers['PlyCount'])
       results[game.headers['Result']] = results.get(game.headers['Result'], 0) + 1
-      bar.set_postfix(plies=plies)
+      bar.set_postfix(plies=plies, refresh=False)
       bar.update()
   return SelfplaySummary(games=count, plies=plies, results=results,
                          seconds=round(time.monotonic() - start, 1), output=output)

@@ -324,7 +324,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
           record['mfu'] = examples * flops / (peak * jax.device_count())
         last_time, last_step = now, done
         _log(work, record, scalars)
-        bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}')
+        bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}', refresh=False)
       if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
         record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
         _log(work, record, scalars)

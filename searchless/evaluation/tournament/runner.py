@@ -50,7 +50,7 @@ def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[sched
   start = time.monotonic()
   bar = progress_bars.bar(total=len(tasks), initial=len(tasks) - len(todo), desc='games', unit='game',
                   disable=not progress, dynamic_ncols=True)
-  bar.set_postfix_str(results_lib.score_line(scores, names))
+  bar.set_postfix_str(results_lib.score_line(scores, names), refresh=False)
   try:
     for _, text in workers_lib.play_all(todo, workers, adjudication, event):
       pgn_file.append(pgn_path, text)
@@ -58,7 +58,7 @@ def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[sched
       records.append(record)
       results_lib.add_score(scores, record)
       bar.update(1)
-      bar.set_postfix_str(results_lib.score_line(scores, names))
+      bar.set_postfix_str(results_lib.score_line(scores, names), refresh=False)
   finally:
     bar.close()
   wall = time.monotonic() - start

@@ -11,7 +11,8 @@ keeps an adjudicating engine, and starts an agent afresh after it crashed.
 
 from collections.abc import Iterator, Sequence
 import multiprocessing
-import multiprocessing.util
+import multiprocessing.context
+import multiprocessing.pool
 import os
 
 import chess.pgn
@@ -70,8 +71,38 @@ def _init_worker(adjudication: games.Adjudication, event: str) -> None:
   # Several worker processes may load checkpoints on one accelerator: JAX must not grab 75% of it in each.
   os.environ.setdefault('XLA_PYTHON_CLIENT_PREALLOCATE', 'false')
   _WORKER = Worker(adjudication, event)
-  # Pool workers end with os._exit: atexit handlers do not run, Finalize callbacks do.
-  multiprocessing.util.Finalize(None, _WORKER.close, exitpriority=10)
+
+
+def _close_worker() -> None:
+  global _WORKER
+  if _WORKER is not None:
+    _WORKER.close()
+    _WORKER = None
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+  """A pool process that closes its agents as soon as its task loop ends.
+
+  Agents hold engine threads (python-chess runs each engine's event loop on a
+  non-daemon thread) that a process joins before it exits. Closing them at exit
+  (a `multiprocessing.util.Finalize`) no longer works from Python 3.13, which
+  joins threads before it runs those: the pool's join then waits for ever.
+  """
+
+  def run(self) -> None:
+    try:
+      super().run()
+    finally:
+      _close_worker()
+
+
+class _Pool(multiprocessing.pool.Pool):
+  """A 'spawn' pool of `_WorkerProcess`es."""
+
+  @staticmethod
+  def Process(ctx, *args, **kwds):  # pylint: disable=invalid-name  # multiprocessing.pool.Pool's hook.
+    del ctx
+    return _WorkerProcess(*args, **kwds)
 
 
 def _play_task(item: tuple[int, scheduling.Task]) -> tuple[int, str]:
@@ -93,8 +124,8 @@ def play_all(tasks: Sequence[scheduling.Task], workers: int, adjudication: games
     finally:
       worker.close()
     return
-  pool = multiprocessing.get_context('spawn').Pool(min(workers, len(tasks)), initializer=_init_worker,
-                                                   initargs=(adjudication, event))
+  pool = _Pool(min(workers, len(tasks)), initializer=_init_worker, initargs=(adjudication, event),
+               context=multiprocessing.get_context('spawn'))
   try:
     yield from pool.imap_unordered(_play_task, enumerate(tasks), chunksize=1)
     pool.close()  # Workers close their agents and exit.

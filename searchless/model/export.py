@@ -35,6 +35,7 @@ import pathlib
 from typing import Any
 
 import jax
+from jax import export as jax_export  # A submodule that older jax does not import with jax.
 import jax.numpy as jnp
 import numpy as np
 import safetensors.numpy
@@ -66,14 +67,14 @@ def export(out: str | os.PathLike, model_config: transformer.ModelConfig, params
   return out_dir
 
 
-def _exported_forward(model_config: transformer.ModelConfig, params: Mapping[str, Any]) -> jax.export.Exported:
+def _exported_forward(model_config: transformer.ModelConfig, params: Mapping[str, Any]) -> jax_export.Exported:
   net = transformer.build(model_config)
   frozen = jax.tree.map(jnp.asarray, params)
-  (batch,) = jax.export.symbolic_shape('b')
+  (batch,) = jax_export.symbolic_shape('b')
   length = tokenizer.SEQUENCE_LENGTH + MOVE_SLOTS if model_config.packed else model_config.max_sequence_length
   shape = (batch, length)
   forward = jax.jit(lambda tokens: net.apply(frozen, None, tokens))
-  return jax.export.export(forward)(jax.ShapeDtypeStruct(shape, jnp.int32))
+  return jax_export.export(forward)(jax.ShapeDtypeStruct(shape, jnp.int32))
 
 
 def load_safetensors(path: str | os.PathLike) -> tuple[dict[str, dict[str, np.ndarray]], transformer.ModelConfig]:
@@ -89,6 +90,6 @@ def load_safetensors(path: str | os.PathLike) -> tuple[dict[str, dict[str, np.nd
   return params, model_config
 
 
-def load_forward(path: str | os.PathLike) -> jax.export.Exported:
+def load_forward(path: str | os.PathLike) -> jax_export.Exported:
   """The exported forward function (`.call(tokens)`) of a ``forward.jax`` file."""
-  return jax.export.deserialize(bytearray(pathlib.Path(path).read_bytes()))
+  return jax_export.deserialize(bytearray(pathlib.Path(path).read_bytes()))

@@ -67,7 +67,7 @@ def model_fen(board: chess.Board) -> str:
   a right is K (q) when its rook is on the king's h-side (a-side), as for the
   standard position, whatever files king and rook stand on.
 
-  >>> model_fen(chess.Board.from_chess960_pos(0))  # Shredder-FEN: ... w GBgb - 0 1.
+  >>> model_fen(chess.Board.from_chess960_pos(0))  # Shredder-FEN: ... w HFhf - 0 1.
   'bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1'
   """
   if not board.chess960:

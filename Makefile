@@ -30,7 +30,7 @@ test: setup stockfish-optional
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), f"searchless needs Python >= 3.10, this is {sys.version}"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"searchless needs Python >= 3.11, this is {sys.version}"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

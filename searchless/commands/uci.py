@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
   p.add_argument('--threads', type=int, default=None, help='Default of the Threads option (default: all available CPUs).')
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
+  p.add_argument('--search', default='none', choices=uci.SEARCHES,
+                 help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')
   p.add_argument('--compilation_cache', metavar='DIR', default=uci.default_cache_dir(),
                  help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes"
                       " ('' turns it off).")
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       format='%(asctime)s %(name)s %(levelname)s: %(message)s')
   with errors.one_line_errors():
     uci.run(args.checkpoint, policy=args.policy, dtype=args.dtype, temperature=args.temperature,
-            threads=args.threads, seed=args.seed, compilation_cache=args.compilation_cache)
+            threads=args.threads, seed=args.seed, compilation_cache=args.compilation_cache, search=args.search)
 
 
 if __name__ == '__main__':

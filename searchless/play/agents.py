@@ -6,6 +6,8 @@ processes) can build them:
 
 * ``checkpoint:DIR[,policy=P][,temperature=T][,decisive=rule|stockfish|off][,dtype=D]``
   a searchless `Player` (DIR: one of our checkpoints or a published-layout one);
+* ``search:DIR[,algo=mcts|alphabeta][,sims=N][,depth=D][,time=S][,...]`` the
+  checkpoint played with search (`searchless.play.search.agent`);
 * ``stockfish:LIMIT[,elo=N][,skill=N][,threads=N][,hash=MB][,path=BIN]``
   Stockfish at ``time=S``, ``depth=N`` or ``nodes=N``; ``elo`` plays at a
   limited strength (``UCI_LimitStrength``/``UCI_Elo``, an Elo ladder);
@@ -33,7 +35,8 @@ from searchless.engines import annotator as engine_lib
 
 from searchless.engines import launch
 
-KINDS = ('checkpoint', 'stockfish', 'stockfish-all-moves', 'uci')
+KINDS = ('checkpoint', 'search', 'stockfish', 'stockfish-all-moves', 'uci')
+_PATH_KINDS = ('checkpoint', 'search', 'uci')  # Kinds whose first item is a path.
 _LIMIT_KEYS = ('time', 'depth', 'nodes')
 
 
@@ -124,14 +127,14 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     raise ValueError(f'bad agent {spec!r}: expected one of {", ".join(k + ":..." for k in KINDS)}')
   arg, params = '', {}
   items = rest.split(',') if rest else []
-  if kind in ('checkpoint', 'uci') and items:
+  if kind in _PATH_KINDS and items:
     arg, items = items[0], items[1:]
   for item in items:
     key, eq, value = item.partition('=')
     if not eq:
       raise ValueError(f'bad agent {spec!r}: {item!r} is not key=value')
     params[key.strip()] = value.strip()
-  if kind in ('checkpoint', 'uci') and not arg:
+  if kind in _PATH_KINDS and not arg:
     raise ValueError(f'bad agent {spec!r}: {kind} needs a path')
   return kind, arg, params
 
@@ -169,6 +172,9 @@ def from_spec(spec: str) -> Agent:
                        f'expected policy, dtype, name, {", ".join(option_types)}')
     options = player_lib.PlayOptions(**{k: option_types[k](v) for k, v in params.items()})
     return player_lib.Player.load(arg, policy=policy, compute_dtype=dtype, options=options, name=name)
+  if kind == 'search':
+    from searchless.play.search import agent as search_agent  # Needs JAX.
+    return search_agent.from_options(arg, params, spec=spec, name=name)
   limit = _limit(params, spec)
   if kind == 'uci':
     engine_options: dict[str, str] = {}

@@ -245,11 +245,15 @@ class PackedPredictor:
         out[i] = result[row, :len(actions[i])]
     return out
 
-  def warm_up(self) -> None:
-    """Compiles one board per call for every move bucket (what play needs)."""
+  def warm_up(self, max_boards: int = 1) -> None:
+    """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards
+    use (1: what play needs; a search's batch size: what its batches need)."""
+    needed = [b for b in self._board_buckets if b < max_boards] + [
+        min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])]
     for slots in self._move_buckets:
-      batch = np.zeros((self._board_buckets[0], tokenizer.SEQUENCE_LENGTH + slots), np.int32)
-      self._apply(self._params, None, batch).block_until_ready()
+      for boards in needed:
+        batch = np.zeros((boards, tokenizer.SEQUENCE_LENGTH + slots), np.int32)
+        self._apply(self._params, None, batch).block_until_ready()
 
 
 def predictor_for(model_config: model.ModelConfig, params: hk.Params, *,
@@ -298,8 +302,8 @@ class Policy(typing.Protocol):
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     """Several boards in shared batches (faster than one by one)."""
 
-  def warm_up(self) -> None:
-    """Compiles what play needs (before the first move)."""
+  def warm_up(self, max_boards: int = 1) -> None:
+    """Compiles what play needs (before the first move); `max_boards`: what calls of that many boards need."""
 
 
 class _Policy:
@@ -316,8 +320,9 @@ class _Policy:
   def analyse(self, board: chess.Board) -> Analysis:
     return self.analyse_many([board])[0]
 
-  def warm_up(self) -> None:
-    """Compiles what play needs and calibrates the batch plan (before the first move)."""
+  def warm_up(self, max_boards: int = 1) -> None:
+    """Compiles what play needs and calibrates the batch plan (every batch shape, whatever `max_boards`)."""
+    del max_boards
     self.predictor.warm_up(self.sequence_length)
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
@@ -364,8 +369,8 @@ class PackedActionValuePolicy(ActionValuePolicy):
     tokens = tokenizer.tokenize_batch([model_fen(b) for b in boards])  # [N, 77]
     return self._analyses([b.fen() for b in boards], legal, self.predictor(tokens, actions))  # N x [M, K]
 
-  def warm_up(self) -> None:
-    self.predictor.warm_up()
+  def warm_up(self, max_boards: int = 1) -> None:
+    self.predictor.warm_up(max_boards)
 
 
 class StateValuePolicy(_Policy):

@@ -86,6 +86,7 @@ def base() -> ml_collections.ConfigDict:
   c.train.ckpt_keep = 3  # Checkpoints kept.
   c.train.compute_dtype = 'auto'  # float32 | bfloat16 | auto (bf16 on GPU/TPU, f32 on CPU).
   c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
+  c.train.init_from = ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
   return c
 
 

@@ -276,6 +276,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     start = int(state.step)
   else:
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
+    if config.train.get('init_from'):
+      state = _initialised_from(state, config.train.init_from, functions.state_sharding)
     start = 0
   _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
   scalars = None
@@ -354,6 +356,21 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
     ).write(work / artefacts.TrainingSummary.FILE)
   return state
+
+
+def _initialised_from(state: TrainingState, path: str, state_sharding: TrainingState) -> TrainingState:
+  """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them)."""
+  loaded = checkpoint.load_params(path, ema=True)
+  want = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(state.params)}
+  got = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(loaded)}
+  if want != got:
+    name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
+    raise ValueError(f"train.init_from {path!r} does not fit this config's model: {name} is "
+                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} here")
+  host = jax.tree.map(lambda a, b: np.asarray(a, b.dtype), loaded, state.params)
+  # Two transfers: params and EMA are distinct buffers (the update donates both).
+  return state._replace(params=jax.device_put(host, state_sharding.params),
+                        params_ema=jax.device_put(host, state_sharding.params_ema))
 
 
 def _restore_state(manager: checkpoint.Checkpointer, state_sharding: TrainingState

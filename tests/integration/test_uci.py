@@ -778,3 +778,71 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
           proc.wait(10)
         except subprocess.TimeoutExpired:
           proc.kill()
+
+
+# Search (issue 15): MCTS and alpha-beta over the policy, within the go's limits.
+
+MATE_IN_2 = 'k7/8/2K5/8/8/8/8/1R6 w - - 0 1'  # 1.Kc7 Ka7 2.Ra1#.
+
+
+def test_search_mcts_go_nodes_plays_the_search_agents_move(factory, reference_player):
+  from searchless.play.search import agent as search_agent
+  engine, lines = make_engine(factory)
+  run(engine, 'setoption name Search value mcts', 'position startpos moves e2e4', 'go nodes 20')
+  board = chess.Board()
+  board.push_san('e4')
+  expected = search_agent.agent_for(reference_player.policy, 'mcts', simulations=20).search(board)
+  info, best = lines[-2], lines[-1]
+  assert best == f'bestmove {expected.move.uci()}'
+  assert info.startswith(f'info depth {expected.depth} seldepth {expected.depth} multipv 1 score cp ')
+  assert ' nodes 20 nps 20000 time 0 pv ' + ' '.join(m.uci() for m in expected.pv) in info
+  lines.clear()
+  run(engine, 'setoption name MultiPV value 3', 'go')  # No limit: SearchNodes (256).
+  assert [line.split(' multipv ')[1][0] for line in lines[:-1]] == ['1', '2', '3']
+  assert all(' nodes 256 ' in line for line in lines[:-1])
+
+
+def test_search_alphabeta_go_depth_proves_a_mate(factory):
+  engine, lines = make_engine(factory)
+  run(engine, 'setoption name Search value alphabeta', f'position fen {MATE_IN_2}', 'go depth 3')
+  assert lines[-1] == 'bestmove c6c7'
+  assert lines[-2].startswith('info depth 3 seldepth 3 multipv 1 score mate 2 nodes ')
+  assert lines[-2].endswith(' pv c6c7 a8a7 b1a1')
+  lines.clear()
+  run(engine, 'setoption name UCI_ShowWDL value true', 'go depth 3')
+  assert ' score mate 2 wdl 1000 0 0 nodes ' in lines[-2]
+
+
+def test_search_infinite_runs_until_stop_and_bad_search_options_are_reported(factory):
+  engine, lines = make_engine(factory)
+  run(engine, 'setoption name Search value mcts', 'isready')
+  assert engine.handle('go infinite')
+  time.sleep(1.0)
+  assert not engine.wait(0.1) and engine.searching
+  assert engine.handle('stop')
+  assert lines[-1].startswith('bestmove ') and not engine.searching
+  nodes = int(lines[-2].split(' nodes ')[1].split()[0])
+  assert nodes > 0
+  for command, error in [('setoption name Search value deep', 'Search must be one of none, mcts, alphabeta'),
+                         ('setoption name SearchNodes value 0', 'SearchNodes must be an integer in [1, 10000000]'),
+                         ('setoption name SearchDepth value 65', 'SearchDepth must be an integer in [1, 64]')]:
+    run(engine, command)
+    assert lines[-1] == f"info string error: {error}, got '{command.split()[-1]}'"
+
+
+def test_process_searches_with_python_chess_limits(process):
+  options = process.options
+  assert options['Search'].var == ['none', 'mcts', 'alphabeta'] and options['Search'].default == 'none'
+  try:
+    process.configure({'Search': 'mcts'})
+    board = chess.Board()
+    infos = process.analyse(board, chess.engine.Limit(nodes=32), multipv=2)
+    assert [i['nodes'] for i in infos] == [32, 32] and len({i['pv'][0] for i in infos}) == 2
+    start = time.perf_counter()
+    result = process.play(board, chess.engine.Limit(time=0.3))
+    assert result.move in board.legal_moves and time.perf_counter() - start < 3
+    process.configure({'Search': 'alphabeta'})
+    result = process.play(chess.Board(MATE_IN_2), chess.engine.Limit(depth=3), info=chess.engine.INFO_SCORE)
+    assert result.move.uci() == 'c6c7' and result.info['score'].white() == chess.engine.Mate(2)
+  finally:
+    process.configure({'Search': 'none'})

@@ -21,8 +21,8 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
   start (``--compilation_cache DIR``, default ``~/.cache/searchless/xla``;
   ``''`` turns it off) (the tiny test model on 2 CPU cores:
   readyok 7.8 s after start, 2.4 s with a warm cache; moves ~10 ms).
-* ``go`` answers at once whatever its limits (a searchless policy has no
-  search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
+* Without ``Search`` (below), ``go`` answers at once whatever its limits (a
+  searchless policy has no search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
   N nps R time T pv M`` line per ``MultiPV``, then ``bestmove M``. N counts the
   moves the model scored; C is the move's win probability for the mover, 0.5 if
   it allows a repetition claim (``RepetitionDraws``), as centipawns
@@ -73,10 +73,23 @@ Options (``setoption``):
   (``e1h1``). The model, which learned standard chess, reads castling rights
   as KQkq and castling as the king's move to the g- or c-file
   (`policy.model_fen`, `policy.model_move`).
-* ``Hash``, ``Move Overhead`` (spins) and ``SyzygyPath`` (string): accepted,
-  range-checked and recorded so that GUIs and lichess-bot can send their
-  defaults; no-ops, as the model keeps no table, answers in milliseconds and
-  reads no tablebases.
+* ``Search`` (combo none/mcts/alphabeta, default none or ``--search``): with
+  ``mcts`` or ``alphabeta`` each ``go`` searches over the policy
+  (`searchless.play.search`) instead of playing the model's move: ``go nodes
+  N`` gives MCTS N simulations, ``go depth D`` alpha-beta D plies; ``movetime``
+  or the clock (``wtime``/``btime``/``winc``/``binc``/``movestogo``, its share
+  `search.budget`) gives the time, less ``Move Overhead``; a ``go`` without
+  limits uses ``SearchNodes`` (spin, default 256) or ``SearchDepth`` (spin
+  1-64, default 2); ``infinite`` and ``ponder`` search until ``stop`` /
+  ``ponderhit``, and ``stop`` ends any search with its best move so far. The
+  info lines then carry the search's depth, nodes (simulations, or alpha-beta
+  nodes), its values (``score mate N`` for a mate it proved) and the
+  principal line; MultiPV ranks root moves by visits. MCTS keeps its tree
+  between the moves of one game (``ucinewgame`` drops it).
+* ``Hash`` (spin) and ``SyzygyPath`` (string): accepted, range-checked and
+  recorded so that GUIs and lichess-bot can send their defaults; no-ops, as
+  the model keeps no table and reads no tablebases. ``Move Overhead`` (spin,
+  ms) is kept off a search's time (a no-op without search).
 
 ``debug on`` adds ``info string`` lines (load time, the top moves' scores).
 
@@ -86,6 +99,7 @@ Options (``setoption``):
 (True, 'uciok')
 """
 
+from searchless.play.uci.engine import SEARCHES
 from searchless.play.uci.engine import UciEngine
 from searchless.play.uci.process import available_cpus
 from searchless.play.uci.process import default_cache_dir
@@ -100,6 +114,6 @@ from searchless.play.uci.serve import checkpoint_policy
 from searchless.play.uci.serve import run
 
 __all__ = [
-    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
+    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
     'default_cache_dir', 'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
 ]

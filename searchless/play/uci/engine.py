@@ -31,6 +31,9 @@ import chess
 
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
+from searchless.play.search import agent as search_agent
+from searchless.play.search import alphabeta
+from searchless.play.search import mcts
 from searchless.play.uci import process
 from searchless.play.uci import protocol
 from searchless.play.uci import search as search_lib
@@ -41,6 +44,8 @@ PlayerFactory = Callable[[str, player_lib.PlayOptions], player_lib.Player]
 ThreadLimiter = Callable[[int], Callable[[], None] | None]
 
 _LOG = logging.getLogger(__name__)
+
+SEARCHES = (protocol.NO_SEARCH, *search_agent.ALGORITHMS)  # The Search option's values.
 
 
 class UciEngine:
@@ -60,9 +65,13 @@ class UciEngine:
                policy: str = policy_lib.ACTION_VALUE, checkpoint_name: str = '',
                options: player_lib.PlayOptions = player_lib.PlayOptions(temperature=0.0),
                threads: int = 1, max_threads: int | None = None, thread_limiter: ThreadLimiter | None = None,
-               warm_up: bool = True, clock: Callable[[], float] = time.perf_counter):
+               warm_up: bool = True, clock: Callable[[], float] = time.perf_counter,
+               search: str = protocol.NO_SEARCH, search_nodes: int = mcts.MctsConfig.simulations,
+               search_depth: int = alphabeta.AlphaBetaConfig.depth):
     if policy not in policy_lib.POLICIES:
       raise ValueError(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
+    if search not in SEARCHES:
+      raise ValueError(f'unknown search {search!r}; expected one of {SEARCHES}')
     self._factory = player_factory
     self._output = output
     self._output_lock = threading.Lock()
@@ -88,8 +97,12 @@ class UciEngine:
     self._multipv = 1  # Info lines per go.
     self._show_wdl = False  # Win/draw/loss per mille in the info lines.
     self._chess960 = False  # Positions are Chess960 (castling as king-takes-rook).
-    # Accepted and recorded for GUIs and lichess-bot, no-ops for a model without search or tables:
+    # Accepted and recorded for GUIs and lichess-bot; Move Overhead is kept off a search's time:
     self._hash_mb, self._move_overhead_ms, self._syzygy_path = 16, 10, ''
+    self._search_kind = search  # none: the searchless player; mcts or alphabeta over its policy.
+    self._search_nodes = search_nodes  # MCTS simulations of a go without nodes or time.
+    self._search_depth = search_depth  # Alpha-beta depth of a go without depth or time.
+    self._searcher: search_agent.SearchAgent | None = None  # Built on the first searching go; keeps the tree.
 
   # Output.
 
@@ -160,6 +173,10 @@ class UciEngine:
     self._send(f'option name Move Overhead type spin default {self._move_overhead_ms} min 0 '
                f'max {protocol.MAX_MOVE_OVERHEAD_MS}')
     self._send(f'option name SyzygyPath type string default {self._syzygy_path or "<empty>"}')
+    self._send(f'option name Search type combo default {self._search_kind} '
+               + ' '.join(f'var {k}' for k in SEARCHES))
+    self._send(f'option name SearchNodes type spin default {self._search_nodes} min 1 max {protocol.MAX_SEARCH_NODES}')
+    self._send(f'option name SearchDepth type spin default {self._search_depth} min 1 max {alphabeta.MAX_DEPTH}')
     self._send('uciok')
 
   def _cmd_debug(self, args: list[str]) -> None:
@@ -170,7 +187,9 @@ class UciEngine:
   def _cmd_isready(self, args: list[str]) -> None:
     del args
     try:
-      self._ensure_player()
+      player = self._ensure_player()
+      if self._search_kind != protocol.NO_SEARCH:
+        self._ensure_searcher(player)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('loading the model failed')
       self._error(f'could not load the model: {e}')
@@ -183,6 +202,8 @@ class UciEngine:
     del args
     self._finish_search()
     self._board = chess.Board(chess960=self._chess960)
+    if self._searcher is not None:
+      self._searcher.new_game()
 
   def _cmd_position(self, args: list[str]) -> None:
     try:
@@ -228,6 +249,7 @@ class UciEngine:
         raise UciError(f'cannot use Policy {value}: {e}; keeping {self._loaded_policy}') from None
       self._player.close()
       self._player, self._policy, self._loaded_policy = player, value, value
+      self._searcher = None
 
   def _set_temperature(self, value: str) -> None:
     try:
@@ -279,6 +301,19 @@ class UciEngine:
 
   def _set_syzygypath(self, value: str) -> None:
     self._syzygy_path = '' if value == '<empty>' else value
+
+  def _set_search(self, value: str) -> None:
+    if value not in SEARCHES:
+      raise UciError(f'Search must be one of {", ".join(SEARCHES)}, got {value!r}')
+    self._finish_search()
+    if value != self._search_kind:
+      self._search_kind, self._searcher = value, None
+
+  def _set_searchnodes(self, value: str) -> None:
+    self._search_nodes = self._spin('SearchNodes', value, 1, protocol.MAX_SEARCH_NODES)
+
+  def _set_searchdepth(self, value: str) -> None:
+    self._search_depth = self._spin('SearchDepth', value, 1, alphabeta.MAX_DEPTH)
 
   @staticmethod
   def _spin(name: str, value: str, low: int, high: int) -> int:
@@ -414,6 +449,8 @@ class UciEngine:
     allowed, errors = search_lib.allowed_moves(board, search.request.searchmoves)
     for error in errors:
       self._error(error)
+    if self._search_kind != protocol.NO_SEARCH:
+      return self._choose_by_search(search, player, allowed if len(allowed) < nodes else None)
     move, analysis = player.choose(board, root_moves=allowed if len(allowed) < nodes else None)
     seconds = max(self._clock() - search.started, 0.0)
     if self._debug:
@@ -423,6 +460,32 @@ class UciEngine:
                                       nodes=nodes, seconds=seconds):
       self._send(line)
     return move
+
+  def _ensure_searcher(self, player: player_lib.Player) -> search_agent.SearchAgent:
+    """The search agent over the player's policy, built (and its batch shapes compiled) on first use."""
+    with self._load_lock:
+      if self._searcher is None:
+        searcher = search_agent.agent_for(player.policy, self._search_kind)
+        if self._warm_up:
+          searcher.searcher.warm_up()
+        self._searcher = searcher
+      return self._searcher
+
+  def _choose_by_search(self, search: search_lib.Search, player: player_lib.Player,
+                        root_moves: list[chess.Move] | None) -> chess.Move | None:
+    """The move of an MCTS or alpha-beta search over the player's policy, within the go's limits."""
+    searcher_agent = self._ensure_searcher(player)
+    budget = search_lib.budget(search.board, search.request, kind=self._search_kind, nodes=self._search_nodes,
+                               depth=self._search_depth, overhead_ms=self._move_overhead_ms)
+    searcher = searcher_agent.searcher
+    searcher.config = dataclasses.replace(searcher.config, **budget)  # type: ignore[arg-type]
+    result = searcher_agent.search(search.board, stop=search.release.is_set, root_moves=root_moves)
+    seconds = max(self._clock() - search.started, 0.0)
+    if self._debug:
+      self._info(f'{self._search_kind} {budget}: {result.simulations} nodes, {result.evaluations} boards evaluated')
+    for line in search_lib.search_info_lines(result, multipv=self._multipv, show_wdl=self._show_wdl, seconds=seconds):
+      self._send(line)
+    return result.move
 
   # Shutting down.
 

@@ -25,7 +25,9 @@ MAX_FULL_MOVES = 1000  # TemperatureFullMoves' spin maximum.
 MAX_THREADS = 1024  # Threads' spin maximum (Stockfish's); more than the CPUs available is clamped to them.
 MAX_MULTIPV = 500  # MultiPV's spin maximum (more than any position's legal moves).
 MAX_HASH_MB = 33554432  # Hash's spin maximum (Stockfish's), a no-op here.
-MAX_MOVE_OVERHEAD_MS = 5000  # Move Overhead's spin maximum (Stockfish's), a no-op here.
+MAX_MOVE_OVERHEAD_MS = 5000  # Move Overhead's spin maximum (Stockfish's); kept off a search's time.
+NO_SEARCH = 'none'  # The Search option's first value: the searchless player (the others name searches).
+MAX_SEARCH_NODES = 10_000_000  # SearchNodes' spin maximum.
 
 
 class UciError(ValueError):

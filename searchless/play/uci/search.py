@@ -4,6 +4,8 @@
 `info_lines` are the ``info`` lines that precede ``bestmove`` (a searchless
 policy has no search to extend: depth 1, the moves the model scored as nodes;
 ``MultiPV`` lines ranked by the model's values; `wdl` for ``UCI_ShowWDL``).
+With the ``Search`` option, `budget` turns the ``go`` limits into the search's
+and `search_info_lines` reports its result.
 """
 
 from collections.abc import Callable
@@ -14,6 +16,8 @@ import numpy as np
 
 from searchless.core import values
 from searchless.play import player as player_lib
+from searchless.play.search import alphabeta
+from searchless.play.search import result as result_lib
 from searchless.play import policy as policy_lib
 from searchless.play.uci import protocol
 
@@ -92,4 +96,78 @@ def info_lines(board: chess.Board, chosen: chess.Move, analysis: policy_lib.Anal
         score += f'wdl {w} {d} {l} '
     lines.append(f'info depth 1 seldepth 1 multipv {k} {score}nodes {nodes} '
                  f'nps {int(nodes / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {analysis.moves[i].uci()}')
+  return lines
+
+
+CLOCK_MOVES = 30  # A clock without movestogo is shared as if this many moves remained.
+
+
+def budget(board: chess.Board, request: protocol.GoRequest, *, kind: str, nodes: int, depth: int,
+           overhead_ms: int) -> dict[str, float | int | None]:
+  """The search config fields (`MctsConfig` or `AlphaBetaConfig`) of one ``go``.
+
+  ``nodes`` gives MCTS its simulations, ``depth`` alpha-beta its depth;
+  ``movetime``, or the side to move's clock (its share of the remaining time
+  for ``movestogo`` moves, 30 without it, plus 3/4 of the increment, at most
+  half of what is left) gives the time, less ``Move Overhead``. A time with no
+  count searches until the time is up; neither searches `nodes` / `depth`
+  (the SearchNodes / SearchDepth options). ``infinite`` and ``ponder`` search
+  until ``stop`` or ``ponderhit``.
+
+  >>> request, _ = protocol.parse_go('wtime 30010 btime 30010 winc 1000'.split())
+  >>> budget(chess.Board(), request, kind='mcts', nodes=256, depth=2, overhead_ms=10)
+  {'simulations': 10000000, 'seconds': 1.75}
+  >>> budget(chess.Board(), protocol.parse_go(['depth', '3'])[0], kind='alphabeta', nodes=256, depth=2, overhead_ms=10)
+  {'depth': 3, 'seconds': None}
+  """
+  limits = request.limits
+  seconds: float | None = None
+  if request.infinite or request.ponder:
+    count = protocol.MAX_SEARCH_NODES if kind == 'mcts' else alphabeta.MAX_DEPTH
+  else:
+    if 'movetime' in limits:
+      seconds = max(limits['movetime'] - overhead_ms, 1) / 1000
+    elif ('wtime' if board.turn == chess.WHITE else 'btime') in limits:
+      left = limits['wtime' if board.turn == chess.WHITE else 'btime'] - overhead_ms
+      increment = limits.get('winc' if board.turn == chess.WHITE else 'binc', 0)
+      share = left / max(limits.get('movestogo', CLOCK_MOVES), 1) + 0.75 * increment
+      seconds = max(min(share, left / 2), 1) / 1000
+    given = limits.get('nodes') if kind == 'mcts' else limits.get('depth')
+    if given is not None:
+      count = max(given, 1)
+    elif seconds is not None:
+      count = protocol.MAX_SEARCH_NODES if kind == 'mcts' else alphabeta.MAX_DEPTH
+    else:
+      count = nodes if kind == 'mcts' else depth
+  if kind == 'mcts':
+    return {'simulations': count, 'seconds': seconds}
+  return {'depth': min(count, alphabeta.MAX_DEPTH), 'seconds': seconds}
+
+
+def _score(value: float, show_wdl: bool) -> str:
+  mate = result_lib.mate_in(value)
+  if mate is not None:
+    return f'score mate {mate} ' + ('wdl 1000 0 0 ' if mate > 0 else 'wdl 0 0 1000 ') * show_wdl
+  win = float(np.clip((value + 1) / 2, 0, 1))
+  text = f'score cp {values.win_probability_to_centipawns(win, clip=protocol.CP_CLIP)} '
+  if show_wdl:
+    w, d, l = wdl(np.ones(1), np.array([win]))
+    text += f'wdl {w} {d} {l} '
+  return text
+
+
+def search_info_lines(result: result_lib.SearchResult, *, multipv: int, show_wdl: bool, seconds: float) -> list[str]:
+  """The ``info`` lines of a search: `multipv` lines, the chosen move's first (with the principal
+  line), then the other root moves by visits and value; nodes are simulations (MCTS) or nodes
+  visited (alpha-beta); a proven mate is ``score mate N``."""
+  if result.move is None:
+    return []
+  first = result.moves.index(result.move)
+  order = [int(i) for i in np.lexsort((-result.q, -result.visits)) if i != first]
+  lines = []
+  for k, i in enumerate([first] + order[:multipv - 1], start=1):
+    pv = ' '.join(m.uci() for m in result.pv) if i == first else result.moves[i].uci()
+    lines.append(f'info depth {max(result.depth, 1)} seldepth {max(result.depth, 1)} multipv {k} '
+                 f'{_score(float(result.q[i]), show_wdl)}nodes {result.simulations} '
+                 f'nps {int(result.simulations / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {pv}')
   return lines

@@ -27,11 +27,11 @@ def checkpoint_policy(path: str) -> str:
 
 def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto', temperature: float = 0.0,
         threads: int | None = None, seed: int | None = None,
-        compilation_cache: str | None = None) -> bool:
+        compilation_cache: str | None = None, search: str = engine_lib.SEARCHES[0]) -> bool:
   """Speaks UCI on stdin/stdout with the model of `checkpoint_path` until ``quit`` or the end of input.
 
   `policy`: default the checkpoint's; `temperature`, `threads` (default: all
-  available CPUs) and `seed`: the options' starting values;
+  available CPUs), `seed` and `search`: the options' starting values;
   `compilation_cache`: JAX's persistent cache directory (None or '': off).
   Raises FileNotFoundError / ValueError for a bad checkpoint before speaking.
   Returns True once the engine has quit; when a search is stuck in the model
@@ -57,7 +57,7 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
   engine = engine_lib.UciEngine(factory, output, policy=policy,
                                 checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
                                 options=options, threads=threads or process.available_cpus(),
-                                thread_limiter=process.limit_cpu_threads)
+                                thread_limiter=process.limit_cpu_threads, search=search)
   if not _serve(engine, sys.stdin.buffer):  # A search stuck in the model: don't wait for it.
     out.flush()
     os._exit(0)  # pylint: disable=protected-access

@@ -228,3 +228,22 @@ def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
   assert agent.play(board).uci() == 'c6c7'
   deep = search_agent.agent_for(policy, 'alphabeta', depth=3)
   assert deep.play(board).uci() == 'c6c7' and deep.last.mate_in() == 2
+
+
+@pytest.mark.parametrize('go, kind, expected', [
+    ('nodes 100', 'mcts', {'simulations': 100, 'seconds': None}),
+    ('depth 3', 'mcts', {'simulations': 256, 'seconds': None}),  # depth means nothing to MCTS: SearchNodes.
+    ('depth 99', 'alphabeta', {'depth': 64, 'seconds': None}),
+    ('movetime 510', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5}),
+    ('movetime 510 nodes 50', 'mcts', {'simulations': 50, 'seconds': 0.5}),
+    ('wtime 10010 btime 1000 movestogo 5', 'alphabeta', {'depth': 64, 'seconds': 2.0}),
+    ('wtime 1010 btime 1000 winc 4000', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5}),  # At most half.
+    ('infinite', 'alphabeta', {'depth': 64, 'seconds': None}),
+    ('', 'alphabeta', {'depth': 2, 'seconds': None}),
+])
+def test_go_limits_become_the_search_budget(go, kind, expected):
+  from searchless.play.uci import protocol
+  from searchless.play.uci import search as uci_search
+  request, errors = protocol.parse_go(go.split())
+  assert not errors
+  assert uci_search.budget(chess.Board(), request, kind=kind, nodes=256, depth=2, overhead_ms=10) == expected

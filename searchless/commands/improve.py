@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--checkpoint', required=True, help="the starting model: workdir, checkpoint dir or 'pretrained'")
   p.add_argument('--workdir', required=True, help='outputs (iteration_NNN/, summary.json); rerun to resume')
   for field in ('iterations', 'games', 'sims', 'sample_plies', 'opening_plies', 'max_plies', 'resign_plies',
-                'steps', 'batch_size', 'num_puzzles', 'match_games', 'workers', 'seed'):
+                'steps', 'batch_size', 'min_visits', 'num_puzzles', 'match_games', 'workers', 'seed'):
     p.add_argument(f'--{field}', type=int, default=getattr(_DEFAULTS, field), help=_help(field))
   for field in ('noise', 'resign', 'learning_rate'):
     p.add_argument(f'--{field}', type=float, default=getattr(_DEFAULTS, field), help=_help(field))

@@ -9,12 +9,12 @@ One iteration (AlphaZero's loop, read for an action-value model):
    resignation (the search gives the mover under ``resign`` win probability
    on ``resign_plies`` consecutive own moves) or as a draw after ``max_plies``.
 2. **Targets**: every searched board becomes training records
-   (`training_records`): each legal move's win probability is the search's
-   value of it, (Q + 1) / 2, where the search visited it, and the model's own
-   where it did not; the board's value is the search's root value. A
-   board-packed model gets one board record per board, a per-move
-   action-value model one record per move, a state-value model the board's
-   value, a behavioral-cloning model the search's move. An
+   (`training_records`): each move the search visited ``min_visits`` times
+   or more gets its search value, (Q + 1) / 2, as its win probability (moves
+   it did not search get no target); the board's value is the search's root
+   value. A board-packed model gets one board record per board (those moves
+   only), a per-move action-value model one record per move, a state-value
+   model the board's value, a behavioral-cloning model the search's move. An
    action-value model has no policy head, so the search's values, not its
    visit counts, are what it can learn (AlphaZero trains its policy on the
    visits and its value on the game result).
@@ -49,7 +49,7 @@ import numpy as np
 from searchless.core import bags
 from searchless.core import progress_bars
 from searchless.core import records
-from searchless.data import boards as boards_lib
+from searchless.core import moves as moves_lib
 
 SUMMARY_FILE = 'summary.json'
 GAMES_FILE = 'selfplay.jsonl'
@@ -72,6 +72,7 @@ class ImproveConfig:
   resign_plies: int = 4  # ... on this many consecutive own moves (0: never resign).
   steps: int = 300  # Fine-tuning steps per iteration.
   learning_rate: float = 2e-4  # Fine-tuning learning rate.
+  min_visits: int = 2  # A move becomes a target when the search visited it this often.
   batch_size: int = 0  # Fine-tuning batch size (0: the checkpoint's own).
   replay: str = ''  # Extra training data mixed in (a bag glob, e.g. the original data); '' = none.
   puzzles: str = ''  # Puzzle CSV to measure on ('' = no puzzles).
@@ -82,7 +83,7 @@ class ImproveConfig:
   seed: int = 0  # Self-play games are reproducible for a seed (the model calls are deterministic on CPU).
 
   def __post_init__(self):
-    for name in ('iterations', 'games', 'sims', 'steps', 'workers'):
+    for name in ('iterations', 'games', 'sims', 'steps', 'workers', 'min_visits'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
     if self.batch_size < 0:
@@ -103,20 +104,34 @@ def model_of(workdir: pathlib.Path, i: int, start: str) -> str:
 
 
 def board_targets(board: chess.Board, search) -> dict:
-  """A searched board's training targets: each move's search value as a win probability (the model's
-  own value where the search did not visit it: `SearchResult.q` is that), the root's as its value."""
+  """A searched board's targets: each move's search value as a win probability (`SearchResult.q`: the
+  model's own value where the search did not visit it), its visits, the root's value and move."""
   return {'fen': board.fen(), 'moves': [m.uci() for m in search.moves],
-          'win_probs': [float(np.clip((q + 1) / 2, 0, 1)) for q in search.q], 'value': search.win_probability,
-          'best': search.move.uci()}
+          'win_probs': [float(np.clip((q + 1) / 2, 0, 1)) for q in search.q],
+          'visits': [int(v) for v in search.visits], 'value': search.win_probability, 'best': search.move.uci()}
 
 
-def training_records(kind: str, targets: Sequence[dict]) -> list:
+def training_records(kind: str, targets: Sequence[dict], min_visits: int = 1) -> list:
   """The records a model of `kind` trains on (`records.BOARD_VALUE` for a board-packed one, else its
-  policy): board records, one action-value per move, the root value, or the search's move."""
+  policy): the values of the moves the search visited `min_visits` times or more (one board record,
+  or one action-value record per move), the root value, or the search's move.
+
+  Unvisited moves get no target: their search value is the model's own, and training the visited
+  moves towards the (usually lower) backed-up values while the others keep the model's optimism
+  would shift the model's choice towards moves nobody searched.
+  """
+  def searched(t):
+    return [(m, p) for m, p, v in zip(t['moves'], t['win_probs'], t['visits']) if v >= min_visits]
+
   if kind == records.BOARD_VALUE:
-    return [boards_lib.from_action_values(t['fen'], zip(t['moves'], t['win_probs']), t['value']) for t in targets]
+    out = []
+    for t in targets:
+      pairs = sorted(searched(t), key=lambda mp: moves_lib.MOVE_TO_ACTION[mp[0]])
+      if pairs:
+        out.append(records.BoardValue(t['fen'], tuple(m for m, _ in pairs), tuple(p for _, p in pairs), t['value']))
+    return out
   if kind == 'action_value':
-    return [records.ActionValue(t['fen'], m, p) for t in targets for m, p in zip(t['moves'], t['win_probs'])]
+    return [records.ActionValue(t['fen'], m, p) for t in targets for m, p in searched(t)]
   if kind == 'state_value':
     return [records.StateValue(t['fen'], t['value']) for t in targets]
   if kind == 'behavioral_cloning':
@@ -193,7 +208,7 @@ def self_play(checkpoint: str, out: pathlib.Path, config: ImproveConfig, *, iter
     bar.close()
     done = _read_games(path)
   targets = [t for g in done for t in g['boards']]
-  bags.write_records(str(out / BOARDS_FILE), kind, training_records(kind, targets))
+  bags.write_records(str(out / BOARDS_FILE), kind, training_records(kind, targets, config.min_visits))
   return len(targets)
 
 

@@ -19,7 +19,7 @@ from searchless.training import train
 
 from helpers import write_checkpoint
 
-SMALL = ['--games', '3', '--sims', '4', '--max_plies', '12', '--steps', '3', '--batch_size', '8', '--match_games', '0',
+SMALL = ['--games', '3', '--sims', '4', '--min_visits', '1', '--max_plies', '12', '--steps', '3', '--batch_size', '8', '--match_games', '0',
          '--sample_plies', '4', '--opening_plies', '2', '--iterations', '2', '--quiet']
 
 
@@ -59,8 +59,13 @@ def test_the_loop_resumes_after_a_kill_and_keeps_its_games(tmp_path, start):
     records = list(bags.read_records(str(tmp_path / 'run' / f"iteration_{entry['iteration']:03d}" / improve.BOARDS_FILE),
                                      'action_value'))
     first = chess.Board(records[0].fen)
-    assert sorted(r.move for r in records if r.fen == records[0].fen) == sorted(m.uci() for m in first.legal_moves)
-    assert len({r.fen for r in records}) == entry['boards'] > 0
+    games = [json.loads(line) for line in
+             (tmp_path / 'run' / f"iteration_{entry['iteration']:03d}" / improve.GAMES_FILE).read_text().splitlines()]
+    target = next(t for g in games for t in g['boards'] if t['fen'] == records[0].fen)
+    visited = [m for m, v in zip(target['moves'], target['visits']) if v >= 1]
+    assert [r.move for r in records if r.fen == records[0].fen] == visited  # The searched moves only.
+    assert set(visited) <= {m.uci() for m in first.legal_moves}
+    assert len({r.fen for r in records}) <= entry['boards'] and records
     assert all(0 <= r.win_prob <= 1 for r in records)
   # Iteration 2 started from iteration 1's model, which moved away from the start.
   tuned = checkpoint.load_params(summary['iterations'][0]['model'])
@@ -88,25 +93,28 @@ def test_a_workdir_of_another_start_is_refused(tmp_path, start):
     improve.ImproveConfig(games=0)
 
 
-def test_targets_are_the_search_values_where_it_looked_and_the_model_elsewhere(start):
+def test_targets_are_the_search_values_of_the_moves_it_searched(start):
   from searchless.play import player
   from searchless.play.search import agent as search_agent
   policy = player.load_policy(start, compute_dtype='float32')
   board = chess.Board()
   board.push_san('e4')
-  result = search_agent.agent_for(policy, 'mcts', simulations=10).search(board)
+  result = search_agent.agent_for(policy, 'mcts', simulations=30).search(board)
   targets = improve.board_targets(board, result)
   model = policy.analyse(board)
   assert targets['fen'] == board.fen() and targets['moves'] == [m.uci() for m in model.moves]
-  visited = [i for i, v in enumerate(result.visits) if v]
-  assert 0 < len(visited) < len(model.moves)
+  assert targets['visits'] == [int(v) for v in result.visits] and sum(targets['visits']) == 30
   for i, target in enumerate(targets['win_probs']):
-    expected = (result.q[i] + 1) / 2 if i in visited else model.win_probs[i]
+    expected = (result.q[i] + 1) / 2 if result.visits[i] else model.win_probs[i]
     assert target == pytest.approx(expected, abs=1e-6)
   assert targets['value'] == pytest.approx(result.win_probability) and targets['best'] == result.move.uci()
-  assert [r.move for r in improve.training_records('action_value', [targets])] == targets['moves']
-  [board_record] = improve.training_records('board_value', [targets])
-  assert board_record.state_value == targets['value'] and sorted(board_record.moves) == sorted(targets['moves'])
+  searched = [m for m, v in zip(targets['moves'], targets['visits']) if v >= 2]
+  assert 0 < len(searched) < len(targets['moves'])
+  per_move = improve.training_records('action_value', [targets], min_visits=2)
+  assert [r.move for r in per_move] == searched  # Unsearched moves get no target.
+  assert [r.win_prob for r in per_move] == [p for p, v in zip(targets['win_probs'], targets['visits']) if v >= 2]
+  [board_record] = improve.training_records('board_value', [targets], min_visits=2)
+  assert board_record.state_value == targets['value'] and sorted(board_record.moves) == sorted(searched)
   assert improve.training_records('behavioral_cloning', [targets])[0].move == result.move.uci()
   assert improve.training_records('state_value', [targets])[0].win_prob == targets['value']
 

@@ -40,6 +40,7 @@ import pathlib
 import random
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import chess
 import chess.pgn
@@ -49,6 +50,10 @@ import numpy as np
 from searchless.core import bags
 from searchless.core import progress_bars
 from searchless.core import records
+
+if TYPE_CHECKING:
+  from searchless.play.search.agent import SearchAgent
+  from searchless.play.search.result import SearchResult
 from searchless.core import moves as moves_lib
 
 SUMMARY_FILE = 'summary.json'
@@ -103,9 +108,11 @@ def model_of(workdir: pathlib.Path, i: int, start: str) -> str:
   return start if i == 0 else str(_iteration_dir(workdir, i) / 'train')
 
 
-def board_targets(board: chess.Board, search) -> dict:
+def board_targets(board: chess.Board, search: 'SearchResult') -> dict:
   """A searched board's targets: each move's search value as a win probability (`SearchResult.q`: the
   model's own value where the search did not visit it), its visits, the root's value and move."""
+  if search.move is None:
+    raise ValueError(f'no search result to learn from: {board.fen()} has no legal move')
   return {'fen': board.fen(), 'moves': [m.uci() for m in search.moves],
           'win_probs': [float(np.clip((q + 1) / 2, 0, 1)) for q in search.q],
           'visits': [int(v) for v in search.visits], 'value': search.win_probability, 'best': search.move.uci()}
@@ -139,7 +146,7 @@ def training_records(kind: str, targets: Sequence[dict], min_visits: int = 1) ->
   raise ValueError(f'no self-play records for {kind!r}')
 
 
-def play_game(agent, rng: random.Random, config: ImproveConfig) -> tuple[list[dict], str, list[str]]:
+def play_game(agent: 'SearchAgent', rng: random.Random, config: ImproveConfig) -> tuple[list[dict], str, list[str]]:
   """One self-play game: its searched boards' targets, its result ('1-0', ...) and its moves (UCI)."""
   board = chess.Board()
   agent.new_game()
@@ -166,6 +173,7 @@ def play_game(agent, rng: random.Random, config: ImproveConfig) -> tuple[list[di
       result = '0-1' if board.turn == chess.WHITE else '1-0'
       break
     move = search.sample(1.0, agent.rng) if searched < config.sample_plies else search.move
+    assert move is not None  # The game is not over.
     board.push(move)
     searched += 1
   return targets, result, [m.uci() for m in board.move_stack]

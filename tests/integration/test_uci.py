@@ -42,6 +42,9 @@ OPTIONS = (
     'option name Hash type spin default 16 min 1 max 33554432',
     'option name Move Overhead type spin default 10 min 0 max 5000',
     'option name SyzygyPath type string default <empty>',
+    'option name Search type combo default none var none var mcts var alphabeta',
+    'option name SearchNodes type spin default 256 min 1 max 10000000',
+    'option name SearchDepth type spin default 2 min 1 max 64',
 )
 INFO = re.compile(r'info depth 1 seldepth 1 multipv 1 (?:score cp (-?\d+) )?nodes (\d+) nps (\d+) time (\d+) pv (\S+)')
 
@@ -446,7 +449,7 @@ def test_process_id_and_options(process, model_checkpoint):
   assert process.id == {'name': f'searchless (action_value, {model_checkpoint.name})', 'author': 'searchless'}
   assert set(process.options) == {'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'RepetitionDraws',
                                   'Threads', 'Ponder', 'MultiPV', 'UCI_ShowWDL', 'UCI_Chess960', 'Hash',
-                                  'Move Overhead', 'SyzygyPath'}
+                                  'Move Overhead', 'SyzygyPath', 'Search', 'SearchNodes', 'SearchDepth'}
   assert process.options['Policy'].var == list(policy_lib.POLICIES)
   assert process.options['Threads'].max == 1024
 

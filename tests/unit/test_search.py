@@ -247,3 +247,41 @@ def test_go_limits_become_the_search_budget(go, kind, expected):
   request, errors = protocol.parse_go(go.split())
   assert not errors
   assert uci_search.budget(chess.Board(), request, kind=kind, nodes=256, depth=2, overhead_ms=10) == expected
+
+
+@pytest.fixture(scope='module')
+def small_checkpoints(tmp_path_factory):
+  from helpers import write_checkpoint
+  root = tmp_path_factory.mktemp('search_checkpoints')
+  return {policy: str(write_checkpoint(root / policy, policy=policy))
+          for policy in ('action_value', 'state_value', 'behavioral_cloning')}
+
+
+def test_search_runs_over_every_kind_of_checkpoint(small_checkpoints):
+  from searchless.play import player
+  board = chess.Board(BACK_RANK)
+  policies = {k: player.load_policy(path, compute_dtype='float32') for k, path in small_checkpoints.items()}
+  for kind, policy in policies.items():
+    evaluator = evaluator_lib.Evaluator(policy)
+    assert evaluator.has_values == (kind != 'behavioral_cloning')
+    result = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=12, batch_size=4)).search(board)
+    assert int(result.visits.sum()) == 12 and result.move.uci() == 'd1d8', kind  # The mate, whatever the model.
+    assert alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=2)).search(board).mate_in() == 1, kind
+  # Behavioral cloning: its probabilities are the priors; without a value model every board reads as a draw.
+  bc = evaluator_lib.Evaluator(policies['behavioral_cloning']).evaluate([chess.Board()])[0]
+  analysis = policies['behavioral_cloning'].analyse(chess.Board())
+  np.testing.assert_allclose(bc.priors, np.exp(analysis.log_probs) / np.exp(analysis.log_probs).sum(), rtol=1e-6)
+  assert bc.value == 0.0 and bc.move_values is None
+  # ... with one, its leaves get that model's value.
+  paired = evaluator_lib.Evaluator(policies['behavioral_cloning'], value_policy=policies['state_value'])
+  assert paired.evaluate([chess.Board()])[0].value == pytest.approx(2 * policies['state_value'].analyse(chess.Board()).value - 1)
+  with pytest.raises(ValueError, match='value checkpoint must be an action-value or state-value one'):
+    evaluator_lib.Evaluator(policies['behavioral_cloning'], value_policy=policies['behavioral_cloning'])
+
+
+def test_a_behavioral_cloning_spec_takes_a_value_checkpoint(small_checkpoints):
+  spec = (f"search:{small_checkpoints['behavioral_cloning']},value={small_checkpoints['state_value']},"
+          'sims=4,batch=1,name=bc+sv')
+  with agents.opened(spec) as agent:
+    assert agent.name == 'bc+sv' and agent.play(chess.Board(BACK_RANK)).uci() == 'd1d8'
+    assert agent.evaluator.value_policy is not None and agent.evaluator.value_policy.kind == 'state_value'

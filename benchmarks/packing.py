@@ -62,11 +62,11 @@ def _labelled_boards(fens: list[str]) -> list:
           for fen in fens]
 
 
-def train_throughput(board_records: list, steps: int) -> dict:
-  """Action-values per second of each update on the same boards."""
+def train_throughput(board_records: list, steps: int, configs: dict[str, str] = CONFIGS) -> dict:
+  """Action-values per second of each update on the same boards (`configs`: name -> config)."""
   edges, _ = values.uniform_buckets(128)
   out = {}
-  for name, path in CONFIGS.items():
+  for name, path in configs.items():
     config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32'])
     fns = train.make_functions(config, sharding.make_mesh(1))
     state = fns.init(jax.random.PRNGKey(0))
@@ -90,24 +90,25 @@ def train_throughput(board_records: list, steps: int) -> dict:
     jax.block_until_ready(metrics)
     seconds = time.perf_counter() - start
     out[name] = {'batch': batch, 'steps': steps, 'step_ms': 1000 * seconds / steps,
+                 'params': model.num_params(state.params),
                  'action_values_per_step': done / steps, 'action_values_per_s': done / seconds}
   return out
 
 
-def _random_player(packing: str) -> player_lib.Player:
-  config = config_lib.load(str(CONFIGS['packed' if packing == 'board' else 'per-move']), ['data.train=unused'])
+def _random_player(config_name: str) -> player_lib.Player:
+  config = config_lib.load(config_name, ['data.train=unused'])
   model_config = model.ModelConfig.from_config(config)
-  params = model.init_params(model_config)  # The same values for both: same shapes, same seed.
+  params = model.init_params(model_config)  # Transformers: the same values for both (same shapes, same seed).
   predictor = policy_lib.predictor_for(model_config, params)
   policy = policy_lib.make_policy('action_value', predictor)
   policy.warm_up()
   return player_lib.Player(policy)
 
 
-def play_latency(fens: list[str]) -> dict:
+def play_latency(fens: list[str], configs: dict[str, str] = CONFIGS) -> dict:
   out = {}
-  for name, packing in (('per-move', 'none'), ('packed', 'board')):
-    player = _random_player(packing)
+  for name, config_name in configs.items():
+    player = _random_player(config_name)
     seconds = []
     for fen in fens:
       board = chess.Board(fen)
@@ -120,8 +121,9 @@ def play_latency(fens: list[str]) -> dict:
 
 
 def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: str | None, eval_boards: int,
-             num_puzzles: int | None = None) -> dict:
-  """Trains both for `budget_s` seconds on the train splits of `data`; evaluates both on its test splits."""
+             num_puzzles: int | None = None, configs: dict[str, str] = CONFIGS,
+             overrides: tuple[str, ...] = ()) -> dict:
+  """Trains each of `configs` for `budget_s` seconds on the train splits of `data`; evaluates them on its test splits."""
   from searchless.core import bags
   from searchless.evaluation import evaluate, puzzles as puzzle_eval
   from searchless.data import puzzles as puzzles_lib
@@ -131,10 +133,10 @@ def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: s
   out = {'data': data, 'train_action_values': len(bags.reader(train_av)), 'train_boards': len(bags.reader(train_boards)),
          'budget_s': budget_s, 'test_boards': len(boards), 'test_boards_dropped': dropped}
   puzzle_set = list(puzzles_lib.read_puzzles(puzzles, limit=num_puzzles)) if puzzles else []
-  for name, path, train_spec in (('per-move', CONFIGS['per-move'], train_av),
-                                 ('packed', CONFIGS['packed'], train_boards)):
+  for name, path in configs.items():
     run_dir = workdir / name
-    config = config_lib.load(str(path), [f'data.train={train_spec}', f'train.max_seconds={budget_s}',
+    train_spec = train_boards if packing_lib.packed(config_lib.load(path, ['data.train=unused'])) else train_av
+    config = config_lib.load(str(path), [*overrides, f'data.train={train_spec}', f'train.max_seconds={budget_s}',
                                          'train.num_steps=10000000', 'train.eval_every=10000000',
                                          'train.ckpt_every=500', 'train.log_every=25'])
     if not (run_dir / 'done.json').exists():

@@ -29,8 +29,8 @@ from searchless.data import sequences
 
 
 def packed(config: Any) -> bool:
-  """Whether an experiment config trains the board-packed model (board_value records)."""
-  return config.model.get('packing', 'none') == 'board'
+  """Whether an experiment config trains a per-board model (board_value records): packed or graph."""
+  return config.model.get('packing', 'none') == 'board' or config.model.get('kind', 'transformer') == 'graph'
 
 
 def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edges: np.ndarray, *,

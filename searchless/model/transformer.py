@@ -55,6 +55,7 @@ import numpy as np
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import tokenizer
+from searchless.model import graph
 from searchless.model import layers
 
 # The reference sizes the position table for the longest sequence (action_value)
@@ -63,6 +64,7 @@ POSITION_ROWS = tokenizer.SEQUENCE_LENGTH + 2
 
 SEQUENCE_LENGTHS = records.SEQUENCE_LENGTHS  # Per policy: 79 action_value, 78 otherwise.
 
+KINDS = ('transformer', 'graph')  # The ChessBench transformer | the AlphaGateau graph network (`graph`).
 PACKINGS = ('none', 'board')  # One sequence per move (the paper) | per board.
 MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besides the board.
 BOARD_TOKENS = tokenizer.SEQUENCE_LENGTH + 1  # Packed: 0 + 77 FEN tokens (positions 0..77).
@@ -93,8 +95,17 @@ class ModelConfig:
   packing: str = 'none'  # 'none': one sequence per move (the paper); 'board': one per board.
   move_attention: str = 'self'  # Packed: a move token sees the board and itself | all real moves.
   joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
+  kind: str = 'transformer'  # 'transformer' | 'graph' (searchless.model.graph: per board, like packing='board').
+  graph_edge_dim: int = 32  # Graph: width of the edge features (nodes have embedding_dim).
 
   def __post_init__(self):
+    if self.kind not in KINDS:
+      raise ValueError(f'model kind must be one of {KINDS}, got {self.kind!r}')
+    if self.kind == 'graph':
+      if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
+        raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
+      graph.check(self)
+      return
     if self.embedding_dim % self.num_heads:
       raise ValueError(
           f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}'
@@ -110,7 +121,8 @@ class ModelConfig:
 
   @property
   def packed(self) -> bool:
-    return self.packing == 'board'
+    """Whether the model reads whole boards (`[B, 77 + M]` -> `[B, M, V]`): board packing or the graph model."""
+    return self.packing == 'board' or self.kind == 'graph'
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict | ml_collections.FrozenConfigDict) -> 'ModelConfig':
@@ -121,6 +133,8 @@ class ModelConfig:
     m = config.model
     if m.get('packing', 'none') == 'board' and policy != 'action_value':
       raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
+    if m.get('kind', 'transformer') == 'graph' and policy != 'action_value':
+      raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
     return cls(
         embedding_dim=m.embedding_dim,
         num_layers=m.num_layers,
@@ -137,6 +151,8 @@ class ModelConfig:
         packing=m.get('packing', 'none'),
         move_attention=m.get('move_attention', 'self'),
         joint_layers=m.get('joint_layers', 0),
+        kind=m.get('kind', 'transformer'),
+        graph_edge_dim=m.get('graph_edge_dim', 32),
     )
 
 
@@ -223,7 +239,8 @@ def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.d
   return layers.read_out(h, config, compute_dtype)  # [B, M, V]
 
 
-def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> hk.Transformed:
+def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False,
+          with_value: bool = False) -> hk.Transformed:
   """Returns the predictor: `apply(params, rng_or_None, sequences [B, T] int) -> [B, T, V]`.
 
   With `last_only` it returns the last position's log-probs [B, V] (all that
@@ -231,7 +248,10 @@ def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: b
 
   A board-packed config (`config.packing == 'board'`) gives
   `apply(params, rng_or_None, tokens [B, 77 + M] int) -> [B, M, V]` instead
-  (see the module docstring); `last_only` does not apply to it.
+  (see the module docstring); `last_only` does not apply to it. So does a graph
+  config (``config.kind == 'graph'``, `searchless.model.graph`), which with
+  `with_value` returns `([B, M, V], [B, V])`: the moves' and the board's value
+  buckets.
 
   Parameters are float32 whatever `compute_dtype` is. With bfloat16, matmuls and
   attention run in bfloat16 (attention logits accumulate in float32); the
@@ -248,12 +268,17 @@ def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: b
       value = value.astype(compute_dtype)
     return next_getter(value)
 
-  def run(sequences: jax.Array) -> jax.Array:
+  def run(sequences: jax.Array) -> Any:
+    if config.kind == 'graph':
+      return graph.forward(sequences, config, compute_dtype, with_value)
     if config.packed:
       return _packed_forward(sequences, config, compute_dtype)
     return _forward(sequences, config, compute_dtype, last_only)
 
-  def forward(sequences: jax.Array) -> jax.Array:
+  if with_value and config.kind != 'graph':
+    raise ValueError('with_value: only the graph model has a state-value head')
+
+  def forward(sequences: jax.Array) -> Any:
     if compute_dtype == jnp.float32:
       return run(sequences)
     with hk.custom_creator(create_float32), hk.custom_getter(cast_linear_weights):

@@ -400,6 +400,10 @@ def load_model(
   if experiment is None:
     return model_lib.infer_config(params, num_heads=num_heads), params, None
   model_config = model_lib.ModelConfig.from_config(experiment)
+  if model_config.kind == 'graph':
+    _check_graph_shapes(params_dir, model_config, params)
+    _check_probe(params_dir, model_config, params)
+    return model_config, params, experiment
   inferred = model_lib.infer_config(params, num_heads=model_config.num_heads)
   shape_fields = ('embedding_dim', 'num_layers', 'widening_factor', 'output_size',
                   'max_sequence_length', 'apply_post_ln', 'apply_qk_layernorm')
@@ -414,6 +418,17 @@ def load_model(
                      f'num_heads {model_config.num_heads}')
   _check_probe(params_dir, model_config, params)
   return model_config, params, experiment
+
+
+def _check_graph_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+  """Refuses graph parameters whose names or shapes are not those of their config's model."""
+  want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
+          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: model_lib.init_params(model_config)))}
+  got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
+  if want != got:
+    name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
+    raise ValueError(f'parameters at {params_dir} do not fit their config: {name} is '
+                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's graph model")
 
 
 def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:

@@ -56,6 +56,8 @@ def base() -> ml_collections.ConfigDict:
   c.model.packing = 'none'  # none: one sequence per move (the paper) | board: one per board (board_value records).
   c.model.move_attention = 'self'  # packing=board: a move token sees the board and itself | 'moves': all real moves.
   c.model.joint_layers = 0  # packing=board: blocks before the last where board tokens also see the moves.
+  c.model.kind = 'transformer'  # transformer (the paper) | graph: AlphaGateau's graph network, per board (board_value records).
+  c.model.graph_edge_dim = 32  # kind=graph: width of the edge features (nodes have embedding_dim; heads num_heads).
 
   c.data = ml_collections.ConfigDict()
   c.data.train = ''  # Bag spec/glob of training records (the --data flag sets it).
@@ -75,6 +77,7 @@ def base() -> ml_collections.ConfigDict:
   c.loss = ml_collections.ConfigDict()
   c.loss.kind = 'log_loss'  # log_loss (paper) | hl_gauss (soft labels).
   c.loss.hl_gauss_sigma = 0.75  # HL-Gauss label std, in bucket widths.
+  c.loss.value_weight = 1.0  # model.kind=graph: weight of its state-value head's loss (target: the best move's bucket).
 
   c.train = ml_collections.ConfigDict()
   c.train.num_steps = 10_000_000  # Optimiser steps (the paper: 10M, 2.67 epochs at batch 4096).
@@ -164,7 +167,7 @@ RANGES: dict[str, tuple[float, bool]] = {
     'num_return_buckets': (2, True), 'model.embedding_dim': (1, True), 'model.num_layers': (1, True),
     'model.num_heads': (1, True), 'model.widening_factor': (0, False), 'model.joint_layers': (0, True),
     'data.batch_size': (1, True), 'data.worker_count': (0, True), 'data.num_records': (1, True),
-    'data.max_moves': (1, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
+    'data.max_moves': (1, True), 'model.graph_edge_dim': (1, True), 'loss.value_weight': (0, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
     'optim.ema_decay': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
     'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
     'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),

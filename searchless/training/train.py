@@ -34,6 +34,7 @@ from searchless.training import checkpoint
 from searchless.training import config as config_lib
 from searchless.data import loader as dataset
 from searchless.data import packing
+from searchless.model import graph as graph_model
 from searchless.model import losses
 from searchless.model import transformer as model
 from searchless.training import eval_set as eval_set_lib
@@ -60,7 +61,9 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
 
   Per-move sequences [B, T]: the loss on the last token (the value bucket or
   the action). Packed rows [B, 77 + 2M]: the mean over every real move of
-  every board (padded move slots are left out).
+  every board (padded move slots are left out). The graph model (`apply`
+  returns its state values too) adds ``loss.value_weight`` x the mean loss of
+  its state-value head, whose target is the board's best move's bucket.
   """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
@@ -78,11 +81,19 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
       log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
       return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
     inputs, targets = packing.split_packed(batch)  # [B, 77 + M], [B, M]
-    log_probs = apply(params, None, inputs)  # [B, M, V]
+    out = apply(params, None, inputs)
+    log_probs, state_log_probs = out if isinstance(out, tuple) else (out, None)  # [B, M, V], [B, V]
     valid = targets >= 0  # [B, M]
     flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
     count = jnp.sum(valid, dtype=jnp.float32)
-    return jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0), count
+    loss = jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0)
+    if state_log_probs is not None:
+      best = jnp.max(targets, axis=1)  # [B]: buckets are monotone in win probability.
+      has_moves = best >= 0
+      state = per_target(state_log_probs, jnp.maximum(best, 0))  # [B]
+      state_loss = jnp.sum(jnp.where(has_moves, state, 0.0)) / jnp.maximum(jnp.sum(has_moves), 1)
+      loss = loss + config.loss.get('value_weight', 1.0) * state_loss
+    return loss, count
 
   return loss_fn
 
@@ -100,9 +111,11 @@ class Functions(NamedTuple):
 
 def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functions:
   model_config = model.ModelConfig.from_config(config)
-  net = model.build(model_config, compute_dtype=model.resolve_dtype(config.train.compute_dtype))
+  dtype = model.resolve_dtype(config.train.compute_dtype)
+  net = model.build(model_config, compute_dtype=dtype)
   optimizer = make_optimizer(config)
-  loss_fn = make_loss_fn(net.apply, config)
+  trained = model.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
+  loss_fn = make_loss_fn(trained.apply, config)
   decay = config.optim.ema_decay
 
   def init(rng):
@@ -293,7 +306,10 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     seq_len = model.BOARD_TOKENS + config.data.max_moves
   else:
     seq_len = model.SEQUENCE_LENGTHS[config.policy]
-  flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
+  if functions.model_config.kind == 'graph':
+    flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves)
+  else:
+    flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = peak_flops_per_device(dtype)
   bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
                   dynamic_ncols=True)

@@ -36,9 +36,12 @@ def _losses(workdir):
   return [r['loss'] for r in map(json.loads, (pathlib.Path(workdir) / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r]
 
 
-@pytest.mark.parametrize('packed', [False, True], ids=['per_move', 'board_packed'])
+@pytest.mark.parametrize('packed', [False, True, 'graph'], ids=['per_move', 'board_packed', 'graph'])
 def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
-  if packed:
+  if packed == 'graph':
+    config = config_lib.load('graph_tiny', SMALL + ['model.graph_edge_dim=8', f'data.train={board_bag}',
+                                                    'train.num_steps=6'])
+  elif packed:
     config = config_lib.load('tiny_packed', SMALL + [f'data.train={board_bag}',
                                                                                   'train.num_steps=6'])
   else:

@@ -1,0 +1,141 @@
+"""The graph model (AlphaGateau): equivariance of its layer, the moves it scores, its configs."""
+
+import dataclasses
+
+import chess
+import haiku as hk
+import jax
+import numpy as np
+import pytest
+
+from searchless.core import moves
+from searchless.core import tokenizer
+from searchless.model import graph
+from searchless.model import transformer as model
+from searchless.training import config as config_lib
+
+KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
+PROMOTIONS = '1r5k/P7/8/8/8/8/6pp/4K3 w - - 0 50'  # a7a8 / a7b8 in four pieces each.
+SMALL = model.ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2, output_size=32,
+                          max_sequence_length=79, graph_edge_dim=8, seed=3)
+
+
+@pytest.fixture(scope='module')
+def small():
+  params = model.init_params(SMALL)
+  return params, jax.jit(model.build(SMALL).apply)
+
+
+def _row(fen: str, board_moves) -> np.ndarray:
+  return np.concatenate([tokenizer.tokenize(fen), [moves.MOVE_TO_ACTION[m.uci()] for m in board_moves]]).astype(np.int32)
+
+
+def test_node_update_is_permutation_equivariant():
+  """Relabelling the nodes and reordering each node's edges relabels and reorders the outputs."""
+  rng = np.random.default_rng(0)
+  batch, nodes, slots, width, edge_width = 2, 7, 3, 8, 4
+  senders = rng.integers(0, nodes, (nodes, slots)).astype(np.int32)
+  mask = rng.random((nodes, slots)) < 0.7
+  mask[:, 0] = True
+  h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
+  e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
+  layer = hk.without_apply_rng(hk.transform(lambda *a: graph.Gateau(2, np.dtype('float32'))(*a)))
+  params = layer.init(jax.random.PRNGKey(0), h, e, senders, mask)
+  out_h, out_e = layer.apply(params, h, e, senders, mask)
+
+  perm = rng.permutation(nodes)  # New node a is old node perm[a].
+  inverse = np.argsort(perm)
+  order = np.stack([rng.permutation(slots) for _ in range(nodes)])  # New slot k of new node a: old slot order[a, k].
+  old_slot = order  # [N, K] per new node a
+  new_senders = inverse[senders[perm[:, None], old_slot]]
+  new_mask = mask[perm[:, None], old_slot]
+  new_e = e[:, perm[:, None], old_slot]
+  got_h, got_e = layer.apply(params, h[:, perm], new_e, new_senders, new_mask)
+  np.testing.assert_allclose(got_h, np.asarray(out_h)[:, perm], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got_e, np.asarray(out_e)[:, perm[:, None], old_slot], rtol=1e-5, atol=1e-5)
+  assert not np.allclose(got_h, out_h, atol=1e-3)  # The relabelling did change the node order.
+
+
+def test_the_graph_is_every_queen_and_knight_relation():
+  assert (graph.NUM_RELATIONS, graph.NUM_EDGES, graph.MAX_IN_DEGREE, graph.NUM_SLOTS) == (1792, 1856, 36, 2304)
+  assert int(graph.SLOT_MASK.sum()) == 1856
+  # d4 receives from 27 queen squares, 8 knight squares and itself; a1 from 21 + 2 + 1.
+  assert graph.SLOT_MASK[chess.D4].sum() == 36 and graph.SLOT_MASK[chess.A1].sum() == 24
+  e2e4 = graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
+  assert (graph.SLOT_SENDER.reshape(-1)[e2e4], graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
+  assert graph.BETWEEN[e2e4].nonzero()[0].tolist() == [chess.E3]
+  # A promotion uses its pawn move's edge; the four pieces differ by the promotion input only.
+  assert len({int(graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[f'a7a8{p}']]) for p in 'qrbn'}) == 1
+
+
+def test_inputs_are_the_board_in_the_movers_frame():
+  board = chess.Board(KIWIPETE)
+  x = jax.tree.map(np.asarray, graph.node_and_edge_inputs(_row(KIWIPETE, board.legal_moves)[None]))
+  assert ''.join(graph.PIECES[p] for p in x['pieces'][0]) == ''.join(
+      graph.PIECES[0] if board.piece_at(s) is None else board.piece_at(s).symbol() for s in chess.SQUARES)
+  assert np.flatnonzero(x['castling'][0].any(axis=1)).tolist() == [chess.A1, chess.H1, chess.A8, chess.H8]
+  assert x['en_passant'].sum() == 0 and x['clock'].tolist() == [0]
+  legal_slots = {int(graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[m.uci()]]) for m in board.legal_moves}
+  assert set(np.flatnonzero(x['legal'][0]).tolist()) == legal_slots
+  assert [(int(f), int(t)) for f, t in zip(x['from'][0], x['to'][0])] == [
+      (m.from_square, m.to_square) for m in board.legal_moves]
+  # Lines are open when nothing stands strictly between their squares.
+  open_of = lambda a, b: x['open'][0][graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[a + b]]]
+  assert open_of('e1', 'c1') == 1 and open_of('a1', 'a3') == 0  # a2 holds a pawn.
+  black = chess.Board('rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b Kq e3 0 3')
+  xb = jax.tree.map(np.asarray, graph.node_and_edge_inputs(_row(black.fen(), black.legal_moves)[None]))
+  assert np.flatnonzero(xb['en_passant'][0]).tolist() == [chess.E6]  # e3 seen from Black's side.
+  assert np.flatnonzero(xb['castling'][0].any(axis=1)).tolist() == [chess.A1, chess.H8]  # Own q side, their K side.
+  assert xb['pieces'][0][chess.D5] == graph.PIECES.index('P')  # Black's d4 pawn is the mover's pawn on d5.
+
+
+def test_a_board_and_its_colour_mirror_get_the_same_values(small):
+  params, apply = small
+  board = chess.Board(KIWIPETE)
+  mirrored = board.mirror()
+  mirrored_moves = [chess.Move(chess.square_mirror(m.from_square), chess.square_mirror(m.to_square), m.promotion)
+                    for m in board.legal_moves]
+  a = np.asarray(apply(params, None, _row(board.fen(), board.legal_moves)[None]))
+  b = np.asarray(apply(params, None, _row(mirrored.fen(), mirrored_moves)[None]))
+  np.testing.assert_array_equal(a, b)
+  assert a.shape == (1, 48, 32)
+
+
+def test_the_edge_head_scores_exactly_the_given_moves(small):
+  params, apply = small
+  board = chess.Board(PROMOTIONS)
+  legal = list(board.legal_moves)
+  row = _row(PROMOTIONS, legal)
+  out = np.asarray(apply(params, None, row[None]))[0]  # [M, V]
+  assert out.shape == (len(legal), 32) and np.allclose(np.exp(out).sum(-1), 1.0, atol=1e-5)
+  padded = np.concatenate([row, [-1] * 5])
+  np.testing.assert_allclose(np.asarray(apply(params, None, padded[None]))[0, :len(legal)], out, atol=1e-6)
+  reversed_row = np.concatenate([row[:77], row[77:][::-1]])
+  np.testing.assert_allclose(np.asarray(apply(params, None, reversed_row[None]))[0], out[::-1], atol=1e-6)
+  by_move = {m.uci(): out[i] for i, m in enumerate(legal)}
+  assert not np.allclose(by_move['a7a8q'], by_move['a7a8n'], atol=1e-4)  # Same edge, different piece.
+  assert not np.allclose(by_move['a7a8q'], by_move['a7b8q'], atol=1e-4)  # Different edges.
+
+
+def test_state_value_head_and_parameters(small):
+  params, _ = small
+  tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
+  actions, state = model.build(SMALL, with_value=True).apply(params, None, tokens)
+  assert actions.shape == (1, 48, 32) and state.shape == (1, 32)
+  assert {'value_in', 'value_out', 'move_in', 'move_out', 'inputs', 'gateau_1'} <= set(params)
+  with pytest.raises(ValueError, match='only the graph model'):
+    model.build(dataclasses.replace(SMALL, kind='transformer'), with_value=True)
+
+
+def test_graph_configs():
+  config = config_lib.load('graph_tiny', ['data.train=unused'])
+  model_config = model.ModelConfig.from_config(config)
+  assert (model_config.kind, model_config.packed, model_config.graph_edge_dim) == ('graph', True, 32)
+  with pytest.raises(ValueError, match="model.kind='graph' scores moves"):
+    model.ModelConfig.from_config(config_lib.load('graph_tiny', ['data.train=unused', 'policy=state_value']))
+  with pytest.raises(ValueError, match="packing 'none'"):
+    dataclasses.replace(SMALL, packing='board')
+  with pytest.raises(ValueError, match='model kind must be one of'):
+    dataclasses.replace(SMALL, kind='gnn')
+  with pytest.raises(ValueError, match='model.graph_edge_dim must be >= 1'):
+    config_lib.load('graph_tiny', ['model.graph_edge_dim=0'])

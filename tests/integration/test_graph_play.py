@@ -92,3 +92,12 @@ def test_a_graph_checkpoint_plays_through_uci(graph_run):
   finally:
     engine.quit()
   assert engine.transport.get_returncode() == 0
+
+
+def test_a_search_agent_runs_over_a_graph_checkpoint(graph_run):
+  from searchless.play import agents
+  back_rank = '6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'
+  workdir, _ = graph_run
+  with agents.opened(f'search:{workdir},sims=8,batch=4,name=graph+mcts') as agent:
+    assert agent.name == 'graph+mcts' and agent.play(chess.Board(back_rank)).uci() == 'd1d8'
+    assert int(agent.last.visits.sum()) == 8

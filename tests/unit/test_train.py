@@ -82,8 +82,8 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
     checkpoint.load_model(str(tmp_path))
 
 
-def _run_cli(workdir, data, *extra, env=None, steps=8):
-  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(workdir), '--data', data,
+def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
+  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', config, '--workdir', str(workdir), '--data', data,
          *SMALL, f'train.num_steps={steps}', *extra]
   return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
 
@@ -98,6 +98,17 @@ def test_eight_cpu_devices_on_two_meshes_match_one_device(tmp_path, av_bag):
     assert run.returncode == 0, run.stderr[-3000:]
     np.testing.assert_allclose(_losses(tmp_path / f'fsdp{fsdp}'), _losses(tmp_path / 'one'), rtol=2e-5)
     assert json.loads((tmp_path / f'fsdp{fsdp}' / 'metrics.jsonl').read_text().splitlines()[0])['devices'] == 8
+
+
+@pytest.mark.slow
+def test_graph_model_on_eight_cpu_devices_with_fsdp_matches_one_device(tmp_path, board_bag):
+  one = _run_cli(tmp_path / 'one', board_bag, 'model.graph_edge_dim=8', steps=4, config='graph_tiny')
+  assert one.returncode == 0, one.stderr[-3000:]
+  eight = _run_cli(tmp_path / 'eight', board_bag, 'model.graph_edge_dim=8', 'train.fsdp=2', steps=4,
+                   config='graph_tiny', env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  assert eight.returncode == 0, eight.stderr[-3000:]
+  np.testing.assert_allclose(_losses(tmp_path / 'eight'), _losses(tmp_path / 'one'), rtol=2e-5)
+  assert json.loads((tmp_path / 'eight' / 'metrics.jsonl').read_text().splitlines()[0])['devices'] == 8
 
 
 def _free_port() -> int:

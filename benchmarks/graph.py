@@ -21,7 +21,6 @@ Ends with ``graph/packed: train <X>x action-values/s, play <Y>x boards/s`` and t
 same against the per-move model.
 """
 
-import argparse
 import json
 import os
 import pathlib
@@ -39,22 +38,7 @@ CONFIGS = {'per-move': 'tiny', 'packed': 'tiny_packed', 'graph': 'graph_tiny'}
 
 
 def main(argv=None) -> None:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--quick', action='store_true', help='parameters and throughput only, fewer steps')
-  p.add_argument('--boards', type=int, default=100, help='real boards for the play latency (>= 100 for the record)')
-  p.add_argument('--steps', type=int, default=20, help='timed training steps of each')
-  p.add_argument('--data', nargs='+', default=None, help='annotation output dirs with train/ and test/ action_value '
-                 'and board_value records: runs the learning comparison')
-  p.add_argument('--budget_s', type=float, default=600, help='training wall-clock budget of each model')
-  p.add_argument('--eval_boards', type=int, default=1000, help='test boards to evaluate each model on')
-  p.add_argument('--puzzles', default=None, help='puzzle CSV for the learning comparison')
-  p.add_argument('--num_puzzles', type=int, default=None, help='the first N puzzles (default: all)')
-  p.add_argument('--workdir', default=None, help='where the training runs go (resumable; needed with --data)')
-  args = p.parse_args(argv)
-  if args.quick:
-    args.steps = min(args.steps, 8)
-  if args.data and not args.workdir:
-    p.error('--data needs --workdir')
+  args = packing.parse_args(__doc__.split('\n\n')[0], argv, budget_s=600)
 
   print(f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
         f'device(s), {len(os.sched_getaffinity(0))} cores')

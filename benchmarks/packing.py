@@ -162,23 +162,29 @@ def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: s
   return out
 
 
-def main(argv=None) -> None:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+def parse_args(description: str, argv, budget_s: float) -> argparse.Namespace:
+  """The command line of this benchmark and of those built on it (benchmarks/graph.py)."""
+  p = argparse.ArgumentParser(description=description)
   p.add_argument('--quick', action='store_true', help='throughput only, on fewer boards and steps (< 3 minutes)')
   p.add_argument('--boards', type=int, default=100, help='real boards for the play latency (>= 100 for the record)')
   p.add_argument('--steps', type=int, default=20, help='timed training steps of each')
   p.add_argument('--data', nargs='+', default=None, help='annotation output dirs with train/ and test/ action_value '
                  'and board_value records: runs the learning comparison')
-  p.add_argument('--budget_s', type=float, default=1200, help='training wall-clock budget of each model')
+  p.add_argument('--budget_s', type=float, default=budget_s, help='training wall-clock budget of each model')
   p.add_argument('--eval_boards', type=int, default=1000, help='test boards to evaluate each model on')
   p.add_argument('--puzzles', default=None, help='puzzle CSV for the learning comparison')
   p.add_argument('--num_puzzles', type=int, default=None, help='the first N puzzles (default: all)')
-  p.add_argument('--workdir', default=None, help='where the two training runs go (resumable; needed with --data)')
+  p.add_argument('--workdir', default=None, help='where the training runs go (resumable; needed with --data)')
   args = p.parse_args(argv)
   if args.quick:
     args.steps = min(args.steps, 8)
   if args.data and not args.workdir:
     p.error('--data needs --workdir')
+  return args
+
+
+def main(argv=None) -> None:
+  args = parse_args(__doc__.split('\n\n')[0], argv, budget_s=1200)
 
   print(f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
         f'device(s), {len(os.sched_getaffinity(0))} cores')

@@ -1,6 +1,12 @@
-"""What several tests share that is not a fixture: the checkout's paths and a small checkpoint writer."""
+"""What several tests share that is not a fixture: the checkout's paths, a small checkpoint writer, a UCI game."""
 
+import contextlib
 import pathlib
+import subprocess
+import sys
+
+import chess
+import chess.engine
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # The checkout.
 SHARED = ROOT.parent / 'shared'  # Compat vectors and real data beside the checkout.
@@ -47,3 +53,26 @@ def tensorboard_scalars(logdir):
       for value in event.summary.value:
         scalars.setdefault(value.tag, []).append((event.step, round(value.simple_value, 4)))
   return scalars
+
+
+@contextlib.contextmanager
+def uci_engine(checkpoint, *args: str):
+  """`searchless-uci` on `checkpoint` as a python-chess engine; asserts it quits cleanly."""
+  engine = chess.engine.SimpleEngine.popen_uci(
+      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(checkpoint), *args], timeout=120,
+      stderr=subprocess.DEVNULL)
+  try:
+    yield engine
+  finally:
+    engine.quit()
+  assert engine.transport.get_returncode() == 0
+
+
+def play_legal_moves(engine: chess.engine.SimpleEngine, plies: int, seconds: float) -> chess.Board:
+  """Plays `plies` moves of `engine` against itself from the start, asserting each is legal."""
+  board = chess.Board()
+  for _ in range(plies):
+    move = engine.play(board, chess.engine.Limit(time=seconds)).move
+    assert move is not None and move in board.legal_moves
+    board.push(move)
+  return board

@@ -1,8 +1,6 @@
 """A trained graph checkpoint: saved and loaded, evaluated, played by the Player and through UCI."""
 
 import json
-import subprocess
-import sys
 
 import chess
 import chess.engine
@@ -15,6 +13,8 @@ from searchless.play import policy as policy_lib
 from searchless.training import checkpoint
 from searchless.training import config as config_lib
 from searchless.training import train
+
+from helpers import play_legal_moves, uci_engine
 
 SMALL = ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'model.graph_edge_dim=8',
          'data.batch_size=8', 'train.num_steps=4', 'train.log_every=1', 'train.ckpt_every=4',
@@ -77,21 +77,11 @@ def test_player_and_evaluation_use_the_packed_predictor(graph_run, board_bag):
 
 def test_a_graph_checkpoint_plays_through_uci(graph_run):
   workdir, _ = graph_run
-  engine = chess.engine.SimpleEngine.popen_uci(
-      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(workdir), '--dtype', 'float32'],
-      timeout=120, stderr=subprocess.DEVNULL)
-  try:
-    board = chess.Board()
-    for _ in range(4):
-      move = engine.play(board, chess.engine.Limit(time=0.2)).move
-      assert move in board.legal_moves
-      board.push(move)
+  with uci_engine(workdir, '--dtype', 'float32') as engine:
+    board = play_legal_moves(engine, plies=4, seconds=0.2)
     infos = engine.analyse(board, chess.engine.Limit(depth=1), multipv=3)
     assert len(infos) == 3 and len({info['pv'][0] for info in infos}) == 3
     assert all(info['pv'][0] in board.legal_moves for info in infos)
-  finally:
-    engine.quit()
-  assert engine.transport.get_returncode() == 0
 
 
 def test_a_search_agent_runs_over_a_graph_checkpoint(graph_run):

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import chess
-import chess.engine
 import jax
 import numpy as np
 import pytest
@@ -27,6 +26,8 @@ from searchless.core import records
 from searchless.core import tokenizer
 from searchless.training import train
 from searchless.core import values
+
+from helpers import play_legal_moves, uci_engine
 
 TINY_PACKED = 'tiny_packed'
 SMALL = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
@@ -379,14 +380,5 @@ def test_evaluation_data_is_action_value_or_board_records(compat, board_bag):
 
 
 def test_packed_checkpoint_plays_legal_moves_through_uci(packed_checkpoint):
-  engine = chess.engine.SimpleEngine.popen_uci(
-      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(packed_checkpoint)], timeout=120,
-      stderr=subprocess.DEVNULL)
-  try:
-    board = chess.Board()
-    for _ in range(6):
-      move = engine.play(board, chess.engine.Limit(time=1.0)).move
-      assert move in board.legal_moves
-      board.push(move)
-  finally:
-    engine.quit()
+  with uci_engine(packed_checkpoint) as engine:
+    assert len(play_legal_moves(engine, plies=6, seconds=1.0).move_stack) == 6

@@ -68,6 +68,7 @@ def main() -> None:
     cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host='127.0.0.1',
                                        dashboard_address=None)
     try:
+      cluster.wait_for_workers(workers, timeout=120)  # Time the job, not the workers' start-up.
       out = workdir / f'dask{workers}'
       seconds, values = annotate(common, out, ['--runner', DASK_RUNNER, '--dask_client_address',
                                                cluster.scheduler_address])

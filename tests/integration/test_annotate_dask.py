@@ -41,6 +41,7 @@ def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp
   cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host='127.0.0.1',
                                      dashboard_address=None)
   try:
+    cluster.wait_for_workers(2, timeout=120)  # The cluster returns once the nannies start, not their workers.
     workers = cluster.scheduler_info['workers']
     assert len(workers) == 2 and all(address.startswith('tcp://127.0.0.1:') for address in workers)
     dask = driver.run([*common, '--output_dir', str(tmp_path / 'dask'), '--runner', DASK_RUNNER,

@@ -55,12 +55,15 @@ def tensorboard_scalars(logdir):
   return scalars
 
 
+def uci_argv(checkpoint, *args: str) -> list[str]:
+  """The command line of `searchless-uci` on `checkpoint`, from this interpreter."""
+  return [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(checkpoint), *args]
+
+
 @contextlib.contextmanager
 def uci_engine(checkpoint, *args: str):
   """`searchless-uci` on `checkpoint` as a python-chess engine; asserts it quits cleanly."""
-  engine = chess.engine.SimpleEngine.popen_uci(
-      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(checkpoint), *args], timeout=120,
-      stderr=subprocess.DEVNULL)
+  engine = chess.engine.SimpleEngine.popen_uci(uci_argv(checkpoint, *args), timeout=120, stderr=subprocess.DEVNULL)
   try:
     yield engine
   finally:

@@ -17,7 +17,7 @@ from searchless.training import config as config_lib
 from searchless.model import transformer as model
 from searchless.play import player as player_lib
 
-from helpers import ROOT
+from helpers import ROOT, uci_argv
 MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 
@@ -105,7 +105,7 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   assert module_file.startswith(str(target))
   first, second = moves.split()
   assert first == second and chess.Move.from_uci(first) in chess.Board(MATE_IN_ONE).legal_moves
-  uci = subprocess.run([sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', 'pretrained'], cwd=work, env=env,
+  uci = subprocess.run(uci_argv('pretrained'), cwd=work, env=env,
                        input='uci\nisready\nposition startpos moves e2e4\ngo movetime 100\nquit\n',
                        capture_output=True, text=True, timeout=300)
   lines = uci.stdout.splitlines()

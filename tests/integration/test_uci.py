@@ -22,7 +22,7 @@ from searchless.play import uci
 from searchless.core import values
 
 from faults import hostile_uci_line
-from helpers import write_checkpoint
+from helpers import uci_argv, uci_engine, write_checkpoint
 
 AFTER_E4_E5 = 'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2'
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
@@ -424,25 +424,13 @@ def compilation_cache(tmp_path_factory):
   return str(tmp_path_factory.mktemp('jax_cache'))
 
 
-def command(path, *extra):
-  return [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(path), *extra]
-
-
-def popen_uci(path, *extra) -> tuple[chess.engine.SimpleEngine, float]:
-  """The engine through python-chess, ready; and the seconds from start to readyok."""
-  start = time.perf_counter()
-  engine = chess.engine.SimpleEngine.popen_uci(command(path, *extra), timeout=120, stderr=subprocess.DEVNULL)
-  engine.ping()
-  return engine, time.perf_counter() - start
-
-
 @pytest.fixture(scope='module')
 def process(model_checkpoint, compilation_cache):
-  engine, seconds = popen_uci(model_checkpoint, '--compilation_cache', compilation_cache)
-  print(f'\nsearchless-uci: readyok {seconds:.2f} s after start')
-  yield engine
-  engine.quit()
-  assert engine.transport.get_returncode() == 0
+  start = time.perf_counter()
+  with uci_engine(model_checkpoint, '--compilation_cache', compilation_cache) as engine:
+    engine.ping()
+    print(f'\nsearchless-uci: readyok {time.perf_counter() - start:.2f} s after start')
+    yield engine
 
 
 def test_process_id_and_options(process, model_checkpoint):
@@ -497,26 +485,28 @@ def test_process_options(process):
 @pytest.mark.engine
 def test_compat_checkpoint_plays_a_game_against_stockfish(compat, stockfish):
   path = compat / 'reference_local_checkpoint'
-  ours, seconds = popen_uci(path, '--dtype', 'float32')
-  assert ours.id['name'] == 'searchless (action_value, reference_local_checkpoint)'
-  theirs = chess.engine.SimpleEngine.popen_uci(stockfish, timeout=30)
-  try:
-    theirs.configure({'Threads': 1, 'Hash': 16})
-    board = chess.Board()
-    latencies = []
-    while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 60:
-      if board.turn == chess.WHITE:
-        start = time.perf_counter()
-        move = ours.play(board, chess.engine.Limit(time=0.1)).move
-        latencies.append(time.perf_counter() - start)
-      else:
-        move = theirs.play(board, chess.engine.Limit(depth=1)).move
-      assert move in board.legal_moves, (board.fen(), move)
-      board.push(move)
-  finally:
-    ours.quit()
-    theirs.quit()
-  assert ours.transport.get_returncode() == 0 and theirs.transport.get_returncode() == 0
+  start = time.perf_counter()
+  with uci_engine(path, '--dtype', 'float32') as ours:
+    ours.ping()
+    seconds = time.perf_counter() - start
+    assert ours.id['name'] == 'searchless (action_value, reference_local_checkpoint)'
+    theirs = chess.engine.SimpleEngine.popen_uci(stockfish, timeout=30)
+    try:
+      theirs.configure({'Threads': 1, 'Hash': 16})
+      board = chess.Board()
+      latencies = []
+      while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 60:
+        if board.turn == chess.WHITE:
+          start = time.perf_counter()
+          move = ours.play(board, chess.engine.Limit(time=0.1)).move
+          latencies.append(time.perf_counter() - start)
+        else:
+          move = theirs.play(board, chess.engine.Limit(depth=1)).move
+        assert move in board.legal_moves, (board.fen(), move)
+        board.push(move)
+    finally:
+      theirs.quit()
+  assert theirs.transport.get_returncode() == 0
   print(f'\ncompat searchless-uci: readyok {seconds:.2f} s; {len(latencies)} moves, latency median'
         f' {1000 * np.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms;'
         f' {len(board.move_stack)} plies, {board.result(claim_draw=True)}')
@@ -537,7 +527,7 @@ def read_until(proc, prefix, lines, timeout=120.0):
 
 def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, compilation_cache):
   start = time.perf_counter()
-  proc = subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache),
+  proc = subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
                           encoding='utf-8', env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'})
   try:
@@ -586,7 +576,7 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
 
 
 def test_end_of_input_ends_the_engine(model_checkpoint):
-  proc = subprocess.Popen(command(model_checkpoint), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+  proc = subprocess.Popen(uci_argv(model_checkpoint), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True)
   try:
     proc.stdin.write('uci\n')
@@ -613,7 +603,7 @@ CLIENT = textwrap.dedent("""
 
 
 def test_killed_client_ends_the_engine(model_checkpoint):
-  client = subprocess.Popen([sys.executable, '-c', CLIENT, *command(model_checkpoint)], stdin=subprocess.PIPE,
+  client = subprocess.Popen([sys.executable, '-c', CLIENT, *uci_argv(model_checkpoint)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
   try:
     engine = psutil.Process(int(client.stdout.readline()))
@@ -715,7 +705,7 @@ def test_a_chess960_game_against_stockfish(process, stockfish):
 
 
 def test_a_rejected_position_never_gets_a_move_of_the_board_before(model_checkpoint, compilation_cache):
-  proc = subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache), stdin=subprocess.PIPE,
+  proc = subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache), stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
   try:
     lines = []
@@ -739,7 +729,7 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
   """Two games as a match runner plays them over raw UCI: ucinewgame, isready, position startpos moves ...,
   go with both clocks; colours alternate; every bestmove must be legal and the clock respected."""
   players = {
-      'ours': subprocess.Popen(command(model_checkpoint, '--compilation_cache', compilation_cache),
+      'ours': subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                bufsize=1),
       'stockfish': subprocess.Popen([stockfish], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1),

@@ -102,6 +102,32 @@ class _BadAnswer(Exception):
   pass
 
 
+def _parse_score(line: str) -> chess.engine.Score:
+  """The ``score cp N`` / ``score mate N`` of an ``info`` line (bounds kept, as python-chess keeps them)."""
+  tokens = line.split()
+  index = tokens.index('score')
+  try:
+    kind, value = tokens[index + 1], int(tokens[index + 2])
+  except (IndexError, ValueError):
+    raise chess.engine.EngineError(f'unparsable score in {line!r}') from None
+  if kind == 'cp':
+    return chess.engine.Cp(value)
+  if kind == 'mate':
+    return chess.engine.Mate(value)
+  raise chess.engine.EngineError(f'unknown score kind in {line!r}')
+
+
+def _multipv_index(line: str) -> int:
+  """The ``multipv N`` of an ``info`` line; 1 where it has none (python-chess' default)."""
+  at = line.find(' multipv ')
+  if at < 0:
+    return 1
+  try:
+    return int(line[at + 9:].split(maxsplit=1)[0])
+  except (IndexError, ValueError):
+    raise chess.engine.EngineError(f'unparsable multipv in {line!r}') from None
+
+
 class _MoveSearch(chess.engine.BaseCommand):
   """``position`` + ``go … searchmoves <move>``; the result is the last reported score.
 
@@ -131,18 +157,64 @@ class _MoveSearch(chess.engine.BaseCommand):
       self.result.set_result(self._score)
       self.set_finished()
     elif line.startswith('info') and ' score ' in line and not line.startswith('info string'):
-      tokens = line.split()
-      index = tokens.index('score')
-      try:
-        kind, value = tokens[index + 1], int(tokens[index + 2])
-      except (IndexError, ValueError):
-        raise chess.engine.EngineError(f'unparsable score in {line!r}') from None
-      if kind == 'cp':
-        self._score = chess.engine.Cp(value)
-      elif kind == 'mate':
-        self._score = chess.engine.Mate(value)
-      else:
-        raise chess.engine.EngineError(f'unknown score kind in {line!r}')
+      self._score = _parse_score(line)
+
+  def cancel(self) -> None:
+    self._engine.send_line('stop')
+
+  def engine_terminated(self, exc: Exception) -> None:
+    self._handle_exception(exc)
+
+
+class _MultiPVSearch(chess.engine.BaseCommand):
+  """``setoption MultiPV`` + ``position`` + ``go``; the result is each line's first move and its last score.
+
+  The MultiPV hot loop: Stockfish reports every line at every depth (about
+  ``num_moves * depth`` ``info`` lines a board, each with a whole PV).
+  python-chess' ``analyse`` parses each of them, playing out every PV on a
+  board, which cost the worker about as much CPU as the engine's own search
+  (benchmarks/annotate_cpu.py). Here a line is only kept as text; at
+  ``bestmove`` the lines are read from the last back until every MultiPV index
+  has its score and its PV, and only those are parsed. Semantics match ``analyse(board, limit, multipv=n)``: for
+  each index, the score of the last line that had one and the first move of
+  the last line that had a PV.
+  """
+
+  def __init__(self, engine, board: chess.Board, go: str, multipv: int):
+    super().__init__(engine)
+    self._board, self._go, self._multipv = board, go, multipv
+    self._lines: list[str] = []  # Every line since `go`, as text: parsed once, at bestmove.
+
+  def start(self) -> None:
+    engine = self._engine
+    engine._setoption('MultiPV', self._multipv)  # type: ignore[attr-defined]  # python-chess' own, so its config stays true.
+    engine._position(self._board)  # type: ignore[attr-defined]
+    engine.send_line(self._go)
+
+  def line_received(self, line: str) -> None:
+    if not line.startswith('bestmove'):
+      self._lines.append(line)
+      return
+    scores: dict[int, str] = {}  # MultiPV index -> its last info line with a score.
+    pvs: dict[int, str] = {}  # MultiPV index -> its last info line with a PV.
+    for info in reversed(self._lines):  # The last iteration names every line: a few dozen lines are read.
+      if not info.startswith('info') or info.startswith('info string'):
+        continue
+      has_score, has_pv = ' score ' in info, ' pv ' in info
+      if has_score or has_pv:
+        index = _multipv_index(info)
+        if has_score:
+          scores.setdefault(index, info)
+        if has_pv:
+          pvs.setdefault(index, info)
+        if len(scores) == len(pvs) == self._multipv:
+          break
+    moves: dict[str, chess.engine.Score] = {}
+    for index in sorted(pvs.keys() & scores.keys()):
+      pv = pvs[index]
+      moves[pv[pv.index(' pv ') + 4:].split(maxsplit=1)[0]] = _parse_score(scores[index])
+    self.result.set_result(moves)
+    self.set_finished()
 
   def cancel(self) -> None:
     self._engine.send_line('stop')
@@ -272,15 +344,13 @@ class BoardAnnotator:
       for move in moves:
         action_values.append((move.uci(), await self._search_move(position, move.uci())))
     else:
-      infos = await self._search(board, multipv=len(moves), info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
-      by_move = {}
-      for info in infos:
-        if info.get('pv'):
-          by_move[info['pv'][0]] = self._win_prob(info)
-      missing = [m.uci() for m in moves if m not in by_move]
+      scores = await asyncio.wait_for(
+          self._protocol().communicate(lambda e: _MultiPVSearch(e, board, self._go, len(moves))), self._timeout)
+      ucis = [m.uci() for m in moves]
+      missing = [u for u in ucis if u not in scores]
       if missing:
         raise _BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
-      action_values = [(m.uci(), by_move[m]) for m in moves]
+      action_values = [(u, values.score_to_win_probability(scores[u])) for u in ucis]
     best_value = max(v for _, v in action_values)
     if self.config.state_value == 'search':
       info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)

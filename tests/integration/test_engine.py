@@ -6,6 +6,7 @@ import threading
 import time
 
 import chess
+import chess.engine
 import pytest
 
 from helpers import FAKE_ENGINES
@@ -159,6 +160,62 @@ def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, me
       annotator.annotate(START)
     assert failure.value.attempts == 2
     assert annotator.restarts == 2
+
+
+def _engine_script(tmp_path, name):
+  wrapper = tmp_path / name
+  wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_ENGINES / name}.py "$@"\n')
+  wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+  return str(wrapper)
+
+
+def _analyse_multipv(path, fen, limit):
+  """python-chess' own MultiPV analysis of `fen` from a fresh engine state: {move: win probability}."""
+  from searchless.core import values
+  board = chess.Board(fen)
+  with chess.engine.SimpleEngine.popen_uci(path) as sf:
+    sf.configure({'Threads': 1, 'Hash': 16} if 'Hash' in sf.options else {})
+    infos = sf.analyse(board, limit, multipv=board.legal_moves.count(), game=object(),
+                       info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+  return {info['pv'][0].uci(): values.score_to_win_probability(info['score'].relative) for info in infos}
+
+
+def test_multipv_lines_are_read_as_python_chess_reads_them(tmp_path):
+  """Bounds, a mate, a line changing its first move, an iteration stopped part-way: the last word per line."""
+  path = _engine_script(tmp_path, 'multipv_script')
+  cfg = config(path, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=100'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    a = annotator.annotate(START)
+  expected = _analyse_multipv(path, START, chess.engine.Limit(nodes=100))
+  assert dict(a.action_values) == expected
+  assert [m for m, _ in a.action_values] == [m.uci() for m in chess.Board().legal_moves]
+  # The depth-2 ranking wins: d2d4 mates, e2e4 and g1f3 keep their bound scores, and line 5 (a2a4 at
+  # depth 2) takes the score of the line with no PV.
+  from searchless.core import values
+  assert (a.best_move, a.state_value) == ('d2d4', 1.0)
+  assert dict(a.action_values)['g1f3'] == values.score_to_win_probability(chess.engine.Cp(31))
+  assert dict(a.action_values)['e2e4'] == values.score_to_win_probability(chess.engine.Cp(35))
+  assert dict(a.action_values)['a2a4'] == values.score_to_win_probability(chess.engine.Cp(-7))
+
+
+def test_multipv_labels_match_python_chess_analyse_on_real_boards(stockfish, lichess_999):
+  """The annotator's own MultiPV reader gives python-chess' analyse() values, bit for bit, at the recipe's limit."""
+  fens = _real_boards(lichess_999, 9)
+  cfg = config(stockfish, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=20000'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    ours = [dict(annotator.annotate(fen).action_values) for fen in fens]
+  assert ours == [_analyse_multipv(stockfish, fen, chess.engine.Limit(nodes=20000)) for fen in fens]
+
+
+@pytest.mark.parametrize('mode', ['noscore', 'banana'])
+def test_multipv_answers_without_scored_lines_fail_the_board(tmp_path, mode):
+  wrapper = tmp_path / 'garbage-engine'
+  wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_ENGINES / "garbage_uci.py"} {mode}\n')
+  wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+  cfg = config(str(wrapper), mode='multipv', state_value='best_move', max_attempts=2, deadline=1.0)
+  with engine.BoardAnnotator(cfg) as annotator:
+    with pytest.raises(engine.BoardFailed, match="MultiPV search left moves unscored: \\['g1h3', 'g1f3'"):
+      annotator.annotate(START)
 
 
 def _real_boards(path, count):

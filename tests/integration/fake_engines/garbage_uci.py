@@ -12,7 +12,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else 'noscore'
 for line in sys.stdin:
   command = line.strip()
   if command == 'uci':
-    print('id name GarbageEngine 1.0\nuciok', flush=True)
+    print('id name GarbageEngine 1.0\noption name MultiPV type spin default 1 min 1 max 500\nuciok', flush=True)
   elif command == 'isready':
     print('readyok', flush=True)
   elif command.startswith('go'):

@@ -201,17 +201,6 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
   return entry
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-  """95% Wilson interval of a proportion k/n.
-
-  >>> [round(x, 4) for x in wilson(12, 1500)]
-  [0.0046, 0.0139]
-  """
-  p = k / n
-  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-  return centre - half, centre + half
-
-
 def table(rows: list[dict]) -> str:
   head = ('| mode | policy | engine core-hours | boards | records | train budget (steps) | action accuracy '
           '| Kendall tau-b | dev puzzles (95% interval) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -219,9 +208,9 @@ def table(rows: list[dict]) -> str:
   for r in rows:
     puzzles = '-'
     if 'puzzles' in r:
-      low, high = wilson(r['puzzles_solved'], r['puzzles'])
+      low, high = metrics.wilson(r['puzzles_solved'], r['puzzles'])
       puzzles = f"{100 * r['puzzle_accuracy']:.2f}% ({r['puzzles_solved']}/{r['puzzles']}; {100 * low:.1f}-{100 * high:.1f}%)"
-    acc_low, acc_high = wilson(round(r['action_accuracy'] * r['test_boards']), r['test_boards'])
+    acc_low, acc_high = metrics.wilson(round(r['action_accuracy'] * r['test_boards']), r['test_boards'])
     lines.append(f"| {r['name']} | {r['policy']} | {r['engine_core_hours']:.3f} | {r['boards']:,} | {r['records']:,} "
                  f"| {r['seconds']:.0f} s ({r['steps']:,}) | {r['action_accuracy']:.3f} ({acc_low:.2f}-{acc_high:.2f}) "
                  f"| {r['kendall_tau_b']:.3f} | {puzzles} |")
@@ -275,7 +264,7 @@ def main(argv=None) -> None:
   if puzzle_set:
     best = max(rows, key=lambda r: r['puzzle_accuracy'] / max(r['engine_core_hours'], 1e-9))
     others = [r for r in rows if r is not best]
-    separated = all(wilson(r['puzzles_solved'], r['puzzles'])[1] < wilson(best['puzzles_solved'], best['puzzles'])[0]
+    separated = all(metrics.wilson(r['puzzles_solved'], r['puzzles'])[1] < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
                     for r in others)
     print(f"cheapest per point of puzzle accuracy: {best['name']} [{best['policy']}] "
           f"({100 * best['puzzle_accuracy']:.2f}% at {best['engine_core_hours']:.3f} engine core-hours); "

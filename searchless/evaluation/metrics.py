@@ -158,3 +158,14 @@ def summarise(per_board: Sequence[dict[str, float]]) -> dict[str, float]:
   summary['boards'] = len(per_board)
   summary['kendall_tau_boards'] = sum(1 for m in per_board if not math.isnan(m.get('kendall_tau', math.nan)))
   return summary
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+  """95% Wilson interval of a proportion k/n.
+
+  >>> [round(x, 4) for x in wilson(12, 1500)]
+  [0.0046, 0.0139]
+  """
+  p = k / n
+  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+  return centre - half, centre + half

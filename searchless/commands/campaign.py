@@ -1,0 +1,374 @@
+r"""The strength campaign: labels for every shared game, a long resumable training, evaluation, shipping.
+
+    python -m searchless.commands.campaign --workdir /root/searchless-data/campaign            # everything, resumable
+    python -m searchless.commands.campaign --workdir DIR --steps labels --max_chunks 1         # one more chunk of labels
+
+Steps (each resumable: rerunning the same command continues where it stopped; on a
+new machine it starts again from ``--shared`` and the shipped checkpoint):
+
+1. games     the shared Lichess games, written as chunk PGN files
+             (WORKDIR/games/SOURCE_NNN.pgn, SOURCES: chunk i of a file is its games
+             i, i + n, i + 2n, ... with n = games // 500 + 1, exactly as
+             ``../shared/data/labels/make_chunks.py`` cuts the 46k file);
+2. labels    each chunk not labelled yet, with the shipped recipe
+             (``pretrained.ANNOTATE_RECIPE``) -> WORKDIR/labels/SOURCE_NNN (done when its
+             manifest.json exists; an unfinished folder is labelled again). The chunks
+             already in ``--shared``/data/labels are used as they are, never labelled again;
+3. train     the campaign config on every labelled board, de-duplicated across chunks
+             (WORKDIR/boards: one bag of distinct boards, rebuilt when labels were added),
+             for ``--train_seconds`` more, resuming WORKDIR/train;
+4. evaluate  the checkpoint on the held-out boards (the shared chunks' test splits) and
+             the dev puzzles -> one line of WORKDIR/curve.jsonl per training run.
+
+Every step appends what it did and what it cost (wall-clock, core-hours of CPU) to
+WORKDIR/runs.jsonl, and WORKDIR/README.md is rewritten from it.
+"""
+
+import argparse
+from collections.abc import Iterator, Sequence
+import dataclasses
+import json
+import pathlib
+import re
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from searchless.commands import errors
+from searchless.commands import pretrained
+
+STEPS = ('games', 'labels', 'train', 'evaluate')
+GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+  """A shared game file and the chunks of it this campaign labels."""
+
+  name: str  # Chunk files and label folders are named NAME_NNN.
+  path: str  # The game file, relative to --shared.
+  shared_labels: int = 0  # Its first N chunks are labelled in --shared/data/labels (chunk_NNN): never labelled again.
+
+
+# In labelling order: the issue's order, the smaller files first.
+SOURCES = (
+    Source('lichess999', 'data/games/lichess_db_standard_rated_2021-10_first999.pgn'),
+    Source('bfx3970', 'data/games/lichess_games_Bfx-de-Blr_3970.pgn'),
+    Source('magnus46k', 'data/games/lichess_games_js_magnus_46177.pgn.zst', shared_labels=6),
+)
+
+
+def split_games(text: str) -> list[str]:
+  """The games of a PGN text, each starting at its `[Event ` tag (make_chunks.py's rule).
+
+  >>> split_games('[Event "a"]\\n\\n1. e4 *\\n\\n[Event "b"]\\n\\n1. d4 *\\n')
+  ['[Event "a"]\\n\\n1. e4 *\\n\\n', '[Event "b"]\\n\\n1. d4 *\\n']
+  """
+  return [g for g in re.split(r'(?m)^(?=\[Event )', text) if g.startswith('[Event ')]
+
+
+def chunk_texts(games: Sequence[str], games_per_chunk: int = GAMES_PER_CHUNK) -> list[str]:
+  """The chunks' PGN texts: chunk i holds games i, i + n, ... (n = len // games_per_chunk + 1).
+
+  >>> chunk_texts(['a ', 'b', 'c'], games_per_chunk=2)
+  ['a\\n\\nc\\n\\n', 'b\\n\\n']
+  """
+  stride = len(games) // games_per_chunk + 1
+  return [''.join(g.strip() + '\n\n' for g in games[i::stride]) for i in range(stride)]
+
+
+def _read_text(path: pathlib.Path) -> str:
+  data = path.read_bytes()
+  if path.suffix == '.zst':
+    import zstandard
+    data = zstandard.ZstdDecompressor().decompress(data, max_output_size=1 << 31)
+  return data.decode()
+
+
+def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence[Source] = SOURCES) -> list[pathlib.Path]:
+  """Writes every source's chunks not yet written (atomically); returns the chunks to label, in order."""
+  games_dir.mkdir(parents=True, exist_ok=True)
+  todo = []
+  for source in sources:
+    index = games_dir / f'{source.name}.json'
+    if not index.exists():
+      texts = chunk_texts(split_games(_read_text(shared / source.path)))
+      for i, text in enumerate(texts):
+        tmp = games_dir / f'.{source.name}_{i:03d}.pgn.tmp'
+        tmp.write_text(text)
+        tmp.replace(games_dir / f'{source.name}_{i:03d}.pgn')
+      index.write_text(json.dumps({'source': source.path, 'chunks': len(texts),
+                                   'games': sum(t.count('[Event ') for t in texts)}, indent=2) + '\n')
+    chunks = json.loads(index.read_text())['chunks']
+    todo += [games_dir / f'{source.name}_{i:03d}.pgn' for i in range(source.shared_labels, chunks)]
+  return todo
+
+
+def log_run(workdir: pathlib.Path, record: dict[str, Any]) -> None:
+  """Appends `record` (with the date) to WORKDIR/runs.jsonl."""
+  record = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), **record}
+  with open(workdir / 'runs.jsonl', 'a') as f:
+    f.write(json.dumps(record) + '\n')
+
+
+def _children_cpu() -> float:
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
+
+
+def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workdir: pathlib.Path, *,
+                 workers: int = 2, max_chunks: int | None = None) -> Iterator[pathlib.Path]:
+  """Labels each chunk without a finished label folder (searchless-annotate, the shipped recipe); yields each."""
+  labels_dir.mkdir(parents=True, exist_ok=True)
+  todo = [c for c in chunks if not (labels_dir / c.stem / 'manifest.json').exists()]
+  for n, chunk in enumerate(todo[:max_chunks]):
+    out = labels_dir / chunk.stem
+    argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--output_dir', str(out),
+            *pretrained.ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
+            '--overwrite']
+    print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
+    start, cpu = time.time(), _children_cpu()
+    with open(workdir / 'logs' / f'labels_{chunk.stem}.log', 'w') as log:
+      subprocess.run(argv, check=True, stdout=log, stderr=subprocess.STDOUT)
+    manifest = pretrained._manifest(out)
+    wall, cpu = time.time() - start, _children_cpu() - cpu
+    train = manifest.splits['train']
+    record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],
+              'test_boards': manifest.splits['test']['boards'], 'action_values': train['action_values'],
+              'wall_seconds': round(wall, 1), 'core_hours': round(cpu / 3600, 4), 'workers': workers}
+    log_run(workdir, record)
+    print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}: {train["boards"]} train boards in {wall:.0f} s, '
+          f'{cpu / 3600:.3f} core-hours', flush=True)
+    yield out
+
+
+
+def board_key(record: bytes) -> bytes:
+  """A board_value record's board: its FEN's first four fields (pieces, mover, castling, en passant).
+
+  Move counters differ between games that reach one position; the labels do not.
+
+  >>> from searchless.core import records
+  >>> board_key(records.encode('board_value', ('8/8/8/8/8/8/8/K1k5 w - - 3 70', (), (), 0.5)))
+  b'8/8/8/8/8/8/8/K1k5 w - -'
+  """
+  length, pos = 0, 0
+  for shift in range(0, 35, 7):  # The FEN's length, a varint.
+    length |= (record[pos] & 0x7F) << shift
+    pos += 1
+    if record[pos - 1] < 0x80:
+      break
+  return b' '.join(record[pos:pos + length].split(b' ')[:4])
+
+
+def label_folders(shared: pathlib.Path, workdir: pathlib.Path | None = None) -> list[pathlib.Path]:
+  """The shared chunks' label folders, then (with `workdir`) the campaign's finished ones, in name order."""
+  shared_dirs = sorted(p.parent for p in (shared / 'data' / 'labels').glob('chunk_*/manifest.json'))
+  if workdir is None:
+    return shared_dirs
+  return shared_dirs + sorted(p.parent for p in (workdir / 'labels').glob('*/manifest.json'))
+
+
+def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: str) -> dict[str, Any]:
+  """One bag of the distinct boards of `split` in `folders` (first label wins); rebuilt when `folders` change.
+
+  Returns (and keeps in OUT_DIR/SPLIT.json) the bag's path, the folders and the counts.
+  """
+  from searchless.core import bags
+  import bagz
+  index = out_dir / f'{split}.json'
+  names = [str(f) for f in folders]
+  if index.exists() and (done := json.loads(index.read_text()))['folders'] == names:
+    return done
+  out_dir.mkdir(parents=True, exist_ok=True)
+  path, tmp = out_dir / f'{split}_board_value_data.bag', out_dir / f'.{split}_board_value_data.bag.tmp'
+  seen: set[bytes] = set()
+  read = action_values = 0
+  start = time.time()
+  with bagz.Writer(str(tmp)) as writer:
+    for folder in folders:
+      for record in bags.reader(bags.find(str(folder / split), 'board_value')):
+        read += 1
+        key = board_key(record)
+        if key not in seen:
+          seen.add(key)
+          writer.write(record)
+  tmp.replace(path)
+  done = {'bag': str(path), 'folders': names, 'records_read': read, 'distinct_boards': len(seen),
+          'seconds': round(time.time() - start, 1)}
+  index.write_text(json.dumps(done, indent=2) + '\n')
+  return done
+
+
+def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: float,
+                overrides: Sequence[str] = ()) -> dict[str, Any]:
+  """Trains (resuming) `config_name` (with `overrides`) on the bag `data` for `seconds` more; returns its cost."""
+  from searchless.training import config as config_lib
+  from searchless.training import plot
+  from searchless.training import train
+  overrides = [*overrides, f'data.train={data}', f'train.max_seconds={seconds}']
+  config = config_lib.load(config_name, overrides)
+  start, cpu = time.time(), time.process_time()
+  state = train.train(config, str(train_dir), overrides=overrides)
+  log = [r for r in plot.read_metrics(train_dir) if 'loss' in r]
+  return {'step': 'train', 'config': config_name, 'steps': int(state.step), 'wall_seconds': round(time.time() - start, 1),
+          'core_hours': round((time.process_time() - cpu) / 3600, 4),
+          'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
+          'final_train_loss': log[-1]['loss'] if log else None}
+
+
+def evaluate_model(train_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *,
+                   num_boards: int) -> dict[str, Any]:
+  """Held-out metrics (first `num_boards` boards of `heldout`) and the dev puzzles of the latest checkpoint."""
+  from searchless.evaluation import evaluate
+  from searchless.evaluation import metrics as metrics_lib
+  from searchless.evaluation import puzzles as puzzle_eval
+  start, cpu = time.time(), time.process_time()
+  metrics = evaluate.run(str(train_dir), heldout, out / 'heldout', num_boards=num_boards, progress=False)
+  solved = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{train_dir}', out=out / 'puzzles', progress=False)
+  low, high = metrics_lib.wilson(solved['solved'], solved['n'])
+  return {'step': 'evaluate', 'checkpoint_step': _latest_step(train_dir), 'heldout_boards': metrics['boards'],
+          **{k: metrics[k] for k in ('action_accuracy', 'kendall_tau', 'log_loss') if k in metrics},
+          'puzzles_solved': solved['solved'], 'puzzles': solved['n'], 'puzzles_wilson95': [round(low, 4), round(high, 4)],
+          'wall_seconds': round(time.time() - start, 1), 'core_hours': round((time.process_time() - cpu) / 3600, 4)}
+
+
+
+def _latest_step(train_dir: pathlib.Path) -> int:
+  steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
+  return max(steps, default=0)
+
+
+def totals(workdir: pathlib.Path) -> dict[str, float]:
+  """Core-hours and wall-clock hours of every step so far (WORKDIR/runs.jsonl)."""
+  path = workdir / 'runs.jsonl'
+  runs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  out: dict[str, float] = {}
+  for step in STEPS[1:]:
+    done = [r for r in runs if r.get('step') == step]
+    out[f'{step}_core_hours'] = round(sum(r.get('core_hours', 0) for r in done), 3)
+    out[f'{step}_wall_hours'] = round(sum(r.get('wall_seconds', 0) for r in done) / 3600, 3)
+  return out
+
+
+def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
+  """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
+  path = workdir / 'runs.jsonl'
+  runs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  t = totals(workdir)
+  boards = workdir / 'boards' / 'train.json'
+  distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
+  lines = [
+      '# The strength campaign (issue 27)', '',
+      'Written by `python -m searchless.commands.campaign` after every step; do not edit by hand.', '',
+      '## Resume everything (in the background)', '',
+      '    cd /work/main && make setup stockfish',
+      f'    nohup setsid .venv/bin/python -m searchless.commands.campaign --workdir {workdir} --shared {shared} '
+      f'--config {config_name} > {workdir}/logs/campaign.log 2>&1 &', '',
+      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
+      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and '
+      'the last checkpoint, if this folder was kept.', '',
+      '## Folders', '',
+      '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
+      '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
+      '`manifest.json` is unfinished and is labelled again.',
+      '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
+      'with the folders they came from (`train.json`, `test.json`).',
+      '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step.',
+      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP; `curve.jsonl` one line each.',
+      '- `logs/`: each label job\'s output, the campaign\'s own log.',
+      '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
+      '## Totals', '',
+      f'- label folders done: {len(list((workdir / "labels").glob("*/manifest.json")))} campaign chunks, '
+      f'plus the shared chunks; distinct train boards in the last merge: {distinct if distinct is not None else "-"}',
+      f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
+      f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock',
+      f'- evaluation: {t["evaluate_core_hours"]} core-hours', '',
+      '## Runs', '', '| date | step | what | wall s | core-hours |', '| --- | --- | --- | --- | --- |']
+  for r in runs:
+    what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))
+    lines.append(f"| {r['date']} | {r['step']} | {what} | {r.get('wall_seconds', '')} | {r.get('core_hours', '')} |")
+  tmp = workdir / '.README.md.tmp'
+  tmp.write_text('\n'.join(lines) + '\n')
+  tmp.replace(workdir / 'README.md')
+
+
+def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = STEPS, workers: int = 2,
+        max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
+        train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
+        sources: Sequence[Source] = SOURCES) -> None:
+  """Runs `steps` of the campaign in WORKDIR (see the module docstring).
+
+  Args:
+    workdir: the campaign's folder.
+    shared: the shared data folder (data/games, data/labels, data/puzzles).
+    steps: which of STEPS to run (the games are always written, once).
+    workers: annotation worker processes (one engine each).
+    max_chunks: label at most this many more chunks (None: all).
+    config_name: the training config; `overrides` (key=value) change it.
+    train_seconds: this run's training wall-clock.
+    heldout_boards: held-out boards evaluated.
+    puzzles: the puzzle CSV evaluated (None: SHARED/data/puzzles/lichess_puzzles_dev.csv).
+    sources: the game files labelled, in order.
+  """
+  unknown = set(steps) - set(STEPS)
+  if unknown:
+    raise ValueError(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
+  workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
+  (workdir / 'logs').mkdir(parents=True, exist_ok=True)
+  chunks = write_games(shared, workdir / 'games', sources)
+  write_readme(workdir, shared, config_name)
+  if 'labels' in steps:
+    for _ in label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
+      write_readme(workdir, shared, config_name)
+  train_dir = workdir / 'train'
+  if 'train' in steps:
+    folders = label_folders(shared, workdir)
+    merged = merge_boards(folders, workdir / 'boards', 'train')
+    print(f"[boards] {merged['distinct_boards']:,} distinct train boards of {merged['records_read']:,} records "
+          f'in {len(folders)} label folders', flush=True)
+    record = train_model(config_name, merged['bag'], train_dir, train_seconds, overrides)
+    log_run(workdir, {**record, 'distinct_boards': merged['distinct_boards']})
+    print(f"[train] step {record['steps']}, {record['wall_seconds']:.0f} s", flush=True)
+    write_readme(workdir, shared, config_name)
+  if 'evaluate' in steps:
+    heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
+    step = _latest_step(train_dir)
+    puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
+    record = evaluate_model(train_dir, heldout['bag'], puzzle_csv, workdir / 'eval' / str(step),
+                            num_boards=heldout_boards)
+    log_run(workdir, record)
+    with open(workdir / 'curve.jsonl', 'a') as f:
+      f.write(json.dumps({**record, **totals(workdir)}) + '\n')
+    print(f'[evaluate] {json.dumps(record)}', flush=True)
+    write_readme(workdir, shared, config_name)
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--workdir', required=True, help='the campaign folder (e.g. /root/searchless-data/campaign)')
+  p.add_argument('--shared', default=str(pretrained.ROOT.parent / 'shared'),
+                 help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')
+  p.add_argument('--steps', default=','.join(STEPS), help=f'steps to run, comma-separated (default: {",".join(STEPS)})')
+  p.add_argument('--workers', type=int, default=2, help='annotation worker processes, one engine each (default: 2)')
+  p.add_argument('--max_chunks', type=int, default=None, help='label at most N more chunks in this run (default: all)')
+  p.add_argument('--config', default='campaign', help='the model and training config (default: campaign)')
+  p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4')
+  p.add_argument('--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)')
+  p.add_argument('--train_seconds', type=float, default=3 * 3600, help='training wall-clock of this run (default: 3 h)')
+  p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated (default: 2000)')
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parser().parse_args(argv)
+  with errors.one_line_errors():
+    run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
+        config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
+        heldout_boards=args.heldout_boards, puzzles=args.puzzles)
+
+
+if __name__ == '__main__':
+  main()

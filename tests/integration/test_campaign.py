@@ -1,0 +1,113 @@
+"""The strength campaign: chunks as the shared labels were cut, resumable labels, distinct boards, train and evaluate."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from searchless.commands import campaign
+from searchless.core import bags
+from searchless.core import records
+
+from helpers import ROOT
+
+# A graph model small enough that a step takes milliseconds.
+SMALL = ['model.embedding_dim=16', 'model.graph_edge_dim=8', 'model.num_layers=1', 'model.num_heads=2',
+         'data.batch_size=8', 'train.log_every=1', 'train.ckpt_every=1000', 'data.worker_count=0']
+
+
+def _board(fen, value):
+  return records.BoardValue(fen, ('a1a2',), (value,), value)
+
+
+def _label_folder(folder: pathlib.Path, train, test=()) -> pathlib.Path:
+  for split, boards in (('train', train), ('test', test)):
+    (folder / split).mkdir(parents=True)
+    bags.write_records(str(folder / split / 'board_value_data.bag'), 'board_value', boards)
+  (folder / 'manifest.json').write_text('{}')
+  return folder
+
+
+def test_the_46k_file_is_cut_into_the_shared_labels_chunks_byte_for_byte(shared_data, tmp_path):
+  source = campaign.SOURCES[2]
+  todo = campaign.write_games(shared_data.parent, tmp_path / 'games', [source])
+  assert [p.name for p in todo[:2]] == ['magnus46k_006.pgn', 'magnus46k_007.pgn'] and len(todo) == 87
+  assert json.loads((tmp_path / 'games' / 'magnus46k.json').read_text())['games'] == 46177
+  subprocess.run([sys.executable, str(shared_data / 'labels' / 'make_chunks.py'), str(tmp_path / 'ref'), '6', '6'],
+                 check=True, capture_output=True)
+  assert (tmp_path / 'games' / 'magnus46k_006.pgn').read_bytes() == (tmp_path / 'ref' / 'chunk_006.pgn').read_bytes()
+  # The shared labels' manifest counts the games of its chunk: the same cut gives the same count.
+  manifest = json.loads((shared_data / 'labels' / 'chunk_000' / 'manifest.json').read_text())
+  assert (tmp_path / 'games' / 'magnus46k_000.pgn').read_text().count('[Event ') == manifest['games']['read'] == 497
+
+
+def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labels_change(tmp_path):
+  a = _label_folder(tmp_path / 'a', [_board('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.25), _board('8/8/8/8/8/8/8/K1k5 b - - 0 1', 0.5)],
+                    [_board('8/8/8/8/8/8/1K6/2k5 w - - 0 1', 0.75)])
+  b = _label_folder(tmp_path / 'b', [_board('8/8/8/8/8/8/8/K1k5 w - - 7 40', 0.125), _board('8/8/8/8/8/8/K7/2k5 w - - 0 1', 1.0)])
+  out = tmp_path / 'boards'
+  done = campaign.merge_boards([a, b], out, 'train')
+  assert (done['records_read'], done['distinct_boards']) == (4, 3)
+  merged = bags.read_records(done['bag'], 'board_value')
+  # The same position with other move counters is the same board: the first folder's label is kept.
+  assert [(r.fen, r.state_value) for r in merged] == [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.25),
+                                                      ('8/8/8/8/8/8/8/K1k5 b - - 0 1', 0.5),
+                                                      ('8/8/8/8/8/8/K7/2k5 w - - 0 1', 1.0)]
+  stamp = pathlib.Path(done['bag']).stat().st_mtime_ns
+  assert campaign.merge_boards([a, b], out, 'train') == done and pathlib.Path(done['bag']).stat().st_mtime_ns == stamp
+  assert campaign.merge_boards([a], out, 'train')['distinct_boards'] == 2  # A different set of labels: rebuilt.
+  assert campaign.merge_boards([a, b], out, 'test')['distinct_boards'] == 1
+
+
+@pytest.mark.engine
+def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(stockfish, lichess_999, tmp_path):
+  games = campaign.split_games(lichess_999.read_text())
+  short = [g for g in games if g.count('.') < 12][:2]  # Two short real games: a few dozen boards.
+  chunk = tmp_path / 'games' / 'lichess999_000.pgn'
+  chunk.parent.mkdir()
+  chunk.write_text(campaign.chunk_texts(short)[0])
+  (tmp_path / 'logs').mkdir()
+  (tmp_path / 'labels' / 'lichess999_000' / 'train').mkdir(parents=True)  # A job killed part-way.
+  (tmp_path / 'labels' / 'lichess999_000' / 'train' / 'board_value_data.bagz').write_bytes(b'half')
+  done = list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
+  assert done == [tmp_path / 'labels' / 'lichess999_000']
+  manifest = json.loads((done[0] / 'manifest.json').read_text())
+  assert manifest['command'][manifest['command'].index('--limit') + 1] == 'nodes=20000'
+  assert manifest['games']['kept'] == 2 and manifest['engine']['mode'] == 'multipv'
+  [run] = [json.loads(line) for line in (tmp_path / 'runs.jsonl').read_text().splitlines()]
+  boards = manifest['splits']['train']['boards']
+  assert (run['step'], run['chunk'], run['train_boards'], run['games']) == ('labels', 'lichess999_000', boards, 2)
+  assert run['test_boards'] == manifest['splits']['test']['boards'] and run['core_hours'] > 0
+  assert list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path)) == []  # Done: nothing to do.
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
+  shared = tmp_path / 'shared'
+  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
+                bags.read_records(board_bag, 'board_value')[40:])
+  workdir = tmp_path / 'campaign'
+  kwargs = dict(steps=['train', 'evaluate'], config_name='graph_tiny', sources=[],
+                overrides=[*SMALL, 'train.num_steps=2'],
+                heldout_boards=5, puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
+  campaign.run(workdir, shared, **kwargs)
+  campaign.run(workdir, shared, **{**kwargs, 'overrides': [*SMALL, 'train.num_steps=3']})
+  runs = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()]
+  assert [(r['step'], r.get('steps', r.get('checkpoint_step'))) for r in runs] == [
+      ('train', 2), ('evaluate', 2), ('train', 3), ('evaluate', 3)]
+  assert runs[0]['distinct_boards'] == 40 and all(r['core_hours'] > 0 for r in runs)
+  curve = [json.loads(line) for line in (workdir / 'curve.jsonl').read_text().splitlines()]
+  assert [c['heldout_boards'] for c in curve] == [5, 5] and curve[1]['train_core_hours'] > curve[0]['train_core_hours']
+  low, high = curve[1]['puzzles_wilson95']
+  assert low <= curve[1]['puzzles_solved'] / curve[1]['puzzles'] <= high
+  readme = (workdir / 'README.md').read_text()
+  assert f'--workdir {workdir} --shared {shared} --config graph_tiny' in readme and readme.count('| train |') == 2
+
+
+def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches():
+  from searchless.training import config as config_lib
+  config = config_lib.load('campaign', ['data.train=unused'])
+  assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
+  assert (config.train.max_seconds, config.train.ckpt_every) == (10800.0, 2000)

@@ -204,6 +204,36 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   }
 
 
+class _LayerNormParameters(hk.Module):
+  """The scale and offset of an `hk.LayerNorm` over the last axis (the same names and initial values)."""
+
+  def __call__(self, width: int) -> tuple[jax.Array, jax.Array]:
+    scale = hk.get_parameter('scale', (width,), jnp.float32, init=jnp.ones)
+    offset = hk.get_parameter('offset', (width,), jnp.float32, init=jnp.zeros)
+    return scale, offset
+
+
+class _LinearWeights(hk.Module):
+  """The weights of an `hk.Linear` without bias (the same name, shape and initialiser)."""
+
+  def __call__(self, fan_in: int, fan_out: int) -> jax.Array:
+    init = hk.initializers.TruncatedNormal(1.0 / np.sqrt(fan_in))
+    return hk.get_parameter('w', (fan_in, fan_out), jnp.float32, init=init)
+
+
+def _normalized(x: jax.Array) -> jax.Array:
+  """`hk.LayerNorm`'s normalisation over the last axis (float32, epsilon 1e-5), without scale and offset."""
+  x = x.astype(jnp.float32)
+  mean = jnp.mean(x, axis=-1, keepdims=True)
+  variance = jnp.var(x, axis=-1, keepdims=True)
+  return (x - mean) * jax.lax.rsqrt(variance + 1e-5)
+
+
+def _head_expansion(heads: int, width: int, dtype: Any) -> jax.Array:
+  """[H, W] 0/1: row h is 1 on head h's W/H features."""
+  return jnp.asarray(np.arange(width)[None, :] // (width // heads) == np.arange(heads)[:, None], dtype)
+
+
 class Gateau(hk.Module):
   """One GATEAU layer: GATv2 attention with edge features, nodes and edges updated (pre-LN, residual).
 
@@ -225,20 +255,24 @@ class Gateau(hk.Module):
     heads = self._num_heads
     dtype = self._compute_dtype
     hn = layers.layer_norm(h).astype(dtype)  # [B, N, D]
-    en = layers.layer_norm(e).astype(dtype)  # [B, N, K, De]
-    # Scores in the edge width De: the per-edge tensors are [B, N, K, De], not [B, N, K, D].
+    # The edges' LayerNorm is folded into the one linear map that reads it: LN(e) W = norm(e) (scale W) + offset W.
+    # The same function and parameters (`layer_norm_1`, `edge`), but no [B, N, K, De] scale and offset passes
+    # (about 10% of a training step on XLA:CPU).
+    edge_scale, edge_offset = _LayerNormParameters(name='layer_norm_1')(edge_width)
     to_sender = hk.Linear(edge_width, with_bias=False, name='sender')(hn)  # [B, N, De]
     to_receiver = hk.Linear(edge_width, with_bias=False, name='receiver')(hn)
-    from_edge = hk.Linear(edge_width, with_bias=False, name='edge')(en)  # [B, N, K, De]
+    edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
+    from_edge = (_normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype)
+                 + (edge_offset @ edge_w).astype(dtype))  # [B, N, K, De]
     z = to_sender[:, senders] + to_receiver[:, :, None] + from_edge  # [B, N, K, De]
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
     score = hk.get_parameter('score', (heads, edge_width // heads), jnp.float32,
                              init=hk.initializers.TruncatedNormal(1.0 / math.sqrt(edge_width // heads)))
-    logits = jnp.einsum('bnkhd,hd->bnkh', jax.nn.leaky_relu(split(z), 0.2).astype(jnp.float32), score)
+    # Each head's score vector as one block-diagonal [De, H] matrix: one matmul, no per-head reshape of z.
+    block = (_head_expansion(heads, edge_width, jnp.float32) * score.reshape(1, -1)).T  # [De, H]
+    logits = jax.nn.leaky_relu(z, 0.2).astype(jnp.float32) @ block  # [B, N, K, H]
     logits = jnp.where(jnp.asarray(mask)[None, :, :, None], logits, jnp.finfo(jnp.float32).min)  # [B, N, K, H]
     weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each node's incoming edges.
-    # Node messages through a dense [N, N] attention matrix per head (no [B, N, K, D] gather):
-    # A[j, i] = the weight of edge i -> j.
     incidence = jax.nn.one_hot(senders, num_nodes, dtype=dtype) * jnp.asarray(mask, dtype)[..., None]  # [N, K, N]
     attention = jnp.einsum('bnkh,nkm->bhnm', weights, incidence)  # [B, H, N, N]
     value = split(hk.Linear(width, with_bias=False, name='value')(hn))  # [B, N, H, D/H]

@@ -139,3 +139,28 @@ def test_graph_configs():
     dataclasses.replace(SMALL, kind='gnn')
   with pytest.raises(ValueError, match='model.graph_edge_dim must be >= 1'):
     config_lib.load('graph_tiny', ['model.graph_edge_dim=0'])
+
+
+def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
+  """What graph_tiny computes, pinned before its layer was rewritten for speed (issue 27): the same function.
+
+  Parameters are the seeded init plus seeded noise (so no layer-norm scale is 1 and no offset 0).
+  """
+  config = model.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
+                             max_sequence_length=79, graph_edge_dim=32, seed=0)
+  fens = [KIWIPETE, KIWIPETE.replace(' w KQkq - 0 1', ' b KQkq - 3 1'), PROMOTIONS, chess.STARTING_FEN]
+  rows, valid = [], []
+  for fen in fens:
+    actions = [moves.MOVE_TO_ACTION[m.uci()] for m in chess.Board(fen).legal_moves]
+    rows.append(np.concatenate([tokenizer.tokenize(fen), actions, [-1] * (48 - len(actions))]))
+    valid.append(len(actions))
+  rng = np.random.default_rng(27)
+  params = jax.tree.map(lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32), model.init_params(config))
+  action_values, state_values = (np.asarray(x) for x in model.build(config, with_value=True).apply(
+      params, None, np.array(rows, np.int32)))
+  assert valid == [48, 43, 12, 20]
+  np.testing.assert_allclose([action_values[i, :n].sum() for i, n in enumerate(valid)],
+                             [-55477.469, -49229.75, -12737.309, -21326.688], rtol=1e-6)
+  np.testing.assert_allclose([action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
+                             [-11.68081, -7.70469, -2.9911, -6.12822], atol=1e-4)
+  np.testing.assert_allclose(state_values[:, 64], [-8.38917, -7.40736, -8.52703, -8.33627], atol=1e-4)

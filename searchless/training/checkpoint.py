@@ -163,7 +163,8 @@ class Checkpointer:
   """
 
   def __init__(self, directory: str, *, keep: int | None = None, async_save: bool = True):
-    self.directory = epath.Path(directory)
+    # Orbax wants absolute paths: a relative one is taken from the current directory, as every other path argument.
+    self.directory = epath.Path(directory if '://' in str(directory) else os.path.abspath(directory))
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, create=True, enable_async_checkpointing=async_save
     )

@@ -222,3 +222,12 @@ def test_tensorboard_holds_every_metrics_line(tmp_path, av_bag):
   scalars = tensorboard_scalars(tmp_path / 'tensorboard')
   assert scalars['loss'] == [(r['step'], round(r['loss'], 4)) for r in lines] and [s for s, _ in scalars['loss']] == [2, 4, 6]
   assert set(scalars) == {k for k in lines[0] if k != 'step'}
+
+
+def test_a_relative_workdir_is_taken_from_the_current_directory(tmp_path, av_bag, monkeypatch):
+  """Orbax refuses relative paths: a relative --workdir used to fail at the first checkpoint, after the training."""
+  monkeypatch.chdir(tmp_path)
+  state = train.train(small_config(av_bag, 'train.num_steps=2'), 'runs/relative')
+  assert int(state.step) == 2 and (tmp_path / 'runs' / 'relative' / 'checkpoints' / '2').is_dir()
+  state = train.train(small_config(av_bag, 'train.num_steps=3'), 'runs/relative')  # Resumes from there.
+  assert int(state.step) == 3 and sorted(p.name for p in (tmp_path / 'runs' / 'relative' / 'checkpoints').iterdir()) == ['2', '3']

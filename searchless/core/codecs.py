@@ -257,7 +257,9 @@ def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> Non
     check_policy(policy)
   reader = bags.reader(spec) if reader is None else reader
   count = len(reader)
-  for index in sorted({0, count // 2, count - 1} - {-1}):
+  if count == 0:
+    raise ValueError(f'{spec!r} holds no records: nothing to read as {policy} records')
+  for index in sorted({0, count // 2, count - 1}):
     data = reader[index]
     if _fits(policy, data):
       continue

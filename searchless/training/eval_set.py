@@ -44,11 +44,12 @@ def _eval_rows(config: config_lib.Config, raw: list[bytes]) -> tuple[np.ndarray,
 
 
 def load_eval_set(config: config_lib.Config) -> EvalSet:
+  """The held-out records of `config.data.eval`; a bag that is empty or of another kind is a ValueError naming it."""
   reader = bags.reader(config.data.eval)
+  codecs.check_kind(config.data.eval, records.BOARD_VALUE if packing.packed(config) else config.policy, reader)
   raw = list(reader[:min(len(reader), config.train.eval_records)])
   boards: list[metrics.Board] = []
   if packing.packed(config):
-    codecs.check_kind(config.data.eval, records.BOARD_VALUE, reader)
     sequences, boards = _eval_rows(config, raw)
   else:
     sequences = sequences_lib.to_sequences(config.policy, raw, config.num_return_buckets)  # [N, T]

@@ -231,3 +231,16 @@ def test_a_relative_workdir_is_taken_from_the_current_directory(tmp_path, av_bag
   assert int(state.step) == 2 and (tmp_path / 'runs' / 'relative' / 'checkpoints' / '2').is_dir()
   state = train.train(small_config(av_bag, 'train.num_steps=3'), 'runs/relative')  # Resumes from there.
   assert int(state.step) == 3 and sorted(p.name for p in (tmp_path / 'runs' / 'relative' / 'checkpoints').iterdir()) == ['2', '3']
+
+
+def test_an_empty_eval_bag_is_refused_before_the_first_step(tmp_path, av_bag):
+  import bagz
+  empty = str(tmp_path / 'empty.bag')
+  with bagz.Writer(empty):
+    pass
+  with pytest.raises(ValueError, match=f"^'{empty}' holds no records: nothing to read as action_value records$"):
+    train.train(small_config(av_bag, f'data.eval={empty}', 'train.num_steps=2'), tmp_path / 'w')
+  assert not (tmp_path / 'w' / 'metrics.jsonl').exists() and list((tmp_path / 'w' / 'checkpoints').iterdir()) == []
+  from searchless.evaluation import evaluate
+  with pytest.raises(ValueError, match=f"^'{empty}' holds no records"):  # searchless-evaluate: one line, not an IndexError.
+    evaluate.load_boards(empty)

@@ -1,0 +1,112 @@
+"""The model for the campaign's budget (issue 27 section 2): learning curves at equal wall-clock on the same boards.
+
+    cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/campaign_models.py \\
+        --workdir /root/searchless-data/models          # 3 models x 4 points x 15 min: ~3.5 h on 2 cores, resumable
+
+Each model trains on the same boards (the distinct boards of the shared label chunks,
+``../shared/data/labels/chunk_*``: 202,961 boards), in ``--points`` stretches of
+``--minutes`` each, the models taking turns (so each stretch of every model sees the same
+machine load); after every stretch its checkpoint is measured as the campaign measures it
+(`searchless.commands.campaign.evaluate_model`): held-out log-loss, action accuracy and
+Kendall tau-b on the first ``--heldout_boards`` of the shared chunks' test boards, and the
+dev puzzles with a 95% Wilson interval. One line per (model, point) goes to
+WORKDIR/curves.jsonl; a rerun skips what is there and resumes a stretch a session cut.
+
+Models (``--models``, NAME=CONFIG[:KEY=VALUE,...]), by default:
+
+* ``graph_tiny``: the AlphaGateau model the campaign trains now;
+* ``graph_wide``: nodes 128 wide, 6 layers (the issue's "bigger graph");
+* ``tiny_packed``: the board-packed transformer (the shipped model's architecture).
+
+Ends with the table and, at the last point, each model's puzzles and tau-b as a ratio
+to the best.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+
+from searchless.commands import campaign
+from searchless.evaluation import metrics
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODELS = ('graph_tiny=graph_tiny', 'graph_wide=graph_tiny:model.embedding_dim=128,model.num_layers=6',
+          'tiny_packed=tiny_packed')
+# Every model: the wall-clock ends each stretch, never the step count; a checkpoint every ~10 minutes.
+COMMON = ['train.num_steps=100000000', 'train.ckpt_every=2000', 'train.log_every=200', 'train.eval_every=100000000']
+
+
+def parse_model(spec: str) -> tuple[str, str, list[str]]:
+  """NAME=CONFIG[:KEY=VALUE,...] -> (name, config, overrides).
+
+  >>> parse_model('wide=graph_tiny:model.embedding_dim=128,model.num_layers=6')
+  ('wide', 'graph_tiny', ['model.embedding_dim=128', 'model.num_layers=6'])
+  """
+  name, _, rest = spec.partition('=')
+  config, _, overrides = rest.partition(':')
+  if not name or not config:
+    raise ValueError(f'bad model {spec!r}: expected NAME=CONFIG[:KEY=VALUE,...]')
+  return name, config, [o for o in overrides.split(',') if o]
+
+
+def table(rows: list[dict]) -> str:
+  lines = ['| model | point | train min | steps | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
+           '| --- | --- | --- | --- | --- | --- | --- | --- |']
+  for r in rows:
+    low, high = r['puzzles_wilson95']
+    lines.append(f"| {r['model']} | {r['point']} | {r['train_minutes']:.0f} | {r['steps']} | {r.get('log_loss', float('nan')):.4f} | "
+                 f"{r.get('action_accuracy', float('nan')):.4f} | {r.get('kendall_tau', float('nan')):.4f} | "
+                 f"{r['puzzles_solved']}/{r['puzzles']} ({100 * low:.1f}-{100 * high:.1f}%) |")
+  return '\n'.join(lines)
+
+
+def main(argv=None) -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--workdir', required=True, help='boards, one training folder per model, curves.jsonl')
+  p.add_argument('--shared', default=str(ROOT.parent / 'shared'), help='the shared data folder')
+  p.add_argument('--models', nargs='+', default=list(MODELS), help='NAME=CONFIG[:KEY=VALUE,...] each')
+  p.add_argument('--points', type=int, default=4, help='curve points per model')
+  p.add_argument('--minutes', type=float, default=15.0, help='training minutes between points')
+  p.add_argument('--heldout_boards', type=int, default=2000)
+  p.add_argument('--puzzles', default=None, help='puzzle CSV (default: the shared dev puzzles)')
+  args = p.parse_args(argv)
+  work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()
+  puzzles = pathlib.Path(args.puzzles) if args.puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
+  models = [parse_model(m) for m in args.models]
+  train_boards = campaign.merge_boards(campaign.label_folders(shared), work / 'boards', 'train')
+  heldout = campaign.merge_boards(campaign.label_folders(shared), work / 'boards', 'test')
+  print(f'machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores | {train_boards["distinct_boards"]:,} '
+        f'distinct train boards | {args.points} points x {args.minutes:g} min per model', flush=True)
+  path = work / 'curves.jsonl'
+  done = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  for point in range(1, args.points + 1):
+    for name, config, overrides in models:
+      if any(r['model'] == name and r['point'] == point for r in done):
+        continue
+      train_dir = work / name
+      seconds = args.minutes * 60
+      trained = campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
+      result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}',
+                                       num_boards=args.heldout_boards)
+      row = {'model': name, 'config': config, 'overrides': overrides, 'point': point,
+             'train_minutes': point * args.minutes, 'steps': trained['steps'],
+             'train_core_hours': trained['core_hours'], **{k: v for k, v in result.items() if k != 'step'}}
+      with open(path, 'a') as f:
+        f.write(json.dumps(row) + '\n')
+      done.append(row)
+      print(table([row]).splitlines()[-1], flush=True)
+  print(table(sorted(done, key=lambda r: (r['model'], r['point']))))
+  last = [r for r in done if r['point'] == args.points]
+  if last:
+    best = max(last, key=lambda r: r['puzzles_solved'])
+    for r in last:
+      separated = metrics.wilson(r['puzzles_solved'], r['puzzles'])[1] < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
+      print(f"{r['model']}/{best['model']}: puzzles {r['puzzles_solved'] / max(best['puzzles_solved'], 1):.2f}x, "
+            f"tau-b {r.get('kendall_tau', 0) / best['kendall_tau']:.2f}x" + (' (intervals apart)' if separated else ''))
+
+
+if __name__ == '__main__':
+  sys.exit(main())

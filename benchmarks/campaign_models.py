@@ -27,7 +27,6 @@ import json
 import os
 import pathlib
 import platform
-import sys
 
 from searchless.commands import campaign
 from searchless.evaluation import metrics
@@ -109,4 +108,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  main()

@@ -133,8 +133,6 @@ def main(argv: Sequence[str] | None = None) -> None:
   finally:
     if not keep_log:
       os.remove(worker_log)
-  if manifest.games['read'] == 0 and not manifest.games['corrupt_input_files']:
-    errors.fail(f"no games in {', '.join(f for files in manifest.inputs.values() for f in files)}: nothing to annotate")
   print(annotation_job.summary(manifest))
   print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
 

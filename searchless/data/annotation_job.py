@@ -166,9 +166,35 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
     if client is not None:
       client.close()
   counts, engine_ids, pieces = annotate.read_results(graph.results_path)
+  if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
+    _abandon(options.output_dir, roots)  # A run that fails leaves no dataset that looks finished.
+    raise ValueError(_no_games(counts, graph.inputs))
   shards.commit([o.spec for o in graph.outputs], pieces, roots)
   wall = time.time() - start
   return _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+
+
+def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
+  """The error of a job that kept no game: what it read and why each game was skipped."""
+  files = ', '.join(f for names in inputs.values() for f in names)
+  read = counts.get('games_read', 0)
+  if not read:
+    return f'no games in {files}: nothing to annotate'
+  skipped = ', '.join(f'{counts[k]} {k.split("/", 1)[1]}' for k in sorted(counts) if k.startswith('games_skipped/'))
+  return f'all {read} games in {files} were skipped ({skipped}): nothing to annotate'
+
+
+def _abandon(output_dir: str, roots: Sequence[str]) -> None:
+  """Deletes what this job wrote (its uncommitted pieces), and its output folders where that leaves them empty."""
+  for root in roots:
+    shards.clean(root)
+  if '://' in output_dir:
+    return
+  for folder in sorted({*roots, output_dir}, key=len, reverse=True):
+    try:
+      os.rmdir(folder)  # Only when empty: never what the user had there.
+    except OSError:
+      pass
 
 
 def _metric_timings(result) -> dict[str, dict]:

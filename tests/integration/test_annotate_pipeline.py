@@ -380,3 +380,27 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
     if (log := re.search(r"\(workers' log: (\S+)\)$", line)):
       assert 'Traceback' in pathlib.Path(log[1]).read_text()
       pathlib.Path(log[1]).unlink()
+
+
+@pytest.mark.engine
+def test_a_run_that_keeps_no_game_fails_and_leaves_no_dataset(tmp_path, lichess_999, stockfish):
+  """An empty input, or one whose every game is skipped, exits 2 with the counts and writes nothing to reuse."""
+  empty = tmp_path / 'empty.pgn'
+  empty.write_text('')
+  chess960 = tmp_path / 'chess960.pgn'
+  chess960.write_text('[Event "a"]\n[Variant "Chess960"]\n[FEN "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1"]\n\n'
+                      '1. e4 e5 *\n\n[Event "b"]\n[Variant "Chess960"]\n\n1. d4 *\n')
+  out = tmp_path / 'out'
+  engine = ['--engine_path', stockfish, '--limit', 'depth=1', '--records', 'board', '--mode', 'multipv',
+            '--direct_num_workers=1', '--output_dir', str(out)]
+  for path, line in ((empty, f'error: no games in {empty}: nothing to annotate'),
+                     (chess960, f'error: all 2 games in {chess960} were skipped (2 variant): nothing to annotate')):
+    result = _cli('--input', str(path), *engine)
+    assert (result.returncode, result.stderr.strip()) == (2, line)
+    assert not out.exists()
+  good = tmp_path / 'good.pgn'
+  good.write_text('[Event "c"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n')
+  result = _cli('--input', str(good), *engine)  # The same folder, no --overwrite: nothing was left to refuse.
+  assert result.returncode == 0, result.stderr[-2000:]
+  manifest = json.loads((out / 'manifest.json').read_text())
+  assert manifest['games']['kept'] == 1 and sum(s['boards'] for s in manifest['splits'].values()) == 8

@@ -38,6 +38,7 @@ from typing import Any
 
 from searchless.commands import errors
 from searchless.commands import pretrained
+from searchless.core import artefacts
 
 STEPS = ('games', 'labels', 'train', 'evaluate')
 GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
@@ -132,7 +133,7 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
     start, cpu = time.time(), _children_cpu()
     with open(workdir / 'logs' / f'labels_{chunk.stem}.log', 'w') as log:
       subprocess.run(argv, check=True, stdout=log, stderr=subprocess.STDOUT)
-    manifest = pretrained._manifest(out)
+    manifest = artefacts.AnnotationManifest.read(out / artefacts.AnnotationManifest.FILE)
     wall, cpu = time.time() - start, _children_cpu() - cpu
     train = manifest.splits['train']
     record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],

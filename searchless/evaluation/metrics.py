@@ -167,5 +167,5 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
   [0.0046, 0.0139]
   """
   p = k / n
-  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
   return centre - half, centre + half

@@ -131,8 +131,11 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
             '--overwrite']
     print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
     start, cpu = time.time(), _children_cpu()
-    with open(workdir / 'logs' / f'labels_{chunk.stem}.log', 'w') as log:
-      subprocess.run(argv, check=True, stdout=log, stderr=subprocess.STDOUT)
+    log_path = workdir / 'logs' / f'labels_{chunk.stem}.log'
+    with open(log_path, 'w') as log:
+      code = subprocess.run(argv, check=False, stdout=log, stderr=subprocess.STDOUT).returncode
+    if code:
+      raise ChildProcessError(f'labelling {chunk} failed (exit {code}): its output is in {log_path}')
     manifest = artefacts.AnnotationManifest.read(out / artefacts.AnnotationManifest.FILE)
     wall, cpu = time.time() - start, _children_cpu() - cpu
     train = manifest.splits['train']

@@ -111,3 +111,16 @@ def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches()
   config = config_lib.load('campaign', ['data.train=unused'])
   assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
   assert (config.train.max_seconds, config.train.ckpt_every) == (10800.0, 2000)
+
+
+@pytest.mark.engine
+def test_a_chunk_that_fails_to_label_is_one_error_naming_its_log(stockfish, tmp_path):
+  chunk = tmp_path / 'games' / 'bfx3970_000.pgn'
+  chunk.parent.mkdir()
+  chunk.write_text('')
+  (tmp_path / 'logs').mkdir()
+  log = tmp_path / 'logs' / 'labels_bfx3970_000.log'
+  with pytest.raises(ChildProcessError, match=f'^labelling {chunk} failed \\(exit 2\\): its output is in {log}$'):
+    list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
+  assert log.read_text().strip() == f'error: no games in {chunk}: nothing to annotate'
+  assert not (tmp_path / 'runs.jsonl').exists()

@@ -149,13 +149,18 @@ class SuiteResult(NamedTuple):
 
 
 def _parse_points(board: chess.Board, text: str) -> dict[chess.Move, int]:
-  """``"f5=10, Be5+=2"`` -> {move: points}; {} when `text` is not such a list (a plain comment)."""
+  """``"f5=10, Be5+=2"`` -> {move: points}; {} when `text` is a plain comment (no ``=`` in it).
+
+  A list with an item that is not MOVE=POINTS (``Qg6=abc``) is a ValueError, not a comment.
+  """
   items = text.split(',')
-  matches = [match for match in map(_POINTS_ITEM.match, items) if match is not None]
-  if len(matches) != len(items):
+  if not any('=' in item for item in items):
     return {}
   points: dict[chess.Move, int] = {}
-  for match in matches:
+  for item in items:
+    match = _POINTS_ITEM.match(item)
+    if match is None:
+      raise ValueError(f'c0 {text!r}: {item.strip()!r} is not MOVE=POINTS (points a whole number)')
     try:
       move = board.parse_san(match.group(1))
     except ValueError as e:

@@ -103,6 +103,8 @@ def test_score_lines():
     ('8/8/8 w - - bm e4; id "x";', 'expected 8 rows'),
     (f'{chess.STARTING_FEN[:-4]} bm Ke5; id "x";', 'illegal san'),
     (f'{chess.STARTING_FEN[:-4]} id "x"; c0 "e4=10, Ke5=3";', 'c0'),
+    (f'{chess.STARTING_FEN[:-4]} id "x"; c0 "e4=10, Nf3=abc";',
+     "c0 'e4=10, Nf3=abc': 'Nf3=abc' is not MOVE=POINTS (points a whole number)"),
     (f'{chess.STARTING_FEN[:-4]} id "x";', 'no bm, am or c0'),
     ('8/8/8/8/8/8/8/8 w - - bm e4; id "x";', ''),  # No kings: from_epd or validity rejects it.
 ])

@@ -167,7 +167,7 @@ class EvaluationMetrics(Artefact):
   action_accuracy: float | None = None  # Fraction of boards where the model's best move is Stockfish's.
   kendall_tau: float | None = None  # Mean per-board Kendall tau-b of model vs Stockfish move values.
   kendall_tau_reference_argsort: float | None = None  # The reference implementation's tau (on argsort permutations).
-  log_loss: float | None = None  # Mean value-bucket log-loss (bits: -log2 p, as evaluation.metrics computes it; training losses are in nats).
+  log_loss: float | None = None  # Mean value-bucket log-loss in bits (-log2 p; training losses are in nats).
   l2_win_prob: float | None = None  # Mean squared error of win probabilities.
   entropy: float | None = None  # Mean entropy of the predicted bucket distributions (bits).
   consistency: float | None = None  # State-value policies: (board value - best next-board value)^2.

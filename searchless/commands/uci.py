@@ -14,6 +14,18 @@ import sys
 from searchless.commands import errors
 from searchless.play import policy as policy_lib
 from searchless.play import uci
+from searchless.play.uci import protocol
+
+
+def _threads(text: str) -> int:
+  """--threads: the Threads option's own range, refused here as `setoption` refuses it."""
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+  if not 1 <= value <= protocol.MAX_THREADS:
+    raise argparse.ArgumentTypeError(f'expected 1 to {protocol.MAX_THREADS} (the Threads option), got {value}')
+  return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
                  help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
-  p.add_argument('--threads', type=int, default=None, help='Default of the Threads option (default: all available CPUs).')
+  p.add_argument('--threads', type=_threads, default=None, help='Default of the Threads option (default: all available CPUs).')
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
   p.add_argument('--search', default='none', choices=uci.SEARCHES,
                  help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')

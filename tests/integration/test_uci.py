@@ -839,3 +839,14 @@ def test_process_searches_with_python_chess_limits(process):
     assert result.move.uci() == 'c6c7' and result.info['score'].white() == chess.engine.Mate(2)
   finally:
     process.configure({'Search': 'none'})
+
+
+@pytest.mark.parametrize('value, message', [
+    ('0', 'expected 1 to 1024 (the Threads option), got 0'), ('-5', 'expected 1 to 1024 (the Threads option), got -5'),
+    ('two', "expected an integer, got 'two'")])
+def test_threads_out_of_the_option_range_are_refused_on_the_command_line(value, message, capsys):
+  from searchless.commands import uci as uci_command
+  with pytest.raises(SystemExit) as exit_info:
+    uci_command.main(['--checkpoint', 'pretrained', '--threads', value])
+  assert exit_info.value.code == 2
+  assert capsys.readouterr().err.strip().splitlines()[-1] == f'searchless-uci: error: argument --threads: {message}'

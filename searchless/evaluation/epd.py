@@ -285,8 +285,8 @@ def run(*, suites: Sequence[str], agent: str, out: str | os.PathLike, num: int |
   """
   from searchless.play import agents as agents_lib  # Checkpoint agents import JAX on demand.
 
-  if num is not None and num < 0:
-    raise ValueError(f'--num must be >= 0, got {num}')
+  if num is not None and num < 1:
+    raise ValueError(f'--num must be >= 1 (or left out: all), got {num}')
   positions = [read_epd(path, num) for path in suites]  # All read before any engine starts.
   for path, suite_positions in zip(suites, positions):
     if not suite_positions:

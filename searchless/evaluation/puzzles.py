@@ -215,8 +215,8 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
   """
   from searchless.play import agents as agents_lib  # Checkpoint agents import JAX on demand.
 
-  if num is not None and num < 0:
-    raise ValueError(f'--num must be >= 0, got {num}')
+  if num is not None and num < 1:
+    raise ValueError(f'--num must be >= 1 (or left out: all), got {num}')
   if band_width <= 0:
     raise ValueError(f'--band_width must be positive, got {band_width}')
   chosen = list(puzzles_lib.read_puzzles(puzzles, limit=num))

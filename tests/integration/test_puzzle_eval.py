@@ -214,3 +214,14 @@ def test_cli_checkpoint(shared_data, model_checkpoint, tmp_path):
   with open(out / 'results.csv', newline='') as f:
     for row in csv.DictReader(f):
       assert row['played'] and len(row['played'].split()) <= len(row['expected'].split())
+
+
+@pytest.mark.parametrize('num', [0, -3])
+def test_num_below_one_is_refused_naming_the_flag(tmp_path, num):
+  from searchless.evaluation import epd as epd_eval
+  from searchless.evaluation import puzzles as puzzle_eval
+  message = f'^--num must be >= 1 \\(or left out: all\\), got {num}$'
+  with pytest.raises(ValueError, match=message):
+    puzzle_eval.run(puzzles='unused.csv', agent='random', out=tmp_path / 'p', num=num)
+  with pytest.raises(ValueError, match=message):
+    epd_eval.run(suites=['unused.epd'], agent='random', out=tmp_path / 'e', num=num)

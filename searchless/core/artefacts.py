@@ -24,8 +24,9 @@ searchless.core.artefacts.ArtefactError: old/summary.json: format 'searchless-pu
 import dataclasses
 import json
 import os
-import tempfile
 from typing import Any, ClassVar, TypeVar
+
+from searchless.core import atomic
 
 _A = TypeVar('_A', bound='Artefact')
 
@@ -104,11 +105,8 @@ class Artefact:
       with FileSystems.create(path) as f:
         f.write(self.to_json().encode('utf-8'))
       return
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile('w', dir=directory, delete=False, suffix='.tmp', encoding='utf-8') as tmp:
-      tmp.write(self.to_json())
-    os.replace(tmp.name, path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic.write_text(path, self.to_json())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import PBegin, PCollection, PDone
 
+from searchless.core import atomic
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import boards
@@ -217,18 +218,13 @@ class _Progress:
     now = time.monotonic()
     if self._path and (force or now - self._last > 0.5):
       self._last = now
-      tmp = self._path + '.tmp'
-      with open(tmp, 'w') as f:
-        json.dump({'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}, f)
-      os.replace(tmp, self._path)
+      atomic.write_text(self._path, json.dumps(
+          {'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}))
 
 
 def _write_total(total: int, directory: str) -> None:
   """Tells the local progress display how many boards the job has."""
-  tmp = os.path.join(directory, 'total.json.tmp')
-  with open(tmp, 'w') as f:
-    json.dump({'total': total}, f)
-  os.replace(tmp, os.path.join(directory, 'total.json'))
+  atomic.write_text(os.path.join(directory, 'total.json'), json.dumps({'total': total}))
 
 
 @functools.lru_cache(maxsize=None)

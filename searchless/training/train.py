@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from searchless.core import atomic
 from searchless.core import progress_bars
 from searchless.core import tensorboard
 from searchless.core import artefacts
@@ -267,9 +268,7 @@ def _trim_metrics(work: pathlib.Path, step: int) -> None:
   lines = path.read_text().splitlines(keepends=True)
   kept = [line for line in lines if line.strip() and json.loads(line).get('step', 0) <= step]
   if len(kept) != len(lines):
-    tmp = path.with_suffix('.jsonl.tmp')
-    tmp.write_text(''.join(kept))
-    os.replace(tmp, path)
+    atomic.write_text(path, ''.join(kept))
 
 
 def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None,

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import chess.pgn
 
+from searchless.core import atomic
+
 GAMES_FILE = 'games.pgn'
 RESULTS = ('1-0', '0-1', '1/2-1/2')
 
@@ -83,11 +85,7 @@ def load_games(path: str) -> tuple[list[Record], int]:
 
 def write_games(path: str, records: Iterable[Record]) -> None:
   """Replaces the games file with `records` (atomically)."""
-  tmp = path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    for r in records:
-      f.write(r.text + '\n\n')
-  os.replace(tmp, path)
+  atomic.write_text(path, ''.join(r.text + '\n\n' for r in records))
 
 
 def append(path: str, text: str) -> None:

@@ -75,8 +75,9 @@ def main(argv=None) -> None:
   work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()
   puzzles = pathlib.Path(args.puzzles) if args.puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   models = [parse_model(m) for m in args.models]
-  train_boards = campaign.merge_boards(campaign.label_folders(shared), work / 'boards', 'train')
-  heldout = campaign.merge_boards(campaign.label_folders(shared), work / 'boards', 'test')
+  folders = campaign.label_folders(shared)
+  train_boards = campaign.merge_boards(folders, work / 'boards', 'train')
+  heldout = campaign.merge_boards(folders, work / 'boards', 'test')
   print(f'machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores | {train_boards["distinct_boards"]:,} '
         f'distinct train boards | {args.points} points x {args.minutes:g} min per model', flush=True)
   path = work / 'curves.jsonl'

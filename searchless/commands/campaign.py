@@ -245,10 +245,14 @@ def _latest_step(train_dir: pathlib.Path) -> int:
   return max(steps, default=0)
 
 
-def totals(workdir: pathlib.Path) -> dict[str, float]:
-  """Core-hours and wall-clock hours of every step so far (WORKDIR/runs.jsonl)."""
+def read_runs(workdir: pathlib.Path) -> list[dict[str, Any]]:
+  """Every record `log_run` appended to WORKDIR/runs.jsonl, in order."""
   path = workdir / 'runs.jsonl'
-  runs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+  """Core-hours and wall-clock hours of every step in `runs` (`read_runs`)."""
   out: dict[str, float] = {}
   for step in STEPS[1:]:
     done = [r for r in runs if r.get('step') == step]
@@ -259,9 +263,8 @@ def totals(workdir: pathlib.Path) -> dict[str, float]:
 
 def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
   """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
-  path = workdir / 'runs.jsonl'
-  runs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-  t = totals(workdir)
+  runs = read_runs(workdir)
+  t = totals(runs)
   boards = workdir / 'boards' / 'train.json'
   distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
   lines = [
@@ -345,7 +348,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
                             num_boards=heldout_boards)
     log_run(workdir, record)
     with open(workdir / 'curve.jsonl', 'a') as f:
-      f.write(json.dumps({**record, **totals(workdir)}) + '\n')
+      f.write(json.dumps({**record, **totals(read_runs(workdir))}) + '\n')
     print(f'[evaluate] {json.dumps(record)}', flush=True)
     write_readme(workdir, shared, config_name)
 

@@ -10,11 +10,12 @@
 import os
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def write_bytes(path: str | os.PathLike, data: bytes, *, durable: bool = True) -> None:
   """Writes `data` to a temporary file beside `path`, syncs it, renames it over `path` and syncs the folder.
 
   The file gets the mode a plain ``open`` would give it (0666 less the umask), not a
-  temporary file's 0600.
+  temporary file's 0600. `durable=False` skips both syncs: still atomic for readers,
+  for snapshots rewritten every fraction of a second that need not survive a power cut.
   """
   path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
@@ -24,12 +25,15 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     with os.fdopen(fd, 'wb') as f:
       f.write(data)
       f.flush()
-      os.fsync(f.fileno())
+      if durable:
+        os.fsync(f.fileno())
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+  if not durable:
+    return
   folder = os.open(directory, os.O_RDONLY)
   try:
     os.fsync(folder)  # The rename itself survives a power cut.
@@ -37,6 +41,6 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     os.close(folder)
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
+def write_text(path: str | os.PathLike, text: str, *, durable: bool = True) -> None:
   """`write_bytes` of `text` in UTF-8."""
-  write_bytes(path, text.encode('utf-8'))
+  write_bytes(path, text.encode('utf-8'), durable=durable)

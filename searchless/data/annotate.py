@@ -218,13 +218,14 @@ class _Progress:
     now = time.monotonic()
     if self._path and (force or now - self._last > 0.5):
       self._last = now
+      # A live-progress snapshot (every 0.5 s, in a temporary folder): atomic for the reader, never synced.
       atomic.write_text(self._path, json.dumps(
-          {'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}))
+          {'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}), durable=False)
 
 
 def _write_total(total: int, directory: str) -> None:
   """Tells the local progress display how many boards the job has."""
-  atomic.write_text(os.path.join(directory, 'total.json'), json.dumps({'total': total}))
+  atomic.write_text(os.path.join(directory, 'total.json'), json.dumps({'total': total}), durable=False)
 
 
 @functools.lru_cache(maxsize=None)

@@ -175,9 +175,9 @@ class _MultiPVSearch(chess.engine.BaseCommand):
   board, which cost the worker about as much CPU as the engine's own search
   (benchmarks/annotate_cpu.py). Here a line is only kept as text; at
   ``bestmove`` the lines are read from the last back until every MultiPV index
-  has its score and its PV, and only those are parsed. Semantics match ``analyse(board, limit, multipv=n)``: for
-  each index, the score of the last line that had one and the first move of
-  the last line that had a PV.
+  has its score and its PV, and only those are parsed. Semantics match
+  ``analyse(board, limit, multipv=n)``: for each index, the score of the last
+  line that had one and the first move of the last line that had a PV.
   """
 
   def __init__(self, engine, board: chess.Board, go: str, multipv: int):

@@ -273,6 +273,8 @@ class Gateau(hk.Module):
     logits = jax.nn.leaky_relu(z, 0.2).astype(jnp.float32) @ block  # [B, N, K, H]
     logits = jnp.where(jnp.asarray(mask)[None, :, :, None], logits, jnp.finfo(jnp.float32).min)  # [B, N, K, H]
     weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each node's incoming edges.
+    # Node messages through a dense [N, N] attention matrix per head (no [B, N, K, D] gather):
+    # A[j, i] = the weight of edge i -> j.
     incidence = jax.nn.one_hot(senders, num_nodes, dtype=dtype) * jnp.asarray(mask, dtype)[..., None]  # [N, K, N]
     attention = jnp.einsum('bnkh,nkm->bhnm', weights, incidence)  # [B, H, N, N]
     value = split(hk.Linear(width, with_bias=False, name='value')(hn))  # [B, N, H, D/H]

@@ -35,3 +35,12 @@ def test_a_failed_write_keeps_the_old_file_and_removes_its_temporary(tmp_path, m
   with pytest.raises(OSError, match='No space left on device'):
     atomic.write_text(path, 'new')
   assert path.read_text() == 'old' and [p.name for p in tmp_path.iterdir()] == ['games.pgn']
+
+
+def test_a_snapshot_that_need_not_be_durable_is_replaced_without_syncing(tmp_path, monkeypatch):
+  calls = []
+  monkeypatch.setattr(os, 'fsync', calls.append)
+  atomic.write_text(tmp_path / 'progress.json', '{"boards": 3}', durable=False)
+  assert (tmp_path / 'progress.json').read_text() == '{"boards": 3}' and calls == []
+  atomic.write_text(tmp_path / 'progress.json', '{"boards": 4}')
+  assert len(calls) == 2  # The file, then its folder.

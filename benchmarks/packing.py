@@ -62,12 +62,13 @@ def _labelled_boards(fens: list[str]) -> list:
           for fen in fens]
 
 
-def train_throughput(board_records: list, steps: int, configs: dict[str, str] = CONFIGS) -> dict:
-  """Action-values per second of each update on the same boards (`configs`: name -> config)."""
+def train_throughput(board_records: list, steps: int, configs: dict[str, str | tuple[str, list[str]]] = CONFIGS) -> dict:
+  """Action-values per second of each update on the same boards (`configs`: name -> config, or (config, overrides))."""
   edges, _ = values.uniform_buckets(128)
   out = {}
-  for name, path in configs.items():
-    config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32'])
+  for name, spec in configs.items():
+    path, overrides = (spec, []) if isinstance(spec, str) else spec
+    config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32', *overrides])
     fns = train.make_functions(config, sharding.make_mesh(1))
     state = fns.init(jax.random.PRNGKey(0))
     batch = config.data.batch_size

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from searchless.core import moves
+from searchless.model import priors
 
 if TYPE_CHECKING:
   from searchless.model.transformer import ModelConfig
@@ -36,13 +37,14 @@ class MultiHeadDotProductAttention(hk.Module):
     self._compute_dtype = compute_dtype
 
   def __call__(self, x: jax.Array, *, query_start: int = 0, mask: jax.Array | None = None,
-               moves_from: int | None = None) -> jax.Array:
+               moves_from: int | None = None, geometry: priors.Geometry | None = None) -> jax.Array:
     """[B, T, D] -> [B, T - query_start, D]: the outputs of the positions from `query_start` on.
 
     `mask`: [B or 1, 1, T - query_start, T] bool, True where a query may attend to a key.
     `moves_from`: a packed board whose positions from there on are moves that see the
     board and themselves only (and the board sees only itself): computed as board
     attention plus one self term per move, without a [T, T] mask.
+    `geometry`: add this layer's learned square biases (and smolgen's) to the logits (`priors.attention_bias`).
     """
     batch, length, width = x.shape
     head_dim = width // self._num_heads
@@ -53,12 +55,16 @@ class MultiHeadDotProductAttention(hk.Module):
       q = layer_norm(q).astype(self._compute_dtype)
       k = layer_norm(k).astype(self._compute_dtype)
     v = hk.Linear(width, with_bias=False)(x)
+    num_keys = length if moves_from is None else moves_from
+    bias = None if geometry is None else priors.attention_bias(geometry, x, self._num_heads, query_start, num_keys)
     if moves_from is not None:
-      mixed = self._board_and_self(split(q), split(k), split(v), query_start, moves_from)  # [B, Tq, H, K]
+      mixed = self._board_and_self(split(q), split(k), split(v), query_start, moves_from, bias)  # [B, Tq, H, K]
       return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
     logits = jnp.einsum('bthk,bshk->bhts', split(q), split(k),
                         preferred_element_type=jnp.float32)  # [B, H, T, T]
     logits = logits * (1.0 / math.sqrt(head_dim))
+    if bias is not None:
+      logits = logits + bias
     if self._use_causal_mask:
       causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
       logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
@@ -70,11 +76,14 @@ class MultiHeadDotProductAttention(hk.Module):
     mixed = jnp.einsum('bhts,bshk->bhtk', weights, split(v)).transpose(0, 2, 1, 3)  # [B, T, H, K]
     return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
 
-  def _board_and_self(self, q: jax.Array, k: jax.Array, v: jax.Array, query_start: int, moves_from: int) -> jax.Array:
-    """q [B, Tq, H, K] (positions query_start...), k, v [B, T, H, K] -> [B, Tq, H, K]."""
+  def _board_and_self(self, q: jax.Array, k: jax.Array, v: jax.Array, query_start: int, moves_from: int,
+                      bias: jax.Array | None) -> jax.Array:
+    """q [B, Tq, H, K] (positions query_start...), k, v [B, T, H, K], bias [B or 1, H, Tq, S] -> [B, Tq, H, K]."""
     scale = 1.0 / math.sqrt(q.shape[-1])
     board_logits = jnp.einsum('bthk,bshk->bhts', q, k[:, :moves_from],
                               preferred_element_type=jnp.float32) * scale  # [B, H, Tq, S]
+    if bias is not None:
+      board_logits = board_logits + bias
     own_k, own_v = k[:, query_start:], v[:, query_start:]  # [B, Tq, H, K]
     self_logits = jnp.einsum('bthk,bthk->bht', q, own_k, preferred_element_type=jnp.float32) * scale  # [B, H, Tq]
     is_move = np.arange(query_start, query_start + q.shape[1]) >= moves_from  # [Tq]: board rows see the board only.
@@ -93,25 +102,36 @@ def swiglu(x: jax.Array, config: 'ModelConfig') -> jax.Array:  # [B, T, D] -> [B
 
 
 def embed(inputs: jax.Array, position_ids: jax.Array | np.ndarray, config: 'ModelConfig') -> jax.Array:
-  """[B, T] input tokens and [T] position ids -> [B, T, D] float32 residual stream."""
+  """[B, T] input tokens and [T] position ids -> [B, T, D] float32 residual stream.
+
+  With `config.move_squares`, the tokens from `priors.MOVES_AT` on are moves and also get their
+  squares' and promotion's embeddings (`priors.move_square_embedding`).
+  """
   tokens = hk.Embed(
       vocab_size=moves.NUM_ACTIONS,
       embed_dim=config.embedding_dim,
       lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
       w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
   )(inputs)  # [B, T, D]
-  positions = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)(jnp.asarray(position_ids))  # [T, D]
-  return tokens * math.sqrt(config.embedding_dim) + positions
+  position_table = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)
+  h = tokens * math.sqrt(config.embedding_dim) + position_table(jnp.asarray(position_ids))  # [B, T, D]
+  if config.move_squares == 'none' or inputs.shape[1] <= priors.MOVES_AT:
+    return h
+  squares = priors.move_square_embedding(inputs[:, priors.MOVES_AT:], position_table.embeddings,
+                                         config.move_squares, config.embedding_dim)  # [B, M, D]
+  return h.at[:, priors.MOVES_AT:].add(squares)
 
 
 def block(h: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype, *, query_start: int = 0,
-           mask: jax.Array | None = None, moves_from: int | None = None) -> jax.Array:
+           mask: jax.Array | None = None, moves_from: int | None = None,
+           geometry: priors.Geometry | None = None) -> jax.Array:
   """One transformer block: [B, T, D] -> [B, T - query_start, D] (only later positions queried)."""
   attention = MultiHeadDotProductAttention(
       config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
   )
   normed = layer_norm(h).astype(compute_dtype)
-  h = h[:, query_start:] + attention(normed, query_start=query_start, mask=mask, moves_from=moves_from)
+  h = h[:, query_start:] + attention(normed, query_start=query_start, mask=mask, moves_from=moves_from,
+                                     geometry=geometry)
   return h + swiglu(layer_norm(h).astype(compute_dtype), config)
 
 

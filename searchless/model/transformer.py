@@ -57,6 +57,7 @@ from searchless.core import records
 from searchless.core import tokenizer
 from searchless.model import graph
 from searchless.model import layers
+from searchless.model import priors
 
 # The reference sizes the position table for the longest sequence (action_value)
 # whatever the policy, so its checkpoints of every policy have 79 position rows.
@@ -97,11 +98,24 @@ class ModelConfig:
   joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
   kind: str = 'transformer'  # 'transformer' | 'graph' (searchless.model.graph: per board, like packing='board').
   graph_edge_dim: int = 32  # Graph: width of the edge features (nodes have embedding_dim).
+  # Structural priors (`searchless.model.priors`), transformer only, each off by default:
+  mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
+  move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
+  square_bias: str = 'none'  # 'none' | 'relative': learned attention biases by square displacement and move squares.
+  smolgen: int = 0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
 
   def __post_init__(self):
     if self.kind not in KINDS:
       raise ValueError(f'model kind must be one of {KINDS}, got {self.kind!r}')
+    if self.move_squares not in priors.MOVE_SQUARES:
+      raise ValueError(f'move_squares must be one of {priors.MOVE_SQUARES}, got {self.move_squares!r}')
+    if self.smolgen < 0:
+      raise ValueError(f'smolgen must be >= 0 (0: off), got {self.smolgen}')
+    if self.square_bias not in priors.SQUARE_BIASES:
+      raise ValueError(f'square_bias must be one of {priors.SQUARE_BIASES}, got {self.square_bias!r}')
     if self.kind == 'graph':
+      if self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen:
+        raise ValueError('mover_view, move_squares, square_bias and smolgen are transformer options (the graph model has its own)')
       if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
         raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
       graph.check(self)
@@ -133,6 +147,8 @@ class ModelConfig:
     m = config.model
     if m.get('packing', 'none') == 'board' and policy != 'action_value':
       raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
+    if m.get('move_squares', 'none') != 'none' and policy != 'action_value':
+      raise ValueError(f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}")
     if m.get('kind', 'transformer') == 'graph' and policy != 'action_value':
       raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
     return cls(
@@ -153,6 +169,10 @@ class ModelConfig:
         joint_layers=m.get('joint_layers', 0),
         kind=m.get('kind', 'transformer'),
         graph_edge_dim=m.get('graph_edge_dim', 32),
+        mover_view=m.get('mover_view', False),
+        move_squares=m.get('move_squares', 'none'),
+        square_bias=m.get('square_bias', 'none'),
+        smolgen=m.get('smolgen', 0),
     )
 
 
@@ -181,14 +201,22 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
     raise ValueError(
         f'sequence length {length} exceeds max_sequence_length {config.max_sequence_length}'
     )
+  black = None
+  if config.mover_view:  # An action-value sequence's token 77 is a move (its 78th, a bucket, is never read).
+    move_end = min(length, tokenizer.SEQUENCE_LENGTH + 1)
+    viewed, black = priors.mover_view(sequences[:, :move_end], tokenizer.SEQUENCE_LENGTH)
+    sequences = jnp.concatenate([viewed, sequences[:, move_end:]], axis=1)
   inputs = jnp.pad(sequences, ((0, 0), (1, 0)))[:, :-1]  # [B, T]: right shift, 0 in front.
   h = layers.embed(inputs, jnp.arange(length), config)  # [B, T, D], float32 residual.
+  geometry = priors.geometry(inputs, square_bias=config.square_bias != 'none', smolgen=config.smolgen)
   for layer in range(config.num_layers):
     # Only the last position is read out when `last_only`: the last block needs
     # keys and values everywhere but a query (and an MLP) at that position only.
     last = last_only and layer == config.num_layers - 1
-    h = layers.block(h, config, compute_dtype, query_start=length - 1 if last else 0)
+    h = layers.block(h, config, compute_dtype, query_start=length - 1 if last else 0, geometry=geometry)
   log_probs = layers.read_out(h, config, compute_dtype)
+  if black is not None and config.output_size == moves.NUM_ACTIONS:  # Behavioral cloning: back to the real board's moves.
+    log_probs = priors.unmirror_actions(log_probs, black)
   return log_probs[:, -1] if last_only else log_probs
 
 
@@ -223,19 +251,22 @@ def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.d
   if num_moves < 1:
     raise ValueError(f'a packed board needs 77 FEN tokens and at least one move slot, got {length} tokens')
   valid = tokens[:, tokenizer.SEQUENCE_LENGTH:] >= 0  # [B, M]
+  if config.mover_view:
+    tokens, _ = priors.mover_view(tokens, tokenizer.SEQUENCE_LENGTH)  # Values are the mover's: nothing to undo.
   inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
   position_ids = np.concatenate([np.arange(BOARD_TOKENS), np.full(num_moves, MOVE_POSITION)])  # [T]
   h = layers.embed(inputs, position_ids, config)  # [B, T, D]
+  geometry = priors.geometry(inputs, square_bias=config.square_bias != 'none', smolgen=config.smolgen)
   for layer in range(config.num_layers):
     # Joint blocks (board tokens see the moves) are the K before the last; the last
     # block's board outputs are never read, so it queries (and MLPs) the moves only.
     joint = config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1
     start = BOARD_TOKENS if layer == config.num_layers - 1 else 0
     if config.move_attention == 'self' and not joint:  # The default: no [T, T] mask needed.
-      h = layers.block(h, config, compute_dtype, query_start=start, moves_from=BOARD_TOKENS)
+      h = layers.block(h, config, compute_dtype, query_start=start, moves_from=BOARD_TOKENS, geometry=geometry)
     else:
       mask = packed_mask(valid, config.move_attention, joint)[:, :, start:]  # [B, 1, Tq, T]
-      h = layers.block(h, config, compute_dtype, query_start=start, mask=mask)
+      h = layers.block(h, config, compute_dtype, query_start=start, mask=mask, geometry=geometry)
   return layers.read_out(h, config, compute_dtype)  # [B, M, V]
 
 

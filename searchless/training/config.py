@@ -58,6 +58,10 @@ def base() -> ml_collections.ConfigDict:
   c.model.joint_layers = 0  # packing=board: blocks before the last where board tokens also see the moves.
   c.model.kind = 'transformer'  # transformer (the paper) | graph: AlphaGateau's graph network, per board (board_value records).
   c.model.graph_edge_dim = 32  # kind=graph: width of the edge features (nodes have embedding_dim; heads num_heads).
+  c.model.mover_view = False  # transformer: Black to move -> board and moves mirrored (every board seen as White).
+  c.model.move_squares = 'none'  # transformer: none | tied | untied: move tokens add from-/to-square and promotion embeddings.
+  c.model.square_bias = 'none'  # transformer: none | relative: attention biases by square displacement and move squares.
+  c.model.smolgen = 0  # transformer: > 0: board-dependent attention biases between squares (Leela's smolgen), summary width.
 
   c.data = ml_collections.ConfigDict()
   c.data.train = ''  # Bag spec/glob of training records (the --data flag sets it).
@@ -167,7 +171,7 @@ RANGES: dict[str, tuple[float, bool]] = {
     'num_return_buckets': (2, True), 'model.embedding_dim': (1, True), 'model.num_layers': (1, True),
     'model.num_heads': (1, True), 'model.widening_factor': (0, False), 'model.joint_layers': (0, True),
     'data.batch_size': (1, True), 'data.worker_count': (0, True), 'data.num_records': (1, True),
-    'data.max_moves': (1, True), 'model.graph_edge_dim': (1, True), 'loss.value_weight': (0, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
+    'data.max_moves': (1, True), 'model.graph_edge_dim': (1, True), 'model.smolgen': (0, True), 'loss.value_weight': (0, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
     'optim.ema_decay': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
     'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
     'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),

@@ -1,0 +1,160 @@
+"""The transformer's structural priors (mover's view, move squares, square biases): what each computes."""
+
+import dataclasses
+
+import chess
+import chess.pgn
+import jax
+import numpy as np
+import pytest
+
+from searchless.core import moves
+from searchless.core import tokenizer
+from searchless.model import priors
+from searchless.model import transformer
+
+BASE = transformer.ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128, max_sequence_length=79)
+ALL = dict(mover_view=True, move_squares='untied', square_bias='relative', smolgen=4)
+KIWIPETE_BLACK = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq a3 0 1'
+
+
+def _noisy(params, seed=3):
+  """Parameters with every leaf moved off its initial value (zero biases included)."""
+  leaves, tree = jax.tree.flatten(params)
+  keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+  return jax.tree.unflatten(tree, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+
+
+def _boards(lichess_999, count):
+  """The first `count` positions of the real 999-game file, after each move (both sides to move)."""
+  boards = []
+  with open(lichess_999) as stream:
+    while len(boards) < count:
+      game = chess.pgn.read_game(stream)
+      board = game.board()
+      for move in game.mainline_moves():
+        board.push(move)
+        boards.append(board.copy(stack=False))
+  return boards[:count]
+
+
+def test_the_mover_view_of_real_boards_is_python_chess_mirror(lichess_999):
+  boards = _boards(lichess_999, 300)
+  assert {b.turn for b in boards} == {chess.WHITE, chess.BLACK}
+  tokens = np.stack([np.concatenate([tokenizer.tokenize(b.fen()),
+                                     [moves.MOVE_TO_ACTION[m.uci()] for m in list(b.legal_moves)[:3]] + [-1] * 3])
+                     for b in boards if b.legal_moves.count() >= 3]).astype(np.int32)  # [N, 77 + 6]
+  viewed, black = priors.mover_view(tokens, 77)
+  viewed = np.asarray(viewed)
+  for row, board, is_black in zip(viewed, [b for b in boards if b.legal_moves.count() >= 3], np.asarray(black)):
+    seen = board.mirror() if board.turn == chess.BLACK else board
+    assert is_black == (board.turn == chess.BLACK)
+    assert row[:77].tolist() == tokenizer.tokenize(seen.fen()).tolist()
+    expected_moves = [moves.MOVE_TO_ACTION[priors._mirror_move(m.uci()) if is_black else m.uci()]
+                      for m in list(board.legal_moves)[:3]]
+    assert row[77:].tolist() == expected_moves + [-1] * 3
+
+
+def test_castling_rights_and_en_passant_are_mirrored():
+  for fen, seen in [('r3k2r/8/8/8/3Pp3/8/8/R3K2R b Kq d3 0 1', 'r3k2r/8/8/3pP3/8/8/8/R3K2R w Qk d6 0 1'),
+                    ('4k3/8/8/8/8/8/8/4K3 b - - 12 80', '4k3/8/8/8/8/8/8/4K3 w - - 12 80'),
+                    ('r3k3/8/8/8/8/8/8/4K2R b Qk - 0 1', '4k2r/8/8/8/8/8/8/R3K3 w Kq - 0 1')]:
+    viewed, _ = priors.mover_view(tokenizer.tokenize(fen)[None].astype(np.int32), 77)
+    assert ''.join(tokenizer.CHARACTERS[t] for t in np.asarray(viewed[0])) == tokenizer.fen_to_characters(seen)
+
+
+def test_every_move_mirrors_into_the_vocabulary_and_back():
+  assert sorted(priors.MIRROR_ACTION.tolist()) == list(range(moves.NUM_ACTIONS))
+  assert (priors.MIRROR_ACTION[priors.MIRROR_ACTION] == np.arange(moves.NUM_ACTIONS)).all()
+  e2e4 = moves.MOVE_TO_ACTION['e2e4']
+  assert (priors.FROM_SQUARE[e2e4], priors.TO_SQUARE[e2e4], priors.PROMOTION[e2e4]) == (52, 36, 0)  # a8 = 0.
+  assert priors.PROMOTION[moves.MOVE_TO_ACTION['b7a8n']] == 4
+
+
+def test_geometry_classes_and_move_squares():
+  inputs = np.zeros((1, 80), np.int32)
+  inputs[0, 78:] = [moves.MOVE_TO_ACTION['e2e4'], moves.MOVE_TO_ACTION['g1f3']]
+  geo = priors.geometry(inputs, square_bias=True, smolgen=0)
+  assert geo.displacement.shape == (80, 80)
+  a8, b7, h1 = 2, 2 + 9, 2 + 63
+  assert geo.displacement[a8, b7] == (1 + 7) * 15 + (1 + 7)  # One row down, one file right.
+  assert geo.displacement[h1, a8] == 0 and geo.displacement[a8, h1] == 224 and geo.displacement[a8, a8] == 112
+  assert (geo.displacement[:2] == 225).all() and (geo.displacement[:, 66:] == 225).all()  # Not squares: no bias.
+  assert np.asarray(geo.move_squares[0, 78:]).tolist() == [[2 + 52, 2 + 36], [2 + 62, 2 + 45]]
+  assert (np.asarray(geo.move_squares[0, :78]) == -1).all()
+
+
+def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers():
+  default = transformer.init_params(BASE)
+  assert sorted(default) == sorted(transformer.init_params(dataclasses.replace(BASE, mover_view=True)))
+  added = lambda **kw: sorted(set(transformer.init_params(dataclasses.replace(BASE, **kw))) - set(default))
+  assert added(move_squares='tied') == ['move_promotion']
+  assert added(move_squares='untied') == ['move_from_square', 'move_promotion', 'move_to_square']
+  biased = transformer.init_params(dataclasses.replace(BASE, square_bias='relative'))
+  assert {k: {n: v.shape for n, v in biased[k].items()} for k in set(biased) - set(default)} == {
+      'multi_head_dot_product_attention': {'square_bias': (2, 225), 'move_square_bias': (2, 2)},
+      'multi_head_dot_product_attention_1': {'square_bias': (2, 225), 'move_square_bias': (2, 2)}}
+  smolgen = transformer.init_params(dataclasses.replace(BASE, smolgen=4))
+  assert {k: {n: v.shape for n, v in smolgen[k].items()} for k in set(smolgen) - set(default)} == {
+      'smolgen_generator': {'w': (4, 4096), 'b': (4096,)},
+      **{f'multi_head_dot_product_attention{layer}/{name}': shapes for layer in ('', '_1') for name, shapes in {
+          'smolgen_compress': {'w': (16, 8)}, 'smolgen_summary': {'w': (64 * 8, 4), 'b': (4,)},
+          'smolgen_summary_norm': {'scale': (4,), 'offset': (4,)}, 'smolgen_heads': {'w': (4, 2 * 4), 'b': (8,)},
+          'smolgen_heads_norm': {'scale': (4,), 'offset': (4,)}}.items()}}
+  # Zero biases (and a zero smolgen map) at first: the same function as without them.
+  tokens = np.concatenate([tokenizer.tokenize(KIWIPETE_BLACK), [moves.MOVE_TO_ACTION['e7e5'], 0]])[None]
+  plain = transformer.build(BASE).apply(default, None, tokens.astype(np.int32))
+  for options, params in ((dict(square_bias='relative'), biased), (dict(smolgen=4), smolgen)):
+    with_bias = transformer.build(dataclasses.replace(BASE, **options)).apply(
+        {**params, **default}, None, tokens.astype(np.int32))
+    np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
+
+
+def test_options_are_refused_where_they_do_not_apply():
+  with pytest.raises(ValueError, match="move_squares must be one of \\('none', 'tied', 'untied'\\), got 'both'"):
+    dataclasses.replace(BASE, move_squares='both')
+  with pytest.raises(ValueError, match="square_bias must be one of \\('none', 'relative'\\), got 'shaw'"):
+    dataclasses.replace(BASE, square_bias='shaw')
+  with pytest.raises(ValueError, match='smolgen must be >= 0 \\(0: off\\), got -1'):
+    dataclasses.replace(BASE, smolgen=-1)
+  for option in (dict(mover_view=True), dict(smolgen=8)):
+    with pytest.raises(ValueError, match='transformer options'):
+      dataclasses.replace(BASE, kind='graph', **option)
+
+
+def _packed_row(board, legal):
+  return np.concatenate([tokenizer.tokenize(board.fen()), [moves.MOVE_TO_ACTION[m.uci()] for m in legal], [-1]])
+
+
+@pytest.mark.parametrize('move_attention,move_squares', [('self', 'untied'), ('moves', 'tied')])
+def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, move_squares):
+  config = dataclasses.replace(BASE, packing='board', move_attention=move_attention, **{**ALL, 'move_squares': move_squares})
+  params = _noisy(transformer.init_params(config))
+  board = chess.Board(KIWIPETE_BLACK)
+  legal = list(board.legal_moves)
+  mirrored = board.mirror()
+  rows = np.stack([_packed_row(board, legal),
+                   _packed_row(mirrored, [chess.Move.from_uci(priors._mirror_move(m.uci())) for m in legal])])
+  out = np.asarray(transformer.build(config).apply(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
+  np.testing.assert_allclose(out[0, :-1], out[1, :-1], atol=1e-5)
+  without = np.asarray(transformer.build(dataclasses.replace(config, mover_view=False)).apply(
+      params, None, rows.astype(np.int32)))
+  assert np.abs(without[0, :-1] - without[1, :-1]).max() > 1e-2  # Not so without the mover's view.
+
+
+def test_per_move_models_see_black_as_white_and_behavioral_cloning_mirrors_its_moves_back():
+  board = chess.Board(KIWIPETE_BLACK)
+  mirrored = board.mirror()
+  value = dataclasses.replace(BASE, **ALL)
+  params = _noisy(transformer.init_params(value))
+  move = moves.MOVE_TO_ACTION['e7e5']
+  rows = np.array([np.concatenate([tokenizer.tokenize(board.fen()), [move, 5]]),
+                   np.concatenate([tokenizer.tokenize(mirrored.fen()), [priors.MIRROR_ACTION[move], 5]])], np.int32)
+  out = np.asarray(transformer.build(value).apply(params, None, rows))  # [2, 79, V]
+  np.testing.assert_allclose(out[0], out[1], atol=1e-5)
+
+  cloning = dataclasses.replace(BASE, output_size=moves.NUM_ACTIONS, max_sequence_length=79, mover_view=True)
+  params = _noisy(transformer.init_params(cloning))
+  out = np.asarray(transformer.build(cloning, last_only=True).apply(params, None, rows[:, :78]))  # [2, 1968]
+  np.testing.assert_allclose(out[0], out[1, priors.MIRROR_ACTION], atol=1e-5)
+  assert out[0].argmax() != out[1].argmax()  # A real move distribution, per board.

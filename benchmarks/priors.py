@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/priors.py                  # training throughput only, ~5 minutes on 2 cores
     cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/priors.py \\
-        --workdir /root/searchless-data/models              # + learning curves: ~1 h of both cores per model, resumable
+        --workdir /root/searchless-data/models              # + learning curves: ~1.2 h of both cores per model, resumable
 
 The board-packed transformer (`tiny_packed`) with each prior of `searchless.model.priors`
 alone and all together, beside `graph_tiny`:
@@ -31,15 +31,18 @@ import boards as boards_lib  # noqa: E402
 import campaign_models  # noqa: E402
 import packing  # noqa: E402
 
-# Name -> tiny_packed overrides. 'priors' is every prior with the better move-square variant.
+# Name -> tiny_packed overrides, in the order the curves are trained (the combinations first).
+# 'packed_priors' is priors 1-3 of the issue (tied move squares: no new tables); '_smolgen' adds the 4th.
+_COMBINED = ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=relative']
 PRIORS = {
     'tiny_packed': [],
+    'packed_priors': _COMBINED,
+    'packed_priors_smolgen': [*_COMBINED, 'model.smolgen=32'],
     'packed_mover': ['model.mover_view=True'],
     'packed_tied': ['model.move_squares=tied'],
     'packed_untied': ['model.move_squares=untied'],
     'packed_relative': ['model.square_bias=relative'],
     'packed_smolgen': ['model.smolgen=32'],
-    'packed_priors': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=relative'],
 }
 
 

@@ -8,6 +8,8 @@ A fourth kind, ``board_value`` (ours), holds a whole board in one record: its
 FEN, every legal move with its win probability, and the board's own value,
 with a Beam coder in the same style (``IterableCoder`` for the move lists).
 One record per board instead of one per move: the FEN is stored once.
+A ``partial_board_value`` record has the same fields but values only some of its
+board's legal moves (free labels, `searchless.data.free_labels`).
 
 >>> record = ActionValue('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)
 >>> decode('action_value', encode('action_value', record)) == record
@@ -48,6 +50,7 @@ class BoardValue(NamedTuple):
 
 KINDS = ('action_value', 'state_value', 'behavioral_cloning')  # The ChessBench datasets.
 BOARD_VALUE = 'board_value'  # Ours: one record per board.
+PARTIAL_BOARD_VALUE = 'partial_board_value'  # Ours: a board with only some of its moves valued (free labels).
 ALL_KINDS = KINDS + (BOARD_VALUE,)
 # Tokens of a record as a model input: 77 FEN tokens + action and/or return bucket.
 SEQUENCE_LENGTHS = {'action_value': 79, 'state_value': 78, 'behavioral_cloning': 78}
@@ -56,6 +59,7 @@ RECORD_TYPES = {
     'state_value': StateValue,
     'behavioral_cloning': BehavioralCloning,
     BOARD_VALUE: BoardValue,
+    PARTIAL_BOARD_VALUE: BoardValue,
 }
 
 _FEN = coders.StrUtf8Coder()
@@ -68,6 +72,7 @@ CODERS = {
     BOARD_VALUE: coders.TupleCoder((
         _FEN, coders.IterableCoder(_MOVE), coders.IterableCoder(_WIN_PROB), _WIN_PROB)),
 }
+CODERS[PARTIAL_BOARD_VALUE] = CODERS[BOARD_VALUE]  # The same fields; the kind says which moves are there.
 
 
 def _check_kind(kind: str) -> None:

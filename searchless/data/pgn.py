@@ -216,6 +216,9 @@ class Game:
   key: str  # Stable identity used for the train/test split.
   location: str
   fens: tuple[str, ...]
+  # With `parse_game(..., with_evals=True)` only (else empty):
+  moves: tuple[str, ...] = ()  # The mainline's moves (UCI): moves[k] is played on fens[k].
+  evals: tuple[str | None, ...] = ()  # Per board, the text of its [%eval] comment ('0.35', '#-4', '1.2,20'); None: none.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,11 +229,13 @@ class Skip:
 
 
 class _BoardsVisitor(chess.pgn.BaseVisitor):
-  """Collects the mainline's boards; ignores variations and comments."""
+  """Collects the mainline's boards (and its moves and [%eval] comments); ignores variations."""
 
   def begin_game(self):
     self.headers = {}
     self.fens = []
+    self.moves = []
+    self.evals = {}  # Board index (plies played) -> the eval comment's text.
     self.errors = []
     self.board = None
     self.result_seen = False
@@ -256,6 +261,13 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
       self.after_result = True
     elif not self.errors:
       self.fens.append(tokenizer.clamp_counters(board.fen()))
+      self.moves.append(move.uci())
+
+  def visit_comment(self, comment):
+    if self.result_seen or self.errors or (match := chess.pgn.EVAL_REGEX.search(comment)) is None:
+      return
+    text = f"#{match.group('mate')}" if match.group('mate') else match.group('cp')
+    self.evals[len(self.moves)] = text + (f",{match.group('depth')}" if match.group('depth') else '')
 
   def visit_result(self, result):
     self.result_seen = True
@@ -329,8 +341,8 @@ def _one_blank_line_after_tags(text: str) -> str:
   return '\n'.join(lines[:tags]) + '\n\n' + '\n'.join(movetext) + '\n'
 
 
-def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | Skip:
-  """Parses one game's text into its boards, or says why it is skipped."""
+def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals: bool = False) -> Game | Skip:
+  """Parses one game's text into its boards (`with_evals`: and its moves and [%eval]s), or says why it is skipped."""
   if '\ufffd' in raw.text:
     return Skip('bad_encoding', raw.location, 'bytes that are not UTF-8')
   try:
@@ -359,4 +371,7 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter()) -> Game | S
   if filtered := _filtered(headers, game_filter):
     return Skip(filtered, raw.location)
   fens = visitor.fens + [tokenizer.clamp_counters(visitor.board.fen())]
-  return Game(game_key(headers, raw.text), raw.location, tuple(fens))
+  if not with_evals:
+    return Game(game_key(headers, raw.text), raw.location, tuple(fens))
+  evals = tuple(visitor.evals.get(index) for index in range(len(fens)))
+  return Game(game_key(headers, raw.text), raw.location, tuple(fens), tuple(visitor.moves), evals)

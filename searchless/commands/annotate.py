@@ -19,13 +19,9 @@ with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
 """
 
 import argparse
-import contextlib
 import dataclasses
 from collections.abc import Sequence
-import logging
-import os
 import sys
-import tempfile
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -100,39 +96,17 @@ def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_
 
 def run(argv: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
   """Parses `argv` and runs the job (`annotation_job.run`); returns the manifest."""
+  return _run(argv, None if argv is None else ['searchless-annotate', *argv])
+
+
+def _run(argv: Sequence[str] | None, command: Sequence[str] | None) -> artefacts.AnnotationManifest:
   options, engine_config, beam_args, progress = parse(argv)
-  command = None if argv is None else ['searchless-annotate', *argv]
   return annotation_job.run(options, engine_config, beam_args=beam_args, progress=progress, command=command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  verbose = '--verbose' in (sys.argv[1:] if argv is None else argv)
-  logging.getLogger().setLevel(logging.WARNING)
-  if not verbose:  # Beam logs each failed bundle's traceback; the one-line error below says it all.
-    logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
-    if argv is None:
-      argv = sys.argv[1:]
-    if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
-      argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
-  # Worker processes print a failed bundle's traceback to their stderr whatever the log level:
-  # without --verbose it goes to a log file, kept (and named) only when the job fails.
-  fd, worker_log = tempfile.mkstemp(prefix='searchless-annotate-', suffix='.log')
-  os.close(fd)
-  quiet = contextlib.nullcontext() if verbose else errors.child_stderr_to(worker_log)
-  keep_log = False
-  try:
-    with errors.one_line_errors(pgn.CorruptInputError):
-      try:
-        with quiet:
-          manifest = run(argv)
-      except Exception as error:  # pylint: disable=broad-except
-        if verbose or (message := errors.worker_error(error)) is None or isinstance(error, errors.USER_ERRORS):
-          raise
-        keep_log = os.path.getsize(worker_log) > 0
-        errors.fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
-  finally:
-    if not keep_log:
-      os.remove(worker_log)
+  command = ['searchless-annotate', *(sys.argv[1:] if argv is None else argv)]
+  manifest = errors.beam_main(lambda args: _run(args, command), argv, 'searchless-annotate', pgn.CorruptInputError)
   print(annotation_job.summary(manifest))
   print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
 

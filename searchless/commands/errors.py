@@ -21,12 +21,14 @@ traceback.
 2
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 import contextlib
+import logging
 import os
 import re
 import sys
-from typing import NoReturn
+import tempfile
+from typing import Any, NoReturn
 
 import chess.engine
 
@@ -105,3 +107,34 @@ def worker_error(error: BaseException) -> str | None:
   if not found:
     return None
   return re.sub(r" \[while running '[^']*'\]$", '', found[-1]['message'].strip())
+
+
+def beam_main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str,
+              *extra: type[BaseException]) -> Any:
+  """Runs a Beam command's `run(argv)` quietly: Beam's logs off, the workers' stderr to a log file kept
+  (and named in the one-line error) only when the job fails, and every user error as one line.
+  With ``--verbose`` in `argv`, Beam's logs and the traceback stay. Returns what `run` returned."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  verbose = '--verbose' in argv
+  logging.getLogger().setLevel(logging.WARNING)
+  if not verbose:  # Beam logs each failed bundle's traceback; the one-line error says it all.
+    logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
+    if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
+      argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
+  fd, worker_log = tempfile.mkstemp(prefix=f'{name}-', suffix='.log')
+  os.close(fd)
+  quiet = contextlib.nullcontext() if verbose else child_stderr_to(worker_log)
+  keep_log = False
+  try:
+    with one_line_errors(*extra):
+      try:
+        with quiet:
+          return run(argv)
+      except Exception as error:  # pylint: disable=broad-except
+        if verbose or (message := worker_error(error)) is None or isinstance(error, USER_ERRORS):
+          raise
+        keep_log = os.path.getsize(worker_log) > 0
+        fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
+  finally:
+    if not keep_log:
+      os.remove(worker_log)

@@ -130,6 +130,27 @@ class AnnotationManifest(Artefact):
 
 
 @dataclasses.dataclass(frozen=True)
+class ImportManifest(Artefact):
+  """How a free-label dataset was made and what it holds (``searchless-import``)."""
+
+  FORMAT: ClassVar[str] = 'searchless-import'
+  FILE: ClassVar[str] = 'manifest.json'
+
+  code: dict[str, Any]  # Package version, Python, git commit.
+  command: list[str]  # The command line that made it.
+  inputs: dict[str, list[str]]  # 'games' (dumps with [%eval] comments) and 'eval_db' (lichess_db_eval.jsonl) files.
+  output_dir: str  # Where the bags are.
+  games: dict[str, Any]  # read, kept, with evals, skipped by reason, filters.
+  lines: dict[str, Any]  # Evaluation-database lines: read, kept, skipped by reason.
+  corrupt_input_files: int  # Inputs that ended in a corrupt stream (with --skip_corrupt_inputs).
+  sources: dict[str, dict[str, dict[str, int]]]  # Per source: boards by depth and by knodes (powers of ten).
+  split: dict[str, Any]  # test_fraction, by, dedup_by.
+  splits: dict[str, dict[str, int]]  # Per split: boards before and after merging, move values, best moves.
+  outputs: dict[str, Any]  # Per split, per record kind: bag files and records.
+  timings: dict[str, Any]  # wall_seconds.
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainingSummary(Artefact):
   """How far a training run got (``searchless-train``, rewritten at the end of every run)."""
 

@@ -234,7 +234,7 @@ def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
 
 
 def _fits(kind: str, data: bytes) -> bool:
-  if kind == records.BOARD_VALUE:
+  if kind in (records.BOARD_VALUE, records.PARTIAL_BOARD_VALUE):
     try:
       board = typing.cast(records.BoardValue, records.decode(kind, data))
     except ValueError:
@@ -266,7 +266,8 @@ def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> Non
     found = [kind for kind in records.ALL_KINDS if kind != policy and _fits(kind, data)]
     what = f'a {found[0]} record' if found else f'not a ChessBench record ({data[:40]!r}...)'
     named = [k for k in records.ALL_KINDS if k in os.path.basename(spec.split(',')[0])]
-    hint = f' (the file name says {named[0]})' if named and named[0] != policy else ''
+    named_kind = max(named, key=len) if named else None  # 'partial_board_value' also holds 'board_value'.
+    hint = f' (the file name says {named_kind})' if named_kind and named_kind != policy else ''
     convert = (' (searchless-convert SPEC DIR --to board makes board records from action-value records)'
                if policy == records.BOARD_VALUE else '')
     raise ValueError(f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'

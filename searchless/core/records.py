@@ -51,7 +51,7 @@ class BoardValue(NamedTuple):
 KINDS = ('action_value', 'state_value', 'behavioral_cloning')  # The ChessBench datasets.
 BOARD_VALUE = 'board_value'  # Ours: one record per board.
 PARTIAL_BOARD_VALUE = 'partial_board_value'  # Ours: a board with only some of its moves valued (free labels).
-ALL_KINDS = KINDS + (BOARD_VALUE,)
+ALL_KINDS = KINDS + (BOARD_VALUE, PARTIAL_BOARD_VALUE)
 # Tokens of a record as a model input: 77 FEN tokens + action and/or return bucket.
 SEQUENCE_LENGTHS = {'action_value': 79, 'state_value': 78, 'behavioral_cloning': 78}
 RECORD_TYPES = {

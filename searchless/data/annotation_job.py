@@ -39,7 +39,7 @@ from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
 
 
-def _is_local_direct(options: PipelineOptions) -> bool:
+def is_local_direct(options: PipelineOptions) -> bool:
   runner = options.view_as(StandardOptions).runner
   return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
 
@@ -52,7 +52,7 @@ def _is_dask(options: PipelineOptions) -> bool:
 DEFAULT_PARALLELISM = 16  # Lanes on runners that rebalance work themselves (there they only add a few elements).
 
 
-def _parallelism(options: PipelineOptions) -> int:
+def parallelism(options: PipelineOptions) -> int:
   """The default lanes: on Beam's Dask runner 4x the cluster's worker threads, else DEFAULT_PARALLELISM."""
   if not _is_dask(options):
     return DEFAULT_PARALLELISM
@@ -65,16 +65,40 @@ def _parallelism(options: PipelineOptions) -> int:
     return 4 * max(1, sum(client.nthreads().values()))
 
 
-def _outputs(out: str, splits: list[str]) -> dict:
+def outputs(out: str, splits: list[str], kinds: Sequence[str] = records.ALL_KINDS) -> dict:
+  """{split/kind: {files, records}} of the record sets of `kinds` found in `out`'s split folders."""
   found = {}
   for split in splits:
-    for kind in records.ALL_KINDS:
+    for kind in kinds:
       try:
         spec = bags.find(FileSystems.join(out, split), kind)
       except FileNotFoundError:
         continue
       found[f'{split}/{kind}'] = {'files': spec.split(','), 'records': len(bags.reader(spec))}
   return found
+
+
+def beam_options(beam_args: Sequence[str]) -> tuple[PipelineOptions, bool]:
+  """The job's pipeline options, and whether it runs here: locally the DirectRunner gets one worker process
+  per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise."""
+  pipeline_options = PipelineOptions(list(beam_args))
+  local = is_local_direct(pipeline_options)
+  joined = ' '.join(beam_args)
+  if local:
+    direct = pipeline_options.view_as(DirectOptions)
+    if '--direct_running_mode' not in joined:
+      direct.direct_running_mode = 'multi_processing'
+    if not direct.direct_num_workers:
+      direct.direct_num_workers = os.cpu_count() or 1
+    if '--default_sdk_harness_log_level' not in joined:
+      pipeline_options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
+    # Beam's local job service relays the workers' start-up warnings; they are noise here.
+    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
+    if relay.getEffectiveLevel() < logging.ERROR:
+      relay.setLevel(logging.ERROR)
+  if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
+    pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
+  return pipeline_options, local
 
 
 SPLITS = ('train', 'test')  # The split folders a job writes.
@@ -91,7 +115,7 @@ def existing_dataset(output_dir: str) -> list[str]:
   return found
 
 
-def _claim(output_dir: str, overwrite: bool) -> None:
+def claim(output_dir: str, overwrite: bool) -> None:
   """Refuses an output folder that holds a dataset, or (overwrite) deletes that dataset's files."""
   existing = existing_dataset(output_dir)
   if existing and not overwrite:
@@ -118,29 +142,13 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   `command` is recorded in the manifest (default: this process's command line).
   """
   annotate.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
-  pipeline_options = PipelineOptions(list(beam_args))
-  local = _is_local_direct(pipeline_options)
-  joined = ' '.join(beam_args)
-  if local:
-    direct = pipeline_options.view_as(DirectOptions)
-    if '--direct_running_mode' not in joined:
-      direct.direct_running_mode = 'multi_processing'
-    if not direct.direct_num_workers:
-      direct.direct_num_workers = os.cpu_count() or 1
-    if '--default_sdk_harness_log_level' not in joined:
-      pipeline_options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
-    if not os.access(engine_config.path, os.X_OK):
-      raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
-                              '(Debian: apt-get install stockfish) or pass --engine_path')
-    # Beam's local job service relays the workers' start-up warnings; they are noise here.
-    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
-    if relay.getEffectiveLevel() < logging.ERROR:
-      relay.setLevel(logging.ERROR)
-  if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
-    pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
-  _claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
+  pipeline_options, local = beam_options(beam_args)
+  if local and not os.access(engine_config.path, os.X_OK):
+    raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
+                            '(Debian: apt-get install stockfish) or pass --engine_path')
+  claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
   if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=_parallelism(pipeline_options))
+    options = dataclasses.replace(options, parallelism=parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None
   bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 
@@ -167,7 +175,7 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
       client.close()
   counts, engine_ids, pieces = annotate.read_results(graph.results_path)
   if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
-    _abandon(options.output_dir, roots)  # A run that fails leaves no dataset that looks finished.
+    abandon(options.output_dir, roots)  # A run that fails leaves no dataset that looks finished.
     raise ValueError(_no_games(counts, graph.inputs))
   shards.commit([o.spec for o in graph.outputs], pieces, roots)
   wall = time.time() - start
@@ -184,7 +192,7 @@ def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
   return f'all {read} games in {files} were skipped ({skipped}): nothing to annotate'
 
 
-def _abandon(output_dir: str, roots: Sequence[str]) -> None:
+def abandon(output_dir: str, roots: Sequence[str]) -> None:
   """Deletes what this job wrote (its uncommitted pieces), and its output folders where that leaves them empty."""
   for root in roots:
     shards.clean(root)
@@ -246,7 +254,7 @@ def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[st
       },
       splits=per_split,
       engine_restarts=counts.get('engine_restarts', 0),
-      outputs=_outputs(options.output_dir, graph.split_names),
+      outputs=outputs(options.output_dir, graph.split_names),
       timings={'wall_seconds': round(wall, 3), **timings},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))

@@ -108,7 +108,8 @@ def read_chunks(path: str) -> Iterator[bytes]:
       yield from _stream_chunks(raw, path)
 
 
-def _lines(path: str) -> Iterator[bytes]:
+def read_lines(path: str) -> Iterator[bytes]:
+  """Yields the lines of `path` (decompressed by its extension), without their newline."""
   tail = b''
   try:
     for chunk in read_chunks(path):
@@ -152,7 +153,7 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
   has_movetext = False
   after_blank = False
   try:
-    for number, data in enumerate(_lines(path), start=1):
+    for number, data in enumerate(read_lines(path), start=1):
       line = data.decode('utf-8', errors='replace').rstrip('\r').replace('\ufeff', '')  # BOMs of concatenated files.
       # A game ends at the next tag section, or at the blank line after its movetext.
       starts_game = line.startswith('[') and (has_movetext or after_blank)

@@ -1,0 +1,373 @@
+"""The free-label import (``searchless-import``): Lichess's own evaluations as ChessBench records, on any Beam runner.
+
+    game dumps --ReadGames--> texts --Distribute--> --ParseGames(with evals)--> (split, Labelled) | Skip
+    eval db    --ReadEvalLines--> lines --Distribute--> --ParseEvalLines--> (split, Labelled) | Skip
+      --MergeBoards (per split and board)--> one Labelled per board
+      --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
+
+Games are parsed, filtered and split (by a hash of the game) exactly as annotation does
+(`searchless.data.annotate`); a database board goes to the split its FEN hashes to. A board
+met more than once in a split (openings) becomes one record: its state value from the deepest
+source (the database before games, then depth, then thousands of nodes), and every move any
+source valued, each with its deepest value. What `searchless.data.free_labels` skips is counted
+and written to ``skipped.jsonl`` with its file and line. Counts are data, summed by
+`annotate.WriteResults`; `run` commits the files and writes ``manifest.json``
+(`artefacts.ImportManifest`), with each source's depth and knodes distribution.
+"""
+
+from collections.abc import Iterator, Sequence
+import dataclasses
+import os
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.pvalue import PBegin, PCollection, PDone
+
+from searchless.core import artefacts
+from searchless.core import bags
+from searchless.core import records
+from searchless.data import annotate
+from searchless.data import annotation_job
+from searchless.data import free_labels
+from searchless.data import manifest as manifest_lib
+from searchless.data import pgn
+from searchless.data import shards
+from searchless.data import splits
+
+KINDS = tuple(free_labels.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
+EVAL_DB_BYTES_PER_BOARD = 400  # About one line of lichess_db_eval.jsonl (uncompressed): shard estimates.
+
+
+def is_eval_db(path: str) -> bool:
+  """Whether `path` is an evaluation-database file (JSON lines, any compression) rather than a game dump."""
+  return '.jsonl' in os.path.basename(path).lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportOptions:
+  """What to import and how to write it (the flags of ``searchless-import``)."""
+
+  input: tuple[str, ...]  # Game dumps (.pgn, .pgn.zst, ...) and evaluation databases (.jsonl, .jsonl.zst), or globs.
+  output_dir: str  # Where the splits, manifest and skips go (local path, gs://, s3://).
+  records: str = ','.join(KINDS)  # Comma-separated record kinds to write (a subset of KINDS).
+  num_shards: int = shards.AUTO  # Shards per record set: 0 = by size, N = exactly N.
+  records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
+  compress: bool = False  # zstd-compressed .bagz instead of .bag.
+  skip_corrupt_inputs: bool = False  # Keep a corrupt input's games or lines read so far instead of failing.
+  max_games: int | None = None  # Games read from each game dump at most (its first N).
+  max_lines: int | None = None  # Lines read from each evaluation database at most (its first N).
+  min_elo: int | None = None  # Games: both players rated at least this.
+  max_elo: int | None = None  # Games: both players rated at most this.
+  speeds: str = ''  # Games: comma-separated Lichess speeds to keep; empty keeps all.
+  exclude_bots: bool = False  # Games: drop games played by BOT accounts.
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (and database boards), by hash, in test.
+  dedup_by: str = 'fen'  # One of splits.DEDUP_BY: what makes two boards one record.
+  parallelism: int = 0  # Lanes the work is spread over (`annotate.Distribute`); 0: as annotation picks.
+  overwrite: bool = False  # Replace a dataset already in output_dir.
+
+  def __post_init__(self):
+    if not 0.0 <= self.test_fraction < 1.0:
+      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
+    for name, low in (('max_games', 1), ('max_lines', 1), ('min_elo', 0), ('max_elo', 0),
+                      ('records_per_shard', 1), ('num_shards', 0), ('parallelism', 0)):
+      value = getattr(self, name)
+      if value is not None and value < low:
+        raise ValueError(f'--{name} must be >= {low}, got {value}')
+    if self.dedup_by not in splits.DEDUP_BY:
+      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
+    unknown = [k for k in self.kinds if k not in KINDS]
+    if unknown or not self.kinds:
+      raise ValueError(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')
+
+  @property
+  def kinds(self) -> tuple[str, ...]:
+    return tuple(k.strip() for k in self.records.split(',') if k.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalLine:
+  """One line of an evaluation database and where it was found."""
+
+  location: str  # path:line
+  text: str
+
+
+class ReadEvalLines(beam.DoFn):
+  """Streams an evaluation database and emits its non-empty lines (`EvalLine`), in file order."""
+
+  def __init__(self, max_lines: int | None, skip_corrupt: bool):
+    self._max_lines, self._skip_corrupt = max_lines, skip_corrupt
+
+  def process(self, path: str) -> Iterator[EvalLine | annotate.CorruptInput]:
+    read = 0
+    try:
+      for number, data in enumerate(pgn.read_lines(path), start=1):
+        if self._max_lines is not None and read >= self._max_lines:
+          break
+        if data.strip():
+          read += 1
+          yield EvalLine(f'{path}:{number}', data.decode('utf-8', errors='replace'))
+    except pgn.CorruptInputError:
+      if not self._skip_corrupt:
+        raise
+      yield annotate.CorruptInput(path)
+
+
+def _depth_bucket(value: int | None) -> str:
+  return 'unknown' if value is None else str(value)
+
+
+def _knodes_bucket(value: int | None) -> str:
+  """Powers of ten: '0-9', '10-99', ... ('unknown' when the source does not say)."""
+  if value is None:
+    return 'unknown'
+  low = 10 ** (len(str(max(value, 0))) - 1) if value >= 10 else 0
+  return f'{low}-{max(9, low * 10 - 1)}'
+
+
+def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[annotate.Count]:
+  """The manifest's counts of one labelled board, before merging (depth and knodes per source)."""
+  split, board = split_board
+  yield f'boards_seen/{split}', 1
+  yield f'depth/{board.source}/{_depth_bucket(board.depth)}', 1
+  yield f'knodes/{board.source}/{_knodes_bucket(board.knodes)}', 1
+
+
+def _preference(board: free_labels.Labelled) -> tuple:
+  """A total order over a board's sources: the deepest wins (database first, then depth, knodes)."""
+  return (board.source == 'eval_db', board.depth or -1, board.knodes or -1, board.state_value, board.fen)
+
+
+class MergeBoards(beam.CombineFn):
+  """The labels of one board from every source: the preferred state value and best move, each move's deepest value.
+
+  The accumulator is (preferred board, {move: (preference, win prob)}, smallest FEN): merging is
+  a maximum per field, so every runner gives the same board whatever the order.
+  """
+
+  def create_accumulator(self):
+    return None, {}, None
+
+  def add_input(self, acc, board: free_labels.Labelled):
+    best, moves, fen = acc
+    rank = _preference(board)
+    if best is None or rank > _preference(best):
+      best = board
+    for move, win_prob in zip(board.moves, board.win_probs):
+      if move not in moves or (rank, win_prob) > moves[move]:
+        moves[move] = (rank, win_prob)
+    return best, moves, board.fen if fen is None or board.fen < fen else fen
+
+  def merge_accumulators(self, accs):
+    best, moves, fen = None, {}, None
+    for other_best, other_moves, other_fen in accs:
+      if other_best is not None and (best is None or _preference(other_best) > _preference(best)):
+        best = other_best
+      for move, ranked in other_moves.items():
+        if move not in moves or ranked > moves[move]:
+          moves[move] = ranked
+      if other_fen is not None and (fen is None or other_fen < fen):
+        fen = other_fen
+    return best, moves, fen
+
+  def extract_output(self, acc) -> free_labels.Labelled:
+    best, moves, fen = acc
+    ordered = sorted(moves.items(), key=lambda item: (-item[1][1], item[0]))  # Best first.
+    return dataclasses.replace(best, fen=fen, moves=tuple(m for m, _ in ordered),
+                               win_probs=tuple(v for _, (_, v) in ordered))
+
+
+def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[annotate.Count]:
+  split, board = split_board
+  yield f'boards/{split}', 1
+  yield f'moves_valued/{split}', len(board.moves)
+  if board.best_move is not None:
+    yield f'best_moves/{split}', 1
+
+
+class ImportLabels(beam.PTransform):
+  """The whole import graph, from the input files to the pieces of every output set.
+
+  Apply it to a pipeline's root; after `expand`, `inputs`, `split_names`, `outputs` and
+  `results_path` say what it writes (`run` commits the pieces and writes the manifest).
+  """
+
+  def __init__(self, options: ImportOptions):
+    super().__init__()
+    self.options = options
+
+  def expand(self, pbegin: PBegin) -> PDone:
+    o = self.options
+    paths = pgn.match_files([part for value in o.input for part in value.split(',') if part])
+    self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
+    self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
+    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, annotate.RESULTS)
+    game_filter = pgn.GameFilter(min_elo=o.min_elo, max_elo=o.max_elo,
+                                 speeds=tuple(s for s in o.speeds.split(',') if s), exclude_bots=o.exclude_bots)
+    fraction, by = o.test_fraction, o.dedup_by
+    counts: list[PCollection] = []
+    labelled: list[PCollection] = []
+    skipped: list[PCollection] = []
+
+    def game_boards(item):
+      if isinstance(item, pgn.Skip):
+        yield item
+        return
+      split = splits.split_of(item.key, fraction)
+      for board in free_labels.from_game(item):
+        yield split, board
+
+    def line_board(item: EvalLine):
+      board = free_labels.from_eval_line(item.text, item.location)
+      if isinstance(board, pgn.Skip):
+        return board
+      return splits.split_of(splits.dedup_key(board.fen, by), fraction), board
+
+    if self.inputs['games']:
+      read = (pbegin | 'GameFiles' >> beam.Create(self.inputs['games'])
+              | 'ReadGames' >> beam.ParDo(annotate.ReadGames(o.max_games, o.skip_corrupt_inputs)))
+      counts.append(read | 'CountGamesRead' >> beam.Map(
+          lambda r: ('corrupt_input_files' if isinstance(r, annotate.CorruptInput) else 'games_read', 1)))
+      parsed = (read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
+                | 'DistributeGames' >> annotate.Distribute(lambda raw: raw.location, o.parallelism)
+                | 'ParseGames' >> beam.Map(lambda raw, f: pgn.parse_game(raw, f, with_evals=True), game_filter))
+      counts.append(parsed | 'CountGames' >> beam.FlatMap(
+          lambda g: [(f'games_skipped/{g.reason}', 1)] if isinstance(g, pgn.Skip) else
+          [('games_kept', 1)] + ([('games_with_evals', 1)] if any(g.evals) else [])))
+      from_games = parsed | 'GameBoards' >> beam.FlatMap(game_boards)
+      labelled.append(from_games | 'GameLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
+      skipped.append(from_games | 'GameSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
+    if self.inputs['eval_db']:
+      lines = (pbegin | 'EvalFiles' >> beam.Create(self.inputs['eval_db'])
+               | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs)))
+      counts.append(lines | 'CountLinesRead' >> beam.Map(
+          lambda r: ('corrupt_input_files' if isinstance(r, annotate.CorruptInput) else 'lines_read', 1)))
+      parsed_lines = (lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine))
+                      | 'DistributeLines' >> annotate.Distribute(lambda line: line.location, o.parallelism)
+                      | 'ParseLines' >> beam.Map(line_board))
+      counts.append(parsed_lines | 'CountLines' >> beam.Map(
+          lambda x: (f'lines_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else ('lines_kept', 1)))
+      labelled.append(parsed_lines | 'LineLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
+      skipped.append(parsed_lines | 'LineSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
+
+    every = labelled | 'AllLabelled' >> beam.Flatten()
+    counts.append(every | 'CountSeen' >> beam.FlatMap(labelled_counts))
+    merged = (every
+              | 'KeyBoards' >> beam.Map(lambda sb: ((sb[0], splits.dedup_key(sb[1].fen, by)), sb[1]))
+              | 'MergeBoards' >> beam.CombinePerKey(MergeBoards())
+              | 'SplitBoard' >> beam.Map(lambda kv: (kv[0][0], kv[1])))
+    counts.append(merged | 'CountBoards' >> beam.FlatMap(board_counts))
+
+    ext = bags.extension(o.compress)
+    estimated = (shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
+                 + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD)  # Boards, about.
+    self.outputs: list[annotate.OutputSet] = []
+    record_sets: list[shards.RecordSet] = []
+    to_write: list[PCollection] = []
+    for split in self.split_names:
+      share = estimated * (fraction if split == 'test' else 1 - fraction)
+      of_split = (merged | f'Select[{split}]' >> beam.Filter(lambda sb, s: sb[0] == s, split)
+                  | f'Boards[{split}]' >> beam.Map(lambda sb: sb[1]))
+      for kind in o.kinds:
+        spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
+        buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
+        self.outputs.append(annotate.OutputSet(spec, split, kind))
+        record_sets.append(shards.RecordSet(spec, records.CODERS[kind].encode, lambda r: r[0], buckets,
+                                            o.records_per_shard))
+        to_write.append(of_split | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
+                        | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
+    skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
+    self.outputs.append(annotate.OutputSet(skips, None, 'skipped'))
+    record_sets.append(shards.RecordSet(skips, annotate._skip_line, lambda s: s.location))  # pylint: disable=protected-access
+    to_write.append(skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, k: (k, s), skips.key))
+    pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
+    summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
+    _ = ((pbegin | 'Start' >> beam.Create([('start', None)]),
+          summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
+          pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)))
+         | 'AllResults' >> beam.Flatten()
+         | 'OneKey' >> beam.Map(lambda item: (None, item))
+         | 'Gather' >> beam.GroupByKey()
+         | 'WriteResults' >> beam.ParDo(annotate.WriteResults(self.results_path)))
+    return PDone(pbegin.pipeline)
+
+
+def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
+  """{bucket: n} of the counts named prefix/bucket, buckets in numeric order ('unknown' last)."""
+  found = {name[len(prefix) + 1:]: n for name, n in counts.items() if name.startswith(prefix + '/')}
+  key = lambda b: (b == 'unknown', int(b.split('-')[0]) if b != 'unknown' else 0)
+  return {bucket: found[bucket] for bucket in sorted(found, key=key)}
+
+
+def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
+        ) -> artefacts.ImportManifest:
+  """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
+  pipeline_options, _ = annotation_job.beam_options(beam_args)
+  annotation_job.claim(options.output_dir, options.overwrite)
+  if not options.parallelism:
+    options = dataclasses.replace(options, parallelism=annotation_job.parallelism(pipeline_options))
+  start = time.time()
+  pipeline = beam.Pipeline(options=pipeline_options)
+  graph = ImportLabels(options)
+  _ = pipeline | 'Import' >> graph
+  roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
+  for root in roots:
+    shards.clean(root)
+  result = pipeline.run()
+  result.wait_until_finish()
+  client = getattr(result, 'client', None)
+  if client is not None:
+    client.close()
+  counts, _, pieces = annotate.read_results(graph.results_path)
+  if not counts.get('lines_kept', 0) and not counts.get('games_with_evals', 0):
+    annotation_job.abandon(options.output_dir, roots)
+    files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+    raise ValueError(f'no evaluations in {files}: no [%eval] comments in a kept game and no usable database line '
+                     f'({", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if "skipped" in k) or "nothing skipped"})')
+  shards.commit([o.spec for o in graph.outputs], pieces, roots)
+  per_split = {split: {name: counts.get(f'{name}/{split}', 0)
+                       for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
+               for split in graph.split_names}
+  manifest = artefacts.ImportManifest(
+      code=manifest_lib.code_version(),
+      command=list(command) if command is not None else manifest_lib.command_line(),
+      inputs=graph.inputs,
+      output_dir=options.output_dir,
+      games={'read': counts.get('games_read', 0), 'kept': counts.get('games_kept', 0),
+             'with_evals': counts.get('games_with_evals', 0),
+             'skipped': {r: counts[f'games_skipped/{r}'] for r in pgn.SKIP_REASONS if counts.get(f'games_skipped/{r}')},
+             'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
+                         'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games}},
+      lines={'read': counts.get('lines_read', 0), 'kept': counts.get('lines_kept', 0),
+             'skipped': {r: counts[f'lines_skipped/{r}'] for r in free_labels.SKIP_REASONS
+                         if counts.get(f'lines_skipped/{r}')},
+             'max_lines_per_file': options.max_lines},
+      corrupt_input_files=counts.get('corrupt_input_files', 0),
+      sources={source: {'depth': _distribution(counts, f'depth/{source}'),
+                        'knodes': _distribution(counts, f'knodes/{source}')}
+               for source in free_labels.SOURCES if graph.inputs[source]},
+      split={'test_fraction': options.test_fraction, 'by': 'hash of game; database boards: hash of board',
+             'dedup_by': options.dedup_by},
+      splits=per_split,
+      outputs=annotation_job.outputs(options.output_dir, graph.split_names, options.kinds),
+      timings={'wall_seconds': round(time.time() - start, 3)},
+  )
+  manifest.write(FileSystems.join(options.output_dir, artefacts.ImportManifest.FILE))
+  return manifest
+
+
+def summary(manifest: artefacts.ImportManifest) -> str:
+  """A few human lines about a finished import."""
+  g, l = manifest.games, manifest.lines
+  lines = []
+  if manifest.inputs['games']:
+    lines.append(f"games: {g['read']} read, {g['kept']} kept, {g['with_evals']} with evals"
+                 + (f", skipped {g['skipped']}" if g['skipped'] else ''))
+  if manifest.inputs['eval_db']:
+    lines.append(f"database lines: {l['read']} read, {l['kept']} kept" + (f", skipped {l['skipped']}" if l['skipped'] else ''))
+  for split, c in manifest.splits.items():
+    lines.append(f"{split}: {c['boards']} boards ({c['boards_seen']} before merging), {c['moves_valued']} move values, "
+                 f"{c['best_moves']} best moves")
+  lines.append(f"wall time: {manifest.timings['wall_seconds']:.1f} s")
+  return '\n'.join(lines)

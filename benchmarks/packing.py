@@ -73,9 +73,9 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
     state = fns.init(jax.random.PRNGKey(0))
     batch = config.data.batch_size
     if packing_lib.packed(config):
-      rows = packing_lib.packed_rows(board_records, config.data.max_moves, edges)  # [N, 77 + 2M]
+      rows = packing_lib.packed_rows(board_records, config.data.max_moves, edges)  # [N, 77 + 2M + 1]
       batches = [rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch)]
-      targets = [int((b[:, tokenizer.SEQUENCE_LENGTH + config.data.max_moves:] >= 0).sum()) for b in batches]
+      targets = [int((packing_lib.split_packed(b)[1] >= 0).sum()) for b in batches]
     else:
       raw = [records.encode('action_value', av) for b in board_records for av in to_chessbench(b)['action_value']]
       sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]

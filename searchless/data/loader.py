@@ -2,7 +2,7 @@
 
 Each record becomes one sequence (`searchless.data.sequences`); with board
 packing (``max_moves=M``, for ``model.packing='board'``) each board_value
-record becomes one row of ``77 + 2M`` (`searchless.data.packing`).
+record becomes one row of ``77 + 2M + 1`` (`searchless.data.packing`).
 
 Speed: the unit grain moves around is a *batch*, not a record. Item ``u`` of
 the data source (`BagBatches`) is the raw bytes of one per-process batch, read
@@ -208,7 +208,7 @@ class ToSequences(grain.transforms.Map):
 
 
 class ToPackedRows(grain.transforms.Map):
-  """grain transform: a `RawBatch` of board_value records -> [B_local, 77 + 2M] packed rows."""
+  """grain transform: a `RawBatch` of board_value records -> [B_local, 77 + 2M + 1] packed rows."""
 
   def __init__(self, max_moves: int, num_return_buckets: int, spec: str):
     if max_moves < 1:
@@ -251,7 +251,7 @@ def build_loader(
   """A grain loader of `policy` sequences from the bag(s) `spec`; yields [B_local, T] int32 arrays.
 
   With `max_moves` (board packing; policy action_value) the records are
-  board_value records and each row is one board: [B_local, 77 + 2 * max_moves]
+  board_value (or partial_board_value) records and each row is one board: [B_local, 77 + 2 * max_moves + 1]
   (`packing.packed_rows`); `batch_size` then counts boards.
 
   Args:

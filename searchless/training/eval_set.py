@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class EvalSet(NamedTuple):
   """The first `train.eval_records` records of `data.eval`, ready to score."""
 
-  sequences: np.ndarray  # [N, T] int32 (packed: [N, 77 + 2M] rows), N padded to a multiple of the batch size.
+  sequences: np.ndarray  # [N, T] int32 (packed: [N, 77 + 2M + 1] rows), N padded to a multiple of the batch size.
   num_real: int  # Real (unpadded) sequences.
   boards: list  # metrics.Board per complete board (action_value only; packed: every board, rows in order).
 
@@ -38,7 +38,11 @@ def _eval_rows(config: config_lib.Config, raw: list[bytes]) -> tuple[np.ndarray,
   board_records = codecs.decode_boards(raw)
   max_moves = max([16] + [-(-len(b.moves) // 16) * 16 for b in board_records])
   edges, _ = values.uniform_buckets(config.num_return_buckets)
-  rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M]
+  rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M + 1]
+  for index, row in enumerate(rows):
+    if row[-1] >= 0:  # A partial board: its action accuracy and tau-b would be over some moves only.
+      raise ValueError(f'{config.data.eval!r}, record {index}: a partial board ({board_records[index].fen!r} has more '
+                       'legal moves than values); evaluate on complete boards (board_value records)')
   boards = [metrics.Board(b.fen, b.moves, np.asarray(b.win_probs), np.arange(len(b.moves))) for b in board_records]
   return rows, boards
 
@@ -67,7 +71,7 @@ def _evaluate_packed(functions: 'train.Functions', params: hk.Params, config: co
   picked, predicted = [], []
   for i in range(0, len(eval_set.sequences), batch):
     rows = eval_set.sequences[i:i + batch]
-    inputs, targets = packing.split_packed(rows)
+    inputs, targets, _ = packing.split_packed(rows)
     local = inputs[pi * batch // pc:(pi + 1) * batch // pc]
     log_probs = np.asarray(jax.device_get(
         functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))))  # [B, M, V]

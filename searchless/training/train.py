@@ -61,10 +61,12 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
   """loss(params, batch) -> (mean loss, number of targets).
 
   Per-move sequences [B, T]: the loss on the last token (the value bucket or
-  the action). Packed rows [B, 77 + 2M]: the mean over every real move of
-  every board (padded move slots are left out). The graph model (`apply`
-  returns its state values too) adds ``loss.value_weight`` x the mean loss of
-  its state-value head, whose target is the board's best move's bucket.
+  the action). Packed rows [B, 77 + 2M + 1]: the mean over every valued move of
+  every board (padded move slots and a partial board's unvalued moves are left
+  out). The graph model (`apply` returns its state values too) adds
+  ``loss.value_weight`` x the mean loss of its state-value head, whose target is
+  the board's own bucket where the row has one (partial boards), else its best
+  move's.
   """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
@@ -81,7 +83,7 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
     if not packing.packed(config):
       log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
       return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
-    inputs, targets = packing.split_packed(batch)  # [B, 77 + M], [B, M]
+    inputs, targets, own = packing.split_packed(batch)  # [B, 77 + M], [B, M], [B]
     out = apply(params, None, inputs)
     log_probs, state_log_probs = out if isinstance(out, tuple) else (out, None)  # [B, M, V], [B, V]
     valid = targets >= 0  # [B, M]
@@ -89,7 +91,7 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
     count = jnp.sum(valid, dtype=jnp.float32)
     loss = jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0)
     if state_log_probs is not None:
-      best = jnp.max(targets, axis=1)  # [B]: buckets are monotone in win probability.
+      best = jnp.where(own >= 0, own, jnp.max(targets, axis=1))  # [B]: buckets are monotone in win probability.
       has_moves = best >= 0
       state = per_target(state_log_probs, jnp.maximum(best, 0))  # [B]
       state_loss = jnp.sum(jnp.where(has_moves, state, 0.0)) / jnp.maximum(jnp.sum(has_moves), 1)

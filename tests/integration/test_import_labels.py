@@ -129,3 +129,16 @@ def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):
     node_evals = [None] + [n.comment and (pgn.chess.pgn.EVAL_REGEX.search(n.comment) is not None) or None
                            for n in chess.pgn.read_game(io.StringIO(raw.text)).mainline()]
     assert [e is not None for e in rich.evals] == [bool(e) for e in node_evals]
+
+
+def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
+  from searchless.training import config as config_lib
+  from searchless.training import train
+  out, _ = imported
+  config = config_lib.load('graph_tiny', [
+      'model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'model.graph_edge_dim=8',
+      'data.batch_size=8', 'train.num_steps=2', 'train.log_every=1', 'train.ckpt_every=2', 'train.eval_every=1000',
+      f'data.train={out / "train" / "partial_board_value_data.bag"}'])
+  state = train.train(config, tmp_path)
+  lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines() if 'loss' in line]
+  assert int(state.step) == 2 and all(0 < r['targets'] < 8 * 3 for r in lines)  # About one valued move per board.

@@ -296,7 +296,7 @@ def test_packed_loader_reads_board_records_only(board_bag, compat):
   loader = loader_lib.build_loader(board_bag, policy='action_value', num_return_buckets=128, batch_size=8,
                                 shuffle=True, seed=0, num_epochs=1, worker_count=0, max_moves=64)
   rows = list(loader)
-  assert len(rows) == 7 and rows[0].shape == (8, 77 + 128)
+  assert len(rows) == 7 and rows[0].shape == (8, 77 + 128 + 1)
   with pytest.raises(ValueError, match=r"board packing needs board_value records, but record 0 of .* is an? "
                                        r"action_value record.*searchless-convert"):
     loader_lib.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,

@@ -1,0 +1,82 @@
+"""Training on partial boards (free labels): the loss reads the valued moves only; the board's own value
+carries the graph's state-value head."""
+
+import chess
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from searchless.core import codecs
+from searchless.core import moves
+from searchless.core import records
+from searchless.core import values
+from searchless.data import packing
+from searchless.model import transformer
+from searchless.training import config as config_lib
+from searchless.training import train
+
+KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'  # 48 legal moves.
+EDGES, _ = values.uniform_buckets(128)
+PARTIAL = records.BoardValue(KIWIPETE, ('e2a6', 'd5e6', 'g2h3'), (0.71, 0.55, 0.52), 0.7)
+
+
+def test_a_partial_board_holds_every_legal_move_and_targets_only_its_valued_ones():
+  legal = sorted((m.uci() for m in chess.Board(KIWIPETE).legal_moves), key=moves.MOVE_TO_ACTION.get)
+  row = packing.packed_rows([PARTIAL], 64, EDGES)[0]
+  inputs, targets, own = packing.split_packed(row[None])
+  assert inputs[0, 77:77 + 48].tolist() == [moves.MOVE_TO_ACTION[m] for m in legal] and (inputs[0, 77 + 48:] == -1).all()
+  valued = {legal.index(m): b for m, b in zip(PARTIAL.moves, values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES))}
+  assert {i: int(t) for i, t in enumerate(targets[0]) if t >= 0} == valued
+  assert int(own[0]) == values.win_probabilities_to_buckets([0.7], EDGES)[0] == 89
+  complete = records.BoardValue(KIWIPETE, tuple(legal), tuple([0.5] * 48), 0.5)
+  assert int(packing.split_packed(packing.packed_rows([complete], 64, EDGES))[2][0]) == -1  # Its best move's.
+
+
+def test_a_cut_partial_board_keeps_its_valued_moves():
+  for epoch in range(5):
+    row = packing.packed_rows([PARTIAL], 8, EDGES, indices=[3], epoch=epoch)[0]
+    _, targets, _ = packing.split_packed(row[None])
+    assert (targets[0] >= 0).sum() == 3 and (row[77:85] >= 0).all()
+
+
+def test_a_valued_move_that_is_not_legal_is_a_bad_record_naming_it():
+  bad = PARTIAL._replace(moves=('e2a6', 'e1e3', 'g2h3'))
+  with pytest.raises(codecs.BadRecord, match=f"move 'e1e3' is not legal on '{KIWIPETE}'"):
+    packing.packed_rows([bad], 64, EDGES)
+
+
+@pytest.mark.parametrize('name', ['tiny_packed', 'graph_tiny'])
+def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
+  config = config_lib.load(name, ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
+                                  'model.graph_edge_dim=8' if name == 'graph_tiny' else 'model.seed=1',
+                                  'data.train=unused', 'data.max_moves=64'])
+  model_config = transformer.ModelConfig.from_config(config)
+  params = transformer.init_params(model_config)
+  with_value = model_config.kind == 'graph'
+  apply = transformer.build(model_config, with_value=with_value).apply
+  loss_fn = train.make_loss_fn(apply, config)
+  rows = packing.packed_rows([PARTIAL], 64, EDGES)
+  loss, count = loss_fn(params, jnp.asarray(rows))
+  assert float(count) == 3.0
+  # By hand: the valued moves' log-losses read from the whole board's outputs (+ the value head on 0.7's bucket).
+  inputs, targets, own = packing.split_packed(rows)
+  out = apply(params, None, jnp.asarray(inputs))
+  move_lp, state_lp = out if with_value else (out, None)
+  picked = [float(move_lp[0, i, t]) for i, t in enumerate(targets[0]) if t >= 0]
+  expected = -np.mean(picked) - (float(state_lp[0, own[0]]) * config.loss.value_weight if with_value else 0.0)
+  np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
+  if not with_value:  # The packed transformer's moves do not see each other: the same board with only those moves.
+    rows_only = np.where(np.arange(rows.shape[1]) < 77, rows, -1)  # The FEN, then only the 3 valued moves.
+    rows_only[0, 77:80] = [moves.MOVE_TO_ACTION[m] for m in PARTIAL.moves]
+    rows_only[0, 77 + 64:80 + 64] = values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES)
+    np.testing.assert_allclose(float(loss_fn(params, jnp.asarray(rows_only))[0]), float(loss), rtol=1e-5)
+
+
+def test_an_eval_set_of_partial_boards_is_refused(tmp_path):
+  from searchless.core import bags
+  from searchless.training import eval_set
+  path = tmp_path / 'partial_board_value_data.bag'
+  bags.write_records(str(path), records.PARTIAL_BOARD_VALUE, [PARTIAL])
+  config = config_lib.load('tiny_packed', ['data.train=unused', f'data.eval={path}'])
+  with pytest.raises(ValueError, match=r"record 0: a partial board \('r3k2r/.*' has more legal moves than values\)"):
+    eval_set.load_eval_set(config)

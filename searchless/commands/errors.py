@@ -93,6 +93,9 @@ _USER_ERROR_NAMES = frozenset({
     'EngineBroken', 'FileExistsError'})
 
 
+_WHILE_RUNNING = re.compile(r" \[while running '[^']*'\]$")  # What Beam adds to a step's error.
+
+
 def worker_error(error: BaseException) -> str | None:
   """The message of the user error inside a runner's wrapped worker error (a traceback as text), if any.
 
@@ -106,7 +109,7 @@ def worker_error(error: BaseException) -> str | None:
   found = [m for m in _ERROR_LINE.finditer(str(error).replace('\\n', '\n')) if m['name'] in _USER_ERROR_NAMES]
   if not found:
     return None
-  return re.sub(r" \[while running '[^']*'\]$", '', found[-1]['message'].strip())
+  return _WHILE_RUNNING.sub('', found[-1]['message'].strip())
 
 
 def beam_main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str,
@@ -126,15 +129,16 @@ def beam_main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name:
   quiet = contextlib.nullcontext() if verbose else child_stderr_to(worker_log)
   keep_log = False
   try:
-    with one_line_errors(*extra):
-      try:
-        with quiet:
-          return run(argv)
-      except Exception as error:  # pylint: disable=broad-except
-        if verbose or (message := worker_error(error)) is None or isinstance(error, USER_ERRORS):
-          raise
-        keep_log = os.path.getsize(worker_log) > 0
-        fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
+    try:
+      with quiet:
+        return run(argv)
+    except (*USER_ERRORS, *extra) as error:  # Raised here or by an in-process runner (with the step's name).
+      fail(_WHILE_RUNNING.sub('', str(error)))
+    except Exception as error:  # pylint: disable=broad-except
+      if verbose or (message := worker_error(error)) is None:
+        raise
+      keep_log = os.path.getsize(worker_log) > 0
+      fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
   finally:
     if not keep_log:
       os.remove(worker_log)

@@ -16,7 +16,7 @@ engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``.
 Runner metrics are a bonus (the time per board, where the runner has them).
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 import dataclasses
 import functools
 import json
@@ -404,15 +404,20 @@ class AnnotateOptions:
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
 
   def __post_init__(self):
-    if not 0.0 <= self.test_fraction < 1.0:  # Also NaN.
-      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
-    for name, low in (('max_games', 1), ('sample_games', 1), ('min_elo', 0), ('max_elo', 0),
-                      ('records_per_shard', 1), ('num_shards', 0), ('parallelism', 0)):
-      value = getattr(self, name)
-      if value is not None and value < low:
-        raise ValueError(f'--{name} must be >= {low}, got {value}')
-    if self.dedup_by not in splits.DEDUP_BY:
-      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
+    check_job_options(self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
+
+
+def check_job_options(options: Any, positive: Sequence[str], non_negative: Sequence[str]) -> None:
+  """Raises ValueError naming the flag of a job's first bad option: test_fraction, dedup_by, and the
+  named fields that must be >= 1 (`positive`) or >= 0 (`non_negative`) when set."""
+  if not 0.0 <= options.test_fraction < 1.0:  # Also NaN.
+    raise ValueError(f'--test_fraction must be in [0, 1), got {options.test_fraction}')
+  for name, low in [*((n, 1) for n in positive), *((n, 0) for n in non_negative)]:
+    value = getattr(options, name)
+    if value is not None and value < low:
+      raise ValueError(f'--{name} must be >= {low}, got {value}')
+  if options.dedup_by not in splits.DEDUP_BY:
+    raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {options.dedup_by!r}')
 
 
 @dataclasses.dataclass(frozen=True)

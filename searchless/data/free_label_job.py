@@ -67,15 +67,8 @@ class ImportOptions:
   overwrite: bool = False  # Replace a dataset already in output_dir.
 
   def __post_init__(self):
-    if not 0.0 <= self.test_fraction < 1.0:
-      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
-    for name, low in (('max_games', 1), ('max_lines', 1), ('min_elo', 0), ('max_elo', 0),
-                      ('records_per_shard', 1), ('num_shards', 0), ('parallelism', 0)):
-      value = getattr(self, name)
-      if value is not None and value < low:
-        raise ValueError(f'--{name} must be >= {low}, got {value}')
-    if self.dedup_by not in splits.DEDUP_BY:
-      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
+    annotate.check_job_options(self, ('max_games', 'max_lines', 'records_per_shard'),
+                               ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
     unknown = [k for k in self.kinds if k not in KINDS]
     if unknown or not self.kinds:
       raise ValueError(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')

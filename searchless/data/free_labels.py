@@ -79,13 +79,14 @@ def from_game(game: pgn.Game) -> Iterator[Labelled]:
     if board.is_game_over(claim_draw=False):
       continue
     white, depth = _white_score(text)
-    moves, win_probs = (), ()
+    moves: tuple[str, ...] = ()
+    win_probs: tuple[float, ...] = ()
     if index < len(game.moves):
-      after = chess.Board(game.fens[index + 1])
+      after, after_text = chess.Board(game.fens[index + 1]), game.evals[index + 1]
       if after.is_checkmate():
         moves, win_probs = (game.moves[index],), (1.0,)
-      elif game.evals[index + 1] is not None:
-        moves, win_probs = (game.moves[index],), (_mover_win_prob(_white_score(game.evals[index + 1])[0], board.turn),)
+      elif after_text is not None:
+        moves, win_probs = (game.moves[index],), (_mover_win_prob(_white_score(after_text)[0], board.turn),)
     yield Labelled(fen, _mover_win_prob(white, board.turn), moves, win_probs, None, depth, None, 'games')
 
 
@@ -114,7 +115,8 @@ def from_eval_line(line: str, location: str) -> Labelled | pgn.Skip:
   except ValueError as error:
     return pgn.Skip('illegal_fen', location, str(error)[:200])
   if not board.is_valid():
-    problems = ', '.join(flag.name.lower().replace('_', ' ') for flag in chess.Status if flag and flag in board.status())
+    problems = ', '.join(str(flag.name).lower().replace('_', ' ') for flag in chess.Status
+                         if flag and flag in board.status())
     return pgn.Skip('illegal_fen', location, f'{fen!r} is not a legal position ({problems})')
   moves, win_probs = [], []
   for pv in lines:

@@ -165,7 +165,7 @@ def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int
   squares by the shared `smolgen_generator`.
   """
   bias = jnp.zeros((1, num_heads, 1, 1), jnp.float32)
-  if geo.displacement is not None:
+  if geo.displacement is not None and geo.move_squares is not None:
     table = hk.get_parameter('square_bias', (num_heads, NUM_DISPLACEMENTS), jnp.float32, init=jnp.zeros)
     table = jnp.concatenate([table, jnp.zeros((num_heads, 1), jnp.float32)], axis=1)  # [H, 226]: last = no bias.
     bias = bias + table[:, geo.displacement[query_start:, :num_keys]][None]  # [1, H, Tq, S]

@@ -11,6 +11,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 import chess.pgn
+import numpy as np
 import pytest
 
 from searchless.core import bags
@@ -142,3 +143,28 @@ def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines() if 'loss' in line]
   assert int(state.step) == 2 and all(0 < r['targets'] < 8 * 3 for r in lines)  # About one valued move per board.
+
+
+def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path):
+  import zstandard
+  sample = EVAL_SAMPLE.read_text().splitlines()
+  # 3,000 lines, each with a random field (as the real database's lines differ): several zstd blocks.
+  rng = np.random.default_rng(0)
+  lines = ''.join(json.dumps({**json.loads(sample[i % len(sample)]), 'id': rng.bytes(24).hex()}) + '\n'
+                  for i in range(3000))
+  data = zstandard.ZstdCompressor().compress(lines.encode())
+  cut = tmp_path / 'evals.jsonl.zst'
+  cut.write_bytes(data[: len(data) // 2])
+  readable = sum(1 for _ in _lines_before_error(cut))
+  cmd = [sys.executable, '-m', 'searchless.commands.import_labels', str(cut), '--direct_running_mode', 'in_memory']
+  failed = subprocess.run([*cmd, '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
+  assert failed.returncode == 2 and failed.stderr.strip() == f'error: {cut}: zstd stream is truncated (the file ends inside a frame)'
+  manifest = import_labels.run([str(cut), '--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs', *IN_MEMORY])
+  assert manifest.corrupt_input_files == 1 and manifest.lines['read'] == readable > 100
+
+
+def _lines_before_error(path):
+  try:
+    yield from (line for line in pgn.read_lines(str(path)) if line.strip())
+  except pgn.CorruptInputError:
+    return

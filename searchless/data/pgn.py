@@ -41,6 +41,9 @@ SKIP_REASONS = (
     'filtered_elo',  # Outside --min_elo / --max_elo.
     'filtered_speed',  # Time control not among --speeds.
     'filtered_bot',  # A BOT account played (with --exclude_bots).
+    'illegal_position',  # A start (FEN tag) that is no legal chess position: two kings, the side not to move
+                         # in check, castling rights the board cannot hold (Chess960 without a Variant tag), ...
+    'null_move',  # A null move ('--', 'Z0'): the boards after it are no game's.
 )
 
 
@@ -237,6 +240,8 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     self.fens = []
     self.moves = []
     self.evals = {}  # Board index (plies played) -> the eval comment's text.
+    self.start = None  # The board before the first move (its FEN tag's, else the standard one).
+    self.null_move = ''  # Where the first null move is, if any.
     self.errors = []
     self.board = None
     self.result_seen = False
@@ -258,8 +263,12 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     return chess.pgn.SKIP
 
   def visit_move(self, board, move):
+    if self.start is None:
+      self.start = board.copy(stack=False)
     if self.result_seen:
       self.after_result = True
+    elif not move:  # A null move.
+      self.null_move = self.null_move or f'a null move at ply {len(self.fens) + 1}'
     elif not self.errors:
       self.fens.append(tokenizer.clamp_counters(board.fen()))
       self.moves.append(move.uci())
@@ -342,6 +351,26 @@ def _one_blank_line_after_tags(text: str) -> str:
   return '\n'.join(lines[:tags]) + '\n\n' + '\n'.join(movetext) + '\n'
 
 
+def illegal_position(board: chess.Board) -> str:
+  """Why `board` is no legal standard chess position ('' if it is one).
+
+  >>> illegal_position(chess.Board('4k3/8/8/8/8/8/8/K3K3 w - - 0 1'))
+  "'4k3/8/8/8/8/8/8/K3K3 w - - 0 1': too many kings"
+  >>> illegal_position(chess.Board('bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1'))
+  "'bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w - - 0 1': bad castling rights (Chess960 without a Variant tag?)"
+  >>> illegal_position(chess.Board())
+  ''
+  """
+  if board.chess960:  # python-chess reads a FEN tag with Chess960 castling rights as a Chess960 board.
+    return f'{board.fen()!r}: Chess960 castling rights without a Variant tag'
+  status = board.status()
+  if not status:
+    return ''
+  problems = ', '.join(str(flag.name).lower().replace('_', ' ') for flag in chess.Status if flag and flag in status)
+  hint = ' (Chess960 without a Variant tag?)' if chess.STATUS_BAD_CASTLING_RIGHTS in status else ''
+  return f'{board.fen()!r}: {problems}{hint}'
+
+
 def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals: bool = False) -> Game | Skip:
   """Parses one game's text into its boards (`with_evals`: and its moves and [%eval]s), or says why it is skipped."""
   if '\ufffd' in raw.text:
@@ -359,6 +388,10 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals:
     return Skip('variant', raw.location, headers.get('Variant', ''))
   if not headers and not visitor.fens:
     return Skip('unparsable', raw.location, 'neither tags nor moves')
+  if problem := illegal_position(visitor.start or visitor.board):
+    return Skip('illegal_position', raw.location, problem)
+  if visitor.null_move:
+    return Skip('null_move', raw.location, visitor.null_move)
   if visitor.errors:
     error = visitor.errors[0]
     reason = 'illegal_move' if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError) else 'unparsable'

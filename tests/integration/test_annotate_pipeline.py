@@ -390,11 +390,18 @@ def test_a_run_that_keeps_no_game_fails_and_leaves_no_dataset(tmp_path, lichess_
   chess960 = tmp_path / 'chess960.pgn'
   chess960.write_text('[Event "a"]\n[Variant "Chess960"]\n[FEN "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1"]\n\n'
                       '1. e4 e5 *\n\n[Event "b"]\n[Variant "Chess960"]\n\n1. d4 *\n')
+  illegal = tmp_path / 'illegal.pgn'  # Two white kings, the side not to move in check, Chess960 untagged, a null move.
+  illegal.write_text('[Event "a"]\n[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n\n1. Ka2 *\n\n'
+                     '[Event "b"]\n[FEN "4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1"]\n\n1. Qe7+ *\n\n'
+                     '[Event "c"]\n[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n\n1. e4 *\n\n'
+                     '[Event "d"]\n\n1. e4 -- 2. d4 *\n')
   out = tmp_path / 'out'
   engine = ['--engine_path', stockfish, '--limit', 'depth=1', '--records', 'board', '--mode', 'multipv',
             '--direct_num_workers=1', '--output_dir', str(out)]
   for path, line in ((empty, f'error: no games in {empty}: nothing to annotate'),
-                     (chess960, f'error: all 2 games in {chess960} were skipped (2 variant): nothing to annotate')):
+                     (chess960, f'error: all 2 games in {chess960} were skipped (2 variant): nothing to annotate'),
+                     (illegal, f'error: all 4 games in {illegal} were skipped (3 illegal_position, 1 null_move): '
+                               'nothing to annotate')):
     result = _cli('--input', str(path), *engine)
     assert (result.returncode, result.stderr.strip()) == (2, line)
     assert not out.exists()

@@ -188,3 +188,17 @@ def test_a_directory_as_input_is_an_error_saying_what_to_pass(tmp_path):
   with pytest.raises(IsADirectoryError, match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input "
                      f"'{tmp_path}/\\*.pgn.zst'$"):
     pgn.match_files([str(tmp_path)])
+
+
+@pytest.mark.parametrize('tags,movetext,detail', [
+    ('[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n[SetUp "1"]\n', '1. Ka2 *', "'4k3/8/8/8/8/8/8/K3K3 w - - 0 1': too many kings"),
+    ('[FEN "4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1"]\n', '1. Qe7+ *', "'4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1': opposite check"),
+    ('[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n', '1. e4 *',
+     "'bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w KQkq - 0 1': Chess960 castling rights without a Variant tag"),
+    ('', '1. e4 -- 2. d4 *', 'a null move at ply 2'),
+    ('', '1. e4 e5 2. Z0 Nc6 *', 'a null move at ply 3'),
+])
+def test_illegal_start_positions_and_null_moves_are_skips_with_a_reason(tags, movetext, detail):
+  skip = pgn.parse_game(pgn.RawGame('x.pgn', 7, f'{tags}[Result "*"]\n\n{movetext}\n'))
+  assert isinstance(skip, pgn.Skip) and skip.location == 'x.pgn:7' and skip.detail == detail
+  assert skip.reason == ('null_move' if 'null' in detail else 'illegal_position') and skip.reason in pgn.SKIP_REASONS

@@ -285,3 +285,20 @@ def test_a_behavioral_cloning_spec_takes_a_value_checkpoint(small_checkpoints):
   with agents.opened(spec) as agent:
     assert agent.name == 'bc+sv' and agent.play(chess.Board(BACK_RANK)).uci() == 'd1d8'
     assert agent.evaluator.value_policy is not None and agent.evaluator.value_policy.kind == 'state_value'
+
+
+def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
+  """The MCTS-solver: a mate in 2 and in 1 proven, reported as `score mate N` by UCI; a lost root plays the
+  longest defence and reads as being mated."""
+  from searchless.play.uci import search as uci_search
+  found = {}
+  for fen, simulations in ((MATE_IN_2, 400), (BACK_RANK, 16)):
+    result = mcts.Mcts(evaluator_lib.Evaluator(decoy), mcts.MctsConfig(simulations=simulations, batch_size=4)).search(
+        chess.Board(fen))
+    found[fen] = (result.move.uci(), result.mate_in(), result.value, uci_search._score(result.value, False))  # pylint: disable=protected-access
+  assert found[MATE_IN_2] == ('c6c7', 2, pytest.approx(MATE - 3 * MATE_STEP), 'score mate 2 ')
+  assert found[BACK_RANK] == ('d1d8', 1, pytest.approx(MATE - MATE_STEP), 'score mate 1 ')
+  lost = chess.Board('k7/8/1K6/8/8/8/8/7R b - - 0 1')  # 1...Kb8 (the only move) 2.Rh8#.
+  result = mcts.Mcts(evaluator_lib.Evaluator(StubPolicy()), mcts.MctsConfig(simulations=64, batch_size=4)).search(lost)
+  assert (result.move.uci(), result.mate_in(), result.value) == ('a8b8', -1, pytest.approx(-(MATE - 2 * MATE_STEP)))
+  assert result.win_probability == 0.0

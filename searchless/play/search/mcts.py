@@ -18,6 +18,11 @@ A finished game (mate, draw, a repeated position) is valued exactly instead.
   limit in `seconds` (at least one batch runs), or a `stop()` callback (checked
   before each batch), whichever comes first. ``simulations=0`` plays the
   model's own best move.
+* Proven mates (an MCTS-solver): a board is proven won when one of its moves
+  leads to a proven loss (a checkmate first), and proven lost when every move
+  leads to a proven win. A proven edge reads as `result.MATE` minus a step per ply
+  (as alpha-beta's), so selection follows a proven mate, avoids a proven loss, the
+  root plays the fastest mate, and `SearchResult.mate_in` (UCI ``score mate N``) says it.
 * Tree reuse: `Mcts.search` keeps its tree; the next board that continues the
   same game (the old root's moves plus the ones played since) starts from the
   matching subtree and its statistics.
@@ -43,7 +48,7 @@ import chess
 import numpy as np
 
 from searchless.play.search import evaluator as evaluator_lib
-from searchless.play.search.result import SearchResult
+from searchless.play.search.result import MATE, MATE_STEP, SearchResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +89,13 @@ class Node:
   """A board in the tree: its moves' priors and statistics (values from its side to move)."""
 
   __slots__ = ('moves', 'priors', 'base_priors', 'first_q', 'visits', 'value_sum', 'children', 'value', 'terminal',
-               'excluded', 'mates_marked')
+               'excluded', 'mates_marked', 'proven')
 
   def __init__(self, evaluation: evaluator_lib.Evaluation | None, *, terminal: float | None = None):
     self.terminal = terminal  # The exact value of a finished game (its moves are empty), else None.
+    # A proven mate for the side to move: MATE - plies * MATE_STEP (it mates), its negative (it is mated;
+    # -MATE: checkmated now), else None.
+    self.proven: float | None = -MATE if terminal == -1.0 else None
     if evaluation is None:
       self.moves: tuple[chess.Move, ...] = ()
       self.value = float(terminal if terminal is not None else 0.0)
@@ -105,9 +113,31 @@ class Node:
     self.excluded: np.ndarray | None = None  # [M] bool: moves a root search may not choose (searchmoves).
     self.mates_marked = False  # Whether `_mark_mates` ran (when a simulation first walks through it).
 
+  def proven_edges(self) -> np.ndarray:
+    """[M] each move's proven value for the side to move (beyond +-1: a mate one ply further), NaN where unproven."""
+    out = np.full(len(self.moves), np.nan)
+    for i, child in enumerate(self.children):
+      if isinstance(child, Node) and child.proven is not None:
+        out[i] = -child.proven - math.copysign(MATE_STEP, -child.proven)
+    return out
+
+  def prove(self) -> bool:
+    """Sets `proven` from the children's (a winning move, or every move losing); returns whether it changed."""
+    edges = self.proven_edges()
+    if np.any(edges > 1):
+      proven = float(np.nanmax(edges))  # The fastest mate.
+    elif len(edges) and not np.isnan(edges).any():
+      proven = float(edges.max())  # Every move is mated: the longest defence.
+    else:
+      proven = None
+    changed, self.proven = proven != self.proven, proven
+    return changed
+
   def q(self) -> np.ndarray:
-    """[M] the mean value of each move (the first-visit value where unvisited)."""
-    return np.where(self.visits > 0, self.value_sum / np.maximum(self.visits, 1), self.first_q)
+    """[M] the mean value of each move (the first-visit value where unvisited; a proven mate's value where proven)."""
+    mean = np.where(self.visits > 0, self.value_sum / np.maximum(self.visits, 1), self.first_q)
+    edges = self.proven_edges()
+    return np.where(np.isnan(edges), mean, edges)
 
   def select(self, c_init: float, c_base: float) -> int:
     total = self.visits.sum()
@@ -122,11 +152,16 @@ _PENDING = object()  # A leaf waiting for its evaluation in the current batch.
 
 
 def _best_index(node: Node) -> int:
-  """Most visits, then the highest value, then the highest prior (among the moves not excluded)."""
-  order = np.lexsort((-node.base_priors, -node.q(), -node.visits))
-  if node.excluded is not None:
-    order = order[~node.excluded[order]]
-  return int(order[0])
+  """A proven mate (the fastest), else most visits, then the highest value, then the highest prior (among the
+  moves not excluded); a proven loss is played only when every move is one (then the longest)."""
+  q = node.q()
+  proven = ~np.isnan(node.proven_edges())
+  wins, losses = proven & (q > 1), proven & (q < -1)
+  allowed = np.ones(len(q), bool) if node.excluded is None else ~node.excluded
+  if (wins & allowed).any():
+    return int(np.flatnonzero(wins & allowed)[np.argmax(q[wins & allowed])])
+  order = np.lexsort((-node.base_priors, -q, -node.visits, (losses & allowed)))
+  return int(order[allowed[order]][0])
 
 
 class Mcts:
@@ -263,10 +298,14 @@ class Mcts:
 
   @staticmethod
   def _backup(path: list[tuple[Node, int]], value: float) -> None:
-    """Backs up a leaf's `value` (its side to move) along `path`, replacing the virtual losses."""
+    """Backs up a leaf's `value` (its side to move) along `path`, replacing the virtual losses, and the
+    mates it proves."""
+    proving = True
     for node, index in reversed(path):
       value = -value  # The edge's value for the mover at `node`.
       node.value_sum[index] += 1 + value
+      child = node.children[index]
+      proving = proving and isinstance(child, Node) and child.proven is not None and node.prove()
 
   def _result(self, root: Node, board: chess.Board, simulations: int, evaluations: int, depth: int,
               seconds: float) -> SearchResult:

@@ -35,6 +35,7 @@ import json
 import chess
 import chess.engine
 
+from searchless.core import legality
 from searchless.core import records
 from searchless.core import tokenizer
 from searchless.core import values
@@ -114,9 +115,7 @@ def from_eval_line(line: str, location: str) -> Labelled | pgn.Skip:
     board = chess.Board(full)
   except ValueError as error:
     return pgn.Skip('illegal_fen', location, str(error)[:200])
-  if not board.is_valid():
-    problems = ', '.join(str(flag.name).lower().replace('_', ' ') for flag in chess.Status
-                         if flag and flag in board.status())
+  if problems := legality.problems(board):
     return pgn.Skip('illegal_fen', location, f'{fen!r} is not a legal position ({problems})')
   moves, win_probs = [], []
   for pv in lines:

@@ -26,6 +26,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 import zstandard
 
+from searchless.core import legality
 from searchless.core import tokenizer
 
 _CHUNK = 1 << 20
@@ -363,11 +364,9 @@ def illegal_position(board: chess.Board) -> str:
   """
   if board.chess960:  # python-chess reads a FEN tag with Chess960 castling rights as a Chess960 board.
     return f'{board.fen()!r}: Chess960 castling rights without a Variant tag'
-  status = board.status()
-  if not status:
+  if not (problems := legality.problems(board)):
     return ''
-  problems = ', '.join(str(flag.name).lower().replace('_', ' ') for flag in chess.Status if flag and flag in status)
-  hint = ' (Chess960 without a Variant tag?)' if chess.STATUS_BAD_CASTLING_RIGHTS in status else ''
+  hint = ' (Chess960 without a Variant tag?)' if chess.STATUS_BAD_CASTLING_RIGHTS in board.status() else ''
   return f'{board.fen()!r}: {problems}{hint}'
 
 

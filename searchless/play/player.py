@@ -30,6 +30,7 @@ import chess
 import chess.engine
 import numpy as np
 
+from searchless.core import legality
 from searchless.training import checkpoint
 from searchless.engines import launch
 from searchless.model import transformer as model
@@ -121,7 +122,9 @@ class Player:
     return cls(loaded, options, name or f'searchless-{loaded.kind}')
 
   def analyse(self, board: chess.Board) -> policy_lib.Analysis:
-    """The policy's raw analysis of `board` (no play rules applied)."""
+    """The policy's raw analysis of `board` (no play rules applied); an illegal position is a ValueError."""
+    if problems := legality.problems(board):
+      raise ValueError(f'illegal position {board.fen()!r}: {problems}')
     return self.policy.analyse(board)
 
   def win_probabilities(self, board: chess.Board) -> dict[str, float]:

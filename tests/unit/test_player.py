@@ -164,3 +164,12 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
     player_lib.Player.load(str(model_dir))
   with pytest.raises(ValueError, match='^num_heads 4 contradicts the checkpoint at .*: its config has num_heads 8$'):
     checkpoint.load_model(str(model_dir), num_heads=4)
+
+
+@pytest.mark.parametrize('fen,problem', [('4k3/8/8/8/8/8/8/K3K3 w - - 0 1', 'too many kings'),
+                                         ('4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1', 'opposite check')])
+def test_an_illegal_board_is_refused_with_its_reason(fen, problem):
+  player = player_lib.Player(ScriptedPolicy({}))
+  for call in (player.play, player.analyse):
+    with pytest.raises(ValueError, match=f"illegal position '{fen}': {problem}"):
+      call(chess.Board(fen))

@@ -14,6 +14,8 @@ import dataclasses
 
 import chess
 
+from searchless.core import legality
+
 CP_CLIP = 3000  # |score cp| limit: a model's win probability never proves a mate.
 NULL_MOVE = '0000'  # UCI's "no move".
 GO_NUMBERS = ('wtime', 'btime', 'winc', 'binc', 'movestogo', 'movetime', 'depth', 'nodes', 'mate')
@@ -92,7 +94,7 @@ def parse_position(args: Sequence[str], chess960: bool = False) -> chess.Board:
   >>> parse_position(['fen', '8/8/8/8/8/8/8/8', 'w', '-', '-', '0', '1'])
   Traceback (most recent call last):
   ...
-  searchless.play.uci.protocol.UciError: illegal position 8/8/8/8/8/8/8/8 w - - 0 1: no white king, no black king, empty
+  searchless.play.uci.protocol.UciError: illegal position '8/8/8/8/8/8/8/8 w - - 0 1': no white king, no black king, empty
   """
   if not args:
     raise UciError('position needs startpos or fen')
@@ -111,8 +113,8 @@ def parse_position(args: Sequence[str], chess960: bool = False) -> chess.Board:
       board = chess.Board(fen, chess960=chess960)
     except ValueError as e:
       raise UciError(f'bad FEN {fen!r}: {e}') from None
-    if not board.is_valid():
-      raise UciError(f'illegal position {board.fen()}: {_status_text(board.status())}')
+    if problems := legality.problems(board):
+      raise UciError(f'illegal position {fen!r}: {problems}')
   else:
     raise UciError(f'position needs startpos or fen, got {setup[0]!r}')
   for text in moves:
@@ -124,11 +126,6 @@ def parse_position(args: Sequence[str], chess960: bool = False) -> chess.Board:
       raise UciError(f'illegal move {text!r} in position {board.fen()}') from None
     board.push(move)
   return board
-
-
-def _status_text(status: chess.Status) -> str:
-  names = [(flag.name or '').lower().replace('_', ' ') for flag in chess.Status if flag and flag in status]
-  return ', '.join(names) or 'invalid'
 
 
 def normalise_move(board: chess.Board, text: str) -> str | None:

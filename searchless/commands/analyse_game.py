@@ -11,12 +11,13 @@ whose path is the last stdout line; ``searchless-report`` then shows it.
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.report import sample_game
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-analyse-game', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-analyse-game', description=__doc__.split('\n\n')[0])
   p.add_argument('--run_dir', required=True, help='the run directory (match/, train/)')
   p.add_argument('--no_model', action='store_true', help="don't load the checkpoint (no model's view of the moves)")
   p.add_argument('--stockfish_nodes', type=int, default=sample_game.DEFAULT_STOCKFISH_NODES,

@@ -25,6 +25,7 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
 from searchless.data import annotate
@@ -41,7 +42,7 @@ _ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   io = p.add_argument_group('input and output')
   io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')

@@ -36,6 +36,7 @@ import sys
 import time
 from typing import Any
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
 from searchless.core import artefacts
@@ -354,7 +355,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--workdir', required=True, help='the campaign folder (e.g. /root/searchless-data/campaign)')
   p.add_argument('--shared', default=str(pretrained.ROOT.parent / 'shared'),
                  help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')

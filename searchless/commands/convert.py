@@ -14,12 +14,13 @@ import argparse
 from collections.abc import Sequence
 import logging
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.data import convert
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-convert', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-convert', description=__doc__.split('\n\n')[0])
   p.add_argument('input', help='bag spec of the input records: file, name@N_data.bag, glob or comma list')
   p.add_argument('output_dir', help='where the converted bag(s), convert.json and bad_boards.jsonl go')
   p.add_argument('--to', required=True, choices=convert.TARGETS, help='board: action-value -> board records; chessbench: board records -> the three ChessBench datasets')

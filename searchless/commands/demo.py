@@ -45,6 +45,7 @@ import shlex
 import time
 
 from searchless import samples
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
 from searchless.training import config as config_lib
@@ -52,8 +53,7 @@ from searchless.training import config as config_lib
 STEPS = ('annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'analyse_game', 'report')
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='python -m searchless.commands.demo', description=__doc__.split('\n\n')[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(prog='python -m searchless.commands.demo', description=__doc__.split('\n\n')[0])
   p.add_argument('--input', nargs='+', default=[str(samples.GAMES)],
                  help='PGN files or globs (.pgn, .pgn.zst, ...); default: the sample games shipped in the package')
   p.add_argument('--run_dir', required=True, help='where every step writes')

@@ -10,19 +10,21 @@ import argparse
 from collections.abc import Sequence
 import pathlib
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.evaluation import evaluate
 from searchless.play import policy as policy_lib
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-evaluate', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-evaluate', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help='Workdir, checkpoint dir or published-layout model dir.')
   p.add_argument('--data', required=True, help='Action-value or board_value bag spec, or a directory holding one.')
   p.add_argument('--out', required=True, help='Output directory (metrics.json, boards.jsonl).')
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's.")
-  p.add_argument('--num_boards', type=int, help='Evaluate the first N complete boards.')
-  p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'))
+  p.add_argument('--num_boards', type=int, help='Evaluate the first N complete boards (default: all).')
+  p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
+                 help='compute dtype: auto is bfloat16 on GPU/TPU, float32 on CPU')
   p.add_argument('--batch_boards', type=int, default=32, help='Boards per batched forward pass.')
   return p
 

@@ -10,13 +10,14 @@ Writes ``DIR/model.safetensors``, ``DIR/config.json`` and ``DIR/forward.jax``
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.model import export
 from searchless.training import checkpoint
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-export', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-export', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help="workdir, checkpoint or step dir, published model dir, or 'pretrained'")
   p.add_argument('--out', required=True, help='folder to write (created)')
   p.add_argument('--raw', action='store_true', help='the raw parameters instead of their EMA')

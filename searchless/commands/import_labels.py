@@ -24,6 +24,7 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
 from searchless.data import free_label_job
@@ -34,7 +35,7 @@ _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportO
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('input', nargs='+', help='game dumps with [%%eval] comments (.pgn[.zst|.bz2|.gz]) and/or evaluation databases (.jsonl[.zst]), or globs')
   p.add_argument('--output_dir', required=True, help='where the splits, manifest and skips go (local path, gs://, s3://)')
   p.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')

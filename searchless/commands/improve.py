@@ -15,6 +15,7 @@ them all.
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.training import improve
 
@@ -22,8 +23,7 @@ _DEFAULTS = improve.ImproveConfig()
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-improve', description=__doc__.split('\n\n')[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(prog='searchless-improve', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help="the starting model: workdir, checkpoint dir or 'pretrained'")
   p.add_argument('--workdir', required=True, help='outputs (iteration_NNN/, summary.json); rerun to resume')
   for field in ('iterations', 'games', 'sims', 'sample_plies', 'opening_plies', 'max_plies', 'resign_plies',

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Sequence
 import sys
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.data import splits
 from searchless.evaluation import mined_puzzles
@@ -17,8 +18,7 @@ from searchless.evaluation import puzzle_mining
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-mine-puzzles', description=__doc__.split('\n\n')[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(prog='searchless-mine-puzzles', description=__doc__.split('\n\n')[0])
   p.add_argument('--games', action='append', required=True,
                  help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat for several')
   p.add_argument('--out', required=True, help='puzzle CSV to write (Lichess columns)')

@@ -9,15 +9,15 @@ How openings are made, read and written: `searchless.evaluation.openings`.
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.evaluation import openings
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(
+  p = cli.ArgumentParser(
       prog='searchless-openings',
-      description=__doc__.split('\n\n')[0],
-      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+      description=__doc__.split('\n\n')[0])
   p.add_argument('--out', required=True, help='output file: .epd (positions) or .pgn (moves kept)')
   p.add_argument('--num', type=int, default=None, help='how many openings to make (without --from)')
   p.add_argument('--plies', type=int, default=8, help='plies per made opening')

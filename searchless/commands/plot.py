@@ -8,12 +8,13 @@ Reads the ``metrics.jsonl`` that training writes (`searchless.training.plot`).
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.training import plot
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-plot', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-plot', description=__doc__.split('\n\n')[0])
   p.add_argument('workdir', help='the training run directory (holds metrics.jsonl)')
   return p
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import ml_collections
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
 
@@ -292,7 +293,7 @@ def run(games: Sequence[str], workdir: str | pathlib.Path, *, games_per_chunk: i
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--games', nargs='+', required=True, help='PGN files or globs (the real Lichess games)')
   p.add_argument('--workdir', required=True, help='where chunks, annotated data, training and export go')
   p.add_argument('--games_per_chunk', type=int, default=100, help='games per annotation run')

@@ -11,12 +11,13 @@ import argparse
 from collections.abc import Sequence
 import os
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.evaluation import puzzles
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-puzzles', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-puzzles', description=__doc__.split('\n\n')[0])
   p.add_argument('--puzzles', required=True, help='puzzle CSV (Lichess or ChessBench layout)')
   p.add_argument('--agent', required=True,
                  help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...')

@@ -13,14 +13,14 @@ and to ``<output>.json``. See `searchless.data.puzzle_set`.
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import records
 from searchless.data import puzzle_set
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-puzzles-data', description=__doc__.split('\n\n')[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(prog='searchless-puzzles-data', description=__doc__.split('\n\n')[0])
   p.add_argument('--puzzles', required=True, help='puzzle CSV (Lichess lichess_db_puzzle.csv[.zst] or ChessBench puzzles.csv)')
   p.add_argument('--output', required=True, help='the evaluation set to write (CSV in the Lichess columns); the summary goes to OUTPUT.json')
   p.add_argument('--train_dir', default=None, help='ChessBench training records: a directory, a bag file, an @N spec, a glob or a comma list')

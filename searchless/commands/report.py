@@ -10,12 +10,13 @@ The report only reads the artefacts of the other steps (see
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.report import build
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-report', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-report', description=__doc__.split('\n\n')[0])
   p.add_argument('--run_dir', required=True, help='the run directory (data/, train/, eval/, puzzles/, match/)')
   p.add_argument('--out', default=None, help='output directory (default: RUN_DIR/report)')
   # Kept so that older command lines still work: the sample game is now searchless-analyse-game's.

@@ -11,6 +11,7 @@ rules (adjudication, determinism).
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.data import selfplay
 
@@ -33,7 +34,7 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-selfplay', description=__doc__.split('\n\n')[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.ArgumentParser(prog='searchless-selfplay', description=__doc__.split('\n\n')[0])
   p.add_argument('--output', required=True, help='the PGN file to write (overwritten)')
   p.add_argument('--num_games', type=_positive, default=50, help='how many games')
   p.add_argument('--seed', type=int, default=0, help='random seed: same seed, same games (with a node limit)')

@@ -11,15 +11,16 @@ import argparse
 from collections.abc import Sequence
 import os
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.evaluation import tournament
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(
+  p = cli.ArgumentParser(
       prog='searchless-tournament',
       description='Play a tournament between agents (checkpoint:DIR, stockfish:LIMIT[,elo=N], uci:PATH,LIMIT) '
-                  'and rate them (BayesElo).', formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                  'and rate them (BayesElo).')
   p.add_argument('--agent', action='append', default=[], metavar='SPEC',
                  help='an agent spec (repeat); add ,name=NAME to name it (see searchless.play.agents)')
   p.add_argument('--gauntlet', action='store_true', help='the first --agent plays each of the others (else all pairs)')

@@ -9,12 +9,13 @@ The library does the work (`searchless.training.train.run`); rerunning resumes.
 import argparse
 from collections.abc import Sequence
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.training import config as config_lib
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-train', description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog='searchless-train', description=__doc__.split('\n\n')[0])
   p.add_argument('--config', required=True,
                  help=f'a shipped config ({", ".join(config_lib.names())}) or a .py file with get_config()')
   p.add_argument('--workdir', required=True, help='all outputs go here; rerun to resume')

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import logging
 import sys
 
+from searchless.commands import cli
 from searchless.commands import errors
 from searchless.play import policy as policy_lib
 from searchless.play import uci
@@ -29,14 +30,14 @@ def _threads(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='searchless-uci',
+  p = cli.ArgumentParser(prog='searchless-uci',
                               description='A UCI engine over a checkpoint: the searchless player behind any chess GUI.')
   p.add_argument('--checkpoint', required=True, help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).")
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's (published: action_value).")
   p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
                  help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
-  p.add_argument('--threads', type=_threads, default=None, help='Default of the Threads option (default: all available CPUs).')
+  p.add_argument('--threads', type=_threads, default=None, help='The Threads option at start-up (default: all available CPUs).')
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
   p.add_argument('--search', default='none', choices=uci.SEARCHES,
                  help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')

@@ -1,0 +1,30 @@
+"""The command line's one look: every console command's parser shows each default once, where it says something.
+
+>>> p = ArgumentParser(prog='x')
+>>> _ = p.add_argument('--n', type=int, default=3, help='how many')
+>>> _ = p.add_argument('--out', help='where to write')
+>>> _ = p.add_argument('--quiet', action='store_true', help='no progress')
+>>> _ = p.add_argument('--draw', type=int, default=None, help='adjudicate draws (default: off)')
+>>> [line.strip() for line in p.format_help().splitlines()[-4:]]
+['--n N        how many (default: 3)', '--out OUT    where to write', '--quiet      no progress', '--draw DRAW  adjudicate draws (default: off)']
+"""
+
+import argparse
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+  """Appends ``(default: X)`` unless X is None, False or empty (nothing to say) or the help already names its default."""
+
+  def _get_help_string(self, action: argparse.Action) -> str | None:
+    text = action.help or ''
+    if action.default in (None, False, argparse.SUPPRESS, []) or 'default' in text.lower():
+      return text
+    return super()._get_help_string(action)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+  """`argparse.ArgumentParser` with `DefaultsHelpFormatter` unless another formatter is given."""
+
+  def __init__(self, *args, **kwargs):
+    kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
+    super().__init__(*args, **kwargs)

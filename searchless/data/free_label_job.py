@@ -15,7 +15,7 @@ and written to ``skipped.jsonl`` with its file and line. Counts are data, summed
 (`artefacts.ImportManifest`), with each source's depth and knodes distribution.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 import dataclasses
 import os
 import time
@@ -132,6 +132,10 @@ def _preference(board: free_labels.Labelled) -> tuple:
   return (board.source == 'eval_db', board.depth or -1, board.knodes or -1, board.state_value, board.fen)
 
 
+# MergeBoards' accumulator: (preferred board, {move: (preference, win prob)}, smallest FEN).
+_Merged = tuple[free_labels.Labelled | None, dict[str, tuple[tuple, float]], str | None]
+
+
 class MergeBoards(beam.CombineFn):
   """The labels of one board from every source: the preferred state value and best move, each move's deepest value.
 
@@ -139,10 +143,10 @@ class MergeBoards(beam.CombineFn):
   a maximum per field, so every runner gives the same board whatever the order.
   """
 
-  def create_accumulator(self):
+  def create_accumulator(self) -> _Merged:
     return None, {}, None
 
-  def add_input(self, acc, board: free_labels.Labelled):
+  def add_input(self, acc: _Merged, board: free_labels.Labelled) -> _Merged:
     best, moves, fen = acc
     rank = _preference(board)
     if best is None or rank > _preference(best):
@@ -152,8 +156,10 @@ class MergeBoards(beam.CombineFn):
         moves[move] = (rank, win_prob)
     return best, moves, board.fen if fen is None or board.fen < fen else fen
 
-  def merge_accumulators(self, accs):
-    best, moves, fen = None, {}, None
+  def merge_accumulators(self, accs: Iterable[_Merged]) -> _Merged:
+    best: free_labels.Labelled | None = None
+    moves: dict[str, tuple[tuple, float]] = {}
+    fen: str | None = None
     for other_best, other_moves, other_fen in accs:
       if other_best is not None and (best is None or _preference(other_best) > _preference(best)):
         best = other_best
@@ -164,8 +170,9 @@ class MergeBoards(beam.CombineFn):
         fen = other_fen
     return best, moves, fen
 
-  def extract_output(self, acc) -> free_labels.Labelled:
+  def extract_output(self, acc: _Merged) -> free_labels.Labelled:
     best, moves, fen = acc
+    assert best is not None and fen is not None  # A key's accumulator has seen at least one board.
     ordered = sorted(moves.items(), key=lambda item: (-item[1][1], item[0]))  # Best first.
     return dataclasses.replace(best, fen=fen, moves=tuple(m for m, _ in ordered),
                                win_probs=tuple(v for _, (_, v) in ordered))

@@ -67,7 +67,7 @@ def test_the_shipped_model_is_small_documented_and_plays():
 
 # Every console script in pyproject.toml (each must start from an installed wheel).
 SCRIPTS = ('searchless-analyse-game', 'searchless-annotate', 'searchless-convert', 'searchless-epd', 'searchless-evaluate',
-           'searchless-export', 'searchless-improve', 'searchless-mine-puzzles', 'searchless-openings', 'searchless-plot', 'searchless-puzzles',
+           'searchless-export', 'searchless-import', 'searchless-improve', 'searchless-mine-puzzles', 'searchless-openings', 'searchless-plot', 'searchless-puzzles',
            'searchless-puzzles-data', 'searchless-report', 'searchless-selfplay', 'searchless-tournament',
            'searchless-train', 'searchless-uci')
 

@@ -147,14 +147,9 @@ class MergeBoards(beam.CombineFn):
     return None, {}, None
 
   def add_input(self, acc: _Merged, board: free_labels.Labelled) -> _Merged:
-    best, moves, fen = acc
     rank = _preference(board)
-    if best is None or rank > _preference(best):
-      best = board
-    for move, win_prob in zip(board.moves, board.win_probs):
-      if move not in moves or (rank, win_prob) > moves[move]:
-        moves[move] = (rank, win_prob)
-    return best, moves, board.fen if fen is None or board.fen < fen else fen
+    return self.merge_accumulators([acc, (board, {m: (rank, p) for m, p in zip(board.moves, board.win_probs)},
+                                          board.fen)])
 
   def merge_accumulators(self, accs: Iterable[_Merged]) -> _Merged:
     best: free_labels.Labelled | None = None

@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"searchless needs Python >= 3.11, this is {sys.version}"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[all,test]'
 	@touch $@
 
 # Stockfish: found on PATH, in /usr/games, or at $SEARCHLESS_STOCKFISH; else installed with

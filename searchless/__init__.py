@@ -20,7 +20,6 @@ scripts and `configs` the experiment configs.
 """
 
 import importlib
-import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -59,13 +58,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
   return sorted([*globals(), *_API])
-
-
-class _QuietBeamImport(logging.Filter):
-  """Drops Beam's import-time 'apitools not found' warning (GCS extras not installed)."""
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    return 'apitools not found' not in record.getMessage()
-
-
-logging.getLogger().addFilter(_QuietBeamImport())

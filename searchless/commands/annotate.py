@@ -23,17 +23,17 @@ import dataclasses
 from collections.abc import Sequence
 import sys
 
-from apache_beam.io.filesystems import FileSystems
-
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.core import artefacts
-from searchless.data import annotate
-from searchless.data import annotation_job
-from searchless.data import pgn
-from searchless.data import splits
-from searchless.engines import annotator as engine_lib
-from searchless.engines import launch
+errors.beam_command('searchless-annotate')  # Before the imports that need Beam.
+from searchless.core import artefacts  # noqa: E402
+from searchless.core import files  # noqa: E402
+from searchless.data import annotate  # noqa: E402
+from searchless.data import annotation_job  # noqa: E402
+from searchless.data import pgn  # noqa: E402
+from searchless.data import splits  # noqa: E402
+from searchless.engines import annotator as engine_lib  # noqa: E402
+from searchless.engines import launch  # noqa: E402
 
 _OPTION_FIELDS = [f for f in annotate.AnnotateOptions.__dataclass_fields__ if f not in ('input', 'test_input')]
 # The flags' defaults are the dataclasses' (their one home).
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-annotate', *(sys.argv[1:] if argv is None else argv)]
   manifest = errors.beam_main(lambda args: _run(args, command), argv, 'searchless-annotate', pgn.CorruptInputError)
   print(annotation_job.summary(manifest))
-  print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
+  print(f"manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
 
 
 if __name__ == '__main__':

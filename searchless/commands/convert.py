@@ -16,7 +16,8 @@ import logging
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.data import convert
+errors.beam_command('searchless-convert')  # Before the imports that need Beam.
+from searchless.data import convert  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

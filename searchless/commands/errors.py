@@ -23,6 +23,7 @@ traceback.
 
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
+import importlib
 import logging
 import os
 import re
@@ -41,6 +42,33 @@ def fail(message: object, status: int = 2) -> NoReturn:
   """Ends the command with ``error: <message>`` (one line) on stderr and exit `status`."""
   print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
   raise SystemExit(status)
+
+
+def require_extra(module: str, extra: str, command: str) -> None:
+  """Exits with one line naming the extra to install when `module`, an optional dependency, is missing.
+
+  A command that needs one calls this before importing what uses it.
+  """
+  try:
+    importlib.import_module(module)
+  except ModuleNotFoundError as e:
+    if e.name != module:
+      raise
+    fail(f"{command} needs {module}, which comes with an extra: pip install 'searchless[{extra}]'")
+
+
+class _QuietBeamImport(logging.Filter):
+  """Drops Beam's import-time 'apitools not found' warning (its GCS extras not installed)."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'apitools not found' not in record.getMessage()
+
+
+def beam_command(command: str) -> None:
+  """What a Beam command's module does before its imports: Beam is required (the ``annotate`` extra), and
+  Beam's 'apitools not found' warning is dropped from this program's log (the library leaves logging alone)."""
+  logging.getLogger().addFilter(_QuietBeamImport())
+  require_extra('apache_beam', 'annotate', command)
 
 
 @contextlib.contextmanager

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.model import export
-from searchless.training import checkpoint
+errors.require_extra('safetensors', 'export', 'searchless-export')  # Before the imports that need them.
+errors.require_extra('flatbuffers', 'export', 'searchless-export')
+from searchless.model import export  # noqa: E402
+from searchless.training import checkpoint  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -22,14 +22,14 @@ from collections.abc import Sequence
 import dataclasses
 import sys
 
-from apache_beam.io.filesystems import FileSystems
-
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.core import artefacts
-from searchless.data import free_label_job
-from searchless.data import pgn
-from searchless.data import splits
+errors.beam_command('searchless-import')  # Before the imports that need Beam.
+from searchless.core import artefacts  # noqa: E402
+from searchless.core import files  # noqa: E402
+from searchless.data import free_label_job  # noqa: E402
+from searchless.data import pgn  # noqa: E402
+from searchless.data import splits  # noqa: E402
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportOptions)}  # The defaults' one home.
 
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-import', *(sys.argv[1:] if argv is None else argv)]
   manifest = errors.beam_main(lambda args: _run(args, command), argv, 'searchless-import', pgn.CorruptInputError)
   print(free_label_job.summary(manifest))
-  print(f"manifest: {FileSystems.join(manifest.output_dir, artefacts.ImportManifest.FILE)}")
+  print(f"manifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}")
 
 
 if __name__ == '__main__':

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.core import records
-from searchless.data import puzzle_set
+errors.beam_command('searchless-puzzles-data')  # Before the imports that need Beam.
+from searchless.core import records  # noqa: E402
+from searchless.data import puzzle_set  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 import os
 import re
 
-from apache_beam.io.filesystems import FileSystems
 import bagz
 
+from searchless.core import files
 from searchless.core import records
 
 _SHARD_RE = re.compile(r'^(?P<kind>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>_data\.bagz?)$')
@@ -33,9 +33,9 @@ def sink_path(directory: str, kind: str, num_shards: int, compressed: bool) -> s
   """
   ext = extension(compressed)
   if num_shards == 1:
-    return FileSystems.join(directory, f'{kind}_data{ext}@0')
+    return files.join(directory, f'{kind}_data{ext}@0')
   count = '*' if num_shards == 0 else str(num_shards)
-  return FileSystems.join(directory, f'{kind}@{count}_data{ext}')
+  return files.join(directory, f'{kind}@{count}_data{ext}')
 
 
 def find(directory: str, kind: str) -> str:
@@ -45,11 +45,11 @@ def find(directory: str, kind: str) -> str:
   """
   candidates = []
   for ext in ('.bag', '.bagz'):
-    single = FileSystems.join(directory, f'{kind}_data{ext}')
-    if FileSystems.exists(single):
+    single = files.join(directory, f'{kind}_data{ext}')
+    if files.exists(single):
       candidates.append(single)
-    pattern = FileSystems.join(directory, f'{kind}-*-of-*_data{ext}')
-    shards = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    pattern = files.join(directory, f'{kind}-*-of-*_data{ext}')
+    shards = files.match(pattern)
     if shards:
       counts: set[str] = set()
       for shard in shards:
@@ -73,7 +73,7 @@ def expand(spec: str) -> str:
     if '://' not in part and os.path.isdir(part):
       raise IsADirectoryError(f'bag spec {part!r} is a directory: pass its bags, e.g. {os.path.join(part, "action_value*")!r}')
     if any(c in part for c in '*?['):
-      matched = sorted(m.path for m in FileSystems.match([part])[0].metadata_list)
+      matched = files.match(part)
       if not matched:
         raise FileNotFoundError(f'no bag files match {part!r}')
       parts += matched

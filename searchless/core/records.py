@@ -1,12 +1,12 @@
-"""The three ChessBench record kinds and their Apache Beam coders.
+"""The three ChessBench record kinds and their bytes.
 
-The coders are the reference's: a record is encoded with
-``TupleCoder((StrUtf8Coder, ...))``, so bag files written here are read by the
-published reader and vice versa.
+The bytes are the reference's: what its Apache Beam coders
+(``TupleCoder((StrUtf8Coder, ...))``) write, so bag files written here are read
+by the published reader and vice versa. Encoding and decoding need no Beam.
 
 A fourth kind, ``board_value`` (ours), holds a whole board in one record: its
 FEN, every legal move with its win probability, and the board's own value,
-with a Beam coder in the same style (``IterableCoder`` for the move lists).
+laid out in the same style (Beam's ``IterableCoder`` for the move lists).
 One record per board instead of one per move: the FEN is stored once.
 A ``partial_board_value`` record has the same fields but values only some of its
 board's legal moves (free labels, `searchless.data.free_labels`).
@@ -22,7 +22,6 @@ True
 import struct
 from typing import NamedTuple
 
-from apache_beam import coders
 
 
 class ActionValue(NamedTuple):
@@ -62,28 +61,60 @@ RECORD_TYPES = {
     PARTIAL_BOARD_VALUE: BoardValue,
 }
 
-_FEN = coders.StrUtf8Coder()
-_MOVE = coders.StrUtf8Coder()
-_WIN_PROB = coders.FloatCoder()
-CODERS = {
-    'action_value': coders.TupleCoder((_FEN, _MOVE, _WIN_PROB)),
-    'state_value': coders.TupleCoder((_FEN, _WIN_PROB)),
-    'behavioral_cloning': coders.TupleCoder((_FEN, _MOVE)),
-    BOARD_VALUE: coders.TupleCoder((
-        _FEN, coders.IterableCoder(_MOVE), coders.IterableCoder(_WIN_PROB), _WIN_PROB)),
+# Each kind's fields, as the reference's Beam coders lay them out: `TupleCoder` of `StrUtf8Coder` ('str'),
+# `FloatCoder` ('float', 8 bytes big-endian) and `IterableCoder` of those ('strs', 'floats': a big-endian int32
+# count, then the items). Inside a tuple a string is prefixed by its varint length, except the tuple's last field.
+LAYOUTS = {
+    'action_value': ('str', 'str', 'float'),
+    'state_value': ('str', 'float'),
+    'behavioral_cloning': ('str', 'str'),
+    BOARD_VALUE: ('str', 'strs', 'floats', 'float'),
+    PARTIAL_BOARD_VALUE: ('str', 'strs', 'floats', 'float'),  # The same fields; the kind says which moves are there.
 }
-CODERS[PARTIAL_BOARD_VALUE] = CODERS[BOARD_VALUE]  # The same fields; the kind says which moves are there.
 
 
 def _check_kind(kind: str) -> None:
-  if kind not in CODERS:
+  if kind not in LAYOUTS:
     raise ValueError(f'unknown record kind {kind!r}; expected one of {ALL_KINDS}')
 
 
+def _write_varint(value: int, out: list[bytes]) -> None:
+  while True:
+    byte = value & 0x7F
+    value >>= 7
+    if value:
+      out.append(bytes((byte | 0x80,)))
+    else:
+      out.append(bytes((byte,)))
+      return
+
+
+def _write_str(text: str, out: list[bytes], prefixed: bool) -> None:
+  data = text.encode('utf-8')
+  if prefixed:
+    _write_varint(len(data), out)
+  out.append(data)
+
+
 def encode(kind: str, record: tuple) -> bytes:
-  """Encodes a record of `kind` to the bytes stored in a bag."""
+  """Encodes a record of `kind` to the bytes stored in a bag (the reference's Beam coders' bytes)."""
   _check_kind(kind)
-  return CODERS[kind].encode(tuple(record))
+  layout = LAYOUTS[kind]
+  if len(record) != len(layout):
+    raise ValueError(f'a {kind} record has {len(layout)} fields, got {len(record)}: {record!r}')
+  out: list[bytes] = []
+  for i, (field, value) in enumerate(zip(layout, record)):
+    if field == 'str':
+      _write_str(value, out, prefixed=i + 1 < len(layout))
+    elif field == 'float':
+      out.append(struct.pack('>d', value))
+    elif field == 'strs':
+      out.append(struct.pack('>i', len(value)))
+      for item in value:
+        _write_str(item, out, prefixed=True)
+    else:
+      out.append(struct.pack(f'>i{len(value)}d', len(value), *value))
+  return b''.join(out)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -108,33 +139,44 @@ def _count(data: bytes, pos: int, item_bytes: int) -> tuple[int, int]:
   return count, pos + 4
 
 
-def _decode_board_value(data: bytes) -> BoardValue:
-  """`CODERS['board_value'].decode`, strictly: any malformed input raises ValueError.
-
-  (Beam's compiled coder may crash the process on bytes of another kind.)
-  """
-  length, pos = _varint(data, 0)
-  fen = data[pos:pos + length].decode('utf-8')
-  pos += length
-  count, pos = _count(data, pos, 2)
-  moves = []
-  for _ in range(count):
-    length, pos = _varint(data, pos)
-    if pos + length > len(data):
-      raise ValueError('truncated move')
-    moves.append(data[pos:pos + length].decode('utf-8'))
-    pos += length
-  count, pos = _count(data, pos, 8)
-  win_probs = struct.unpack_from(f'>{count}d', data, pos)
-  pos += 8 * count
-  if pos + 8 != len(data):
-    raise ValueError(f'{len(data) - pos} bytes where the 8-byte state value should end the record')
-  return BoardValue(fen, tuple(moves), win_probs, struct.unpack_from('>d', data, pos)[0])
-
-
 def decode(kind: str, data: bytes) -> NamedTuple:
-  """Decodes the bytes of one bag record of `kind` (board_value: ValueError if malformed)."""
+  """Decodes the bytes of one bag record of `kind`, strictly: malformed bytes raise ValueError.
+
+  (Beam's compiled coders may crash the process on bytes of another kind.)
+  """
   _check_kind(kind)
-  if kind == BOARD_VALUE:
-    return _decode_board_value(data)
-  return RECORD_TYPES[kind](*CODERS[kind].decode(data))
+  layout = LAYOUTS[kind]
+  fields: list = []
+  pos = 0
+  for i, field in enumerate(layout):
+    if field == 'str':
+      if i + 1 < len(layout):
+        length, pos = _varint(data, pos)
+        if pos + length > len(data):
+          raise ValueError('truncated string')
+      else:
+        length = len(data) - pos
+      fields.append(data[pos:pos + length].decode('utf-8'))
+      pos += length
+    elif field == 'float':
+      if pos + 8 > len(data):
+        raise ValueError('truncated float')
+      fields.append(struct.unpack_from('>d', data, pos)[0])
+      pos += 8
+    elif field == 'strs':
+      count, pos = _count(data, pos, 1)
+      items = []
+      for _ in range(count):
+        length, pos = _varint(data, pos)
+        if pos + length > len(data):
+          raise ValueError('truncated string')
+        items.append(data[pos:pos + length].decode('utf-8'))
+        pos += length
+      fields.append(tuple(items))
+    else:
+      count, pos = _count(data, pos, 8)
+      fields.append(struct.unpack_from(f'>{count}d', data, pos))
+      pos += 8 * count
+  if pos != len(data):
+    raise ValueError(f'{len(data) - pos} bytes after the last field of a {kind} record')
+  return RECORD_TYPES[kind](*fields)

@@ -531,7 +531,7 @@ class AnnotateGames(beam.PTransform):
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
         self.outputs.append(OutputSet(spec, split, kind))
-        record_sets.append(shards.RecordSet(spec, records.CODERS[kind].encode, _first, buckets, o.records_per_shard))
+        record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard))
         to_write.append(of_split
                         | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
                         | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))

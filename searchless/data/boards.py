@@ -22,20 +22,16 @@ does not depend on the order its action-value records came in.
 >>> mismatch(fen, ['a1a2', 'a1b1'])
 'missing a1b2'
 
-The Beam transforms `GroupIntoBoards` and `BoardsToChessBench` convert whole
-datasets (any size, on any runner); `searchless.data.convert` runs them (`searchless-convert`).
+`searchless.data.convert`'s Beam transforms convert whole datasets with these
+functions (any size, on any runner; `searchless-convert`).
 """
 
 from collections.abc import Iterable, Sequence
 
-import apache_beam as beam
-from apache_beam.pvalue import DoOutputsTuple, PCollection
 import chess
 
 from searchless.core import moves as moves_lib
 from searchless.core import records
-
-BAD = 'bad'  # Tagged output of `GroupIntoBoards`: boards whose moves are not their legal moves.
 
 
 def mismatch(fen: str, moves: Sequence[str]) -> str | None:
@@ -96,50 +92,3 @@ def to_chessbench(board: records.BoardValue) -> dict[str, list]:
       'state_value': [records.StateValue(board.fen, board.state_value)],
       'behavioral_cloning': [] if best is None else [records.BehavioralCloning(board.fen, best)],
   }
-
-
-class GroupIntoBoards(beam.PTransform):
-  """Action-value records -> `BoardValue` records (main output) and bad boards (`BAD`).
-
-  Records of one board may be anywhere in the input: they are grouped by FEN.
-  Optional state-value records (`state_values`, a PCollection of (fen, value))
-  give each board its own value; a board without one takes its best move's.
-  A board whose moves are not exactly its legal moves goes to the `BAD` output
-  as ``{'fen', 'reason', 'moves'}``.
-  """
-
-  def __init__(self, state_values: beam.PCollection | None = None):
-    super().__init__()
-    self._state_values = state_values
-
-  @beam.typehints.no_annotations  # For readers: Beam has no type hint for several outputs.
-  def expand(self, action_values: PCollection[records.ActionValue]) -> DoOutputsTuple:
-    keyed = {'av': action_values | 'ByFen' >> beam.Map(lambda r: (r[0], (r[1], r[2])))}
-    if self._state_values is not None:
-      keyed['sv'] = self._state_values | 'SvByFen' >> beam.Map(lambda r: (r[0], r[1]))
-
-    def to_board(fen_groups):
-      fen, groups = fen_groups
-      pairs = list(groups['av'])
-      svs = list(groups.get('sv', []))
-      if not pairs and not svs:
-        return
-      reason = mismatch(fen, [m for m, _ in pairs])
-      if reason is None and len(set(svs)) > 1:
-        reason = f'{len(svs)} different state values'
-      if reason is not None:
-        yield beam.pvalue.TaggedOutput(BAD, {'fen': fen, 'reason': reason, 'moves': len(pairs)})
-        return
-      yield from_action_values(fen, pairs, svs[0] if svs else None)
-
-    return (keyed | 'GroupByFen' >> beam.CoGroupByKey()
-            | 'ToBoards' >> beam.FlatMap(to_board).with_outputs(BAD, main='boards'))
-
-
-class BoardsToChessBench(beam.PTransform):
-  """`BoardValue` records -> {kind: PCollection} of the three ChessBench datasets."""
-
-  @beam.typehints.no_annotations  # For readers: Beam has no type hint for a dict of outputs.
-  def expand(self, boards: PCollection[records.BoardValue]) -> dict[str, PCollection]:
-    return {kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: to_chessbench(b)[k], kind)
-            for kind in records.KINDS}

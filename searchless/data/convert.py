@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.pvalue import PBegin, PCollection
+from apache_beam.pvalue import DoOutputsTuple, PBegin, PCollection
 from bagz.beam import bagzio
 
 from searchless.core import artefacts
@@ -82,6 +82,72 @@ class ConversionSummary(artefacts.Artefact):
         f'wrote {files}; summary {FileSystems.join(self.output_dir, self.FILE)}'])
 
 
+BAD = 'bad'  # Tagged output of `GroupIntoBoards`: boards whose moves are not their legal moves.
+
+
+class GroupIntoBoards(beam.PTransform):
+  """Action-value records -> `BoardValue` records (main output) and bad boards (`BAD`).
+
+  Records of one board may be anywhere in the input: they are grouped by FEN.
+  Optional state-value records (`state_values`, a PCollection of (fen, value))
+  give each board its own value; a board without one takes its best move's.
+  A board whose moves are not exactly its legal moves goes to the `BAD` output
+  as ``{'fen', 'reason', 'moves'}``.
+  """
+
+  def __init__(self, state_values: beam.PCollection | None = None):
+    super().__init__()
+    self._state_values = state_values
+
+  @beam.typehints.no_annotations  # For readers: Beam has no type hint for several outputs.
+  def expand(self, action_values: PCollection[records.ActionValue]) -> DoOutputsTuple:
+    keyed = {'av': action_values | 'ByFen' >> beam.Map(lambda r: (r[0], (r[1], r[2])))}
+    if self._state_values is not None:
+      keyed['sv'] = self._state_values | 'SvByFen' >> beam.Map(lambda r: (r[0], r[1]))
+
+    def to_board(fen_groups):
+      fen, groups = fen_groups
+      pairs = list(groups['av'])
+      svs = list(groups.get('sv', []))
+      if not pairs and not svs:
+        return
+      reason = boards_lib.mismatch(fen, [m for m, _ in pairs])
+      if reason is None and len(set(svs)) > 1:
+        reason = f'{len(svs)} different state values'
+      if reason is not None:
+        yield beam.pvalue.TaggedOutput(BAD, {'fen': fen, 'reason': reason, 'moves': len(pairs)})
+        return
+      yield boards_lib.from_action_values(fen, pairs, svs[0] if svs else None)
+
+    return (keyed | 'GroupByFen' >> beam.CoGroupByKey()
+            | 'ToBoards' >> beam.FlatMap(to_board).with_outputs(BAD, main='boards'))
+
+
+class BoardsToChessBench(beam.PTransform):
+  """`BoardValue` records -> {kind: PCollection} of the three ChessBench datasets."""
+
+  @beam.typehints.no_annotations  # For readers: Beam has no type hint for a dict of outputs.
+  def expand(self, boards: PCollection[records.BoardValue]) -> dict[str, PCollection]:
+    return {kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: boards_lib.to_chessbench(b)[k], kind)
+            for kind in records.KINDS}
+
+
+class RecordCoder(beam.coders.Coder):
+  """A Beam coder of one record kind: `records.encode`'s bytes (the reference's coders' bytes)."""
+
+  def __init__(self, kind: str):
+    self._kind = kind
+
+  def encode(self, value: tuple) -> bytes:
+    return records.encode(self._kind, value)
+
+  def decode(self, encoded: bytes) -> tuple:
+    return records.decode(self._kind, encoded)
+
+  def is_deterministic(self) -> bool:
+    return True
+
+
 class ReadRecords(beam.PTransform):
   """A pipeline's root -> the `kind` records of bag `spec`, decoded to `records` types."""
 
@@ -95,7 +161,7 @@ class ReadRecords(beam.PTransform):
 
 
 class WriteBadBoards(beam.PTransform):
-  """Bad boards (`boards.GroupIntoBoards`'s `BAD` output) -> ``OUTPUT_DIR/bad_boards.jsonl``."""
+  """Bad boards (`GroupIntoBoards`'s `BAD` output) -> ``OUTPUT_DIR/bad_boards.jsonl``."""
 
   def __init__(self, output_dir: str):
     super().__init__()
@@ -158,15 +224,15 @@ def run(input: str, output_dir: str, *, to: str, state_values: str | None = None
     if to == 'board':
       values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
       grouped = (pipeline | 'Read[action_value]' >> ReadRecords(input, 'action_value')
-                 | 'GroupIntoBoards' >> boards_lib.GroupIntoBoards(values))
+                 | 'GroupIntoBoards' >> GroupIntoBoards(values))
       outputs = {records.BOARD_VALUE: grouped.boards}
-      _ = grouped[boards_lib.BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
+      _ = grouped[BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
     else:
       outputs = (pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE)
-                 | 'ToChessBench' >> boards_lib.BoardsToChessBench())
+                 | 'ToChessBench' >> BoardsToChessBench())
     for kind, pcoll in outputs.items():
       _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
-          bags.sink_path(output_dir, kind, num_shards, compress), coder=records.CODERS[kind])
+          bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind))
 
   written = {kind: bags.find(output_dir, kind) for kind in outputs}
   counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}

@@ -17,6 +17,7 @@ and written to ``skipped.jsonl`` with its file and line. Counts are data, summed
 
 from collections.abc import Iterable, Iterator, Sequence
 import dataclasses
+import functools
 import os
 import time
 
@@ -268,7 +269,7 @@ class ImportLabels(beam.PTransform):
         spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
         buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
         self.outputs.append(annotate.OutputSet(spec, split, kind))
-        record_sets.append(shards.RecordSet(spec, records.CODERS[kind].encode, lambda r: r[0], buckets,
+        record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets,
                                             o.records_per_shard))
         to_write.append(of_split | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
                         | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))

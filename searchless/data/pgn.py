@@ -6,7 +6,7 @@ text of single games, cheaply and in constant memory; `parse_game` turns one
 game's text into its board states with python-chess, or into a `Skip` that
 says why the game is not used (and where it is).
 
-Paths go through Beam's `FileSystems`, so ``gs://`` and ``s3://`` inputs work
+Remote paths go through Beam's `FileSystems` (`searchless.core.files`), so ``gs://`` and ``s3://`` inputs work
 wherever the matching Beam extra is installed.
 """
 
@@ -22,10 +22,9 @@ from collections.abc import Iterator, Sequence
 
 import chess
 import chess.pgn
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 import zstandard
 
+from searchless.core import files
 from searchless.core import legality
 from searchless.core import tokenizer
 
@@ -55,7 +54,7 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
     if '://' not in pattern and os.path.isdir(pattern):
       raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
                               f"'{os.path.join(pattern, '*.pgn.zst')}'")
-    matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    matched = files.match(pattern)
     if not matched:
       raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
     paths += matched
@@ -99,7 +98,7 @@ def _stream_chunks(stream, path: str) -> Iterator[bytes]:
 
 def read_chunks(path: str) -> Iterator[bytes]:
   """Yields the decompressed bytes of `path`, chosen by its extension."""
-  raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+  raw = files.open_read(path)
   with raw:
     lower = path.lower()
     if lower.endswith(('.zst', '.zstd')):

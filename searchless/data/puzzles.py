@@ -20,8 +20,8 @@ In both, that board is the position BEFORE the opponent's move ``Moves[0]``
 >>> puzzle.start_fen, puzzle.solver_moves, puzzle.themes
 ('5k2/5ppp/8/8/8/8/5PPP/3R2K1 w - - 1 2', ('d1d8',), ('mate', 'mateIn1'))
 
-Paths go through Beam's `FileSystems` (``gs://`` works, ``.gz``/``.bz2``/``.zst``
-are decompressed by extension).
+Files are read as `searchless.data.pgn` reads games: ``gs://`` works (through Beam),
+``.gz``/``.bz2``/``.zst`` are decompressed by extension.
 """
 
 import codecs
@@ -32,7 +32,8 @@ from typing import NamedTuple
 
 import chess
 import chess.pgn
-from apache_beam.io.filesystems import FileSystems
+
+from searchless.data import pgn
 
 LICHESS = 'lichess'
 CHESSBENCH = 'chessbench'
@@ -124,27 +125,20 @@ def parse_row(layout: str, row: Mapping[str, str]) -> Puzzle:
   return Puzzle(row['PuzzleId'], rating, themes, fen, moves, start_fen, row)
 
 
-def _text_lines(raw, path: str) -> Iterator[str]:
-  """Yields the lines (with their ends) of a binary stream of UTF-8 text."""
-  rest, number = b'', 0
-  while True:
-    chunk = raw.read(1 << 20)
-    if chunk:
-      lines = (rest + chunk).split(b'\n')
-      rest = lines.pop()
-      lines = [line + b'\n' for line in lines]
-    else:
-      lines = [rest] if rest else []
-    for data in lines:
+def _text_lines(path: str) -> Iterator[str]:
+  """Yields the lines (with their ends) of the UTF-8 text file at `path`, decompressed by its extension."""
+  number = 0
+  try:
+    for data in pgn.read_lines(path):
       number += 1
       if number == 1:
         data = data.removeprefix(codecs.BOM_UTF8)
       try:
-        yield data.decode('utf-8')
+        yield data.decode('utf-8') + '\n'
       except UnicodeDecodeError as e:
         raise PuzzleFormatError(f'{path}:{number}: not UTF-8 text ({e})') from None
-    if not chunk:
-      return
+  except pgn.CorruptInputError as e:
+    raise PuzzleFormatError(str(e)) from None
 
 
 def read_puzzles(path: str, limit: int | None = None) -> Iterator[Puzzle]:
@@ -152,31 +146,30 @@ def read_puzzles(path: str, limit: int | None = None) -> Iterator[Puzzle]:
 
   Raises PuzzleFormatError naming the file and line of the first bad row.
   """
-  with FileSystems.open(path) as raw:
-    reader = csv.reader(_text_lines(raw, path))
+  reader = csv.reader(_text_lines(path))
+  try:
+    header = next(reader, None)
+    if header is None:
+      raise PuzzleFormatError(f'{path}: empty file, expected a puzzle CSV header')
     try:
-      header = next(reader, None)
-      if header is None:
-        raise PuzzleFormatError(f'{path}: empty file, expected a puzzle CSV header')
+      layout = detect_layout(header)
+    except ValueError as e:
+      raise PuzzleFormatError(f'{path}:1: {e}') from None
+    count = 0
+    while limit is None or count < limit:
+      line = reader.line_num + 1
+      fields = next(reader, None)
+      if fields is None:
+        return
+      if not any(fields):
+        continue  # A blank line.
       try:
-        layout = detect_layout(header)
+        if len(fields) != len(header):
+          raise ValueError(f'{len(fields)} fields, the header has {len(header)}')
+        puzzle = parse_row(layout, dict(zip(header, fields)))
       except ValueError as e:
-        raise PuzzleFormatError(f'{path}:1: {e}') from None
-      count = 0
-      while limit is None or count < limit:
-        line = reader.line_num + 1
-        fields = next(reader, None)
-        if fields is None:
-          return
-        if not any(fields):
-          continue  # A blank line.
-        try:
-          if len(fields) != len(header):
-            raise ValueError(f'{len(fields)} fields, the header has {len(header)}')
-          puzzle = parse_row(layout, dict(zip(header, fields)))
-        except ValueError as e:
-          raise PuzzleFormatError(f'{path}:{line}: {e}') from None
-        count += 1
-        yield puzzle
-    except csv.Error as e:
-      raise PuzzleFormatError(f'{path}:{reader.line_num + 1}: {e}') from None
+        raise PuzzleFormatError(f'{path}:{line}: {e}') from None
+      count += 1
+      yield puzzle
+  except csv.Error as e:
+    raise PuzzleFormatError(f'{path}:{reader.line_num + 1}: {e}') from None

@@ -1,4 +1,5 @@
 import dataclasses
+import functools
 import json
 import uuid
 
@@ -11,7 +12,7 @@ from searchless.core import records
 from searchless.data import shards
 
 FENS = ['8/8/8/8/8/8/8/K1k5 w - - 0 1', '8/8/8/8/8/8/8/K1k5 b - - 0 1', '8/8/8/8/8/8/1K6/2k5 w - - 0 1']
-CODER = records.CODERS['state_value']
+ENCODE = functools.partial(records.encode, 'state_value')
 
 
 def _save(piece, directory):
@@ -25,7 +26,7 @@ def _write(tmp_path, spec, values, buckets=1, per_shard=shards.DEFAULT_RECORDS_P
   reported.mkdir()
   with TestPipeline() as p:
     _ = (p | beam.Create([(spec.key, v) for v in values])
-         | shards.WriteShards([shards.RecordSet(spec, CODER.encode, lambda r: r[0], buckets, per_shard)])
+         | shards.WriteShards([shards.RecordSet(spec, ENCODE, lambda r: r[0], buckets, per_shard)])
          | beam.Map(_save, reported))
   return [shards.Piece(**json.loads(f.read_text())) for f in sorted(reported.iterdir())]
 
@@ -60,7 +61,7 @@ def test_auto_shards_split_every_records_per_shard_and_one_piece_is_one_file(tmp
   names = [f'state_value-0000{i}-of-00003_data.bag' for i in range(3)]
   assert sorted(p.name for p in out.iterdir()) == names
   everything = [r for n in names for r in _records(out / n)]
-  assert everything == sorted(values, key=lambda r: CODER.encode(r))
+  assert everything == sorted(values, key=lambda r: ENCODE(r))
 
   # A second job into the same folder replaces the set: one piece is one <kind>_data.bag, the shards go.
   pieces = _write(tmp_path, spec, values[:1], buckets=1, per_shard=2)

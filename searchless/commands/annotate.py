@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
   io = p.add_argument_group('input and output')
   io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
-  io.add_argument('--output_dir', required=True, help='where the splits, manifest and failures go (local path, gs://, s3://)')
+  io.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and failures go (local path, gs://, s3://)')
   io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each at most --records_per_shard), N = exactly N shards, each record\'s shard fixed by a hash of its board')
   io.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
   io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')

@@ -356,7 +356,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--workdir', required=True, help='the campaign folder (e.g. /root/searchless-data/campaign)')
+  p.add_argument('--workdir', required=True, type=cli.output_dir, help='the campaign folder (e.g. /root/searchless-data/campaign)')
   p.add_argument('--shared', default=str(pretrained.ROOT.parent / 'shared'),
                  help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')
   p.add_argument('--steps', default=','.join(STEPS), help=f'steps to run, comma-separated (default: {",".join(STEPS)})')

@@ -1,4 +1,5 @@
-"""The command line's one look: every console command's parser shows each default once, where it says something.
+"""The command line's one look: every console command's parser shows each default once, where it says something,
+and an output path of the wrong kind (a file where a folder goes, or the reverse) is refused naming its flag.
 
 >>> p = ArgumentParser(prog='x')
 >>> _ = p.add_argument('--n', type=int, default=3, help='how many')
@@ -10,6 +11,21 @@
 """
 
 import argparse
+import os
+
+
+def output_dir(value: str) -> str:
+  """An argparse type: a folder to write into (made if missing); an existing file there is refused."""
+  if '://' not in value and os.path.exists(value) and not os.path.isdir(value):
+    raise argparse.ArgumentTypeError(f'{value!r} is a file, not a folder')
+  return value
+
+
+def output_file(value: str) -> str:
+  """An argparse type: a file to write; an existing folder there is refused."""
+  if '://' not in value and os.path.isdir(value):
+    raise argparse.ArgumentTypeError(f'{value!r} is a folder, not a file')
+  return value
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

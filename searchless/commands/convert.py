@@ -23,7 +23,7 @@ from searchless.data import convert  # noqa: E402
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-convert', description=__doc__.split('\n\n')[0])
   p.add_argument('input', help='bag spec of the input records: file, name@N_data.bag, glob or comma list')
-  p.add_argument('output_dir', help='where the converted bag(s), convert.json and bad_boards.jsonl go')
+  p.add_argument('output_dir', type=cli.output_dir, help='where the converted bag(s), convert.json and bad_boards.jsonl go')
   p.add_argument('--to', required=True, choices=convert.TARGETS, help='board: action-value -> board records; chessbench: board records -> the three ChessBench datasets')
   p.add_argument('--state_values', default=None, help='--to board: state-value records giving each board its value (default: its best move\'s)')
   p.add_argument('--skip_bad_boards', action='store_true', help='--to board: leave out (and count) boards whose moves are not exactly their legal moves, instead of failing')

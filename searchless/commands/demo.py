@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='python -m searchless.commands.demo', description=__doc__.split('\n\n')[0])
   p.add_argument('--input', nargs='+', default=[str(samples.GAMES)],
                  help='PGN files or globs (.pgn, .pgn.zst, ...); default: the sample games shipped in the package')
-  p.add_argument('--run_dir', required=True, help='where every step writes')
+  p.add_argument('--run_dir', required=True, type=cli.output_dir, help='where every step writes')
   p.add_argument('--config', '--preset', default='demo',
                  help="model/training config: a shipped name (searchless/configs/) or a .py path; its 'demo' "
                       "section (else the demo config's) gives the defaults of the flags below")

@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--agent', required=True,
                  help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...')
   p.add_argument('--num', type=int, default=None, help='evaluate only the first NUM positions of each suite')
-  p.add_argument('--out', required=True, help='output directory')
+  p.add_argument('--out', required=True, type=cli.output_dir, help='output directory')
   p.add_argument('--no_progress', action='store_true', help='no progress bar')
   return p
 

@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-evaluate', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help='Workdir, checkpoint dir or published-layout model dir.')
   p.add_argument('--data', required=True, help='Action-value or board_value bag spec, or a directory holding one.')
-  p.add_argument('--out', required=True, help='Output directory (metrics.json, boards.jsonl).')
+  p.add_argument('--out', required=True, type=cli.output_dir, help='Output directory (metrics.json, boards.jsonl).')
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's.")
   p.add_argument('--num_boards', type=int, help='Evaluate the first N complete boards (default: all).')
   p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),

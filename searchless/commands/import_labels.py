@@ -37,7 +37,7 @@ _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportO
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('input', nargs='+', help='game dumps with [%%eval] comments (.pgn[.zst|.bz2|.gz]) and/or evaluation databases (.jsonl[.zst]), or globs')
-  p.add_argument('--output_dir', required=True, help='where the splits, manifest and skips go (local path, gs://, s3://)')
+  p.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and skips go (local path, gs://, s3://)')
   p.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
   p.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size, N = exactly N')
   p.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')

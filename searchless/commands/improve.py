@@ -25,7 +25,7 @@ _DEFAULTS = improve.ImproveConfig()
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-improve', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help="the starting model: workdir, checkpoint dir or 'pretrained'")
-  p.add_argument('--workdir', required=True, help='outputs (iteration_NNN/, summary.json); rerun to resume')
+  p.add_argument('--workdir', required=True, type=cli.output_dir, help='outputs (iteration_NNN/, summary.json); rerun to resume')
   for field in ('iterations', 'games', 'sims', 'sample_plies', 'opening_plies', 'max_plies', 'resign_plies',
                 'steps', 'batch_size', 'min_visits', 'num_puzzles', 'match_games', 'workers', 'seed'):
     p.add_argument(f'--{field}', type=int, default=getattr(_DEFAULTS, field), help=_help(field))
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
   for field in ('replay', 'puzzles'):
     p.add_argument(f'--{field}', default=getattr(_DEFAULTS, field), help=_help(field))
   p.add_argument('--openings', nargs='*', default=[], help=_help('openings'))
-  p.add_argument('--quiet', action='store_true', help='no progress bars')
+  p.add_argument('--no_progress', '--quiet', dest='quiet', action='store_true', help='no progress bars')
   return p
 
 

@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-mine-puzzles', description=__doc__.split('\n\n')[0])
   p.add_argument('--games', action='append', required=True,
                  help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat for several')
-  p.add_argument('--out', required=True, help='puzzle CSV to write (Lichess columns)')
+  p.add_argument('--out', required=True, type=cli.output_file, help='puzzle CSV to write (Lichess columns)')
   p.add_argument('--max_puzzles', type=int, default=None, help='stop after this many puzzles')
   p.add_argument('--limit', default=puzzle_mining.DEFAULT_LIMIT, help='per search: nodes=N, depth=N or time=SECONDS')
   p.add_argument('--split', choices=puzzle_mining.SPLITS, default='test',

@@ -18,11 +18,11 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(
       prog='searchless-openings',
       description=__doc__.split('\n\n')[0])
-  p.add_argument('--out', required=True, help='output file: .epd (positions) or .pgn (moves kept)')
+  p.add_argument('--out', required=True, type=cli.output_file, help='output file: .epd (positions) or .pgn (moves kept)')
   p.add_argument('--num', type=int, default=None, help='how many openings to make (without --from)')
   p.add_argument('--plies', type=int, default=8, help='plies per made opening')
   p.add_argument('--seed', type=int, default=0, help='seed of the made lines, or of --sample')
-  p.add_argument('--engine', default=None, help='Stockfish binary (default: $SEARCHLESS_STOCKFISH, PATH, /usr/games)')
+  p.add_argument('--engine_path', '--engine', dest='engine', default=None, help='Stockfish binary (default: $SEARCHLESS_STOCKFISH, PATH, /usr/games)')
   p.add_argument('--limit', default='nodes=2000', help='search limit per position: nodes=N, depth=N or time=S')
   p.add_argument('--max_eval_cp', type=int, default=100, help='keep lines whose end eval is within ± this')
   p.add_argument('--multipv', type=int, default=4, help='choose among the engine\'s top-k moves ...')

@@ -295,7 +295,7 @@ def run(games: Sequence[str], workdir: str | pathlib.Path, *, games_per_chunk: i
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--games', nargs='+', required=True, help='PGN files or globs (the real Lichess games)')
-  p.add_argument('--workdir', required=True, help='where chunks, annotated data, training and export go')
+  p.add_argument('--workdir', required=True, type=cli.output_dir, help='where chunks, annotated data, training and export go')
   p.add_argument('--games_per_chunk', type=int, default=100, help='games per annotation run')
   p.add_argument('--chunks', type=int, default=None, help='annotate and train on the first N chunks (default: all)')
   p.add_argument('--workers', type=int, default=1, help='annotation worker processes (one engine each)')

@@ -18,7 +18,7 @@ from searchless.report import build
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-report', description=__doc__.split('\n\n')[0])
   p.add_argument('--run_dir', required=True, help='the run directory (data/, train/, eval/, puzzles/, match/)')
-  p.add_argument('--out', default=None, help='output directory (default: RUN_DIR/report)')
+  p.add_argument('--out', default=None, type=cli.output_dir, help='output directory (default: RUN_DIR/report)')
   # Kept so that older command lines still work: the sample game is now searchless-analyse-game's.
   p.add_argument('--no_model', action='store_true', help='ignored (see searchless-analyse-game --no_model)')
   p.add_argument('--stockfish_nodes', type=int, default=None, help='ignored (see searchless-analyse-game)')

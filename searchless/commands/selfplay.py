@@ -35,7 +35,7 @@ def _positive(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-selfplay', description=__doc__.split('\n\n')[0])
-  p.add_argument('--output', required=True, help='the PGN file to write (overwritten)')
+  p.add_argument('--out', '--output', dest='output', required=True, type=cli.output_file, help='the PGN file to write (overwritten)')
   p.add_argument('--num_games', type=_positive, default=50, help='how many games')
   p.add_argument('--seed', type=int, default=0, help='random seed: same seed, same games (with a node limit)')
   p.add_argument('--engine_path', default=None, help='UCI engine binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')

@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
                  help='games per pair (default: every opening with both colours); fewer than that samples '
                       'ceil(N/2) of the --openings with --seed')
   p.add_argument('--workers', type=int, default=1, help='games played in parallel (processes)')
-  p.add_argument('--out', required=True, help='output directory: games.pgn, results.json; rerun to resume')
+  p.add_argument('--out', required=True, type=cli.output_dir, help='output directory: games.pgn, results.json; rerun to resume')
   p.add_argument('--max_plies', type=int, default=400, help='draw after this many plies from the opening')
   p.add_argument('--adjudicate_cp', type=int, default=1300,
                  help='win when Stockfish finds a mate or |eval| > this (0: no evaluating Stockfish)')
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--draw_cp', type=int, default=None,
                  help='draw when |eval| < this for --draw_plies plies after move 40 (default: off)')
   p.add_argument('--draw_plies', type=int, default=10, help='see --draw_cp')
-  p.add_argument('--engine', default=None, help='Stockfish for adjudication and --make_openings (default: found)')
+  p.add_argument('--engine_path', '--engine', dest='engine', default=None, help='Stockfish for adjudication and --make_openings (default: found)')
   p.add_argument('--anchor', default='auto',
                  help='NAME[=ELO] fixes one rating; ladder: the UCI_Elo of stockfish:...,elo=N agents; '
                       'none: mean 0; auto: ladder if there are such agents, else none')

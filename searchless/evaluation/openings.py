@@ -38,6 +38,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from searchless.core import legality
 from searchless.engines import launch
 
 FORMATS = ('.pgn', '.epd', '.tsv')
@@ -103,15 +104,27 @@ class _LineReader:
     return text
 
 
+class _QuietBuilder(chess.pgn.GameBuilder):
+  """python-chess's game builder without its log line per error: the errors are ours to report."""
+
+  def handle_error(self, error: Exception) -> None:
+    self.game.errors.append(error)
+
+
 def _read_pgn(path: str) -> list[Opening]:
   openings: list[Opening] = []
   with open(path, encoding='utf-8-sig') as f:
     reader = _LineReader(f)
     while True:
       start = reader.line + 1
-      game = chess.pgn.read_game(reader)  # type: ignore[call-overload]  # It only calls readline().
+      game = chess.pgn.read_game(reader, Visitor=_QuietBuilder)  # type: ignore[call-overload]  # Only readline().
       if game is None:
         return openings
+      variant = game.headers.get('Variant', 'Standard')
+      if variant.lower() not in ('standard', 'chess', 'from position'):
+        raise ValueError(f'{path}:{start}: a {variant} game: openings are standard chess')
+      if (reason := legality.problems(game.board())):
+        raise ValueError(f'{path}:{start}: the start position is not legal chess ({reason})')
       if game.errors:
         raise ValueError(f'{path}:{start}: bad game: {game.errors[0]}')
       board = game.end().board()

@@ -158,3 +158,24 @@ def plot_game(plies: Sequence[int], model_view: Sequence[float | None], stockfis
   ax.legend(fontsize=9, loc='best')
   ax.grid(alpha=0.3)
   fig.savefig(path)
+
+
+def plot_ratings(players: Sequence[dict], path: pathlib.Path, models: set[str], confidence: str) -> None:
+  """Each player's BayesElo with its interval (``elo``, ``lower``, ``upper``; an anchor has no interval), best on top.
+
+  The models of this run (`models`) are drawn in blue, their opponents in grey.
+  """
+  ordered = sorted(players, key=lambda p: p['elo'])
+  fig = _figure(7, 0.5 * len(ordered) + 1.4)
+  ax = fig.subplots()
+  for row, p in enumerate(ordered):
+    color = 'tab:blue' if p['name'] in models else 'tab:gray'
+    low, high = p.get('lower'), p.get('upper')
+    if low is not None and high is not None and high > low:
+      ax.errorbar(p['elo'], row, xerr=[[p['elo'] - low], [high - p['elo']]], fmt='o', color=color, capsize=4)
+    else:
+      ax.plot(p['elo'], row, 'D', color=color)  # An anchor: fixed.
+  ax.set_yticks(range(len(ordered)), [p['name'] for p in ordered])
+  ax.set(xlabel='BayesElo', title=f'Ratings with their {confidence} intervals (diamond: the anchor, fixed)')
+  ax.grid(alpha=0.3, axis='x')
+  fig.savefig(path)

@@ -241,7 +241,7 @@ def _read_games(path: pathlib.Path) -> list[dict]:
   return games
 
 
-def fine_tune(checkpoint: str, data: str, workdir: pathlib.Path, config: ImproveConfig) -> None:
+def fine_tune(checkpoint: str, data: str, workdir: pathlib.Path, config: ImproveConfig, *, progress: bool = True) -> None:
   """Trains `checkpoint`'s config, started from its params, on `data` (resumes in `workdir`)."""
   from searchless.training import checkpoint as checkpoint_lib
   from searchless.training import config as config_lib
@@ -263,7 +263,7 @@ def fine_tune(checkpoint: str, data: str, workdir: pathlib.Path, config: Improve
   if config.batch_size:
     tuned.data.batch_size = config.batch_size
   config_lib.check(tuned)
-  train.train(ml_collections.FrozenConfigDict(tuned), workdir)
+  train.train(ml_collections.FrozenConfigDict(tuned), workdir, progress=progress)
 
 
 def measure(model: str, start: str, out: pathlib.Path, config: ImproveConfig, *, progress: bool = True) -> dict:
@@ -315,7 +315,7 @@ def run(checkpoint: str, workdir: str | os.PathLike, config: ImproveConfig = Imp
     current = model_of(work, i - 1, checkpoint)
     started = time.perf_counter()
     boards = self_play(current, out, config, iteration=i, progress=progress)
-    fine_tune(current, str(out / BOARDS_FILE), out / 'train', config)
+    fine_tune(current, str(out / BOARDS_FILE), out / 'train', config, progress=progress)
     measured = measure(model_of(work, i, checkpoint), checkpoint, out, config, progress=progress)
     games = _read_games(out / GAMES_FILE)
     entry = {'iteration': i, 'model': model_of(work, i, checkpoint), 'boards': boards, 'games': len(games),

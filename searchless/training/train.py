@@ -215,19 +215,20 @@ def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter 
     scalars.write(record['step'], record)
 
 
-def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = ()) -> TrainingState:
+def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = (),
+          progress: bool = True) -> TrainingState:
   """Trains (or resumes) the run in `workdir`; returns the final state.
 
   Writes WORKDIR/summary.json (`artefacts.TrainingSummary`; `overrides` are
   recorded in it) at the end of every run.
 
   `stop_after`: stop (with a checkpoint) after this many steps in this call,
-  as an interruption would; used by the resume tests.
+  as an interruption would; used by the resume tests. `progress`: False draws no progress bar.
   """
   work = pathlib.Path(workdir)
   work.mkdir(parents=True, exist_ok=True)
   with _WorkdirLock(work):
-    return _train(config, work, stop_after=stop_after, overrides=overrides)
+    return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
 
 
 class WorkdirInUse(OSError):
@@ -274,7 +275,7 @@ def _trim_metrics(work: pathlib.Path, step: int) -> None:
 
 
 def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None,
-           overrides: Sequence[str]) -> TrainingState:
+           overrides: Sequence[str], progress: bool) -> TrainingState:
   if not config.data.train:
     raise ValueError('no training data: pass --data GLOB or set data.train in the config')
   mesh = sharding.make_mesh(config.train.fsdp)
@@ -312,7 +313,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   else:
     flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = peak_flops_per_device(dtype)
-  bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=jax.process_index() != 0,
+  bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=not progress or jax.process_index() != 0,
                   dynamic_ncols=True)
   last_time, last_step = time.perf_counter(), start
   deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None

@@ -80,6 +80,24 @@ def test_malformed_lines_name_file_and_line(tmp_path, name, text, where):
     openings.read_openings(path)
 
 
+CHESS960 = ('[Event "960"]\n[Variant "Chess960"]\n[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n\n'
+            '1. g4 O-O *\n')
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[Event "a"]\n\n1. e4 *\n\n' + CHESS960, r':5: a Chess960 game: openings are standard chess'),
+    ('[Event "a"]\n[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n\n*\n', r':1: the start position is not legal chess \(too many kings\)'),
+    ('[Event "a"]\n\n1. e4 Ke7 *\n', r":1: bad game: illegal san: 'Ke7'"),
+])
+def test_a_pgn_game_that_is_no_standard_opening_is_an_error_naming_its_line_and_logs_nothing(tmp_path, caplog, text,
+                                                                                           message):
+  path = tmp_path / 'set.pgn'
+  path.write_text(text)
+  with pytest.raises(ValueError, match=f'{path}{message}'):
+    openings.read_openings(path)
+  assert not caplog.records  # python-chess's own log line of a parse error is not shown.
+
+
 def test_reader_errors(tmp_path):
   with pytest.raises(ValueError, match='unknown openings format'):
     openings.read_openings(tmp_path / 'set.csv')

@@ -345,13 +345,13 @@ def test_full_report_has_exact_numbers_figures_and_valid_html(tmp_path, capsys):
   assert f'searchless-uci --checkpoint {run_dir}/train' in md
 
   # Figures: valid PNGs next to the reports, linked relatively in Markdown, embedded in the HTML.
-  for name in ('training.png', 'calibration.png', 'puzzles_by_rating.png'):
+  for name in ('training.png', 'calibration.png', 'puzzles_by_rating.png', 'ratings.png'):
     assert valid_png(out_dir / name), name
     assert f']({name})' in md
   assert not (out_dir / 'sample_game.png').exists()  # No model and no Stockfish: no win-probability curve.
   assert (out_dir / 'sample_game_final.svg').read_text().startswith('<svg')
   checker = check_html(page)
-  assert len(checker.images) == 3 and all(src.startswith('data:image/png;base64,') for src in checker.images)
+  assert len(checker.images) == 4 and all(src.startswith('data:image/png;base64,') for src in checker.images)
   assert checker.count['section'] == 8 and checker.count['h2'] == 8 and checker.count['svg'] == 1
   assert '<title>searchless run report</title>' in page and 'not run' not in page
 

@@ -23,3 +23,38 @@ def test_help_shows_each_default_once_and_never_none(parser):
   assert '(default: None)' not in flat and '(default: [])' not in flat and '(default: False)' not in flat
   for option in re.split(r' (?=--?\w)', flat):  # One option's help at a time.
     assert option.lower().count('default') <= 1, option
+
+
+@pytest.mark.parametrize('command, argv, flag, kind', [
+    ('train', ['--config', 'tiny', '--workdir', '{file}'], '--workdir', 'file, not a folder'),
+    ('evaluate', ['--checkpoint', 'pretrained', '--data', 'x.bag', '--out', '{file}'], '--out', 'file, not a folder'),
+    ('tournament', ['--agent', 'random', '--agent', 'random', '--out', '{file}'], '--out', 'file, not a folder'),
+    ('openings', ['--out', '{folder}'], '--out', 'folder, not a file'),
+    ('selfplay', ['--checkpoint', 'pretrained', '--output', '{folder}'], '--out/--output', 'folder, not a file'),
+])
+def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys, command, argv, flag, kind):
+  (tmp_path / 'a_file').write_text('x')
+  paths = {'file': str(tmp_path / 'a_file'), 'folder': str(tmp_path)}
+  module = importlib.import_module(f'searchless.commands.{command}')
+  with pytest.raises(SystemExit) as exit:
+    module.main([a.format(**paths) for a in argv])
+  assert exit.value.code == 2
+  last = capsys.readouterr().err.strip().splitlines()[-1]
+  assert last.endswith(f"error: argument {flag}: {paths['file' if 'file,' in kind else 'folder']!r} is a {kind}")
+
+
+@pytest.mark.parametrize('command, canonical, old, dest', [
+    ('annotate', '--out', '--output_dir', 'output_dir'),
+    ('import_labels', '--out', '--output_dir', 'output_dir'),
+    ('puzzles_data', '--out', '--output', 'output'),
+    ('selfplay', '--out', '--output', 'output'),
+    ('openings', '--engine_path', '--engine', 'engine'),
+    ('tournament', '--engine_path', '--engine', 'engine'),
+    ('improve', '--no_progress', '--quiet', 'quiet'),
+    ('puzzles_data', '--num', '--limit', 'limit'),
+])
+def test_one_vocabulary_and_the_old_spellings_still_accepted(command, canonical, old, dest):
+  parser = importlib.import_module(f'searchless.commands.{command}')._parser()  # pylint: disable=protected-access
+  option = next(a for a in parser._actions if dest == a.dest and canonical in a.option_strings)  # pylint: disable=protected-access
+  assert option.option_strings == [canonical, old]  # The new spelling first, as --help shows it.
+  assert parser._option_string_actions[old] is option  # pylint: disable=protected-access

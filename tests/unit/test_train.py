@@ -173,6 +173,14 @@ def test_max_seconds_stops_with_a_checkpoint_and_a_rerun_continues(tmp_path, av_
   assert int(train.train(config, tmp_path).step) == 2  # A rerun resumes, with a new budget.
 
 
+def test_progress_false_draws_no_training_bar(tmp_path, av_bag, capsys):
+  config = small_config(av_bag, 'train.num_steps=2')
+  train.train(config, tmp_path / 'quiet', progress=False)
+  assert 'train:' not in capsys.readouterr().err
+  train.train(config, tmp_path / 'shown')
+  assert 'train:' in capsys.readouterr().err  # The bar, as lines when stderr is no terminal.
+
+
 @pytest.mark.slow
 def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_line_per_step(tmp_path, av_bag):
   import signal

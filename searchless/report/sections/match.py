@@ -4,8 +4,12 @@ Reads ``match/results.json`` (`artefacts.MatchResults`) and ``match/games.pgn``.
 """
 
 from searchless.core import artefacts
+from searchless.report import figures
 from searchless.report.context import Context, model_names, read_games
-from searchless.report.document import Callout, Section, Table, Text, format_count, format_duration, format_percent
+from searchless.report.document import (Callout, Image, Section, Table, Text, format_count, format_duration,
+                                           format_percent)
+
+RATINGS_PNG = 'ratings.png'
 
 
 def _elo(ctx: Context, results: artefacts.MatchResults, models: set[str]) -> list:
@@ -24,6 +28,10 @@ def _elo(ctx: Context, results: artefacts.MatchResults, models: set[str]) -> lis
                  format_percent(p['score'], 0), f"`{specs.get(p['name'], '')}`"])
   blocks: list = [Table(['player', 'Elo', '±', f'{confidence} interval', 'games', 'score', 'agent'], rows,
                         numeric=(1, 2, 3, 4, 5), caption=f'BayesElo ratings ({confidence} intervals).')]
+  players = [{**p, 'lower': None, 'upper': None} if p['name'] in anchors else p for p in elo['players']]
+  figures.plot_ratings(players, ctx.out_dir / RATINGS_PNG, models, confidence)
+  blocks.append(Image(RATINGS_PNG, 'BayesElo ratings with their intervals',
+                      f'Each player\'s rating and its {confidence} interval; this run\'s model in blue.'))
   if anchors:
     anchor_text = ', '.join(f'`{n}` = {v:g}' for n, v in anchors.items())
     blocks.append(Text(f'Ratings are anchored to {anchor_text}: Stockfish playing with `UCI_LimitStrength` at '

@@ -207,6 +207,21 @@ class _Stop:
       signal.signal(sig, handler)
 
 
+def _agreed(out_of_time: bool, signalled: bool) -> tuple[bool, bool]:
+  """(out of time, signalled) as every process will act on them: true where any process's is.
+
+  Each process reads its own clock and gets its own signals, but all must stop at the same step, or one
+  waits forever in a collective or a checkpoint save the others left: one host all-gather per step
+  decides (on more than one process only).
+  """
+  if jax.process_count() == 1:
+    return out_of_time, signalled
+  from jax.experimental import multihost_utils
+  flags = np.asarray(multihost_utils.process_allgather(np.array([out_of_time, signalled], np.int32)))  # [P, 2]
+  agreed = flags.reshape(-1, 2).any(axis=0)
+  return bool(agreed[0]), bool(agreed[1])
+
+
 def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter | None) -> None:
   if jax.process_index() == 0:
     with open(workdir / 'metrics.jsonl', 'a') as f:
@@ -327,7 +342,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
       bar.update(1)
       if deadline is not None and len(window) > 1:
         jax.block_until_ready(window[-2]['loss'])  # Dispatch is asynchronous: keep the clock one step behind at most.
-      out_of_time = deadline is not None and time.perf_counter() > deadline
+      out_of_time, signalled = _agreed(deadline is not None and time.perf_counter() > deadline, stop.requested)
       if out_of_time:
         end = done  # Log, evaluate and checkpoint as at the end.
       if done % config.train.log_every == 0 or done == end:
@@ -350,12 +365,12 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         _log(work, record, scalars)
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
-      if done % config.train.ckpt_every == 0 or done == end or stop.requested:
+      if done % config.train.ckpt_every == 0 or done == end or signalled:
         probes = {name: model.probe(functions.model_config, tree)
                   for name, tree in ((checkpoint.PARAMS, state.params), (checkpoint.PARAMS_EMA, state.params_ema))}
         manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
                      config=config, data_iter_state=data_iter.get_state(), probes=probes)
-      if stop.requested:
+      if signalled:
         bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
         break
       if out_of_time:

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 
+from absl import flags
 import chess
 import numpy as np
 
@@ -119,6 +120,7 @@ def main() -> None:
   p.add_argument('--reference', default='/tmp/ref', help='directory holding searchless_chess/src/data_loader.py')
   p.add_argument('--workers', default='0,1,2', help='worker counts of our loader to time')
   args = p.parse_args()
+  flags.FLAGS.mark_as_parsed()  # This program's flags are argparse's; grain's workers read absl's defaults.
 
   bag = pathlib.Path(args.bag)
   if not bag.exists():

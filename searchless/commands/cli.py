@@ -44,3 +44,11 @@ class ArgumentParser(argparse.ArgumentParser):
   def __init__(self, *args, **kwargs):
     kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
     super().__init__(*args, **kwargs)
+
+  def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]  # parse_args calls it too.
+    parsed = super().parse_known_args(args, namespace)
+    # This program's flags are these; absl's (grain reads them in its worker processes) take their defaults.
+    from absl import flags
+    if not flags.FLAGS.is_parsed():
+      flags.FLAGS.mark_as_parsed()
+    return parsed

@@ -218,7 +218,7 @@ def _agreed(out_of_time: bool, signalled: bool) -> tuple[bool, bool]:
     return out_of_time, signalled
   from jax.experimental import multihost_utils
   flags = np.asarray(multihost_utils.process_allgather(np.array([out_of_time, signalled], np.int32)))  # [P, 2]
-  agreed = flags.reshape(-1, 2).any(axis=0)
+  agreed = flags.reshape(-1, 2).max(axis=0)  # [2]
   return bool(agreed[0]), bool(agreed[1])
 
 

@@ -4,7 +4,10 @@ import math
 import pickle
 import random
 import struct
+import subprocess
+import sys
 
+from absl import flags
 import numpy as np
 import pytest
 
@@ -22,6 +25,24 @@ from searchless.data import shuffle
 KINDS = records.KINDS
 COUNTS = {'action_value': 1740, 'state_value': 60, 'behavioral_cloning': 57}
 FEN = '8/8/8/8/8/8/8/K1k5 w - - 0 1'
+
+
+@pytest.fixture(autouse=True, scope='module')
+def absl_flags_parsed():
+  """This test program parses absl's flags (as a searchless command does): grain's worker processes read them."""
+  flags.FLAGS.mark_as_parsed()
+
+
+def test_worker_processes_need_a_program_that_parsed_absl_flags(compat):
+  code = ('from searchless.data import loader\n'
+          f"loader.build_loader({_bag(compat, 'action_value')!r}, policy='action_value', num_return_buckets=128, "
+          'batch_size=60, shuffle=False, seed=0, num_epochs=1, worker_count=1)')
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines()[-1] == (
+      "ValueError: worker_count=1: grain reads absl flags in its worker processes and this program has not parsed "
+      "them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for their defaults, as "
+      "searchless's commands do), or use worker_count=0")
 
 
 def _bag(compat, kind: str) -> str:

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import safetensors.numpy
 
+from searchless.core import atomic
 from searchless.core import tokenizer
 from searchless.model import transformer
 
@@ -56,7 +57,8 @@ def export(out: str | os.PathLike, model_config: transformer.ModelConfig, params
   flat = {f'{module}/{name}': np.ascontiguousarray(np.asarray(value, np.float32))
           for module, leaves in params.items() for name, value in leaves.items()}
   config_json = json.dumps(dataclasses.asdict(model_config), sort_keys=True)
-  safetensors.numpy.save_file(flat, str(out_dir / WEIGHTS), metadata={_CONFIG_KEY: config_json})
+  # Through our atomic writer: safetensors' own save_file leaves the file 0600 whatever the umask.
+  atomic.write_bytes(out_dir / WEIGHTS, safetensors.numpy.save(flat, metadata={_CONFIG_KEY: config_json}))
   from searchless.training import config as config_lib  # Only to write the experiment config as JSON.
   (out_dir / CONFIG).write_text(json.dumps({
       'model': dataclasses.asdict(model_config),

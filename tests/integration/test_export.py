@@ -1,6 +1,8 @@
 """searchless-export: safetensors weights, config and a serialized forward function, round-tripped."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -29,6 +31,10 @@ def _round_trip(tmp_path, source, tokens):
   forward = export.load_forward(tmp_path / 'out' / 'forward.jax')
   want = transformer.build(model_config).apply(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)
+  umask = os.umask(0)
+  os.umask(umask)
+  for name in ('model.safetensors', 'config.json', 'forward.jax'):  # Readable as the umask says (0600 once).
+    assert stat.S_IMODE((tmp_path / 'out' / name).stat().st_mode) == 0o666 & ~umask, name
   return json.loads((tmp_path / 'out' / 'config.json').read_text())
 
 

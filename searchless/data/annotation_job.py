@@ -146,7 +146,6 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   if local and not os.access(engine_config.path, os.X_OK):
     raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
                             '(Debian: apt-get install stockfish) or pass --engine_path')
-  claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None
@@ -155,7 +154,8 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
   graph = annotate.AnnotateGames(options, engine_config, progress_dir)
-  _ = pipeline | 'Annotate' >> graph
+  _ = pipeline | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
+  claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
   for root in roots:
     shards.clean(root)  # What a crashed earlier job left.

@@ -300,13 +300,13 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
         ) -> artefacts.ImportManifest:
   """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
   pipeline_options, _ = annotation_job.beam_options(beam_args)
-  annotation_job.claim(options.output_dir, options.overwrite)
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=annotation_job.parallelism(pipeline_options))
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
-  graph = ImportLabels(options)
+  graph = ImportLabels(options)  # Matches the inputs: a glob that matches nothing fails before the folder is made.
   _ = pipeline | 'Import' >> graph
+  annotation_job.claim(options.output_dir, options.overwrite)
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
   for root in roots:
     shards.clean(root)

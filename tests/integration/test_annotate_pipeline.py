@@ -244,7 +244,8 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
 
 def test_missing_input_and_engine_are_clear_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="--input '.*nothing-\\*.pgn' matches no file"):
-    driver.run(['--input', str(tmp_path / 'nothing-*.pgn'), '--output_dir', str(tmp_path), '--engine_path', '/bin/true'])
+    driver.run(['--input', str(tmp_path / 'nothing-*.pgn'), '--output_dir', str(tmp_path / 'out'), '--engine_path', '/bin/true'])
+  assert not (tmp_path / 'out').exists()  # A failed run leaves no folder behind.
   games = tmp_path / 'g.pgn'
   games.write_text(FOOLS_MATE)
   with pytest.raises(FileNotFoundError, match="engine '/no/such/stockfish' not found"):

@@ -117,6 +117,10 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout
   again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert again.returncode == 2 and 'already holds a dataset (manifest.json, skipped.jsonl' in again.stderr
+  nothing = subprocess.run([*cmd, str(tmp_path / 'none-*.jsonl'), '--out', str(tmp_path / 'c')], capture_output=True,
+                           text=True)
+  assert nothing.returncode == 2 and nothing.stderr == f"error: --input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
+  assert not (tmp_path / 'c').exists()  # A failed run leaves no folder behind.
   with pytest.raises(ValueError, match="--records 'state_value,moves': expected a comma-separated subset of"):
     free_label_job.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
 

@@ -162,6 +162,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: ') and message in err and err.count('\n') == 1
+  assert not (tmp_path / 'out').exists()  # A failed run leaves no empty folder behind.
 
 
 def test_cli_needs_openings(tmp_path, capsys):

@@ -16,6 +16,7 @@ from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
 from searchless.evaluation.tournament import runner
+from searchless.play import agents as agents_lib
 
 OPENINGS_FILE = 'openings.pgn'
 
@@ -57,16 +58,24 @@ def run(agents: Sequence[str], *, out_dir: str, openings: Sequence[str] | None =
     print('warning: no Stockfish found: games are not adjudicated by evaluation', file=sys.stderr)
   if os.path.exists(out_dir) and not os.path.isdir(out_dir):
     raise ValueError(f'--out {out_dir!r} is a file, not a directory')
-  os.makedirs(out_dir, exist_ok=True)
-  if make_openings is not None:
-    chosen = openings_lib.make_openings(make_openings, plies=opening_plies, seed=seed, engine_path=engine)
-    openings_lib.write_openings(chosen, os.path.join(out_dir, OPENINGS_FILE))
-  else:
-    chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]
-    if games_per_pair is not None:
-      chosen = openings_lib.sample_openings(chosen, math.ceil(games_per_pair / 2), seed=seed)
-  kwargs: dict[str, Any] = dict(out_dir=out_dir, games_per_pair=games_per_pair, workers=workers, adjudication=adjudication,
-                anchor=anchor, event=event, progress=progress)
-  if gauntlet:
-    return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
-  return runner.round_robin(agents, chosen, **kwargs)
+  for spec in agents:
+    agents_lib.parse_spec(spec)  # A bad spec fails before --out is made.
+  made = not os.path.exists(out_dir)
+  try:
+    if make_openings is not None:
+      chosen = openings_lib.make_openings(make_openings, plies=opening_plies, seed=seed, engine_path=engine)
+      os.makedirs(out_dir, exist_ok=True)
+      openings_lib.write_openings(chosen, os.path.join(out_dir, OPENINGS_FILE))
+    else:
+      chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]
+      if games_per_pair is not None:
+        chosen = openings_lib.sample_openings(chosen, math.ceil(games_per_pair / 2), seed=seed)
+    kwargs: dict[str, Any] = dict(out_dir=out_dir, games_per_pair=games_per_pair, workers=workers,
+                                  adjudication=adjudication, anchor=anchor, event=event, progress=progress)
+    if gauntlet:
+      return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
+    return runner.round_robin(agents, chosen, **kwargs)
+  except BaseException:
+    if made and os.path.isdir(out_dir) and not os.listdir(out_dir):
+      os.rmdir(out_dir)  # A failed run leaves no empty folder behind (its games, if any, stay: a rerun resumes).
+    raise

@@ -20,7 +20,8 @@ Steps (each resumable: rerunning the same command continues where it stopped):
              -> WORKDIR/strength.json, and the numbers into the model card.
 
 ``--install`` then copies WORKDIR/export into the package
-(``searchless/pretrained/``, which `Player.load('pretrained')` reads). The cost of
+(``searchless/pretrained_transformer/``, which `Player.load('pretrained-transformer')` reads:
+the shipped model of the paper's architecture). The cost of
 each step is printed and kept in WORKDIR/pretrained.json.
 
 A repository tool, not a console script: it runs ``benchmarks/`` code and
@@ -178,7 +179,7 @@ def card(workdir: pathlib.Path) -> str:
     raise ValueError(f'{workdir / "export"} has no experiment config: not a model this job exported')
   a, t = done['annotate'], done['train']
   lines = [
-      '# searchless pretrained model', '',
+      '# searchless pretrained-transformer model', '',
       'A searchless chess policy: the board-packed transformer of `searchless/configs/pretrained.py`',
       f"({experiment.model.num_layers} layers, d={experiment.model.embedding_dim}, "
       f"{experiment.model.num_heads} heads; one forward pass scores every legal move), parameters in bfloat16.",
@@ -232,8 +233,9 @@ def export_model(workdir: pathlib.Path) -> pathlib.Path:
 
 
 def install(export: pathlib.Path) -> pathlib.Path:
-  """Replaces the package's pretrained model (searchless/pretrained/) with `export`."""
-  target = ROOT / 'searchless' / 'pretrained'
+  """Replaces the package's shipped transformer ('pretrained-transformer') with `export`."""
+  from searchless.training import checkpoint
+  target = ROOT / 'searchless' / checkpoint.SHIPPED[checkpoint.PRETRAINED_TRANSFORMER]
   if target.exists():
     shutil.rmtree(target)
   shutil.copytree(export, target)
@@ -264,7 +266,7 @@ def run(games: Sequence[str], workdir: str | pathlib.Path, *, games_per_chunk: i
     train_seconds: training wall-clock budget.
     steps: which of STEPS to run (the chunks are always made, once).
     reference: deep-labelled board records for the evaluation.
-    install_export: copy the export into the package (searchless/pretrained/).
+    install_export: copy the export into the package (searchless/pretrained_transformer/).
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
@@ -303,7 +305,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--steps', default=','.join(STEPS), help='steps to run (comma-separated)')
   p.add_argument('--reference', default=None, help='deep-labelled board records for the evaluation (e.g. the '
                  "label-cost frontier's WORKDIR/reference/board_value_data.bag)")
-  p.add_argument('--install', action='store_true', help='copy the export into the package (searchless/pretrained/)')
+  p.add_argument('--install', action='store_true', help='copy the export into the package (searchless/pretrained_transformer/)')
   return p
 
 

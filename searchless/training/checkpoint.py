@@ -68,7 +68,10 @@ PROBE, PROBE_FILE = 'probe', 'probe.json'  # `model.probe` of each parameter ite
 PROBE_TOLERANCE = 0.02  # Largest total variation distance between a saved and a recomputed probe.
 _STATE_KIND = 'data_iter_state'  # Step custom metadata: 'bytes' | 'dict' | None.
 _ARRAY_ITEMS = (PARAMS, PARAMS_EMA, OPT_STATE)
-PRETRAINED = 'pretrained'  # The name of the model shipped in the package (package data searchless/pretrained/).
+PRETRAINED = 'pretrained'  # The name of the model shipped in the package: the strongest one.
+PRETRAINED_TRANSFORMER = 'pretrained-transformer'  # The strongest shipped model of the paper's architecture.
+# Each shipped model's name -> its folder of package data (searchless/<folder>/).
+SHIPPED = {PRETRAINED: 'pretrained', PRETRAINED_TRANSFORMER: 'pretrained_transformer'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,10 +300,10 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
   step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
   """
-  if str(path) == PRETRAINED:
-    root = pretrained_dir()
+  if str(path) in SHIPPED:
+    root = pretrained_dir(str(path))
     if not (root / PARAMS_EMA).exists():
-      raise FileNotFoundError(f'the pretrained model is missing from this installation ({root}): reinstall '
+      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): reinstall '
                               'searchless, or make it with `python -m searchless.commands.pretrained ... --install`')
     return root / PARAMS_EMA
   root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
@@ -329,9 +332,9 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   raise FileNotFoundError(f'no {" or ".join(order)} checkpoint in {step_dir}')
 
 
-def pretrained_dir() -> epath.Path:
-  """The directory of the model shipped in the package (it may be absent from a source checkout)."""
-  return epath.Path(str(importlib.resources.files('searchless') / PRETRAINED))
+def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
+  """The directory of the shipped model `name` (a key of SHIPPED; it may be absent from a source checkout)."""
+  return epath.Path(str(importlib.resources.files('searchless') / SHIPPED[name]))
 
 
 def _restore_numpy(directory: epath.Path) -> dict:

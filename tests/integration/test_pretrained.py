@@ -42,21 +42,33 @@ def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(
 def test_the_name_pretrained_is_the_package_model_and_a_missing_one_says_how_to_get_it(tmp_path, monkeypatch):
   assert checkpoint.resolve('pretrained') == checkpoint.pretrained_dir() / 'params_ema'
   assert str(checkpoint.pretrained_dir()).startswith(str(ROOT / 'searchless'))
-  monkeypatch.setattr(checkpoint, 'pretrained_dir', lambda: checkpoint.epath.Path(tmp_path))
+  assert checkpoint.resolve('pretrained-transformer') == checkpoint.pretrained_dir('pretrained-transformer') / 'params_ema'
+  monkeypatch.setattr(checkpoint, 'pretrained_dir', lambda name='pretrained': checkpoint.epath.Path(tmp_path))
   with pytest.raises(FileNotFoundError, match='the pretrained model is missing from this installation'):
     player_lib.Player.load('pretrained')
+  with pytest.raises(FileNotFoundError, match='the pretrained-transformer model is missing from this installation'):
+    player_lib.Player.load('pretrained-transformer')
 
 
-def test_the_shipped_model_is_small_documented_and_plays():
-  directory = pathlib.Path(str(checkpoint.pretrained_dir()))
+@pytest.mark.parametrize('name', ['pretrained', 'pretrained-transformer'])
+def test_each_shipped_model_is_small_documented_and_plays(name):
+  directory = pathlib.Path(str(checkpoint.pretrained_dir(name)))
   size = sum(f.stat().st_size for f in directory.rglob('*') if f.is_file())
   assert size <= 20 * 2**20
   card = (directory / 'MODEL_CARD.md').read_text()
   for section in ('## Data and labels', '## Training', '## Measured strength', '## Reproduce'):
     assert section in card
-  player = player_lib.Player.load('pretrained')
+  player = player_lib.Player.load(name)
   assert player.policy.kind == 'action_value'
-  assert agents.from_spec('checkpoint:pretrained,name=shipped').name == 'shipped'
+  assert agents.from_spec(f'checkpoint:{name},name=shipped').name == 'shipped'
+  board = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3')
+  assert player.play(board) in board.legal_moves
+
+
+def test_the_shipped_transformer_plays_as_it_did_when_it_was_made():
+  player = player_lib.Player.load('pretrained-transformer')
+  config = checkpoint.load_model('pretrained-transformer')[0]
+  assert config.kind == 'transformer' and config.packing == 'board'  # The paper's network, board-packed.
   # The shipped parameters, as measured when they were made (bfloat16 weights, float32 compute).
   start = player.win_probabilities(chess.Board())
   assert list(start)[:3] == ['d2d4', 'g1f3', 'e2e4'] and len(start) == 20

@@ -18,7 +18,9 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
              (WORKDIR/boards: one bag of distinct boards, rebuilt when labels were added),
              for ``--train_seconds`` more, resuming WORKDIR/train;
 4. evaluate  the checkpoint on the held-out boards (the shared chunks' test splits) and
-             the dev puzzles -> one line of WORKDIR/curve.jsonl per training run.
+             the dev puzzles -> one line of WORKDIR/curve.jsonl per training run;
+5. ship      (by name) export, measure and (``--install``) ship the latest checkpoint
+             when it beats the shipped ``pretrained`` (`campaign_ship`).
 
 Every step appends what it did and what it cost (wall-clock, core-hours of CPU) to
 WORKDIR/runs.jsonl, and WORKDIR/README.md is rewritten from it.
@@ -41,7 +43,8 @@ from searchless.commands import errors
 from searchless.commands import pretrained
 from searchless.core import artefacts
 
-STEPS = ('games', 'labels', 'train', 'evaluate')
+STEPS = ('games', 'labels', 'train', 'evaluate', 'ship')
+DEFAULT_STEPS = STEPS[:4]  # 'ship' writes into the source tree: asked for by name (`campaign_ship`).
 GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
 
 
@@ -149,7 +152,6 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
     yield out
 
 
-
 def board_key(record: bytes) -> bytes:
   """A board_value record's board: its FEN's first four fields (pieces, mover, castling, en passant).
 
@@ -240,7 +242,6 @@ def evaluate_model(train_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path,
           'wall_seconds': round(time.time() - start, 1), 'core_hours': round((time.process_time() - cpu) / 3600, 4)}
 
 
-
 def _latest_step(train_dir: pathlib.Path) -> int:
   steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
   return max(steps, default=0)
@@ -249,6 +250,12 @@ def _latest_step(train_dir: pathlib.Path) -> int:
 def read_runs(workdir: pathlib.Path) -> list[dict[str, Any]]:
   """Every record `log_run` appended to WORKDIR/runs.jsonl, in order."""
   path = workdir / 'runs.jsonl'
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def read_curve(workdir: pathlib.Path) -> list[dict[str, Any]]:
+  """Every evaluation the evaluate step appended to WORKDIR/curve.jsonl, in order."""
+  path = workdir / 'curve.jsonl'
   return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -303,10 +310,10 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
   tmp.replace(workdir / 'README.md')
 
 
-def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = STEPS, workers: int = 2,
+def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = DEFAULT_STEPS, workers: int = 2,
         max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
         train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
-        sources: Sequence[Source] = SOURCES) -> None:
+        sources: Sequence[Source] = SOURCES, install: bool = False) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -320,6 +327,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     heldout_boards: held-out boards evaluated.
     puzzles: the puzzle CSV evaluated (None: SHARED/data/puzzles/lichess_puzzles_dev.csv).
     sources: the game files labelled, in order.
+    install: the ship step copies a shipped model into the package.
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
@@ -332,6 +340,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     for _ in label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
       write_readme(workdir, shared, config_name)
   train_dir = workdir / 'train'
+  puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   if 'train' in steps:
     folders = label_folders(shared, workdir)
     merged = merge_boards(folders, workdir / 'boards', 'train')
@@ -344,13 +353,21 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
   if 'evaluate' in steps:
     heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
     step = _latest_step(train_dir)
-    puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
     record = evaluate_model(train_dir, heldout['bag'], puzzle_csv, workdir / 'eval' / str(step),
                             num_boards=heldout_boards)
     log_run(workdir, record)
     with open(workdir / 'curve.jsonl', 'a') as f:
       f.write(json.dumps({**record, **totals(read_runs(workdir))}) + '\n')
     print(f'[evaluate] {json.dumps(record)}', flush=True)
+    write_readme(workdir, shared, config_name)
+  if 'ship' in steps:
+    from searchless.commands import campaign_ship
+    measured = [r for r in read_curve(workdir) if r['checkpoint_step'] == _latest_step(train_dir)]
+    if not measured:
+      raise ValueError(f'the latest checkpoint in {train_dir} has no evaluation yet: run --steps evaluate,ship')
+    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv, totals(read_runs(workdir)), install=install)
+    log_run(workdir, record)
+    print(f'[ship] {json.dumps(record)}', flush=True)
     write_readme(workdir, shared, config_name)
 
 
@@ -359,7 +376,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--workdir', required=True, type=cli.output_dir, help='the campaign folder (e.g. /root/searchless-data/campaign)')
   p.add_argument('--shared', default=str(pretrained.ROOT.parent / 'shared'),
                  help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')
-  p.add_argument('--steps', default=','.join(STEPS), help=f'steps to run, comma-separated (default: {",".join(STEPS)})')
+  p.add_argument('--steps', default=','.join(DEFAULT_STEPS), help=f'steps to run, comma-separated, of {",".join(STEPS)}')
+  p.add_argument('--install', action='store_true', help='the ship step replaces the package\'s pretrained model')
   p.add_argument('--workers', type=int, default=2, help='annotation worker processes, one engine each (default: 2)')
   p.add_argument('--max_chunks', type=int, default=None, help='label at most N more chunks in this run (default: all)')
   p.add_argument('--config', default='campaign', help='the model and training config (default: campaign)')
@@ -375,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
         config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
-        heldout_boards=args.heldout_boards, puzzles=args.puzzles)
+        heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install)
 
 
 if __name__ == '__main__':

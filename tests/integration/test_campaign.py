@@ -106,6 +106,42 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
   assert f'--workdir {workdir} --shared {shared} --config graph_tiny' in readme and readme.count('| train |') == 2
 
 
+@pytest.mark.slow
+@pytest.mark.engine
+def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,
+                                                                                            shared_data, tmp_path,
+                                                                                            monkeypatch):
+  from searchless.commands import campaign_ship
+  from searchless.commands import pretrained
+  from searchless.training import checkpoint
+  shared = tmp_path / 'shared'
+  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
+                bags.read_records(board_bag, 'board_value')[40:])
+  workdir, puzzles = tmp_path / 'campaign', tmp_path / 'puzzles.csv'
+  puzzles.write_text(''.join((ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)[:11]))
+  campaign.run(workdir, shared, steps=['train', 'evaluate', 'ship'], config_name='graph_tiny', sources=[],
+               overrides=[*SMALL, 'train.num_steps=2'], heldout_boards=5, puzzles=str(puzzles))
+  ship = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()][-1]
+  shipped = json.loads((workdir / 'ship' / 'shipped.json').read_text())['result']
+  assert ship['step'] == 'ship' and not ship['shipped_now'] and ship['shipped'] == [shipped['solved'], 10]
+  assert not (workdir / 'ship' / '2').exists()  # Not beaten: nothing exported.
+  # A candidate that solved everything beats it: exported, measured, carded and installed (into a copy of the tree).
+  monkeypatch.setattr(pretrained, 'ROOT', tmp_path / 'tree')
+  evaluation = {**campaign.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000}
+  sts = tmp_path / 'sts.epd'
+  sts.write_text(''.join((shared_data / 'epd' / 'sts01_undermine.epd').read_text().splitlines(True)[:2]))
+  done = campaign_ship.ship(workdir, evaluation, puzzles, campaign.totals(campaign.read_runs(workdir)), install=True,
+                            strength_args=['--puzzles', str(puzzles), '--sts', str(sts), '--games', '2', '--elos',
+                                           '1350', '--stockfish_limit', 'nodes=100', '--workers', '1'])
+  assert done['shipped_now'] and done['installed'] and done['checkpoint_step'] == 2
+  installed = tmp_path / 'tree' / 'searchless' / 'pretrained'
+  card = (installed / 'MODEL_CARD.md').read_text()
+  assert card.startswith('# searchless pretrained model') and '40 distinct train boards' in card
+  assert 'Dev puzzles at export: 1000/1000' in card and 'Against stockfish-elo1350' in card and 'STS1' in card
+  model_config, _, _ = checkpoint.load_model(str(installed))
+  assert model_config.kind == 'graph' and model_config.num_layers == 1
+
+
 def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches():
   from searchless.training import config as config_lib
   config = config_lib.load('campaign', ['data.train=unused'])

@@ -1,0 +1,123 @@
+r"""The strength campaign's ship step: its model replaces the shipped `pretrained` when significantly stronger.
+
+    python -m searchless.commands.campaign --workdir /root/searchless-data/campaign --steps evaluate,ship --install
+
+Stronger means: on the same puzzles (the dev puzzles), the lower end of the campaign
+checkpoint's 95% Wilson interval lies above the upper end of the shipped model's
+(`better`). Then the checkpoint's EMA parameters are exported in bfloat16
+(WORKDIR/ship/STEP/export), measured as the shipped models are measured
+(``benchmarks/pretrained_strength.py``: puzzles by rating band, games against Stockfish
+at UCI_Elo 1350/1500/1800, STS1) and given a model card; with ``install`` the export
+replaces the package's ``searchless/pretrained/``. The shipped transformer keeps its
+own name, ``pretrained-transformer``, so the paper's architecture keeps a model that plays.
+A repository tool, as `searchless.commands.pretrained` is: it writes into the source tree.
+"""
+
+from collections.abc import Sequence
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+from searchless.commands import pretrained
+
+STRENGTH = pretrained.ROOT / 'benchmarks' / 'pretrained_strength.py'
+
+
+def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
+  """Whether `candidate` (solved, puzzles) is significantly above `shipped`: their 95% Wilson intervals apart.
+
+  >>> better((80, 1500), (10, 1500)), better((16, 1500), (10, 1500))
+  (True, False)
+  """
+  from searchless.evaluation import metrics
+  return metrics.wilson(*candidate)[0] > metrics.wilson(*shipped)[1]
+
+
+def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
+  """The shipped `pretrained` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
+  from searchless.evaluation import puzzles as puzzle_eval
+  from searchless.training import checkpoint
+  card = (pathlib.Path(str(checkpoint.pretrained_dir())) / 'MODEL_CARD.md').read_text()
+  key = {'card': card, 'puzzles': str(puzzles)}
+  cache = out / 'shipped.json'
+  if cache.exists() and (done := json.loads(cache.read_text()))['key'] == key:
+    return done['result']
+  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{checkpoint.PRETRAINED}', out=out / 'shipped',
+                           progress=False)
+  result = {'solved': result['solved'], 'n': result['n']}
+  out.mkdir(parents=True, exist_ok=True)
+  cache.write_text(json.dumps({'key': key, 'result': result}) + '\n')
+  return result
+
+
+def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: dict[str, float],
+         boards: dict[str, Any], strength_md: str) -> str:
+  """The model card of a campaign model: model, data and labels, compute, measured strength, how to reproduce."""
+  m = experiment.model
+  low, high = evaluation['puzzles_wilson95']
+  lines = [
+      '# searchless pretrained model', '',
+      f"The strength campaign's model (issue 27): `searchless/configs/campaign.py`, a {m.kind} model "
+      f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
+      + f', {m.num_heads} heads; {num_params:,} parameters; one forward pass scores every legal move), '
+      'parameters in bfloat16. The paper\'s architecture ships beside it as `pretrained-transformer`.', '',
+      '## Data and labels', '',
+      f"- Boards: {boards['distinct_boards']:,} distinct train boards (de-duplicated by position across "
+      f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
+      f"- Labels: Stockfish, one MultiPV search of {pretrained.ANNOTATE_RECIPE.limit} per board scoring every legal move "
+      f"(`searchless-annotate {' '.join(pretrained.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
+      f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).", '',
+      '## Training', '',
+      f"- {evaluation['checkpoint_step']:,} steps of {experiment.data.batch_size} boards, learning rate "
+      f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}: {totals['train_wall_hours']:.1f} h of "
+      f"wall-clock, {totals['train_core_hours']:.1f} core-hours on 2 CPU cores, in resumed runs.", '',
+      '## Measured strength', '',
+      f"- Dev puzzles at export: {evaluation['puzzles_solved']}/{evaluation['puzzles']} "
+      f"(95% interval {100 * low:.1f}-{100 * high:.1f}%); held-out boards: action accuracy "
+      f"{evaluation.get('action_accuracy', float('nan')):.3f}, Kendall tau-b {evaluation.get('kendall_tau', float('nan')):.3f}.",
+      '', strength_md.strip(), '',
+      '## Reproduce', '',
+      '    python -m searchless.commands.campaign --workdir DIR --steps games,labels,train,evaluate   # resumable, '
+      'a few hours at a time',
+      '    python -m searchless.commands.campaign --workdir DIR --steps ship --install', '']
+  return '\n'.join(lines)
+
+
+def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,
+         install: bool = False, strength_args: Sequence[str] = ()) -> dict[str, Any]:
+  """The ship step for the checkpoint `evaluation` measured (a line of curve.jsonl); returns what it did.
+
+  `strength_args`: more flags of ``benchmarks/pretrained_strength.py`` (default: its own, the shipped models').
+  """
+  from searchless.training import checkpoint
+  start = time.time()
+  candidate = (evaluation['puzzles_solved'], evaluation['puzzles'])
+  shipped = shipped_puzzles(puzzles, workdir / 'ship')
+  record: dict[str, Any] = {'step': 'ship', 'checkpoint_step': evaluation['checkpoint_step'],
+                            'candidate': list(candidate), 'shipped': [shipped['solved'], shipped['n']]}
+  if not better(candidate, (shipped['solved'], shipped['n'])):
+    return {**record, 'shipped_now': False, 'wall_seconds': round(time.time() - start, 1)}
+  out = workdir / 'ship' / str(evaluation['checkpoint_step'])
+  export = out / 'export'
+  _, params, experiment = checkpoint.load_model(str(workdir / 'train'))
+  if experiment is None:
+    raise ValueError(f'{workdir / "train"} has no experiment config: not a model the campaign trained')
+  if not (export / checkpoint.PARAMS_EMA).exists():
+    shutil.rmtree(export, ignore_errors=True)
+    checkpoint.export(str(export), params, experiment)
+  subprocess.run([sys.executable, str(STRENGTH), '--checkpoint', str(export), '--workdir', str(out), *strength_args],
+                 check=True)
+  from searchless.model import transformer
+  boards = json.loads((workdir / 'boards' / 'train.json').read_text())
+  (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
+                                             (out / 'strength.md').read_text()))
+  if install:
+    target = pretrained.ROOT / 'searchless' / checkpoint.SHIPPED[checkpoint.PRETRAINED]
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(export, target)
+  return {**record, 'shipped_now': True, 'export': str(export), 'installed': install,
+          'wall_seconds': round(time.time() - start, 1)}

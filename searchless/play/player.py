@@ -79,14 +79,14 @@ def _progress_key(board: chess.Board, move: chess.Move) -> tuple:
 
 def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'auto',
                 ema: bool = True) -> policy_lib.Policy:
-  """A checkpoint (ours, the published layout, or ``'pretrained'``) as a policy.
+  """A checkpoint (ours, the published layout, or a shipped model's name: ``'pretrained'``) as a policy.
 
   `policy` defaults to the checkpoint's experiment config (published
   checkpoints: action_value); one that contradicts that config is a
   ValueError. `compute_dtype`: float32, bfloat16 or auto.
 
   >>> import chess
-  >>> analysis = load_policy('pretrained', compute_dtype='float32').analyse(chess.Board())
+  >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(chess.Board())
   >>> len(analysis.moves), analysis.best_move().uci()
   (20, 'd2d4')
   """

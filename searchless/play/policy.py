@@ -22,7 +22,7 @@ arrays line up with `moves`.
 
 >>> import chess
 >>> from searchless.training import checkpoint
->>> model_config, params, experiment = checkpoint.load_model('pretrained')  # The shipped model.
+>>> model_config, params, experiment = checkpoint.load_model('pretrained-transformer')  # A shipped model.
 >>> policy = make_policy('action_value', predictor_for(model_config, params))
 >>> analysis = policy.analyse(chess.Board())
 >>> analysis.best_move(), isinstance(policy, Policy)

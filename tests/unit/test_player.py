@@ -152,7 +152,7 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
   import shutil
   from searchless.training import checkpoint
   model_dir = tmp_path / 'model'
-  shutil.copytree(checkpoint.pretrained_dir(), model_dir)
+  shutil.copytree(checkpoint.pretrained_dir('pretrained-transformer'), model_dir)
   assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The copy loads as it is.
   config_file = model_dir / 'config' / 'config.json'
   config = json.loads(config_file.read_text())

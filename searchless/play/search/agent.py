@@ -17,7 +17,7 @@ names one for puzzles, EPD suites, tournaments and self-play
 * play: ``temperature=T`` samples moves proportionally to visits^(1/T) for the
   first ``temperature_full_moves`` (5) full moves, ``seed=N``; ``name=NAME``.
 
->>> agent = from_options('pretrained', {'sims': '8', 'batch': '1'})
+>>> agent = from_options('pretrained-transformer', {'sims': '8', 'batch': '1'})
 >>> agent.name, agent.play(chess.Board()).uci(), int(agent.last.visits.sum())
 ('search(mcts, 8 sims)', 'e2e4', 8)
 >>> agent.close()

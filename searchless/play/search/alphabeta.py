@@ -22,7 +22,7 @@ first), which is what makes alpha-beta prune.
 
 >>> from searchless.play import player
 >>> from searchless.play.search import evaluator
->>> search = AlphaBeta(evaluator.Evaluator(player.load_policy('pretrained', compute_dtype='float32')),
+>>> search = AlphaBeta(evaluator.Evaluator(player.load_policy('pretrained-transformer', compute_dtype='float32')),
 ...                    AlphaBetaConfig(depth=3))
 >>> result = search.search(chess.Board('6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'))
 >>> result.move.uci(), result.mate_in(), [m.uci() for m in result.pv]

@@ -13,7 +13,7 @@ AlphaZero's convention; a model's win probability p reads as 2p - 1.
   checkmates and draws it reaches.
 
 >>> from searchless.play import player
->>> evaluator = Evaluator(player.load_policy('pretrained', compute_dtype='float32'))
+>>> evaluator = Evaluator(player.load_policy('pretrained-transformer', compute_dtype='float32'))
 >>> [e] = evaluator.evaluate([chess.Board()])
 >>> len(e.moves), round(float(e.priors.sum()), 6), e.moves[int(np.argmax(e.priors))].uci()
 (20, 1.0, 'd2d4')

@@ -31,7 +31,7 @@ A finished game (mate, draw, a repeated position) is valued exactly instead.
 
 >>> from searchless.play import player
 >>> from searchless.play.search import evaluator
->>> mcts = Mcts(evaluator.Evaluator(player.load_policy('pretrained', compute_dtype='float32')),
+>>> mcts = Mcts(evaluator.Evaluator(player.load_policy('pretrained-transformer', compute_dtype='float32')),
 ...             MctsConfig(simulations=32))
 >>> result = mcts.search(chess.Board('6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'))
 >>> result.move.uci(), int(result.visits.sum()) >= 32, result.win_probability > 0.9

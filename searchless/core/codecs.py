@@ -221,8 +221,6 @@ def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
   """
   out = []
   for position, data in enumerate(raw):
-    if not _board_layout(data):
-      raise BadRecord(position, 'cannot decode as board_value: not the layout of a board record')
     try:
       board = typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, data))
     except ValueError as e:
@@ -235,35 +233,8 @@ def decode_boards(raw: Sequence[bytes]) -> list[records.BoardValue]:
 # Which kind a bag holds.
 
 
-def _board_layout(data: bytes) -> bool:
-  """Whether `data` has a board record's layout, read without Beam: a nested string, a 4-byte count of nested
-  strings, a 4-byte count of 8-byte floats, a float, and nothing after. (Beam's decoder, given other bytes, can
-  read past them and crash the process.)
-
-  >>> board = records.BoardValue('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2', 'a1b1'), (0.5, 0.25), 0.5)
-  >>> _board_layout(records.encode('board_value', board)), _board_layout(records.encode('state_value', board[::3]))
-  (True, False)
-  """
-  try:
-    length, pos = _read_varint(data, 0)
-    pos += length
-    (count,) = struct.unpack_from('>i', data, pos)
-    pos += 4
-    if not 0 <= count <= len(data):
-      return False
-    for _ in range(count):
-      length, pos = _read_varint(data, pos)
-      pos += length
-    (count,) = struct.unpack_from('>i', data, pos)
-    return 0 <= count and pos + 4 + 8 * count + 8 == len(data)
-  except (ValueError, struct.error):
-    return False
-
-
 def _fits(kind: str, data: bytes) -> bool:
   if kind in (records.BOARD_VALUE, records.PARTIAL_BOARD_VALUE):
-    if not _board_layout(data):
-      return False
     try:
       board = typing.cast(records.BoardValue, records.decode(kind, data))
     except ValueError:

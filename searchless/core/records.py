@@ -167,7 +167,10 @@ def decode(kind: str, data: bytes) -> NamedTuple:
       count, pos = _count(data, pos, 1)
       items = []
       for _ in range(count):
-        length, pos = _varint(data, pos)
+        if pos < len(data) and data[pos] < 0x80:  # A one-byte length: every move's.
+          length, pos = data[pos], pos + 1
+        else:
+          length, pos = _varint(data, pos)
         if pos + length > len(data):
           raise ValueError('truncated string')
         items.append(data[pos:pos + length].decode('utf-8'))

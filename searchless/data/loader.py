@@ -52,6 +52,7 @@ whose sampler, source or worker count differ.
 [[0, 0, 0, 1], [1, 1, 2, 2]]
 """
 
+import os
 from typing import Any, NamedTuple
 
 from absl import flags
@@ -216,11 +217,16 @@ class ToPackedRows(grain.transforms.Map):
     self._max_moves = max_moves
     self._spec = spec
     self._edges, _ = values.uniform_buckets(num_return_buckets)
+    # Which records may be partial: those of partial_board_value files (ChessBench names a bag by its kind).
+    files = bags.expand(spec).split(',')
+    self._starts = np.cumsum([0] + [len(bags.reader(f)) for f in files])[:-1]  # [F] each file's first record.
+    self._partial_file = np.array([records.PARTIAL_BOARD_VALUE in os.path.basename(f) for f in files])  # [F]
 
   def map(self, element: RawBatch) -> np.ndarray:
+    partial = self._partial_file[np.searchsorted(self._starts, element.indices, side='right') - 1]  # [B_local]
     try:
       return packing.packed_rows(codecs.decode_boards(element.records), self._max_moves, self._edges,
-                                 indices=element.indices, epoch=element.epoch)
+                                 indices=element.indices, epoch=element.epoch, partial=partial)
     except codecs.BadRecord as e:
       raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
 

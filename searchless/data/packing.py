@@ -58,13 +58,16 @@ def _completed(board: records.BoardValue, position: int) -> tuple[records.BoardV
 
 
 def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edges: np.ndarray, *,
-                indices: Sequence[int] | np.ndarray | None = None, epoch: int = 0) -> np.ndarray:
+                indices: Sequence[int] | np.ndarray | None = None, epoch: int = 0,
+                partial: Sequence[bool] | np.ndarray | None = None) -> np.ndarray:
   """Board records -> [B, 77 + 2M + 1] int32 packed rows (FEN, M actions, M buckets, the board's bucket; -1: none).
 
   A board with more than `max_moves` moves keeps `max_moves` of them (in their
   order), drawn by a generator seeded with (record index, epoch): the same
   rows whatever the workers or processes; a partial board keeps its valued moves
-  first. Raises `codecs.BadRecord` naming the board.
+  first. `partial` says which boards may be partial (those of partial_board_value
+  bags: the kind says it); None: any, found by generating each board's legal moves
+  (most of the cost of a row). Raises `codecs.BadRecord` naming the board.
 
   >>> board = records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2', 'a1b2'), (0.5, 0.2, 0.9), 0.9)
   >>> row = packed_rows([board], 4, values.uniform_buckets(4)[0])[0]
@@ -84,7 +87,7 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
     if len(board.win_probs) != num:
       raise codecs.BadRecord(position, f'{num} moves but {len(board.win_probs)} win probabilities')
     codecs.check_win_probs(np.asarray(board.win_probs, np.float64), position)
-    completed = _completed(board, position)
+    completed = _completed(board, position) if partial is None or partial[position] else None
     valued = np.ones(num, bool)
     if completed is not None:
       board, valued = completed

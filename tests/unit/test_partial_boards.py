@@ -80,3 +80,20 @@ def test_an_eval_set_of_partial_boards_is_refused(tmp_path):
   config = config_lib.load('tiny_packed', ['data.train=unused', f'data.eval={path}'])
   with pytest.raises(ValueError, match=r"record 0: a partial board \('r3k2r/.*' has more legal moves than values\)"):
     eval_set.load_eval_set(config)
+
+
+def test_the_loader_completes_only_the_boards_of_partial_board_value_bags(tmp_path):
+  """The bag's kind says which boards may be partial: a board_value bag's boards are read as they are (no legal
+  moves generated), a partial_board_value bag's get every legal move."""
+  from searchless.core import bags
+  from searchless.data import loader
+  full, partial = tmp_path / 'board_value_data.bag', tmp_path / 'partial_board_value_data.bag'
+  bags.write_records(str(full), records.BOARD_VALUE, [PARTIAL] * 3)  # As complete: its 3 moves only.
+  bags.write_records(str(partial), records.PARTIAL_BOARD_VALUE, [PARTIAL] * 2)
+  rows = np.concatenate(list(loader.build_loader(f'{full},{partial}', policy='action_value', num_return_buckets=128,
+                                                 batch_size=5, shuffle=False, seed=0, num_epochs=1, worker_count=0,
+                                                 max_moves=64)))
+  inputs, targets, own = packing.split_packed(rows)
+  assert ((inputs[:, 77:] >= 0).sum(axis=1).tolist(), (targets >= 0).sum(axis=1).tolist()) == ([3, 3, 3, 48, 48],
+                                                                                              [3, 3, 3, 3, 3])
+  assert own.tolist()[:3] == [-1, -1, -1] and own.tolist()[3:] == [int(values.win_probabilities_to_buckets([0.7], EDGES)[0])] * 2

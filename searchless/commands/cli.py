@@ -11,6 +11,7 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 """
 
 import argparse
+from collections.abc import Sequence
 import os
 
 
@@ -45,7 +46,8 @@ class ArgumentParser(argparse.ArgumentParser):
     kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
     super().__init__(*args, **kwargs)
 
-  def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]  # parse_args calls it too.
+  def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # parse_args calls it.
+                       namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
     parsed = super().parse_known_args(args, namespace)
     # This program's flags are these; absl's (grain reads them in its worker processes) take their defaults.
     from absl import flags

@@ -10,7 +10,8 @@ machine load); after every stretch its checkpoint is measured as the campaign me
 (`searchless.commands.campaign.evaluate_model`): held-out log-loss, action accuracy and
 Kendall tau-b on the first ``--heldout_boards`` of the shared chunks' test boards, and the
 dev puzzles with a 95% Wilson interval. One line per (model, point) goes to
-WORKDIR/curves.jsonl; a rerun skips what is there and resumes a stretch a session cut.
+WORKDIR/curves.jsonl; a rerun skips what is there and resumes a stretch a session cut for
+the rest of its budget (the seconds its metrics logged up to its last checkpoint).
 
 Models (``--models``, NAME=CONFIG[:KEY=VALUE,...]), by default:
 
@@ -51,6 +52,19 @@ def parse_model(spec: str) -> tuple[str, str, list[str]]:
   return name, config, [o for o in overrides.split(',') if o]
 
 
+def trained_seconds(train_dir: pathlib.Path, after_step: int) -> float:
+  """Training seconds logged after step `after_step` up to the last checkpoint (what a rerun keeps of a cut stretch).
+
+  Each metrics line covers its window of steps: its action-values over its action-values per second.
+  """
+  from searchless.training import plot
+  if not (train_dir / 'metrics.jsonl').exists():
+    return 0.0
+  saved = campaign._latest_step(train_dir)  # pylint: disable=protected-access
+  return sum(r['targets'] / r['targets_per_s'] for r in plot.read_metrics(train_dir)
+             if after_step < r.get('step', 0) <= saved and r.get('targets_per_s'))
+
+
 def table(rows: list[dict]) -> str:
   lines = ['| model | point | train min | steps | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
            '| --- | --- | --- | --- | --- | --- | --- | --- |']
@@ -87,8 +101,11 @@ def main(argv=None) -> None:
       if any(r['model'] == name and r['point'] == point for r in done):
         continue
       train_dir = work / name
-      seconds = args.minutes * 60
-      trained = campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
+      start = next((r['steps'] for r in done if r['model'] == name and r['point'] == point - 1), 0)
+      spent = trained_seconds(train_dir, start)  # A stretch a session cut: only the rest of its budget.
+      seconds = max(args.minutes * 60 - spent, 0.0)
+      trained = (campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
+                 if seconds > 0 else {'steps': campaign._latest_step(train_dir), 'core_hours': 0.0})
       result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}',
                                        num_boards=args.heldout_boards)
       row = {'model': name, 'config': config, 'overrides': overrides, 'point': point,

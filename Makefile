@@ -3,9 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The main job (searchless/commands/demo.py): annotate -> train -> evaluate -> puzzles -> match -> report.
-# Defaults live in the demo config (searchless/configs/demo.py). Override, e.g.:
+# Defaults live in the demo config (configs/demo.py). Override, e.g.:
 #   make run RUN_DIR=runs/9m CONFIG=9m INPUT='lichess/*.pgn.zst' ANNOTATE_ARGS='--limit time=0.05'
 RUN_DIR ?= runs/demo
+# Datasets land in data/ (data/README.md): the run's annotated sample in data/<run name>.
+DATA_DIR ?= data/$(notdir $(RUN_DIR))
 # INPUT and PUZZLES default to the sample games and puzzles shipped in the package (searchless/samples/);
 # RUN_ARGS="--puzzles ''" mines puzzles from the input's test games instead.
 INPUT ?=
@@ -19,7 +21,8 @@ PYTEST_ARGS ?=
 .PHONY: run test setup stockfish stockfish-optional stockfish-native clean
 
 run: setup stockfish
-	$(PY) -m searchless.commands.demo $(if $(INPUT),--input $(INPUT)) --run_dir $(RUN_DIR) --config $(CONFIG) \
+	$(PY) -m searchless.commands.demo $(if $(INPUT),--input $(INPUT)) --run_dir $(RUN_DIR) --data_dir $(DATA_DIR) \
+	  --config $(CONFIG) \
 	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' \
 	  $(if $(PUZZLES),--puzzles '$(PUZZLES)') $(RUN_ARGS)
 
@@ -61,3 +64,4 @@ stockfish-native:
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
+	find data -mindepth 1 -maxdepth 1 ! -name README.md ! -name .gitignore -exec rm -rf {} +

@@ -6,7 +6,7 @@
 Both sides do the same work on the same boards with the same engine binary and
 limit: for each board, one `go movetime T searchmoves <move>` per legal move and
 one unrestricted `go movetime T` (the state value). The minimal loop talks UCI
-over raw pipes with no library; the pipeline is `searchless.commands.annotate.run` on the
+over raw pipes with no library; the pipeline is `searchless.pipelines.annotate.run` on the
 DirectRunner (games read, parsed, de-duplicated, annotated, written as bags).
 
 Prints per-worker action-values/s of each and their ratio (target >= 0.98), both
@@ -28,8 +28,8 @@ import chess
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless.commands import annotate as driver  # noqa: E402
 from searchless.engines import launch  # noqa: E402
+from searchless.pipelines import annotate as driver  # noqa: E402
 
 
 def minimal_uci_loop(engine_path: str, fens: list[str], movetime_ms: int) -> tuple[int, int, float]:

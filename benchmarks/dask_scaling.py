@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 import dask  # noqa: E402
 import distributed  # noqa: E402
 
-from searchless.commands import annotate as driver  # noqa: E402
 from searchless.engines import launch  # noqa: E402
+from searchless.pipelines import annotate as driver  # noqa: E402
 
 GAMES = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
 DASK_RUNNER = 'apache_beam.runners.dask.dask_runner.DaskRunner'

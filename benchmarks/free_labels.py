@@ -30,7 +30,6 @@ import resource
 import time
 
 from searchless.commands import campaign
-from searchless.commands import import_labels
 from searchless.core import bags
 from searchless.core import records
 from searchless.evaluation import metrics

@@ -40,16 +40,16 @@ import time
 import chess
 import numpy as np
 
-from searchless.data import annotate
-from searchless.data import splits
 from searchless.core import bags
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
+from searchless.core import records
+from searchless.data import annotate
+from searchless.data import pgn
+from searchless.data import splits
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
 from searchless.evaluation import metrics
-from searchless.data import pgn
 from searchless.training import plot
-from searchless.core import records
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = sorted(str(p) for p in (ROOT.parent / 'shared' / 'data' / 'games').glob('*.pgn'))

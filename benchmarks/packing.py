@@ -37,19 +37,20 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless.training import config as config_lib  # noqa: E402
+from searchless.core import config as config_lib  # noqa: E402
+from searchless.core import records  # noqa: E402
+from searchless.core import values  # noqa: E402
 from searchless.data import packing as packing_lib  # noqa: E402
 from searchless.data import sequences as sequences_lib  # noqa: E402
+from searchless.data.boards import from_action_values, to_chessbench  # noqa: E402
+from searchless.evaluation import metrics  # noqa: E402
 from searchless.model import transformer as model  # noqa: E402
 from searchless.play import player as player_lib  # noqa: E402
 from searchless.play import policy as policy_lib  # noqa: E402
+from searchless.play import predictor as predictor_lib  # noqa: E402
 from searchless.training import sharding  # noqa: E402
-from searchless.core import tokenizer  # noqa: E402
+from searchless.training import step as step_lib  # noqa: E402
 from searchless.training import train  # noqa: E402
-from searchless.core import values  # noqa: E402
-from searchless.evaluation import metrics  # noqa: E402
-from searchless.core import records  # noqa: E402
-from searchless.data.boards import from_action_values, to_chessbench  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = {'per-move': 'tiny', 'packed': 'tiny_packed'}
@@ -69,7 +70,7 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
   for name, spec in configs.items():
     path, overrides = (spec, []) if isinstance(spec, str) else spec
     config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32', *overrides])
-    fns = train.make_functions(config, sharding.make_mesh(1))
+    fns = step_lib.make_functions(config, sharding.make_mesh(1))
     state = fns.init(jax.random.PRNGKey(0))
     batch = config.data.batch_size
     if packing_lib.packed(config):
@@ -100,7 +101,7 @@ def _random_player(config_name: str) -> player_lib.Player:
   config = config_lib.load(config_name, ['data.train=unused'])
   model_config = model.ModelConfig.from_config(config)
   params = model.init_params(model_config)  # Transformers: the same values for both (same shapes, same seed).
-  predictor = policy_lib.predictor_for(model_config, params)
+  predictor = predictor_lib.predictor_for(model_config, params)
   policy = policy_lib.make_policy('action_value', predictor)
   policy.warm_up()
   return player_lib.Player(policy)
@@ -126,8 +127,8 @@ def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: s
              overrides: tuple[str, ...] = ()) -> dict:
   """Trains each of `configs` for `budget_s` seconds on the train splits of `data`; evaluates them on its test splits."""
   from searchless.core import bags
-  from searchless.evaluation import evaluate, puzzles as puzzle_eval
   from searchless.data import puzzles as puzzles_lib
+  from searchless.evaluation import evaluate, puzzles as puzzle_eval
   spec = lambda split, kind: ','.join(bags.find(f'{d}/{split}', kind) for d in data)
   train_av, train_boards = spec('train', 'action_value'), spec('train', 'board_value')
   boards, dropped, _ = evaluate.load_boards(spec('test', 'action_value'), eval_boards)

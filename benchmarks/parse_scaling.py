@@ -9,8 +9,8 @@ multi-processing DirectRunner and prints games/s and ratios:
 
 * before: the reader parses each game as it reads it (one file = one worker),
   on 2 workers;
-* after: `annotate.ReadGames` only splits the text, `annotate.Distribute`
-  spreads the games, `annotate.ParseGames` parses them, on 1 and on 2 workers
+* after: `games.ReadGames` only splits the text, `games.Distribute`
+  spreads the games, `games.ParseGames` parses them, on 1 and on 2 workers
   (issue 12's target: >= 1.8x the 1-worker games/s on 2 workers).
 """
 
@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 import apache_beam as beam  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from searchless.data import annotate  # noqa: E402
+from searchless.data import games  # noqa: E402
+
 from searchless.data import pgn  # noqa: E402
 
 
@@ -46,11 +47,11 @@ def parse(path: pathlib.Path, workers: int, distribute: bool) -> float:
                              '--default_sdk_harness_log_level=WARNING'])
   start = time.perf_counter()
   with beam.Pipeline(options=options) as p:
-    texts = (p | beam.Create([str(path)]) | beam.ParDo(annotate.ReadGames())
+    texts = (p | beam.Create([str(path)]) | beam.ParDo(games.ReadGames())
              | beam.Filter(lambda r: isinstance(r, pgn.RawGame)).with_output_types(pgn.RawGame))
     if distribute:
-      texts = texts | annotate.Distribute(lambda raw: raw.location, parallelism=16)
-    _ = (texts | beam.ParDo(annotate.ParseGames(pgn.GameFilter()))
+      texts = texts | games.Distribute(lambda raw: raw.location, parallelism=16)
+    _ = (texts | beam.ParDo(games.ParseGames(pgn.GameFilter()))
          | beam.Filter(lambda g: isinstance(g, pgn.Game))
          | beam.combiners.Count.Globally() | beam.Map(lambda n: print(f'  {n:,} games kept', flush=True)))
   return time.perf_counter() - start

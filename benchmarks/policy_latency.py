@@ -35,13 +35,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from searchless.training import config as config_lib
-from searchless.model import transformer as model
+from searchless.core import config as config_lib
 from searchless.core import moves as moves_lib
-from searchless.play import player as player_lib
-from searchless.play import policy as policy_lib
 from searchless.core import tokenizer
 from searchless.core import values
+from searchless.model import transformer as model
+from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
@@ -134,7 +135,7 @@ def measure(name: str, dtype_name: str, boards, reference_boards, reference_src,
   model_config = model.ModelConfig.from_config(experiment)
   params = jax.device_put(model.init_params(model_config))
   dtype = model.resolve_dtype(dtype_name)
-  predictor = policy_lib.Predictor(model_config, params, compute_dtype=dtype)
+  predictor = predictor_lib.Predictor(model_config, params, compute_dtype=dtype)
   predictor.warm_up(policy_lib.ActionValuePolicy.sequence_length)
   ours = player_lib.Player(policy_lib.make_policy('action_value', predictor))
   reference = ReferenceLoop(model_config, params, dtype)

@@ -49,7 +49,7 @@ from faults import hostile_uci_line, mutate_game  # noqa: E402
 from searchless.core import bags  # noqa: E402
 from searchless.data import pgn  # noqa: E402
 from searchless.engines import launch  # noqa: E402
-from searchless.training import checkpoint  # noqa: E402
+from searchless.model import loading  # noqa: E402
 
 SHARED = ROOT.parent / 'shared'
 GAMES = SHARED / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
@@ -117,7 +117,7 @@ def hostile_uci(count: int) -> dict:
 
 
 def engine_kills(work: pathlib.Path, engine: str, kills: int) -> dict:
-  from searchless.commands import annotate as driver
+  from searchless.pipelines import annotate as driver
   lines = GAMES.read_text().splitlines(keepends=True)
   starts = [i for i, line in enumerate(lines) if line.startswith('[Event ')]
   games = work / 'kill_games.pgn'
@@ -159,7 +159,7 @@ def trainer_kills(work: pathlib.Path, trials: int) -> dict:
   reference = work / 'train_reference'
   shutil.rmtree(reference, ignore_errors=True)
   assert _cli('searchless-train', '--workdir', str(reference), *args).returncode == 0
-  want = checkpoint.load_params(str(reference))
+  want = loading.load_params(str(reference))
   rng = random.Random(3)
   lost, detail = 0, []
   for trial in range(trials):
@@ -174,7 +174,7 @@ def trainer_kills(work: pathlib.Path, trials: int) -> dict:
     proc.wait()
     steps = len((run_dir / 'metrics.jsonl').read_text().splitlines()) if (run_dir / 'metrics.jsonl').exists() else 0
     result = _cli('searchless-train', '--workdir', str(run_dir), *args)
-    got = checkpoint.load_params(str(run_dir))
+    got = loading.load_params(str(run_dir))
     same = result.returncode == 0 and all(
         np.array_equal(a, b) for a, b in zip(_leaves(got), _leaves(want), strict=True))
     metrics = [json.loads(line)['step'] for line in (run_dir / 'metrics.jsonl').read_text().splitlines()]

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/train_step.py --configs 9m 136m 270m --dtypes float32 bfloat16   # a GPU
 
 Random token batches (the step's cost does not depend on the data), the real
-`train.make_functions` update (loss, grads, Adam, clip, EMA) on all local
+`searchless.training.step.make_functions` update (loss, grads, Adam, clip, EMA) on all local
 devices. MFU = 3 x forward FLOPs (model.flops_per_sequence) x examples/s /
 peak; the peak is the device's dense peak for the dtype (GPU/TPU table) or,
 on CPU, the f32 matmul rate this CPU sustains, measured in the same run.
@@ -18,10 +18,11 @@ import time
 import jax
 import numpy as np
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
+from searchless.core import records
 from searchless.model import transformer as model
 from searchless.training import sharding
-from searchless.training import train
+from searchless.training import step as step_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -30,9 +31,9 @@ def measure(name: str, dtype: str, batch: int, steps: int) -> dict:
   config = config_lib.load(name,
                            [f'train.compute_dtype={dtype}', f'data.batch_size={batch}', 'data.train=unused'])
   mesh = sharding.make_mesh(config.train.fsdp)
-  fns = train.make_functions(config, mesh)
+  fns = step_lib.make_functions(config, mesh)
   state = fns.init(jax.random.PRNGKey(0))
-  seq_len = model.SEQUENCE_LENGTHS[config.policy]
+  seq_len = records.SEQUENCE_LENGTHS[config.policy]
   rng = np.random.default_rng(0)
   tokens = rng.integers(0, 31, size=(batch, seq_len), dtype=np.int32)
   tokens[:, -1] = rng.integers(0, fns.model_config.output_size, size=batch)
@@ -46,7 +47,7 @@ def measure(name: str, dtype: str, batch: int, steps: int) -> dict:
   seconds = (time.perf_counter() - start) / steps
   examples = batch / seconds
   flops = 3 * model.flops_per_sequence(fns.model_config, seq_len)
-  peak = train.peak_flops_per_device(model.resolve_dtype(dtype))
+  peak = step_lib.peak_flops_per_device(model.resolve_dtype(dtype))
   state_bytes = sum(x.addressable_shards[0].data.nbytes for x in jax.tree.leaves(state))
   return {'config': name, 'dtype': dtype, 'batch': batch, 'params': model.num_params(state.params),
           'step_ms': 1000 * seconds, 'examples_per_s': examples, 'tokens_per_s': examples * seq_len,

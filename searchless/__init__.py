@@ -13,10 +13,11 @@ The public API (imported lazily: ``import searchless`` loads neither JAX nor Bea
 * `load_config` - an experiment config by name (``'tiny'``) or path, with overrides.
 * `SearchLimit`, `find_stockfish` - engine limits and the Stockfish binary.
 
-The subpackages read as the data flow: `core` (moves, tokens, values, records,
-bags) -> `data` (PGN, boards, annotation, loader) -> `engines` -> `model` ->
-`training` -> `play` -> `evaluation` -> `report`; `commands` holds the console
-scripts and `configs` the experiment configs.
+The subpackages, in their import layers (each imports only its own and those
+before it): `core` (moves, tokens, values, records, bags, configs) -> `engines`
+(Stockfish), `model` (the networks, loading) -> `data` (PGN, boards, annotation,
+loader) -> `play` -> `evaluation` -> `training` -> `configs` (the experiment
+configs), `report` -> `pipelines` (the data jobs), `commands` (the console scripts).
 """
 
 import importlib
@@ -31,8 +32,8 @@ _API = {
     'Policy': ('searchless.play.policy', 'Policy'),
     'Analysis': ('searchless.play.policy', 'Analysis'),
     'load_policy': ('searchless.play.player', 'load_policy'),
-    'load_model': ('searchless.training.checkpoint', 'load_model'),
-    'load_config': ('searchless.training.config', 'load'),
+    'load_model': ('searchless.model.loading', 'load_model'),
+    'load_config': ('searchless.core.config', 'load'),
     'SearchLimit': ('searchless.engines.launch', 'SearchLimit'),
     'find_stockfish': ('searchless.engines.launch', 'find_stockfish'),
 }
@@ -40,11 +41,11 @@ __all__ = ['Analysis', 'PlayOptions', 'Player', 'Policy', 'SearchLimit', 'find_s
            'load_model', 'load_policy', '__version__']
 
 if TYPE_CHECKING:
+  from searchless.core.config import load as load_config
   from searchless.engines.launch import SearchLimit, find_stockfish
+  from searchless.model.loading import load_model
   from searchless.play.player import Player, PlayOptions, load_policy
   from searchless.play.policy import Analysis, Policy
-  from searchless.training.checkpoint import load_model
-  from searchless.training.config import load as load_config
 
 
 def __getattr__(name: str) -> Any:

@@ -192,7 +192,7 @@ def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: 
   out_dir.mkdir(parents=True, exist_ok=True)
   path, tmp = out_dir / f'{split}_board_value_data.bag', out_dir / f'.{split}_board_value_data.bag.tmp'
   seen: set[bytes] = set()
-  read = action_values = 0
+  read = 0
   start = time.time()
   with bagz.Writer(str(tmp)) as writer:
     for folder in folders:
@@ -212,7 +212,7 @@ def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: 
 def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: float,
                 overrides: Sequence[str] = ()) -> dict[str, Any]:
   """Trains (resuming) `config_name` (with `overrides`) on the bag `data` for `seconds` more; returns its cost."""
-  from searchless.training import config as config_lib
+  from searchless.core import config as config_lib
   from searchless.training import plot
   from searchless.training import train
   overrides = [*overrides, f'data.train={data}', f'train.max_seconds={seconds}']

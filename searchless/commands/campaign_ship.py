@@ -40,13 +40,13 @@ def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
 def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
   """The shipped `pretrained` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
   from searchless.evaluation import puzzles as puzzle_eval
-  from searchless.training import checkpoint
-  card = (pathlib.Path(str(checkpoint.pretrained_dir())) / 'MODEL_CARD.md').read_text()
+  from searchless.model import loading
+  card = (pathlib.Path(str(loading.pretrained_dir())) / 'MODEL_CARD.md').read_text()
   key = {'card': card, 'puzzles': str(puzzles)}
   cache = out / 'shipped.json'
   if cache.exists() and (done := json.loads(cache.read_text()))['key'] == key:
     return done['result']
-  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{checkpoint.PRETRAINED}', out=out / 'shipped',
+  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{loading.PRETRAINED}', out=out / 'shipped',
                            progress=False)
   result = {'solved': result['solved'], 'n': result['n']}
   out.mkdir(parents=True, exist_ok=True)
@@ -61,7 +61,7 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
   low, high = evaluation['puzzles_wilson95']
   lines = [
       '# searchless pretrained model', '',
-      f"The strength campaign's model (issue 27): `searchless/configs/campaign.py`, a {m.kind} model "
+      f"The strength campaign's model (issue 27): `configs/campaign.py`, a {m.kind} model "
       f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
       + f', {m.num_heads} heads; {num_params:,} parameters; one forward pass scores every legal move), '
       'parameters in bfloat16. The paper\'s architecture ships beside it as `pretrained-transformer`.', '',
@@ -93,7 +93,7 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
 
   `strength_args`: more flags of ``benchmarks/pretrained_strength.py`` (default: its own, the shipped models').
   """
-  from searchless.training import checkpoint
+  from searchless.model import loading
   start = time.time()
   candidate = (evaluation['puzzles_solved'], evaluation['puzzles'])
   shipped = shipped_puzzles(puzzles, workdir / 'ship')
@@ -103,12 +103,12 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
     return {**record, 'shipped_now': False, 'wall_seconds': round(time.time() - start, 1)}
   out = workdir / 'ship' / str(evaluation['checkpoint_step'])
   export = out / 'export'
-  _, params, experiment = checkpoint.load_model(str(workdir / 'train'))
+  _, params, experiment = loading.load_model(str(workdir / 'train'))
   if experiment is None:
     raise ValueError(f'{workdir / "train"} has no experiment config: not a model the campaign trained')
-  if not (export / checkpoint.PARAMS_EMA).exists():
+  if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
-    checkpoint.export(str(export), params, experiment)
+    loading.export(str(export), params, experiment)
   subprocess.run([sys.executable, str(STRENGTH), '--checkpoint', str(export), '--workdir', str(out), *strength_args],
                  check=True)
   from searchless.model import transformer
@@ -116,7 +116,7 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
   (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
                                              (out / 'strength.md').read_text()))
   if install:
-    target = pretrained.ROOT / 'searchless' / checkpoint.SHIPPED[checkpoint.PRETRAINED]
+    target = pretrained.ROOT / 'searchless' / loading.SHIPPED[loading.PRETRAINED]
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(export, target)
   return {**record, 'shipped_now': True, 'export': str(export), 'installed': install,

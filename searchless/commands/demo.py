@@ -7,7 +7,7 @@ r"""The main job: games -> annotated data -> trained model -> evaluation -> repo
 Every step is one of the project's own commands, run in this process with the
 arguments printed before it (copy them to run a step alone):
 
-1. annotate  ``searchless-annotate``        -> RUN_DIR/data (train/test bags, manifest.json)
+1. annotate  ``searchless-annotate``        -> DATA_DIR (train/test bags, manifest.json; default RUN_DIR/data)
 2. train     ``searchless-train``           -> RUN_DIR/train (checkpoints, metrics.jsonl)
 3. evaluate  ``searchless-evaluate``        -> RUN_DIR/eval (metrics.json, boards.jsonl);
                                              the pretrained model too -> RUN_DIR/eval_pretrained
@@ -33,7 +33,7 @@ manifest.json; train: summary.json saying complete, with the same overrides; eva
 mine: puzzles.csv; puzzles: summary.json; match: results.json; analyse_game: sample_game.json); an
 interrupted training resumes
 from its last checkpoint and an interrupted match from the games in its PGN. Delete a step's directory to
-redo it. `--config` picks a config by name (``searchless/configs/<name>.py``, default ``demo``) or path; `--train_args`,
+redo it. `--config` picks a config by name (``configs/<name>.py``, default ``demo``) or path; `--train_args`,
 `--annotate_args` pass anything else to those steps.
 """
 
@@ -48,7 +48,7 @@ from searchless import samples
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 STEPS = ('annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'analyse_game', 'report')
 
@@ -57,8 +57,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--input', nargs='+', default=[str(samples.GAMES)],
                  help='PGN files or globs (.pgn, .pgn.zst, ...); default: the sample games shipped in the package')
   p.add_argument('--run_dir', required=True, type=cli.output_dir, help='where every step writes')
+  p.add_argument('--data_dir', default=None, type=cli.output_dir,
+                 help='where the annotate step writes the dataset (default: RUN_DIR/data; make run: data/<run name>)')
   p.add_argument('--config', '--preset', default='demo',
-                 help="model/training config: a shipped name (searchless/configs/) or a .py path; its 'demo' "
+                 help="model/training config: a shipped name (configs/) or a .py path; its 'demo' "
                       "section (else the demo config's) gives the defaults of the flags below")
   p.add_argument('--annotate_args', default=None, help='searchless-annotate flags (one string)')
   p.add_argument('--train_args', default='', help='extra key=value config overrides (one string)')
@@ -103,7 +105,8 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   """Runs (or continues) the job; returns the report's path."""
   args = _parser().parse_args(argv)
   run_dir = pathlib.Path(args.run_dir).absolute()
-  data, train_dir, eval_dir = run_dir / 'data', run_dir / 'train', run_dir / 'eval'
+  data = pathlib.Path(args.data_dir).absolute() if args.data_dir else run_dir / 'data'
+  train_dir, eval_dir = run_dir / 'train', run_dir / 'eval'
   puzzle_dir, match_dir = run_dir / 'puzzles', run_dir / 'match'
   pretrained_eval_dir, pretrained_puzzle_dir = run_dir / 'eval_pretrained', run_dir / 'puzzles_pretrained'
   experiment = config_lib.load(args.config)  # A shipped name or a .py file (else a one-line error).
@@ -127,7 +130,8 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
     _record_command(run_dir, name, command)
     if done is not None and done.exists() and all(
         not d.exists() or d.stat().st_mtime <= done.stat().st_mtime for d in after):
-      print(f'  done already ({done.relative_to(run_dir)} exists): skipped', flush=True)
+      print(f'  done already ({done.relative_to(run_dir) if done.is_relative_to(run_dir) else done} exists): skipped',
+            flush=True)
       return
     t = time.perf_counter()
     call(command[1:])
@@ -226,7 +230,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
     from searchless.commands import report as command
     command.main(argv)
 
-  step(8, 'report', ['searchless-report', '--run_dir', str(run_dir)], None, report)
+  step(8, 'report', ['searchless-report', '--run_dir', str(run_dir), '--data_dir', str(data)], None, report)
 
   total = time.perf_counter() - started
   (run_dir / 'timings.json').write_text(json.dumps({'seconds': round(total, 1), 'steps': timings}, indent=2) + '\n')

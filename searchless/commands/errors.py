@@ -128,7 +128,7 @@ def worker_error(error: BaseException) -> str | None:
   """The message of the user error inside a runner's wrapped worker error (a traceback as text), if any.
 
   >>> worker_error(RuntimeError('Traceback (most recent call last):\\n  File "x.py", line 1\\n'
-  ...                           'searchless.data.pgn.CorruptInputError: g.pgn.zst: zstd stream is truncated'
+  ...                           'searchless.data.streams.CorruptInputError: g.pgn.zst: zstd stream is truncated'
   ...                           " [while running 'ReadGames']"))
   'g.pgn.zst: zstd stream is truncated'
   >>> worker_error(RuntimeError('a bug')) is None

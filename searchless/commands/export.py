@@ -4,7 +4,7 @@
 
 Writes ``DIR/model.safetensors``, ``DIR/config.json`` and ``DIR/forward.jax``
 (`searchless.model.export` says what each holds). ``--checkpoint`` is anything
-`checkpoint.load_model` reads (our workdirs, published checkpoints, ``pretrained``).
+`loading.load_model` reads (our workdirs, published checkpoints, ``pretrained``).
 """
 
 import argparse
@@ -15,7 +15,7 @@ from searchless.commands import errors
 errors.require_extra('safetensors', 'export', 'searchless-export')  # Before the imports that need them.
 errors.require_extra('flatbuffers', 'export', 'searchless-export')
 from searchless.model import export  # noqa: E402
-from searchless.training import checkpoint  # noqa: E402
+from searchless.model import loading  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    model_config, params, experiment = checkpoint.load_model(args.checkpoint, ema=not args.raw)
+    model_config, params, experiment = loading.load_model(args.checkpoint, ema=not args.raw)
     out = export.export(args.out, model_config, params, experiment, jax_forward=not args.no_jax_forward)
   print(out)
 

@@ -89,11 +89,12 @@ def _log(workdir: pathlib.Path, step: str, record: dict[str, Any]) -> None:
 def make_chunks(games: list[str], out_dir: pathlib.Path, games_per_chunk: int) -> list[pathlib.Path]:
   """Writes the games of `games` (files interleaved, game by game) into chunk files; returns their paths."""
   from searchless.data import pgn
+  from searchless.data import streams
   done = out_dir / 'chunks.json'
   if done.exists():
     return [out_dir / name for name in json.loads(done.read_text())['chunks']]
   out_dir.mkdir(parents=True, exist_ok=True)
-  interleaved = pgn.interleave_raw_games(pgn.match_files(games, '--games'))
+  interleaved = pgn.interleave_raw_games(streams.match_files(games, '--games'))
   paths: list[pathlib.Path] = []
   count = 0
   while chunk := list(itertools.islice(interleaved, games_per_chunk)):
@@ -152,7 +153,7 @@ def annotation_cost(outs: list[pathlib.Path], workers: int) -> dict[str, Any]:
 
 def train_model(outs: list[pathlib.Path], workdir: pathlib.Path, train_seconds: float) -> dict[str, Any]:
   """Trains pretrained on the train board records of `outs` (the same chunks on every rerun)."""
-  from searchless.training import config as config_lib
+  from searchless.core import config as config_lib
   from searchless.training import plot
   from searchless.training import train
   record = workdir / 'train_data.json'
@@ -171,16 +172,16 @@ def train_model(outs: list[pathlib.Path], workdir: pathlib.Path, train_seconds: 
 
 def card(workdir: pathlib.Path) -> str:
   """The model card: data, labels, engine, training and the measured strength (if measured)."""
-  from searchless.training import checkpoint
+  from searchless.model import loading
   done = json.loads((workdir / 'pretrained.json').read_text())
   engine = _manifest(workdir / 'data' / 'chunk_000').engine
-  experiment = checkpoint.load_model(str(workdir / 'export'))[2]
+  experiment = loading.load_model(str(workdir / 'export'))[2]
   if experiment is None:
     raise ValueError(f'{workdir / "export"} has no experiment config: not a model this job exported')
   a, t = done['annotate'], done['train']
   lines = [
       '# searchless pretrained-transformer model', '',
-      'A searchless chess policy: the board-packed transformer of `searchless/configs/pretrained.py`',
+      'A searchless chess policy: the board-packed transformer of `configs/pretrained.py`',
       f"({experiment.model.num_layers} layers, d={experiment.model.embedding_dim}, "
       f"{experiment.model.num_heads} heads; one forward pass scores every legal move), parameters in bfloat16.",
       '', '## Data and labels', '',
@@ -218,24 +219,24 @@ def card(workdir: pathlib.Path) -> str:
 
 def export_model(workdir: pathlib.Path) -> pathlib.Path:
   """WORKDIR/export: the trained EMA parameters in bfloat16, the config and the model card."""
-  from searchless.training import checkpoint
+  from searchless.model import loading
   out = workdir / 'export'
-  if not (out / checkpoint.PARAMS_EMA).exists():
-    _, params, trained = checkpoint.load_model(str(workdir / 'train'))
+  if not (out / loading.PARAMS_EMA).exists():
+    _, params, trained = loading.load_model(str(workdir / 'train'))
     if trained is None:
       raise ValueError(f'{workdir / "train"} has no experiment config: not a model this job trained')
     experiment = ml_collections.ConfigDict(trained.as_configdict())  # A mutable copy.
     chunks = json.loads((workdir / 'train_data.json').read_text())['chunks']
     experiment.data.train = f'WORKDIR/data/chunk_{{000..{len(chunks) - 1:03d}}}/train/board_value_data.bag'
-    checkpoint.export(str(out), params, experiment)
+    loading.export(str(out), params, experiment)
   (out / 'MODEL_CARD.md').write_text(card(workdir))
   return out
 
 
 def install(export: pathlib.Path) -> pathlib.Path:
   """Replaces the package's shipped transformer ('pretrained-transformer') with `export`."""
-  from searchless.training import checkpoint
-  target = ROOT / 'searchless' / checkpoint.SHIPPED[checkpoint.PRETRAINED_TRANSFORMER]
+  from searchless.model import loading
+  target = ROOT / 'searchless' / loading.SHIPPED[loading.PRETRAINED_TRANSFORMER]
   if target.exists():
     shutil.rmtree(target)
   shutil.copytree(export, target)

@@ -19,6 +19,7 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-report', description=__doc__.split('\n\n')[0])
   p.add_argument('--run_dir', required=True, help='the run directory (data/, train/, eval/, puzzles/, match/)')
   p.add_argument('--out', default=None, type=cli.output_dir, help='output directory (default: RUN_DIR/report)')
+  p.add_argument('--data_dir', default=None, help="the run's annotated data (default: RUN_DIR/data)")
   # Kept so that older command lines still work: the sample game is now searchless-analyse-game's.
   p.add_argument('--no_model', action='store_true', help='ignored (see searchless-analyse-game --no_model)')
   p.add_argument('--stockfish_nodes', type=int, default=None, help='ignored (see searchless-analyse-game)')
@@ -28,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    report = build.build(args.run_dir, out_dir=args.out)
+    report = build.build(args.run_dir, out_dir=args.out, data_dir=args.data_dir)
   print(f'markdown: {report.markdown}')
   print(report.html)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
                  help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')
   p.add_argument('--compilation_cache', metavar='DIR', default=uci.default_cache_dir(),
                  help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes"
-                      " ('' turns it off).")
+                      f" ('' turns it off; default: ${uci.CACHE_ENV} if set, else ~/.cache/searchless/xla).")
   p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
   return p
 

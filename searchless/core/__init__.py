@@ -1,1 +1,1 @@
-"""The formats every stage shares: moves, FEN tokens, value buckets, ChessBench records and bag files."""
+"""What every stage shares: moves, FEN tokens, value buckets, ChessBench records, bag files and experiment configs."""

@@ -5,7 +5,7 @@ the same bytes without Beam, in bulk, for the training loader:
 
 * `decode_batch`: a batch of encoded ChessBench records (``action_value``,
   ``state_value``, ``behavioral_cloning``) -> `Columns`, with array operations
-  over the joined bytes (`decode_one` is the exact per-record path);
+  over the joined bytes (`records.decode` is the exact per-record path);
 * `decode_boards`: encoded ``board_value`` records -> `records.BoardValue`;
 * `check_kind`: whether a bag holds records of the kind a job expects, with an
   error that says what the records are instead.
@@ -14,9 +14,7 @@ A record that cannot be decoded raises `BadRecord`, which names its position
 in the batch; so does `check_win_probs` for a win probability outside [0, 1]
 (NaN included).
 
-The layout of each ChessBench kind is Beam's ``TupleCoder``: every component
-but the last is nested (a string gets a varint length prefix), the last string
-is the rest of the record, and a float is 8 big-endian bytes either way.
+Each kind's byte layout is `records.LAYOUTS`.
 
 >>> fen = '8/8/8/8/8/8/8/K1k5 w - - 0 1'
 >>> columns = decode_batch('state_value', [records.encode('state_value', (fen, 0.25))])
@@ -26,7 +24,6 @@ is the rest of the record, and a float is 8 big-endian bytes either way.
 
 from collections.abc import Sequence
 import os
-import struct
 import typing
 from typing import NamedTuple
 
@@ -37,16 +34,6 @@ from searchless.core import bags
 from searchless.core import moves
 from searchless.core import records
 
-# The TupleCoder layout of each kind: 'str' = StrUtf8Coder, 'float' = FloatCoder.
-# Every component but the last is nested (a str gets a varint length prefix); the
-# last str is the rest of the record. A float is 8 big-endian bytes either way.
-LAYOUTS = {
-    'action_value': ('str', 'str', 'float'),
-    'state_value': ('str', 'float'),
-    'behavioral_cloning': ('str', 'str'),
-}
-
-
 def check_policy(kind: str) -> None:
   """Raises ValueError unless `kind` is one of the three ChessBench kinds (a policy's records).
 
@@ -56,7 +43,7 @@ def check_policy(kind: str) -> None:
   ...
   ValueError: unknown policy / record kind 'board_value'; expected one of ('action_value', 'state_value', 'behavioral_cloning')
   """
-  if kind not in LAYOUTS:
+  if kind not in records.KINDS:
     raise ValueError(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')
 
 
@@ -77,71 +64,20 @@ class Columns(NamedTuple):
   win_probs: np.ndarray | None  # [B] float64; action_value, state_value
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-  """Reads Beam's unsigned LEB128 varint at `pos`; returns (value, next position)."""
-  value, shift = 0, 0
-  while True:
-    if pos >= len(data):
-      raise ValueError('truncated length prefix')
-    byte = data[pos]
-    pos += 1
-    value |= (byte & 0x7F) << shift
-    if not byte & 0x80:
-      return value, pos
-    shift += 7
-    if shift >= 70:
-      raise ValueError('length prefix longer than 10 bytes')
-
-
-def decode_one(kind: str, data: bytes) -> tuple:
-  """Decodes one record exactly (the slow path of `decode_batch`); strict about trailing bytes.
-
-  Unlike Beam's decoder it rejects bytes left over after the last component, so a
-  record of another kind is not silently misread.
-
-  >>> decode_one('action_value', records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)))
-  ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)
-  >>> decode_one('state_value', records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)))
-  Traceback (most recent call last):
-  ...
-  ValueError: 5 bytes left after the last component
-  """
-  layout = LAYOUTS[kind]
-  fields, pos = [], 0
-  for i, component in enumerate(layout):
-    if component == 'float':
-      if pos + 8 > len(data):
-        raise ValueError(f'truncated: {len(data) - pos} bytes left for an 8-byte float')
-      fields.append(struct.unpack_from('>d', data, pos)[0])
-      pos += 8
-      continue
-    if i + 1 == len(layout):  # The last string is the rest of the record.
-      start, pos = pos, len(data)
-    else:
-      length, start = _read_varint(data, pos)
-      pos = start + length
-      if pos > len(data):
-        raise ValueError(f'truncated: a string of {length} bytes but {len(data) - start} left')
-    fields.append(data[start:pos].decode('utf-8'))
-  if pos != len(data):
-    raise ValueError(f'{len(data) - pos} bytes left after the last component')
-  return tuple(fields)
-
-
 def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
   """Decodes a batch of encoded records of `kind` at once; raises `BadRecord`.
 
   The common case (ASCII strings shorter than 128 bytes, so one-byte length
   prefixes) is decoded with array operations over the joined bytes and one
   latin-1 decode; any other record (or a malformed one) goes through
-  `decode_one`. Equal to `records.decode` field by field, floats bit for bit.
+  `records.decode`. Equal to `records.decode` field by field, floats bit for bit.
 
   >>> data = [records.encode('action_value', ('8/8/8/8/8/8/8/K1k5 w - - 0 1', m, p))
   ...         for m, p in (('a1a2', 0.5), ('a1b1', 1.0))]
   >>> decode_batch('action_value', data).moves, decode_batch('action_value', data).win_probs.tolist()
   (['a1a2', 'a1b1'], [0.5, 1.0])
   """
-  layout = LAYOUTS[kind]
+  layout = records.LAYOUTS[kind]
   count = len(raw)
   lengths = np.fromiter(map(len, raw), dtype=np.int64, count=count)  # [B]
   ends = np.cumsum(lengths)  # [B]
@@ -180,8 +116,8 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
   strings = [[text[a:b] for a, b in zip(begin.tolist(), end.tolist())] for begin, end in spans]
   for position in np.flatnonzero(~ok).tolist():
     try:
-      fields = decode_one(kind, raw[position])
-    except (ValueError, UnicodeDecodeError) as e:
+      fields = tuple(records.decode(kind, raw[position]))
+    except ValueError as e:
       raise BadRecord(position, f'cannot decode as {kind}: {e}') from None
     for column, value in zip(strings, [f for f, c in zip(fields, layout) if c == 'str']):
       column[position] = value
@@ -241,10 +177,10 @@ def _fits(kind: str, data: bytes) -> bool:
       return False
     return len(board.moves) == len(board.win_probs) and all(m in moves.MOVE_TO_ACTION for m in board.moves)
   try:
-    fields = decode_one(kind, data)
-  except (ValueError, UnicodeDecodeError):
+    fields = tuple(records.decode(kind, data))
+  except ValueError:
     return False
-  return LAYOUTS[kind][1] != 'str' or fields[1] in moves.MOVE_TO_ACTION
+  return records.LAYOUTS[kind][1] != 'str' or fields[1] in moves.MOVE_TO_ACTION
 
 
 def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Apache Beam transforms of the annotation pipeline (driver: searchless/commands/annotate.py).
+"""Apache Beam transforms of the annotation pipeline (driver: `searchless.data.annotation_job`).
 
     input files --ReadGames--> game texts --Distribute--> --ParseGames--> games | skips
       --SplitGames--> (split, game) --ExtractBoards--> unique (split, fen) --Distribute-->
@@ -7,23 +7,21 @@
                      and/or board_value records (one per board, `searchless.data.boards`)
       --WriteShards--> pieces, committed after the job (`searchless.data.shards`)
 
-Runs on any Beam runner, Beam's Dask runner included: every step has one
-output (kinds of elements are told apart by type, not by tagged outputs),
-nothing reads a side input, files are written by `shards.WriteShards`, and
-every count of the manifest is data (``(name, n)`` pairs summed per name)
-that the last step, `WriteResults`, writes with the written pieces and the
-engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``.
-Runner metrics are a bonus (the time per board, where the runner has them).
+The steps up to ExtractBoards are `searchless.data.games`'; the counts and the
+last step, `WriteResults`, are `searchless.data.results`'. Runs on any Beam
+runner, Beam's Dask runner included: every step has one output (kinds of
+elements are told apart by type, not by tagged outputs), nothing reads a side
+input, and files are written by `shards.WriteShards`. Runner metrics are a
+bonus (the time per board, where the runner has them).
 """
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator
 import dataclasses
 import functools
 import json
 import os
 import tempfile
 import time
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -34,23 +32,16 @@ from searchless.core import atomic
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import boards
+from searchless.data import games
 from searchless.data import pgn
+from searchless.data import results
 from searchless.data import shards
 from searchless.data import splits
+from searchless.data import streams
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
 
 NAMESPACE = 'searchless'  # Of the runner metrics (a bonus: ms_per_board).
-RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of the output folder.
-
-Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per name.
-
-
-@dataclasses.dataclass(frozen=True)
-class CorruptInput:
-  """Emitted by `ReadGames` for an input that ended in a corrupt stream (with skip_corrupt)."""
-
-  path: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,133 +65,6 @@ class Failed:
 @dataclasses.dataclass(frozen=True)
 class EngineSeen:
   identity: str  # JSON of the engine's `id` lines and its binary's sha256, once per engine process.
-
-
-class ReadGames(beam.DoFn):
-  """Streams each input file and emits the text of each game (`pgn.RawGame`), in file order.
-
-  A corrupt input raises, or with `skip_corrupt` ends with a `CorruptInput`.
-  """
-
-  def __init__(self, max_games_per_file: int | None = None, skip_corrupt: bool = False):
-    self._max_games = max_games_per_file
-    self._skip_corrupt = skip_corrupt
-
-  def process(self, path: str) -> Iterator[pgn.RawGame | CorruptInput]:
-    try:
-      for index, raw in enumerate(pgn.iter_raw_games(path)):
-        if self._max_games is not None and index >= self._max_games:
-          break
-        yield raw
-    except pgn.CorruptInputError:
-      if not self._skip_corrupt:
-        raise
-      yield CorruptInput(path)
-
-
-class ParseGames(beam.DoFn):
-  """Parses game texts: a `pgn.Game` for each kept game, a `pgn.Skip` for each other."""
-
-  def __init__(self, game_filter: pgn.GameFilter):
-    self._filter = game_filter
-
-  def process(self, raw: pgn.RawGame) -> Iterator[pgn.Game | pgn.Skip]:
-    yield pgn.parse_game(raw, self._filter)
-
-
-class Distribute(beam.PTransform):
-  """A reshuffle that spreads the work on every runner, Beam's Dask runner included.
-
-  Elements are grouped by a stable hash of `key_of` (as `beam.Reshuffle`
-  groups by random keys), together with `parallelism` empty lanes: Beam's Dask
-  runner turns Reshuffle into a no-op and keeps a collection's partition count
-  through GroupByKey, so without the lanes (each its own partition, see
-  `annotation_job`) one input file would stay one partition to the end.
-  """
-
-  def __init__(self, key_of: Callable[[Any], str], parallelism: int):
-    super().__init__()
-    self._key_of, self._parallelism = key_of, parallelism
-
-  def expand(self, pcoll: PCollection) -> PCollection:
-    key_of = self._key_of
-    lanes = pcoll.pipeline | 'Lanes' >> beam.Create([(lane, None) for lane in range(self._parallelism)])
-    keyed = pcoll | 'Key' >> beam.Map(lambda x: (shards.bucket_of(key_of(x), 1 << 62), x))
-    return ((keyed, lanes) | 'WithLanes' >> beam.Flatten() | 'Group' >> beam.GroupByKey()
-            | 'Ungroup' >> beam.FlatMap(lambda key_values: [v for v in key_values[1] if v is not None]))
-
-
-class _SplitsOfBoard(beam.CombineFn):
-  """Per board key: {split: smallest FEN seen} (the FEN kept for that split)."""
-
-  def create_accumulator(self):
-    return {}
-
-  def add_input(self, acc, split_fen):
-    split, fen = split_fen
-    if split not in acc or fen < acc[split]:
-      acc[split] = fen
-    return acc
-
-  def merge_accumulators(self, accs):
-    merged = {}
-    for acc in accs:
-      for split_fen in acc.items():
-        self.add_input(merged, split_fen)
-    return merged
-
-  def extract_output(self, acc):
-    return acc
-
-
-class ExtractBoards(beam.PTransform):
-  """(split, Game) -> unique (split, fen), de-duplicated within each split.
-
-  A test board that also occurs in train is counted (``test_boards_in_train``)
-  and kept, as in the paper, unless `drop_test_overlap`. After `expand`,
-  `counts` is the collection of its counts (boards seen and kept per split,
-  overlap).
-  """
-
-  def __init__(self, dedup_by: str = 'fen', drop_test_overlap: bool = False):
-    super().__init__()
-    if dedup_by not in ('fen', 'position'):
-      raise ValueError(f"dedup_by must be 'fen' or 'position', got {dedup_by!r}")
-    self._by = dedup_by
-    self._drop = drop_test_overlap
-
-  def expand(self, games: PCollection[tuple[str, pgn.Game]]) -> PCollection[tuple[str, str]]:
-    by, drop = self._by, self._drop
-
-    def boards_of(split_game):
-      split, game = split_game
-      for fen in game.fens:
-        yield splits.dedup_key(fen, by), (split, fen)
-
-    def kept(key_splits):
-      _, of_split = key_splits
-      if drop and 'test' in of_split and 'train' in of_split:
-        return {'train': of_split['train']}
-      return of_split
-
-    def overlap(key_splits) -> Iterator[Count]:
-      _, of_split = key_splits
-      if 'test' in of_split and 'train' in of_split:
-        yield 'test_boards_in_train', 1
-        if drop:
-          yield 'test_boards_dropped', 1
-
-    per_board = (
-        games
-        | 'BoardsOfGames' >> beam.FlatMap(boards_of)
-        | 'SplitsPerBoard' >> beam.CombinePerKey(_SplitsOfBoard()))
-    unique = per_board | 'UniqueBoards' >> beam.FlatMap(lambda ks: sorted(kept(ks).items()))
-    self.counts = (
-        (games | 'CountSeen' >> beam.Map(lambda split_game: (f'boards_seen/{split_game[0]}', len(split_game[1].fens))),
-         per_board | 'CountOverlap' >> beam.FlatMap(overlap),
-         unique | 'CountBoards' >> beam.Map(lambda split_fen: (f'boards/{split_fen[0]}', 1)))
-        | 'Counts' >> beam.Flatten())
-    return unique
 
 
 class _Progress:
@@ -278,7 +142,7 @@ class AnnotateBoards(beam.DoFn):
       annotator.close()
 
 
-def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[Count]:
+def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[results.Count]:
   """The manifest's counts of one `AnnotateBoards` output."""
   if isinstance(output, Annotated):
     split, annotation = output.split, output.annotation
@@ -290,38 +154,6 @@ def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[Count
     yield f'boards_failed/{output.split}', 1
   if isinstance(output, (Annotated, Failed)) and output.restarts:
     yield 'engine_restarts', output.restarts
-
-
-class WriteResults(beam.DoFn):
-  """The last step: one JSON file with the summed counts, the written pieces and the engines seen."""
-
-  def __init__(self, path: str):
-    self._path = path
-
-  def process(self, key_items: tuple[None, Iterable[tuple[str, Any]]]) -> Iterator[str]:
-    counts: dict[str, int] = {}
-    pieces: list[dict[str, Any]] = []
-    engines: set[str] = set()
-    for kind, item in key_items[1]:
-      if kind == 'count':
-        name, amount = item
-        counts[name] = counts.get(name, 0) + amount
-      elif kind == 'piece':
-        pieces.append(dataclasses.asdict(item))
-      elif kind == 'engine':
-        engines.add(item)
-    results = {'counts': dict(sorted(counts.items())), 'engines': sorted(engines),
-               'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part']))}
-    with FileSystems.create(self._path) as f:
-      f.write(json.dumps(results, indent=1).encode('utf-8'))
-    yield self._path
-
-
-def read_results(path: str) -> tuple[dict[str, int], list[str], list[shards.Piece]]:
-  """(counts, engine identities as JSON, pieces) from the file `WriteResults` wrote."""
-  with FileSystems.open(path) as f:
-    results = json.loads(f.read().decode('utf-8'))
-  return results['counts'], results['engines'], [shards.Piece(**p) for p in results['pieces']]
 
 
 def action_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str, float]]:
@@ -347,6 +179,8 @@ RECORDS_OF = {
     records.BOARD_VALUE: board_value_records,
 }
 # --records choices: the record kinds each writes.
+
+
 RECORD_SETS = {'chessbench': records.KINDS, 'board': (records.BOARD_VALUE,)}
 
 
@@ -404,29 +238,7 @@ class AnnotateOptions:
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
 
   def __post_init__(self):
-    check_job_options(self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
-
-
-def check_job_options(options: Any, positive: Sequence[str], non_negative: Sequence[str]) -> None:
-  """Raises ValueError naming the flag of a job's first bad option: test_fraction, dedup_by, and the
-  named fields that must be >= 1 (`positive`) or >= 0 (`non_negative`) when set."""
-  if not 0.0 <= options.test_fraction < 1.0:  # Also NaN.
-    raise ValueError(f'--test_fraction must be in [0, 1), got {options.test_fraction}')
-  for name, low in [*((n, 1) for n in positive), *((n, 0) for n in non_negative)]:
-    value = getattr(options, name)
-    if value is not None and value < low:
-      raise ValueError(f'--{name} must be >= {low}, got {value}')
-  if options.dedup_by not in splits.DEDUP_BY:
-    raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {options.dedup_by!r}')
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputSet:
-  """A file set the job writes: its `shards.ShardSpec`, and what it holds."""
-
-  spec: shards.ShardSpec
-  split: str | None  # None for the job-wide sets (failures, skipped).
-  kind: str  # A record kind, 'failures' or 'skipped'.
+    results.check_job_options(self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
 
 
 def _first(record: tuple) -> str:
@@ -436,10 +248,6 @@ def _first(record: tuple) -> str:
 def _failure_line(failure: Failed) -> bytes:
   return json.dumps({'split': failure.split, 'fen': failure.fen, 'reason': failure.reason,
                      'attempts': failure.attempts}, sort_keys=True).encode('utf-8')
-
-
-def _skip_line(skip: pgn.Skip) -> bytes:
-  return json.dumps({'reason': skip.reason, 'location': skip.location, 'detail': skip.detail}).encode('utf-8')
 
 
 class AnnotateGames(beam.PTransform):
@@ -464,29 +272,29 @@ class AnnotateGames(beam.PTransform):
     game_filter = pgn.GameFilter(
         min_elo=o.min_elo, max_elo=o.max_elo,
         speeds=tuple(s for s in o.speeds.split(',') if s), exclude_bots=o.exclude_bots)
-    inputs = {'train': pgn.match_files(_split_list(o.input))}
+    inputs = {'train': streams.match_files(_split_list(o.input))}
     if o.test_input:
-      inputs['test'] = pgn.match_files(_split_list(o.test_input), '--test_input')
+      inputs['test'] = streams.match_files(_split_list(o.test_input), '--test_input')
     test_fraction = 0.0 if o.test_input else o.test_fraction
     split_names = ['train'] + (['test'] if o.test_input or test_fraction > 0 else [])
     self.split_names, self.inputs, self.test_fraction = split_names, inputs, test_fraction
     out = o.output_dir
-    self.results_path = FileSystems.join(out, shards.TMP_DIR, RESULTS)
+    self.results_path = FileSystems.join(out, shards.TMP_DIR, results.RESULTS)
 
     counts: list[PCollection] = []
-    games, skipped = [], []
+    kept_games, skipped = [], []
     for source, paths in inputs.items():
       read = (
           pbegin
           | f'Files[{source}]' >> beam.Create(paths)
-          | f'ReadGames[{source}]' >> beam.ParDo(ReadGames(o.max_games, o.skip_corrupt_inputs)))
+          | f'ReadGames[{source}]' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs)))
       counts.append(read | f'CountRead[{source}]' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, CorruptInput) else 'games_read', 1)))
+          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
       parsed = (
           read
           | f'Texts[{source}]' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-          | f'Distribute[{source}]' >> Distribute(lambda raw: raw.location, o.parallelism)
-          | f'ParseGames[{source}]' >> beam.ParDo(ParseGames(game_filter)))
+          | f'Distribute[{source}]' >> games.Distribute(lambda raw: raw.location, o.parallelism)
+          | f'ParseGames[{source}]' >> beam.ParDo(games.ParseGames(game_filter)))
       counts.append(parsed | f'CountParsed[{source}]' >> beam.Map(
           lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1)))
       kept = parsed | f'Kept[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
@@ -499,10 +307,10 @@ class AnnotateGames(beam.PTransform):
         kept = kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
       else:
         kept = kept | 'SplitGames' >> beam.Map(lambda game, f: (splits.split_of(game.key, f), game), test_fraction)
-      games.append(kept)
+      kept_games.append(kept)
 
-    extract = ExtractBoards(o.dedup_by, o.drop_test_overlap)
-    unique = games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
+    extract = games.ExtractBoards(o.dedup_by, o.drop_test_overlap)
+    unique = kept_games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
     counts.append(extract.counts)
     if progress_dir:
       _ = (unique | 'Ones' >> beam.Map(lambda _: 1)
@@ -510,7 +318,7 @@ class AnnotateGames(beam.PTransform):
            | 'TellProgress' >> beam.Map(_write_total, progress_dir))
     annotated = (
         unique
-        | 'Distribute[boards]' >> Distribute(lambda split_fen: split_fen[1], o.parallelism)
+        | 'Distribute[boards]' >> games.Distribute(lambda split_fen: split_fen[1], o.parallelism)
         | 'AnnotateBoards' >> beam.ParDo(AnnotateBoards(engine_config, progress_dir)))
     counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
 
@@ -519,7 +327,7 @@ class AnnotateGames(beam.PTransform):
     pgn_bytes = {source: shards.pgn_bytes(paths, o.max_games, o.sample_games) for source, paths in inputs.items()}
     share = {'train': pgn_bytes['train'] * (1 - test_fraction),
              'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction)}
-    self.outputs: list[OutputSet] = []
+    self.outputs: list[results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in split_names:
@@ -530,16 +338,16 @@ class AnnotateGames(beam.PTransform):
         spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
-        self.outputs.append(OutputSet(spec, split, kind))
+        self.outputs.append(results.OutputSet(spec, split, kind))
         record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard))
         to_write.append(of_split
                         | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
                         | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
     failures = shards.ShardSpec(out, 'failures', '.jsonl')
     skips = shards.ShardSpec(out, 'skipped', '.jsonl')
-    self.outputs += [OutputSet(failures, None, 'failures'), OutputSet(skips, None, 'skipped')]
+    self.outputs += [results.OutputSet(failures, None, 'failures'), results.OutputSet(skips, None, 'skipped')]
     record_sets += [shards.RecordSet(failures, _failure_line, lambda f: f.fen),
-                    shards.RecordSet(skips, _skip_line, lambda s: s.location)]
+                    shards.RecordSet(skips, games.skip_line, lambda s: s.location)]
     to_write.append(annotated
                     | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
                     | 'KeyFailures' >> beam.Map(lambda f, key: (key, f), failures.key))
@@ -560,7 +368,7 @@ class AnnotateGames(beam.PTransform):
          | 'AllResults' >> beam.Flatten()
          | 'OneKey' >> beam.Map(lambda item: (None, item))
          | 'Gather' >> beam.GroupByKey()
-         | 'WriteResults' >> beam.ParDo(WriteResults(self.results_path)))
+         | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path)))
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:

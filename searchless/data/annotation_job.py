@@ -4,13 +4,13 @@
 DirectRunner with one worker process per core by default, or any runner that
 `beam_args` names), commits the files it wrote (`shards.commit`) and writes
 ``OUTPUT_DIR/manifest.json`` (`artefacts.AnnotationManifest`) from the counts
-the job itself produced (`annotate.WriteResults`), so every runner gives the
+the job itself produced (`results.WriteResults`), so every runner gives the
 same manifest.
 
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
 --dask_client_address HOST:PORT``) gets one element per partition unless
 ``--dask_partition_size``/``--dask_npartitions`` say otherwise, and by default
-four times as many lanes (`annotate.Distribute`) as the cluster has worker threads:
+four times as many lanes (`searchless.data.games.Distribute`) as the cluster has worker threads:
 each lane is a partition there (enough for an even load), and each GroupByKey costs Dask
 about lanes² tasks.
 """
@@ -34,6 +34,7 @@ from searchless.data import annotate
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
+from searchless.data import results
 from searchless.data import shards
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
@@ -173,7 +174,7 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
     client = getattr(result, 'client', None)  # Beam's Dask runner opens a client and leaves it.
     if client is not None:
       client.close()
-  counts, engine_ids, pieces = annotate.read_results(graph.results_path)
+  counts, engine_ids, pieces = results.read_results(graph.results_path)
   if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
     abandon(options.output_dir, roots)  # A run that fails leaves no dataset that looks finished.
     raise ValueError(_no_games(counts, graph.inputs))

@@ -6,12 +6,12 @@
       --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
 
 Games are parsed, filtered and split (by a hash of the game) exactly as annotation does
-(`searchless.data.annotate`); a database board goes to the split its FEN hashes to. A board
+(`searchless.data.games`); a database board goes to the split its FEN hashes to. A board
 met more than once in a split (openings) becomes one record: its state value from the deepest
 source (the database before games, then depth, then thousands of nodes), and every move any
 source valued, each with its deepest value. What `searchless.data.free_labels` skips is counted
 and written to ``skipped.jsonl`` with its file and line. Counts are data, summed by
-`annotate.WriteResults`; `run` commits the files and writes ``manifest.json``
+`results.WriteResults`; `run` commits the files and writes ``manifest.json``
 (`artefacts.ImportManifest`), with each source's depth and knodes distribution.
 """
 
@@ -28,13 +28,15 @@ from apache_beam.pvalue import PBegin, PCollection, PDone
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import records
-from searchless.data import annotate
 from searchless.data import annotation_job
 from searchless.data import free_labels
+from searchless.data import games
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
+from searchless.data import results
 from searchless.data import shards
 from searchless.data import splits
+from searchless.data import streams
 
 KINDS = tuple(free_labels.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
 EVAL_DB_BYTES_PER_BOARD = 400  # About one line of lichess_db_eval.jsonl (uncompressed): shard estimates.
@@ -64,11 +66,11 @@ class ImportOptions:
   exclude_bots: bool = False  # Games: drop games played by BOT accounts.
   test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (and database boards), by hash, in test.
   dedup_by: str = 'fen'  # One of splits.DEDUP_BY: what makes two boards one record.
-  parallelism: int = 0  # Lanes the work is spread over (`annotate.Distribute`); 0: as annotation picks.
+  parallelism: int = 0  # Lanes the work is spread over (`games.Distribute`); 0: as annotation picks.
   overwrite: bool = False  # Replace a dataset already in output_dir.
 
   def __post_init__(self):
-    annotate.check_job_options(self, ('max_games', 'max_lines', 'records_per_shard'),
+    results.check_job_options(self, ('max_games', 'max_lines', 'records_per_shard'),
                                ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
     unknown = [k for k in self.kinds if k not in KINDS]
     if unknown or not self.kinds:
@@ -93,19 +95,19 @@ class ReadEvalLines(beam.DoFn):
   def __init__(self, max_lines: int | None, skip_corrupt: bool):
     self._max_lines, self._skip_corrupt = max_lines, skip_corrupt
 
-  def process(self, path: str) -> Iterator[EvalLine | annotate.CorruptInput]:
+  def process(self, path: str) -> Iterator[EvalLine | games.CorruptInput]:
     read = 0
     try:
-      for number, data in enumerate(pgn.read_lines(path), start=1):
+      for number, data in enumerate(streams.read_lines(path), start=1):
         if self._max_lines is not None and read >= self._max_lines:
           break
         if data.strip():
           read += 1
           yield EvalLine(f'{path}:{number}', data.decode('utf-8', errors='replace'))
-    except pgn.CorruptInputError:
+    except streams.CorruptInputError:
       if not self._skip_corrupt:
         raise
-      yield annotate.CorruptInput(path)
+      yield games.CorruptInput(path)
 
 
 def _depth_bucket(value: int | None) -> str:
@@ -120,7 +122,7 @@ def _knodes_bucket(value: int | None) -> str:
   return f'{low}-{max(9, low * 10 - 1)}'
 
 
-def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[annotate.Count]:
+def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[results.Count]:
   """The manifest's counts of one labelled board, before merging (depth and knodes per source)."""
   split, board = split_board
   yield f'boards_seen/{split}', 1
@@ -174,7 +176,7 @@ class MergeBoards(beam.CombineFn):
                                win_probs=tuple(v for _, (_, v) in ordered))
 
 
-def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[annotate.Count]:
+def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[results.Count]:
   split, board = split_board
   yield f'boards/{split}', 1
   yield f'moves_valued/{split}', len(board.moves)
@@ -195,10 +197,10 @@ class ImportLabels(beam.PTransform):
 
   def expand(self, pbegin: PBegin) -> PDone:
     o = self.options
-    paths = pgn.match_files([part for value in o.input for part in value.split(',') if part])
+    paths = streams.match_files([part for value in o.input for part in value.split(',') if part])
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
-    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, annotate.RESULTS)
+    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, results.RESULTS)
     game_filter = pgn.GameFilter(min_elo=o.min_elo, max_elo=o.max_elo,
                                  speeds=tuple(s for s in o.speeds.split(',') if s), exclude_bots=o.exclude_bots)
     fraction, by = o.test_fraction, o.dedup_by
@@ -222,11 +224,11 @@ class ImportLabels(beam.PTransform):
 
     if self.inputs['games']:
       read = (pbegin | 'GameFiles' >> beam.Create(self.inputs['games'])
-              | 'ReadGames' >> beam.ParDo(annotate.ReadGames(o.max_games, o.skip_corrupt_inputs)))
+              | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs)))
       counts.append(read | 'CountGamesRead' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, annotate.CorruptInput) else 'games_read', 1)))
+          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
       parsed = (read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-                | 'DistributeGames' >> annotate.Distribute(lambda raw: raw.location, o.parallelism)
+                | 'DistributeGames' >> games.Distribute(lambda raw: raw.location, o.parallelism)
                 | 'ParseGames' >> beam.Map(lambda raw, f: pgn.parse_game(raw, f, with_evals=True), game_filter))
       counts.append(parsed | 'CountGames' >> beam.FlatMap(
           lambda g: [(f'games_skipped/{g.reason}', 1)] if isinstance(g, pgn.Skip) else
@@ -238,9 +240,9 @@ class ImportLabels(beam.PTransform):
       lines = (pbegin | 'EvalFiles' >> beam.Create(self.inputs['eval_db'])
                | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs)))
       counts.append(lines | 'CountLinesRead' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, annotate.CorruptInput) else 'lines_read', 1)))
+          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'lines_read', 1)))
       parsed_lines = (lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine))
-                      | 'DistributeLines' >> annotate.Distribute(lambda line: line.location, o.parallelism)
+                      | 'DistributeLines' >> games.Distribute(lambda line: line.location, o.parallelism)
                       | 'ParseLines' >> beam.Map(line_board))
       counts.append(parsed_lines | 'CountLines' >> beam.Map(
           lambda x: (f'lines_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else ('lines_kept', 1)))
@@ -258,7 +260,7 @@ class ImportLabels(beam.PTransform):
     ext = bags.extension(o.compress)
     estimated = (shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
                  + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD)  # Boards, about.
-    self.outputs: list[annotate.OutputSet] = []
+    self.outputs: list[results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in self.split_names:
@@ -268,14 +270,14 @@ class ImportLabels(beam.PTransform):
       for kind in o.kinds:
         spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
         buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
-        self.outputs.append(annotate.OutputSet(spec, split, kind))
+        self.outputs.append(results.OutputSet(spec, split, kind))
         record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets,
                                             o.records_per_shard))
         to_write.append(of_split | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
                         | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
     skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
-    self.outputs.append(annotate.OutputSet(skips, None, 'skipped'))
-    record_sets.append(shards.RecordSet(skips, annotate._skip_line, lambda s: s.location))  # pylint: disable=protected-access
+    self.outputs.append(results.OutputSet(skips, None, 'skipped'))
+    record_sets.append(shards.RecordSet(skips, games.skip_line, lambda s: s.location))
     to_write.append(skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, k: (k, s), skips.key))
     pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
@@ -285,7 +287,7 @@ class ImportLabels(beam.PTransform):
          | 'AllResults' >> beam.Flatten()
          | 'OneKey' >> beam.Map(lambda item: (None, item))
          | 'Gather' >> beam.GroupByKey()
-         | 'WriteResults' >> beam.ParDo(annotate.WriteResults(self.results_path)))
+         | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path)))
     return PDone(pbegin.pipeline)
 
 
@@ -315,7 +317,7 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
   client = getattr(result, 'client', None)
   if client is not None:
     client.close()
-  counts, _, pieces = annotate.read_results(graph.results_path)
+  counts, _, pieces = results.read_results(graph.results_path)
   if not counts.get('lines_kept', 0) and not counts.get('games_with_evals', 0):
     annotation_job.abandon(options.output_dir, roots)
     files = ', '.join(p for paths in graph.inputs.values() for p in paths)

@@ -10,25 +10,20 @@ Remote paths go through Beam's `FileSystems` (`searchless.core.files`), so ``gs:
 wherever the matching Beam extra is installed.
 """
 
-import bz2
 import dataclasses
-import gzip
 import hashlib
 import io
 import itertools
-import os
 import re
 from collections.abc import Iterator, Sequence
 
 import chess
 import chess.pgn
-import zstandard
 
-from searchless.core import files
 from searchless.core import legality
 from searchless.core import tokenizer
+from searchless.data import streams
 
-_CHUNK = 1 << 20
 RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
 
 # Reasons a game is not used; each is a Beam counter and a manifest entry.
@@ -45,86 +40,6 @@ SKIP_REASONS = (
                          # in check, castling rights the board cannot hold (Chess960 without a Variant tag), ...
     'null_move',  # A null move ('--', 'Z0'): the boards after it are no game's.
 )
-
-
-def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
-  """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
-  paths = []
-  for pattern in patterns:
-    if '://' not in pattern and os.path.isdir(pattern):
-      raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
-                              f"'{os.path.join(pattern, '*.pgn.zst')}'")
-    matched = files.match(pattern)
-    if not matched:
-      raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
-    paths += matched
-  return paths
-
-
-class CorruptInputError(IOError):
-  """A compressed input ends early or is corrupt; the message names the file."""
-
-
-def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
-  # zstandard's stream_reader ends silently on a truncated stream, so we
-  # decompress frame by frame and check that the last frame is complete.
-  dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
-  dobj = dctx.decompressobj()
-  pending = False
-  while chunk := raw.read(_CHUNK):
-    while chunk:
-      try:
-        out = dobj.decompress(chunk)
-      except zstandard.ZstdError as e:
-        raise CorruptInputError(f'{path}: corrupt zstd data: {e}') from None
-      pending = True
-      if out:
-        yield out
-      if dobj.eof:
-        chunk, dobj, pending = dobj.unused_data, dctx.decompressobj(), False
-      else:
-        chunk = b''
-  if pending:
-    raise CorruptInputError(f'{path}: zstd stream is truncated (the file ends inside a frame)')
-
-
-def _stream_chunks(stream, path: str) -> Iterator[bytes]:
-  try:
-    while chunk := stream.read(_CHUNK):
-      yield chunk
-  except (EOFError, OSError, ValueError) as e:  # bz2/gzip truncation or corruption.
-    raise CorruptInputError(f'{path}: compressed stream is truncated or corrupt: {e}') from None
-
-
-def read_chunks(path: str) -> Iterator[bytes]:
-  """Yields the decompressed bytes of `path`, chosen by its extension."""
-  raw = files.open_read(path)
-  with raw:
-    lower = path.lower()
-    if lower.endswith(('.zst', '.zstd')):
-      yield from _zstd_chunks(raw, path)
-    elif lower.endswith('.bz2'):
-      yield from _stream_chunks(bz2.BZ2File(raw), path)
-    elif lower.endswith('.gz'):
-      yield from _stream_chunks(gzip.GzipFile(fileobj=raw), path)
-    else:
-      yield from _stream_chunks(raw, path)
-
-
-def read_lines(path: str) -> Iterator[bytes]:
-  """Yields the lines of `path` (decompressed by its extension), without their newline."""
-  tail = b''
-  try:
-    for chunk in read_chunks(path):
-      lines = (tail + chunk).split(b'\n')
-      tail = lines.pop()
-      yield from lines
-  except CorruptInputError:
-    if tail:
-      yield tail  # What was decompressed before the corruption is still read.
-    raise
-  if tail:
-    yield tail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,14 +64,14 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
   with U+FFFD (and the game is later skipped as ``bad_encoding``). When the
   input turns out corrupt, the text read before the corruption is still
   yielded (parsed, a cut game is skipped as ``truncated``), then
-  `CorruptInputError` is raised.
+  `streams.CorruptInputError` is raised.
   """
   lines: list[str] = []
   start = 1
   has_movetext = False
   after_blank = False
   try:
-    for number, data in enumerate(read_lines(path), start=1):
+    for number, data in enumerate(streams.read_lines(path), start=1):
       line = data.decode('utf-8', errors='replace').rstrip('\r').replace('\ufeff', '')  # BOMs of concatenated files.
       # A game ends at the next tag section, or at the blank line after its movetext.
       starts_game = line.startswith('[') and (has_movetext or after_blank)
@@ -171,7 +86,7 @@ def iter_raw_games(path: str) -> Iterator[RawGame]:
       after_blank = not stripped
       if stripped and not stripped.startswith('['):
         has_movetext = True
-  except CorruptInputError:
+  except streams.CorruptInputError:
     if any(l.strip() for l in lines):
       yield RawGame(path, start, '\n'.join(lines) + '\n')  # Read before the corruption: counted, not lost.
     raise

@@ -33,7 +33,8 @@ from typing import NamedTuple
 import chess
 import chess.pgn
 
-from searchless.data import pgn
+
+from searchless.data import streams
 
 LICHESS = 'lichess'
 CHESSBENCH = 'chessbench'
@@ -129,7 +130,7 @@ def _text_lines(path: str) -> Iterator[str]:
   """Yields the lines (with their ends) of the UTF-8 text file at `path`, decompressed by its extension."""
   number = 0
   try:
-    for data in pgn.read_lines(path):
+    for data in streams.read_lines(path):
       number += 1
       if number == 1:
         data = data.removeprefix(codecs.BOM_UTF8)
@@ -137,7 +138,7 @@ def _text_lines(path: str) -> Iterator[str]:
         yield data.decode('utf-8') + '\n'
       except UnicodeDecodeError as e:
         raise PuzzleFormatError(f'{path}:{number}: not UTF-8 text ({e})') from None
-  except pgn.CorruptInputError as e:
+  except streams.CorruptInputError as e:
     raise PuzzleFormatError(str(e)) from None
 
 

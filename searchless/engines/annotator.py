@@ -36,6 +36,7 @@ import chess
 import chess.engine
 
 from searchless.core import values
+from searchless.engines import commands
 from searchless.engines import launch
 from searchless.engines.launch import EngineNotFound, SearchLimit
 
@@ -96,147 +97,6 @@ class BoardFailed(RuntimeError):
   def __init__(self, fen: str, reason: str, attempts: int):
     super().__init__(f'{fen}: {reason} (after {attempts} attempts)')
     self.fen, self.reason, self.attempts = fen, reason, attempts
-
-
-class _BadAnswer(Exception):
-  pass
-
-
-def _parse_score(line: str) -> chess.engine.Score:
-  """The ``score cp N`` / ``score mate N`` of an ``info`` line (bounds kept, as python-chess keeps them)."""
-  tokens = line.split()
-  index = tokens.index('score')
-  try:
-    kind, value = tokens[index + 1], int(tokens[index + 2])
-  except (IndexError, ValueError):
-    raise chess.engine.EngineError(f'unparsable score in {line!r}') from None
-  if kind == 'cp':
-    return chess.engine.Cp(value)
-  if kind == 'mate':
-    return chess.engine.Mate(value)
-  raise chess.engine.EngineError(f'unknown score kind in {line!r}')
-
-
-def _multipv_index(line: str) -> int:
-  """The ``multipv N`` of an ``info`` line; 1 where it has none (python-chess' default)."""
-  at = line.find(' multipv ')
-  if at < 0:
-    return 1
-  try:
-    return int(line[at + 9:].split(maxsplit=1)[0])
-  except (IndexError, ValueError):
-    raise chess.engine.EngineError(f'unparsable multipv in {line!r}') from None
-
-
-class _MoveSearch(chess.engine.BaseCommand):
-  """``position`` + ``go … searchmoves <move>``; the result is the last reported score.
-
-  The per-move hot loop of the paper's method (one search per legal move). It
-  runs as a python-chess command, so process handling, crash detection and
-  cancellation stay python-chess', but it skips the generic analysis
-  machinery (info parsing into dicts, per-call classes), which cost ~1% of
-  throughput at 50 ms per search (benchmarks/annotate_overhead.py).
-  Semantics match `analyse(board, limit, root_moves=[move])['score']`: the
-  score of the last ``info`` line before ``bestmove``.
-  """
-
-  def __init__(self, engine, position: str, go: str, move: str):
-    super().__init__(engine)
-    self._position, self._go, self._move = position, go, move
-    self._score: chess.engine.Score | None = None
-
-  def start(self) -> None:
-    self._engine.send_line(self._position)
-    self._engine.send_line(f'{self._go} searchmoves {self._move}')
-
-  def line_received(self, line: str) -> None:
-    if line.startswith('bestmove'):
-      best = line.split()[1:2]
-      if best != [self._move]:  # The only move it may search.
-        raise chess.engine.EngineError(f'engine answered {line!r} to searchmoves {self._move}')
-      self.result.set_result(self._score)
-      self.set_finished()
-    elif line.startswith('info') and ' score ' in line and not line.startswith('info string'):
-      self._score = _parse_score(line)
-
-  def cancel(self) -> None:
-    self._engine.send_line('stop')
-
-  def engine_terminated(self, exc: Exception) -> None:
-    self._handle_exception(exc)
-
-
-class _MultiPVSearch(chess.engine.BaseCommand):
-  """``setoption MultiPV`` + ``position`` + ``go``; the result is each line's first move and its last score.
-
-  The MultiPV hot loop: Stockfish reports every line at every depth (about
-  ``num_moves * depth`` ``info`` lines a board, each with a whole PV).
-  python-chess' ``analyse`` parses each of them, playing out every PV on a
-  board, which cost the worker about as much CPU as the engine's own search
-  (benchmarks/annotate_cpu.py). Here a line is only kept as text; at
-  ``bestmove`` the lines are read from the last back until every MultiPV index
-  has its score and its PV, and only those are parsed. Semantics match
-  ``analyse(board, limit, multipv=n)``: for each index, the score of the last
-  line that had one and the first move of the last line that had a PV.
-  """
-
-  def __init__(self, engine, board: chess.Board, go: str, multipv: int):
-    super().__init__(engine)
-    self._board, self._go, self._multipv = board, go, multipv
-    self._lines: list[str] = []  # Every line since `go`, as text: parsed once, at bestmove.
-
-  def start(self) -> None:
-    engine = self._engine
-    engine._setoption('MultiPV', self._multipv)  # type: ignore[attr-defined]  # python-chess' own, so its config stays true.
-    engine._position(self._board)  # type: ignore[attr-defined]
-    engine.send_line(self._go)
-
-  def line_received(self, line: str) -> None:
-    if not line.startswith('bestmove'):
-      self._lines.append(line)
-      return
-    scores: dict[int, str] = {}  # MultiPV index -> its last info line with a score.
-    pvs: dict[int, str] = {}  # MultiPV index -> its last info line with a PV.
-    for info in reversed(self._lines):  # The last iteration names every line: a few dozen lines are read.
-      if not info.startswith('info') or info.startswith('info string'):
-        continue
-      has_score, has_pv = ' score ' in info, ' pv ' in info
-      if has_score or has_pv:
-        index = _multipv_index(info)
-        if has_score:
-          scores.setdefault(index, info)
-        if has_pv:
-          pvs.setdefault(index, info)
-        if len(scores) == len(pvs) == self._multipv:
-          break
-    moves: dict[str, chess.engine.Score] = {}
-    for index in sorted(pvs.keys() & scores.keys()):
-      pv = pvs[index]
-      moves[pv[pv.index(' pv ') + 4:].split(maxsplit=1)[0]] = _parse_score(scores[index])
-    self.result.set_result(moves)
-    self.set_finished()
-
-  def cancel(self) -> None:
-    self._engine.send_line('stop')
-
-  def engine_terminated(self, exc: Exception) -> None:
-    self._handle_exception(exc)
-
-
-class _NewGame(chess.engine.BaseCommand):
-  """``ucinewgame`` + ``isready``: forget everything searched so far (hash, histories)."""
-
-  def start(self) -> None:
-    self._engine._ucinewgame()  # type: ignore[attr-defined]  # The UCI protocol's own: python-chess then sends no second one.
-    self._engine.send_line('isready')
-
-  def line_received(self, line: str) -> None:
-    if line.strip() == 'readyok':
-      self.result.set_result(None)
-      self.set_finished()
-
-  def engine_terminated(self, exc: Exception) -> None:
-    self._handle_exception(exc)
 
 
 def terminal_annotation(board: chess.Board) -> BoardAnnotation | None:
@@ -317,26 +177,26 @@ class BoardAnnotator:
 
   async def _search_move(self, position: str, move: str) -> float:
     score = await asyncio.wait_for(
-        self._protocol().communicate(lambda e: _MoveSearch(e, position, self._go, move)), self._timeout)
+        self._protocol().communicate(lambda e: commands.MoveSearch(e, position, self._go, move)), self._timeout)
     if score is None:
-      raise _BadAnswer('the engine gave no score')
+      raise commands.BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score)
 
   @staticmethod
   def _win_prob(info: dict) -> float:
     score = info.get('score')
     if score is None:
-      raise _BadAnswer('the engine gave no score')
+      raise commands.BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score.relative)
 
   async def _annotate(self, board: chess.Board) -> BoardAnnotation:
     moves = list(board.legal_moves)
     # A fresh engine state per board: its labels must not depend on the boards before it.
-    await asyncio.wait_for(self._protocol().communicate(_NewGame), self.config.deadline)
+    await asyncio.wait_for(self._protocol().communicate(commands.NewGame), self.config.deadline)
     if self.config.mode == 'board':
       info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
       if not info.get('pv'):
-        raise _BadAnswer('the engine gave no best move')
+        raise commands.BadAnswer('the engine gave no best move')
       return BoardAnnotation(board.fen(), (), self._win_prob(info), info['pv'][0].uci())
     if self.config.mode == 'per_move':
       position = f'position fen {board.fen()}'
@@ -345,11 +205,11 @@ class BoardAnnotator:
         action_values.append((move.uci(), await self._search_move(position, move.uci())))
     else:
       scores = await asyncio.wait_for(
-          self._protocol().communicate(lambda e: _MultiPVSearch(e, board, self._go, len(moves))), self._timeout)
+          self._protocol().communicate(lambda e: commands.MultiPVSearch(e, board, self._go, len(moves))), self._timeout)
       ucis = [m.uci() for m in moves]
       missing = [u for u in ucis if u not in scores]
       if missing:
-        raise _BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
+        raise commands.BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
       action_values = [(u, values.score_to_win_probability(scores[u])) for u in ucis]
     best_value = max(v for _, v in action_values)
     if self.config.state_value == 'search':
@@ -393,7 +253,7 @@ class BoardAnnotator:
         reason = f'no answer within the deadline ({self._timeout:g} s)'
       except chess.engine.EngineTerminatedError as e:
         reason = f'engine terminated: {e}'
-      except (chess.engine.EngineError, _BadAnswer) as e:
+      except (chess.engine.EngineError, commands.BadAnswer) as e:
         reason = f'bad engine answer: {e}'
       except (OSError, ValueError, RuntimeError) as e:
         reason = f'{type(e).__name__}: {e}'

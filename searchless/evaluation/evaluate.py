@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import chess
 
-from searchless.core import progress_bars
-from searchless.core import tensorboard
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import progress_bars
 from searchless.core import records
+from searchless.core import tensorboard
 from searchless.data import boards as boards_lib
 from searchless.evaluation import metrics
 
@@ -134,9 +134,8 @@ def table(summary: dict) -> str:
 def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str | None = None,
         num_boards: int | None = None, dtype: str = 'auto', batch_boards: int = 32, progress: bool = True) -> dict:
   """Evaluates a checkpoint on `data`; writes metrics.json and boards.jsonl under `out`."""
+  from searchless.model import loading
   from searchless.play import player as player_lib  # JAX only once the inputs are checked.
-  from searchless.training import checkpoint
-
   boards, dropped, spec = load_boards(data, num_boards)
   if not boards:
     raise ValueError(f'no complete boards in {spec} ({dropped} dropped)')
@@ -160,6 +159,6 @@ def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str 
       f.write(json.dumps(r) + '\n')
   artefacts.EvaluationMetrics(**summary).write(out_dir / artefacts.EvaluationMetrics.FILE)  # Typed, versioned.
   with tensorboard.ScalarWriter(out_dir / tensorboard.DIR) as scalars:  # At the checkpoint's step (0 if none).
-    step_dir = checkpoint.resolve(checkpoint_path).parent.name
+    step_dir = loading.resolve(checkpoint_path).parent.name
     scalars.write(int(step_dir) if step_dir.isdigit() else 0, summary)
   return summary

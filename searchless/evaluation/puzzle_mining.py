@@ -83,6 +83,7 @@ import chess.pgn
 from searchless.core import progress_bars
 from searchless.data import pgn
 from searchless.data import splits
+from searchless.data import streams
 from searchless.engines import launch
 from searchless.evaluation import mined_puzzles
 from searchless.evaluation import mining_search
@@ -188,7 +189,7 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
     pgn_paths = [pgn_paths]
   if not pgn_paths:
     raise ValueError('no PGN file given')
-  stats = MiningStats(files=pgn.match_files(pgn_paths, '--games'))
+  stats = MiningStats(files=streams.match_files(pgn_paths, '--games'))
   path = engine_path or launch.find_stockfish()
   if path is None:
     raise launch.EngineNotFound(
@@ -256,7 +257,7 @@ def mine(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
   Puzzles come in game order, then ply order; `max_puzzles` keeps the first
   ones. `workers` Stockfish processes search in parallel (same output).
   Raises FileNotFoundError (no such file, no Stockfish), ValueError (bad
-  setting), `pgn.CorruptInputError` and python-chess engine errors.
+  setting), `streams.CorruptInputError` and python-chess engine errors.
   """
   puzzles, _ = mine_with_stats(
       pgn_paths, engine_path=engine_path, limit=limit, split=split, test_fraction=test_fraction,

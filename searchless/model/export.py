@@ -41,6 +41,7 @@ import numpy as np
 import safetensors.numpy
 
 from searchless.core import atomic
+from searchless.core import config as config_lib
 from searchless.core import tokenizer
 from searchless.model import transformer
 
@@ -59,7 +60,6 @@ def export(out: str | os.PathLike, model_config: transformer.ModelConfig, params
   config_json = json.dumps(dataclasses.asdict(model_config), sort_keys=True)
   # Through our atomic writer: safetensors' own save_file leaves the file 0600 whatever the umask.
   atomic.write_bytes(out_dir / WEIGHTS, safetensors.numpy.save(flat, metadata={_CONFIG_KEY: config_json}))
-  from searchless.training import config as config_lib  # Only to write the experiment config as JSON.
   (out_dir / CONFIG).write_text(json.dumps({
       'model': dataclasses.asdict(model_config),
       'experiment': None if experiment is None else json.loads(config_lib.to_json(experiment)),

@@ -50,7 +50,7 @@ checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 """
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import chess
 import haiku as hk
@@ -61,9 +61,8 @@ import numpy as np
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import layers
+from searchless.model.config import ModelConfig
 
-if TYPE_CHECKING:
-  from searchless.model.transformer import ModelConfig
 
 NUM_SQUARES = 64
 
@@ -295,7 +294,7 @@ def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -
     return hk.Linear(width, with_bias=False)(jax.nn.silu(gate) * up).astype(jnp.float32)
 
 
-def forward(tokens: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype,
+def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
             with_value: bool = False) -> jax.Array | tuple[jax.Array, jax.Array]:
   """[B, 77 + M] tokens -> [B, M, V] log-probs per move slot (and [B, V] state-value log-probs)."""
   num_moves = tokens.shape[1] - tokenizer.SEQUENCE_LENGTH
@@ -333,7 +332,7 @@ def forward(tokens: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype,
   return (action_values, state_value) if with_value else action_values
 
 
-def flops_per_board(config: 'ModelConfig', num_moves: int) -> int:
+def flops_per_board(config: ModelConfig, num_moves: int) -> int:
   """Forward matmul FLOPs of one board with `num_moves` move slots (2 x multiply-accumulates).
 
   Per layer, on N = 64 nodes: the score and value projections (2 N D De + N D^2),
@@ -359,11 +358,3 @@ def flops_per_board(config: 'ModelConfig', num_moves: int) -> int:
 def init_tokens() -> np.ndarray:
   """[1, 78] tokens to initialise the graph model with: the start position and one move slot."""
   return np.concatenate([tokenizer.tokenize(chess.STARTING_FEN), [moves.MOVE_TO_ACTION['e2e4']]])[None].astype(np.int32)
-
-
-def check(config: Any) -> None:
-  """Raises ValueError when a graph ModelConfig cannot be built."""
-  if config.embedding_dim % config.num_heads:
-    raise ValueError(f'embedding_dim {config.embedding_dim} is not divisible by num_heads {config.num_heads}')
-  if config.graph_edge_dim < 1:
-    raise ValueError(f'graph_edge_dim must be >= 1, got {config.graph_edge_dim}')

@@ -6,7 +6,6 @@ called from (`searchless.model.transformer` builds the model from them).
 """
 
 import math
-from typing import TYPE_CHECKING
 
 import haiku as hk
 import jax
@@ -15,9 +14,8 @@ import numpy as np
 
 from searchless.core import moves
 from searchless.model import priors
+from searchless.model.config import ModelConfig
 
-if TYPE_CHECKING:
-  from searchless.model.transformer import ModelConfig
 
 
 def layer_norm(x: jax.Array) -> jax.Array:
@@ -94,14 +92,14 @@ class MultiHeadDotProductAttention(hk.Module):
     return mixed.transpose(0, 2, 1, 3) + weights[..., -1].transpose(0, 2, 1)[..., None] * own_v
 
 
-def swiglu(x: jax.Array, config: 'ModelConfig') -> jax.Array:  # [B, T, D] -> [B, T, D]
+def swiglu(x: jax.Array, config: ModelConfig) -> jax.Array:  # [B, T, D] -> [B, T, D]
   hidden = config.widening_factor * config.embedding_dim
   gate = hk.Linear(hidden, with_bias=False)(x)  # [B, T, F]
   up = hk.Linear(hidden, with_bias=False)(x)
   return hk.Linear(config.embedding_dim, with_bias=False)(jax.nn.silu(gate) * up)
 
 
-def embed(inputs: jax.Array, position_ids: jax.Array | np.ndarray, config: 'ModelConfig') -> jax.Array:
+def embed(inputs: jax.Array, position_ids: jax.Array | np.ndarray, config: ModelConfig) -> jax.Array:
   """[B, T] input tokens and [T] position ids -> [B, T, D] float32 residual stream.
 
   With `config.move_squares`, the tokens from `priors.MOVES_AT` on are moves and also get their
@@ -122,7 +120,7 @@ def embed(inputs: jax.Array, position_ids: jax.Array | np.ndarray, config: 'Mode
   return h.at[:, priors.MOVES_AT:].add(squares)
 
 
-def block(h: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype, *, query_start: int = 0,
+def block(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, *, query_start: int = 0,
            mask: jax.Array | None = None, moves_from: int | None = None,
            geometry: priors.Geometry | None = None) -> jax.Array:
   """One transformer block: [B, T, D] -> [B, T - query_start, D] (only later positions queried)."""
@@ -135,7 +133,7 @@ def block(h: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype, *, quer
   return h + swiglu(layer_norm(h).astype(compute_dtype), config)
 
 
-def read_out(h: jax.Array, config: 'ModelConfig', compute_dtype: jnp.dtype) -> jax.Array:
+def read_out(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype) -> jax.Array:
   """[B, T, D] -> [B, T, V] float32 log-probabilities."""
   if config.apply_post_ln:
     h = layer_norm(h)

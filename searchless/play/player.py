@@ -31,10 +31,11 @@ import chess.engine
 import numpy as np
 
 from searchless.core import legality
-from searchless.training import checkpoint
 from searchless.engines import launch
+from searchless.model import loading
 from searchless.model import transformer as model
 from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 
 DECISIVE_RULES = ('rule', 'stockfish', 'off')
 _PIECE_VALUES = {None: 0, chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
@@ -90,13 +91,13 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
   >>> len(analysis.moves), analysis.best_move().uci()
   (20, 'd2d4')
   """
-  model_config, params, experiment = checkpoint.load_model(path, ema=ema)
+  model_config, params, experiment = loading.load_model(path, ema=ema)
   trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
   if policy is not None and trained is not None and policy != trained:
     raise ValueError(f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
                      'it never learned (leave the policy unset)')
   kind = policy or trained or policy_lib.ACTION_VALUE
-  predictor = policy_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
+  predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
   return policy_lib.make_policy(kind, predictor)
 
 
@@ -185,6 +186,10 @@ class Player:
     return max(candidates, key=lambda m: _progress_key(board, m))  # max keeps the first of equals.
 
   def close(self) -> None:
+    """Stops the policy's background compiling and the decisive rule's Stockfish, if any."""
+    close = getattr(self.policy, 'close', None)
+    if close is not None:
+      close()
     if self._stockfish is not None:
       self._stockfish.quit()
       self._stockfish = None

@@ -1,8 +1,7 @@
 """Searchless policies over a trained predictor: score every legal move of a board.
 
-`Predictor` runs the model on batches of token sequences with a fixed set of
-batch shapes (nothing recompiles per move: a board's moves are padded up to
-the next bucket, big inputs are cut into the largest). The three policies of
+A `predictor.Predictor` runs the model on batches of token sequences with a
+fixed set of batch shapes (nothing recompiles per move). The three policies of
 the paper read it the way the reference engines do:
 
 * action-value: one sequence per legal move (77 FEN tokens, the move, a dummy
@@ -13,51 +12,40 @@ the paper read it the way the reference engines do:
   renormalised over the legal moves.
 
 A board-packed model (``packing='board'``, `searchless.model.transformer`) is read by
-`PackedActionValuePolicy` over a `PackedPredictor`: one row per board, every
-legal move scored in that one pass (move slots padded to `MOVE_BUCKETS`).
-`predictor_for` picks the predictor a model needs; `make_policy` the policy.
+`PackedActionValuePolicy` over a `predictor.PackedPredictor`: one row per board, every
+legal move scored in that one pass. `predictor.predictor_for` picks the predictor a
+model needs; `make_policy` the policy.
 
 Moves are in the reference order (by action index) everywhere, so `Analysis`
 arrays line up with `moves`.
 
 >>> import chess
->>> from searchless.training import checkpoint
->>> model_config, params, experiment = checkpoint.load_model('pretrained-transformer')  # A shipped model.
->>> policy = make_policy('action_value', predictor_for(model_config, params))
+>>> from searchless.model import loading
+>>> model_config, params, experiment = loading.load_model('pretrained-transformer')  # A shipped model.
+>>> from searchless.play import predictor
+>>> policy = make_policy('action_value', predictor.predictor_for(model_config, params))
 >>> analysis = policy.analyse(chess.Board())
 >>> analysis.best_move(), isinstance(policy, Policy)
 (Move.from_uci('d2d4'), True)
 """
 
 import dataclasses
-import time
 from collections.abc import Sequence
 import typing
 from typing import Any
 
 import chess
-import haiku as hk
-import jax
-import jax.numpy as jnp
-from jax.typing import DTypeLike
 import numpy as np
 
-from searchless.model import transformer as model
 from searchless.core import moves as moves_lib
 from searchless.core import tokenizer
 from searchless.core import values
+from searchless.play import predictor as predictor_lib
 
 ACTION_VALUE = 'action_value'
 STATE_VALUE = 'state_value'
 BEHAVIORAL_CLONING = 'behavioral_cloning'
 POLICIES = (ACTION_VALUE, STATE_VALUE, BEHAVIORAL_CLONING)
-
-# Batch shapes the predictor is compiled for (218 legal moves at most). A board's
-# moves go in a few calls of these shapes (`Predictor._chunks`).
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-# Packed model: move slots per row (a board's moves padded up to the next) and boards per call.
-MOVE_BUCKETS = (16, 32, 48, 64, 96, 128, 256)
-BOARD_BUCKETS = (1, 4, 16, 64)
 
 
 def model_fen(board: chess.Board) -> str:
@@ -117,152 +105,6 @@ def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
   return [m for _, m in sorted(zip(model_actions(board, legal), legal), key=lambda pair: pair[0])]
 
 
-class Predictor:
-  """Last-position log-probs of token sequences, jitted on fixed batch shapes.
-
-  `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are cut
-  into chunks of the bucket sizes, trading padding against calls (`_chunks`).
-  """
-
-  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
-               batch_buckets: Sequence[int] = BATCH_BUCKETS):
-    self.model_config = model_config
-    self._params = jax.device_put(params)
-    self._apply = jax.jit(model.build(model_config, compute_dtype, last_only=True).apply)
-    self._buckets = tuple(sorted(batch_buckets))
-    self.sequences_run = 0  # Rows sent through the model, padding included.
-    self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
-    self._plans: dict[int, list[tuple[int, int]]] = {}
-
-  def _chunks(self, rows: int) -> list[tuple[int, int]]:
-    """(rows, batch shape) per call: the plan of least modelled cost (`call_cost` per call +
-    1 per row computed, padding included), found by dynamic programming over the buckets."""
-    if rows not in self._plans:
-      cost: dict[int, float] = {0: 0.0}
-      plan: dict[int, list[tuple[int, int]]] = {0: []}
-      for n in range(1, rows + 1):
-        options = []
-        for b in self._buckets:
-          rest = max(n - b, 0)
-          options.append((self.call_cost + b + cost[rest], b, rest))
-        best, b, rest = min(options)
-        cost[n], plan[n] = best, [(n - rest, b)] + plan[rest]
-      self._plans[rows] = plan[rows]
-    return self._plans[rows]
-
-  def __call__(self, sequences: np.ndarray) -> np.ndarray:
-    sequences = np.asarray(sequences, np.int32)  # [N, T]
-    outputs, start = [], 0
-    for rows, size in self._chunks(len(sequences)):
-      padded = np.zeros((size, sequences.shape[1]), np.int32)
-      padded[:rows] = sequences[start:start + rows]
-      outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
-      start += rows
-      self.sequences_run += size
-    if not outputs:
-      return np.zeros((0, self.model_config.output_size), np.float32)
-    return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
-
-  def warm_up(self, sequence_length: int) -> None:
-    """Compiles every batch shape for `sequence_length` tokens and measures the cost of a call."""
-    for size in self._buckets:
-      self._apply(self._params, None, np.zeros((size, sequence_length), np.int32)).block_until_ready()
-    small = self._buckets[0]
-    large = min(self._buckets, key=lambda b: abs(b - 32))  # Big enough to see the per-row cost.
-    if large <= small:
-      return
-    seconds = {}
-    for size in (small, large):
-      batch = np.zeros((size, sequence_length), np.int32)
-      start = time.perf_counter()
-      for _ in range(2):
-        self._apply(self._params, None, batch).block_until_ready()
-      seconds[size] = (time.perf_counter() - start) / 2
-    per_row = max((seconds[large] - seconds[small]) / (large - small), 1e-9)
-    self.call_cost = float(np.clip((seconds[small] - small * per_row) / per_row, 0.0, 64.0))
-    self._plans.clear()
-
-
-class PackedPredictor:
-  """Log-probs of every move of whole boards through a board-packed model, on fixed shapes.
-
-  `predictor(fen_tokens [N, 77], actions: N arrays [M_i]) -> N arrays [M_i, V]`.
-  A board's moves are padded up to the next of `move_buckets` (-1 slots); the
-  boards of one move bucket go in calls of `board_buckets` rows (padded with
-  empty boards), so nothing recompiles per board.
-  """
-
-  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
-               move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
-    if not model_config.packed:
-      raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
-    self.model_config = model_config
-    self._params = jax.device_put(params)
-    self._apply = jax.jit(model.build(model_config, compute_dtype).apply)
-    self._move_buckets = tuple(sorted(move_buckets))
-    self._board_buckets = tuple(sorted(board_buckets))
-    self.rows_run = 0  # Rows (boards) sent through the model, padding included.
-
-  def _slots(self, num_moves: int) -> int:
-    for size in self._move_buckets:
-      if num_moves <= size:
-        return size
-    raise ValueError(f'{num_moves} moves exceed the largest move bucket {self._move_buckets[-1]}')
-
-  def _board_chunks(self, rows: int) -> list[tuple[int, int]]:
-    """(rows, batch shape) per call: pad up to the next bucket when that wastes less than
-    half of it, else fill the largest bucket that fits."""
-    chunks = []
-    while rows > 0:
-      above = [b for b in self._board_buckets if b >= rows]
-      size = above[0] if above and 2 * rows > above[0] else max(b for b in self._board_buckets if b <= rows)
-      chunks.append((min(rows, size), size))
-      rows -= min(rows, size)
-    return chunks
-
-  def __call__(self, fen_tokens: np.ndarray, actions: Sequence[np.ndarray]) -> list[np.ndarray]:
-    fen_tokens = np.asarray(fen_tokens, np.int32)  # [N, 77]
-    groups: dict[int, list[int]] = {}
-    for i, acts in enumerate(actions):
-      groups.setdefault(self._slots(max(len(acts), 1)), []).append(i)
-    pending = []
-    for slots, members in sorted(groups.items()):
-      start = 0
-      for rows, size in self._board_chunks(len(members)):
-        batch = np.full((size, tokenizer.SEQUENCE_LENGTH + slots), -1, np.int32)  # [B, 77 + M]
-        batch[:, :tokenizer.SEQUENCE_LENGTH] = 0
-        chunk = members[start:start + rows]
-        for row, i in enumerate(chunk):
-          batch[row, :tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
-          batch[row, tokenizer.SEQUENCE_LENGTH:tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
-        pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
-        self.rows_run += size
-        start += rows
-    out: list[Any] = [None] * len(actions)  # Each filled with its [M, V] below.
-    for chunk, result in pending:
-      result = np.asarray(result)  # [B, M, V]
-      for row, i in enumerate(chunk):
-        out[i] = result[row, :len(actions[i])]
-    return out
-
-  def warm_up(self, max_boards: int = 1) -> None:
-    """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards
-    use (1: what play needs; a search's batch size: what its batches need)."""
-    needed = [b for b in self._board_buckets if b < max_boards] + [
-        min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])]
-    for slots in self._move_buckets:
-      for boards in needed:
-        batch = np.zeros((boards, tokenizer.SEQUENCE_LENGTH + slots), np.int32)
-        self._apply(self._params, None, batch).block_until_ready()
-
-
-def predictor_for(model_config: model.ModelConfig, params: hk.Params, *,
-                  compute_dtype: DTypeLike = jnp.float32) -> Predictor | PackedPredictor:
-  """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
-  cls = PackedPredictor if model_config.packed else Predictor
-  return cls(model_config, params, compute_dtype=compute_dtype)
-
-
 @dataclasses.dataclass(frozen=True)
 class Analysis:
   """A policy's view of one board; arrays follow `moves` (the reference order)."""
@@ -302,8 +144,9 @@ class Policy(typing.Protocol):
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     """Several boards in shared batches (faster than one by one)."""
 
-  def warm_up(self, max_boards: int = 1) -> None:
-    """Compiles what play needs (before the first move); `max_boards`: what calls of that many boards need."""
+  def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
+    """Compiles what play needs (before the first move); `max_boards`: what calls of that many boards need;
+    `background`: one shape now, the others on a worker thread (calls meanwhile use the compiled ones)."""
 
 
 class _Policy:
@@ -320,10 +163,14 @@ class _Policy:
   def analyse(self, board: chess.Board) -> Analysis:
     return self.analyse_many([board])[0]
 
-  def warm_up(self, max_boards: int = 1) -> None:
+  def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
     """Compiles what play needs and calibrates the batch plan (every batch shape, whatever `max_boards`)."""
     del max_boards
-    self.predictor.warm_up(self.sequence_length)
+    self.predictor.warm_up(self.sequence_length, background=background)
+
+  def close(self) -> None:
+    """Stops any compiling in the background."""
+    self.predictor.close()
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
     """Analyses several boards in shared batches (faster than one by one)."""
@@ -369,8 +216,8 @@ class PackedActionValuePolicy(ActionValuePolicy):
     tokens = tokenizer.tokenize_batch([model_fen(b) for b in boards])  # [N, 77]
     return self._analyses([b.fen() for b in boards], legal, self.predictor(tokens, actions))  # N x [M, K]
 
-  def warm_up(self, max_boards: int = 1) -> None:
-    self.predictor.warm_up(max_boards)
+  def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
+    self.predictor.warm_up(max_boards, background=background)
 
 
 class StateValuePolicy(_Policy):
@@ -425,11 +272,11 @@ _POLICY_CLASSES = {
 }
 
 
-def make_policy(kind: str, predictor: Predictor | PackedPredictor) -> Policy:
+def make_policy(kind: str, predictor: predictor_lib.Predictor | predictor_lib.PackedPredictor) -> Policy:
   """The `kind` policy (one of POLICIES) over `predictor`; checks the output size fits."""
   if kind not in _POLICY_CLASSES:
     raise ValueError(f'unknown policy {kind!r}; expected one of {POLICIES}')
-  if isinstance(predictor, PackedPredictor):
+  if isinstance(predictor, predictor_lib.PackedPredictor):
     if kind != ACTION_VALUE:
       raise ValueError(f'a board-packed model scores moves: it plays the action_value policy, not {kind}')
     return PackedActionValuePolicy(predictor)

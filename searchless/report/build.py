@@ -90,9 +90,11 @@ def _sections(ctx: Context) -> list[Section]:
   return sections
 
 
-def build(run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = None) -> Report:
+def build(run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = None,
+          data_dir: str | os.PathLike | None = None) -> Report:
   """Writes the report of `run_dir` (report.md, report.html and figures) to `out_dir` (default
-  ``RUN_DIR/report``); returns the paths of the HTML and Markdown files."""
+  ``RUN_DIR/report``), its annotated data read from `data_dir` (default ``RUN_DIR/data``); returns the
+  paths of the HTML and Markdown files."""
   run_dir = pathlib.Path(run_dir)
   if not run_dir.is_dir():
     raise FileNotFoundError(f'run directory {str(run_dir)!r} not found')
@@ -100,7 +102,7 @@ def build(run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = Non
   out.mkdir(parents=True, exist_ok=True)
   for name in FIGURES:
     (out / name).unlink(missing_ok=True)
-  ctx = Context(run_dir, out)
+  ctx = Context(run_dir, out, None if data_dir is None else pathlib.Path(data_dir))
   sections = _sections(ctx)
   sections.insert(0, summary.summary_section(ctx, sections))
   from searchless import __version__

@@ -1,7 +1,7 @@
 """Where a run's artefacts are, how to read the untyped ones, and what the report's sections share.
 
 A run directory has the layout of `searchless.commands.demo` (``make run``):
-``data/`` (annotation), ``train/``, ``eval/``, ``puzzles/``, ``match/``, the
+``data/`` (annotation; or a data directory of its own, ``--data_dir``), ``train/``, ``eval/``, ``puzzles/``, ``match/``, the
 pretrained model's ``eval_pretrained/`` and ``puzzles_pretrained/``, and
 ``commands.json`` (each step's command line, as the demo ran it). The typed
 artefacts (`searchless.core.artefacts`) are read with their own classes; this
@@ -36,10 +36,15 @@ class RunPaths(NamedTuple):
   """The paths of a run directory's artefacts."""
 
   run_dir: pathlib.Path
+  data_dir: pathlib.Path | None = None  # The annotated data (None: RUN_DIR/data).
+
+  @property
+  def data(self) -> pathlib.Path:
+    return self.data_dir if self.data_dir is not None else self.run_dir / 'data'
 
   @property
   def manifest(self) -> pathlib.Path:
-    return self.run_dir / 'data' / artefacts.AnnotationManifest.FILE
+    return self.data / artefacts.AnnotationManifest.FILE
 
   @property
   def train(self) -> pathlib.Path:
@@ -118,18 +123,20 @@ def read_games(path: pathlib.Path) -> list[chess.pgn.Game]:
   return games
 
 
-def commands(run_dir: str | os.PathLike) -> dict[str, str]:
-  """The command that makes each step's artefacts in `run_dir`: the one the demo recorded in
-  ``commands.json`` when it ran there, else a generic hint (placeholders in capitals)."""
+def commands(run_dir: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> dict[str, str]:
+  """The command that makes each step's artefacts in `run_dir` (its data in `data_dir`, default RUN_DIR/data):
+  the one the demo recorded in ``commands.json`` when it ran there, else a generic hint (placeholders in
+  capitals)."""
   d = str(run_dir)
+  data = str(data_dir) if data_dir is not None else d + '/data'
   q = shlex.quote
   model = f'checkpoint:{d}/train,name=searchless'
   hints = {
       'all': f'python -m searchless.commands.demo --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
-      'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(d + "/data")}',
+      'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(data)}',
       'train': (f'searchless-train --config CONFIG --workdir {q(d + "/train")} '
-                f'--data {q(d + "/data/train/action_value*")} --eval_data {q(d + "/data/test/action_value*")}'),
-      'evaluate': f'searchless-evaluate --checkpoint {q(d + "/train")} --data {q(d + "/data/test")} --out {q(d + "/eval")}',
+                f'--data {q(data + "/train/action_value*")} --eval_data {q(data + "/test/action_value*")}'),
+      'evaluate': f'searchless-evaluate --checkpoint {q(d + "/train")} --data {q(data + "/test")} --out {q(d + "/eval")}',
       'mine': f'searchless-mine-puzzles --games TEST_GAMES.pgn --out {q(d + "/puzzles/puzzles.csv")}',
       'puzzles': (f'searchless-puzzles --puzzles {q(d + "/puzzles/puzzles.csv")} --agent {q(model)} '
                   f'--out {q(d + "/puzzles")}'),
@@ -173,10 +180,10 @@ def other_model(results: artefacts.MatchResults | None, models: set[str]) -> str
 class Context:
   """The sections' shared state: paths, commands, and the facts and headline numbers for the summary."""
 
-  def __init__(self, run_dir: pathlib.Path, out_dir: pathlib.Path):
-    self.paths = RunPaths(run_dir)
+  def __init__(self, run_dir: pathlib.Path, out_dir: pathlib.Path, data_dir: pathlib.Path | None = None):
+    self.paths = RunPaths(run_dir, data_dir)
     self.out_dir = out_dir
-    self.cmds = commands(run_dir)
+    self.cmds = commands(run_dir, data_dir)
     self.facts: dict[str, str] = {}  # Summary facts: 'Engine', 'Data', 'Model', 'Training'.
     self.headlines: dict[str, tuple[str, str]] = {}  # Summary cards: label -> (value, detail).
     self.manifest: artefacts.AnnotationManifest | None = None  # Set by the dataset section.

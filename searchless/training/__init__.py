@@ -1,1 +1,1 @@
-"""Configs, the training loop, checkpoints, device sharding and training plots."""
+"""The training loop, its checkpoints, device sharding and training plots."""

@@ -10,20 +10,18 @@ Our layout, written by `Checkpointer` (one orbax ``CheckpointManager`` step per 
         params_ema/          StandardCheckpointHandler   their EMA (evaluation, play)
         opt_state/           StandardCheckpointHandler   optax state
         data_iter/           grain CheckpointHandler     iterator state, one JSON per process (optional)
-        config/config.json   JsonCheckpointHandler       searchless.training.config.to_json of the experiment
+        config/config.json   JsonCheckpointHandler       searchless.core.config.to_json of the experiment
         probe/probe.json     JsonCheckpointHandler       {params, params_ema: model.probe outputs} (optional)
         _CHECKPOINT_METADATA                             orbax's step metadata
 
-so ``params``/``params_ema`` read like a published step and `load_params`,
-`load_model` accept either layout (a workdir, a checkpoints dir, a step dir or a
-params dir). The step's orbax metadata records whether the iterator state was
-bytes (`grain.DataLoader`) or a dict (`DatasetIterator`).
+so ``params``/``params_ema`` read like a published step. The step's orbax
+metadata records whether the iterator state was bytes (`grain.DataLoader`) or a
+dict (`DatasetIterator`).
 
-Writers: `Checkpointer`, the one save API (items by name, async saves, restore
-into any sharding), and `export` (a model to play: ``params_ema`` in bfloat16 +
-``config/config.json``, the layout of the model shipped in the package). Readers: `load_params`, `load_model` (either layout, or the name
-``pretrained``: the model shipped in the package, ``searchless/pretrained/``;
-write ``./pretrained`` for a local directory of that name).
+`Checkpointer` is the one save API of a training run (items by name, async
+saves, restore into any sharding). A model to play is read, in either layout,
+and exported by `searchless.model.loading` (``load_params``, ``load_model``,
+``export``; the shipped models by name, e.g. ``pretrained``).
 
 >>> import tempfile, jax.numpy as jnp, ml_collections
 >>> workdir = tempfile.mkdtemp()
@@ -36,12 +34,12 @@ write ``./pretrained`` for a local directory of that name).
 True
 >>> restored.step, restored.params['linear']['w'].shape, restored.config.policy
 (7, (2, 3), 'action_value')
->>> load_params(workdir)['linear']['w'].sum()
+>>> from searchless.model import loading
+>>> loading.load_params(workdir)['linear']['w'].sum()
 np.float32(6.0)
 """
 
 import dataclasses
-import importlib.resources
 import json
 import os
 from collections.abc import Callable
@@ -53,8 +51,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 from etils import epath
 
-from searchless.training import config as config_lib
-from searchless.model import transformer as model_lib
+from searchless.core import config as config_lib
+from searchless.model import loading
 
 import grain
 from grain import checkpoint as grain_checkpoint  # Its iterator handler, registered with orbax.
@@ -62,16 +60,11 @@ from grain import checkpoint as grain_checkpoint  # Its iterator handler, regist
 PyTree = Any  # Nested dicts/tuples of arrays (haiku params, optax state).
 Config = config_lib.Config
 
-PARAMS, PARAMS_EMA, OPT_STATE, DATA_ITER, CONFIG = 'params', 'params_ema', 'opt_state', 'data_iter', 'config'
-CONFIG_FILE = 'config.json'
-PROBE, PROBE_FILE = 'probe', 'probe.json'  # `model.probe` of each parameter item, checked on loading.
-PROBE_TOLERANCE = 0.02  # Largest total variation distance between a saved and a recomputed probe.
+PARAMS, PARAMS_EMA, CONFIG = loading.PARAMS, loading.PARAMS_EMA, loading.CONFIG  # The items a player reads.
+CONFIG_FILE, PROBE, PROBE_FILE = loading.CONFIG_FILE, loading.PROBE, loading.PROBE_FILE
+OPT_STATE, DATA_ITER = 'opt_state', 'data_iter'  # The items only training reads.
 _STATE_KIND = 'data_iter_state'  # Step custom metadata: 'bytes' | 'dict' | None.
 _ARRAY_ITEMS = (PARAMS, PARAMS_EMA, OPT_STATE)
-PRETRAINED = 'pretrained'  # The name of the model shipped in the package: the strongest one.
-PRETRAINED_TRANSFORMER = 'pretrained-transformer'  # The strongest shipped model of the paper's architecture.
-# Each shipped model's name -> its folder of package data (searchless/<folder>/).
-SHIPPED = {PRETRAINED: 'pretrained', PRETRAINED_TRANSFORMER: 'pretrained_transformer'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,11 +95,6 @@ def _registry() -> ocp.handlers.DefaultCheckpointHandlerRegistry:
   registry.add(DATA_ITER, grain_checkpoint.CheckpointSave, iterator_handler)
   registry.add(DATA_ITER, grain_checkpoint.CheckpointRestore, iterator_handler)
   return registry
-
-
-def _tree(metadata) -> PyTree:
-  """The tree of array metadata (newer orbax wraps it in a TreeMetadata)."""
-  return getattr(metadata, 'tree', metadata)
 
 
 def _path_key(path) -> tuple[str, ...]:
@@ -237,7 +225,7 @@ class Checkpointer:
     targets = {PARAMS: params, PARAMS_EMA: params_ema, OPT_STATE: opt_state}
     items = {}
     for name, target in targets.items():
-      saved = lambda name=name: _tree(self._manager.item_metadata(step)[name])
+      saved = lambda name=name: loading.metadata_tree(self._manager.item_metadata(step)[name])
       if target is None:  # The saved shapes and structure, on the first local device.
         target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), saved())
       items[name] = ocp.args.StandardRestore(_abstract(target, saved))
@@ -277,176 +265,3 @@ class Checkpointer:
 
 
 # --- Reading parameters of either layout --------------------------------------------------
-
-
-def _steps(directory: epath.Path) -> list[int]:
-  """Step subdirectories holding parameters (unfinished orbax temporaries have other names)."""
-  if not directory.is_dir():
-    return []
-  return sorted(
-      int(child.name) for child in directory.iterdir()
-      if child.name.isdigit() and ((child / PARAMS).exists() or (child / PARAMS_EMA).exists())
-  )
-
-
-def _is_pytree_dir(directory: epath.Path) -> bool:
-  return any((directory / name).exists() for name in ('_METADATA', '_CHECKPOINT_METADATA', 'checkpoint'))
-
-
-def resolve(path: str, *, ema: bool = True) -> epath.Path:
-  """Returns the parameter checkpoint that `path` designates.
-
-  `path` may be a workdir (``<path>/checkpoints/<step>``), a model or checkpoints
-  dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
-  step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
-  """
-  if str(path) in SHIPPED:
-    root = pretrained_dir(str(path))
-    if not (root / PARAMS_EMA).exists():
-      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): reinstall '
-                              'searchless, or make it with `python -m searchless.commands.pretrained ... --install`')
-    return root / PARAMS_EMA
-  root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
-  if not root.exists():
-    raise FileNotFoundError(f'checkpoint path {path} does not exist')
-  candidates = [root, root / 'checkpoints']
-  for directory in candidates:
-    if (directory / PARAMS).exists() or (directory / PARAMS_EMA).exists():
-      step_dir = directory
-      break
-    steps = _steps(directory)
-    if steps:
-      step_dir = directory / str(steps[-1])
-      break
-  else:
-    if root.is_dir() and _is_pytree_dir(root):
-      return root
-    raise FileNotFoundError(
-        f'no parameters found at {path}: expected a params or params_ema checkpoint, a step'
-        ' dir containing one, or a dir of step dirs'
-    )
-  order = (PARAMS_EMA, PARAMS) if ema else (PARAMS,)
-  for name in order:
-    if (step_dir / name).exists():
-      return step_dir / name
-  raise FileNotFoundError(f'no {" or ".join(order)} checkpoint in {step_dir}')
-
-
-def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
-  """The directory of the shipped model `name` (a key of SHIPPED; it may be absent from a source checkout)."""
-  return epath.Path(str(importlib.resources.files('searchless') / SHIPPED[name]))
-
-
-def _restore_numpy(directory: epath.Path) -> dict:
-  """Restores a PyTree checkpoint as numpy arrays, whatever sharding it was saved with.
-
-  Parameters saved in bfloat16 (`export`) come back as float32, the dtype the
-  model keeps its parameters in.
-  """
-  handler = ocp.PyTreeCheckpointHandler()
-  try:
-    tree = _tree(handler.metadata(directory))  # {module: {name: ArrayMetadata}}
-    restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
-    restored = handler.restore(directory, args=ocp.args.PyTreeRestore(restore_args=restore_args))
-  finally:
-    handler.close()
-  return jax.tree.map(lambda a: a.astype(np.float32) if a.dtype == jax.numpy.bfloat16 else a, restored)
-
-
-def export(directory: str, params: PyTree, config: Config, *, dtype: str = 'bfloat16') -> epath.Path:
-  """Writes a model to play: `params` cast to `dtype` as ``params_ema`` and `config` as
-  ``config/config.json`` (the layout `load_model` reads). Returns the directory."""
-  out = epath.Path(os.path.abspath(directory))
-  if out.exists():
-    raise FileExistsError(f'{out} exists: export writes a new directory')
-  out.mkdir(parents=True)
-  cast = jax.tree.map(lambda a: np.asarray(a, np.float32).astype(jax.numpy.dtype(dtype)), params)
-  with ocp.PyTreeCheckpointer() as checkpointer:
-    checkpointer.save(out / PARAMS_EMA, cast)
-  (out / CONFIG).mkdir()
-  (out / CONFIG / CONFIG_FILE).write_text(config_lib.to_json(config))
-  as_loaded = jax.tree.map(lambda a: np.asarray(a, np.float32), cast)  # What `load_model` will compute with.
-  (out / PROBE).mkdir()
-  (out / PROBE / PROBE_FILE).write_text(
-      json.dumps({PARAMS_EMA: model_lib.probe(model_lib.ModelConfig.from_config(config), as_loaded)}))
-  return out
-
-
-def load_params(path: str, *, ema: bool = True) -> dict:
-  """Returns haiku parameters (numpy arrays) from a checkpoint of either layout.
-
-  See `resolve` for the accepted paths; `ema=False` reads ``params`` instead of
-  ``params_ema``. Nothing about the saving devices or sharding is needed.
-  """
-  return _restore_numpy(resolve(path, ema=ema))
-
-
-def _experiment_config(params_dir: epath.Path) -> ml_collections.FrozenConfigDict | None:
-  config_file = params_dir.parent / CONFIG / CONFIG_FILE
-  if not config_file.exists():
-    return None
-  return config_lib.from_json(config_file.read_text())
-
-
-def load_model(
-    path: str, *, ema: bool = True, num_heads: int | None = None
-) -> tuple[model_lib.ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
-  """Returns (ModelConfig, params, experiment config or None) of a checkpoint.
-
-  Our checkpoints carry their experiment config, which defines the model. A
-  published checkpoint has none: the architecture is inferred from parameter
-  shapes (`model.infer_config`; `num_heads` for models outside the published
-  table) and the policy is action_value with `output_size` return buckets.
-  """
-  params_dir = resolve(path, ema=ema)
-  params = _restore_numpy(params_dir)
-  experiment = _experiment_config(params_dir)
-  if experiment is None:
-    return model_lib.infer_config(params, num_heads=num_heads), params, None
-  model_config = model_lib.ModelConfig.from_config(experiment)
-  if model_config.kind == 'graph':
-    _check_graph_shapes(params_dir, model_config, params)
-    _check_probe(params_dir, model_config, params)
-    return model_config, params, experiment
-  inferred = model_lib.infer_config(params, num_heads=model_config.num_heads)
-  shape_fields = ('embedding_dim', 'num_layers', 'widening_factor', 'output_size',
-                  'max_sequence_length', 'apply_post_ln', 'apply_qk_layernorm')
-  mismatched = [f for f in shape_fields if getattr(inferred, f) != getattr(model_config, f)]
-  if mismatched:
-    raise ValueError(
-        f'parameters at {params_dir} do not fit their config: '
-        + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
-    )
-  if num_heads is not None and num_heads != model_config.num_heads:
-    raise ValueError(f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
-                     f'num_heads {model_config.num_heads}')
-  _check_probe(params_dir, model_config, params)
-  return model_config, params, experiment
-
-
-def _check_graph_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
-  """Refuses graph parameters whose names or shapes are not those of their config's model."""
-  want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
-          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: model_lib.init_params(model_config)))}
-  got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
-  if want != got:
-    name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
-    raise ValueError(f'parameters at {params_dir} do not fit their config: {name} is '
-                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's graph model")
-
-
-def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
-  """Refuses parameters whose saved `model.probe` output this config does not reproduce."""
-  probe_file = params_dir.parent / PROBE / PROBE_FILE
-  if not probe_file.exists():  # Saved before probes existed.
-    return
-  saved = json.loads(probe_file.read_text()).get(params_dir.name)
-  if saved is None:
-    return
-  distance = model_lib.probe_distance(saved, model_lib.probe(model_config, params))
-  if distance > PROBE_TOLERANCE:
-    raise ValueError(
-        f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
-        f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
-        f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'
-        ' move_attention, joint_layers, use_causal_mask?)')

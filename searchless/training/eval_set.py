@@ -5,7 +5,8 @@ gives the log-loss of the EMA parameters on them and, for action values, the
 action accuracy on their complete boards (packed models: every board).
 """
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
 
 import haiku as hk
 import jax
@@ -13,16 +14,25 @@ import numpy as np
 
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import config as config_lib
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
 from searchless.data import sequences as sequences_lib
 from searchless.evaluation import metrics
-from searchless.training import config as config_lib
 from searchless.training import sharding
 
-if TYPE_CHECKING:
-  from searchless.training import train
+
+class Scorer(Protocol):
+  """What scoring the eval set needs of a run's jitted functions (`step.Functions` has it)."""
+
+  @property
+  def last_log_probs(self) -> Callable[..., Any]:
+    """(params, sequences [B, T]) -> [B, V] at the last position; packed: [B, M, V]."""
+
+  @property
+  def batch_sharding(self) -> jax.sharding.NamedSharding:
+    """How a global batch is laid out over the devices."""
 
 
 class EvalSet(NamedTuple):
@@ -65,7 +75,7 @@ def load_eval_set(config: config_lib.Config) -> EvalSet:
   return EvalSet(padded, len(raw), boards)
 
 
-def _evaluate_packed(functions: 'train.Functions', params: hk.Params, config: config_lib.Config, eval_set: EvalSet) -> dict:
+def _evaluate_packed(functions: Scorer, params: hk.Params, config: config_lib.Config, eval_set: EvalSet) -> dict:
   batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
   _, centres = values.uniform_buckets(config.num_return_buckets)
   picked, predicted = [], []
@@ -91,7 +101,7 @@ def _evaluate_packed(functions: 'train.Functions', params: hk.Params, config: co
   }
 
 
-def evaluate(functions: 'train.Functions', params: hk.Params, config: config_lib.Config, eval_set: EvalSet) -> dict:
+def evaluate(functions: Scorer, params: hk.Params, config: config_lib.Config, eval_set: EvalSet) -> dict:
   """Log-loss on the eval records; action accuracy on their complete boards (action_value)."""
   if packing.packed(config):
     return _evaluate_packed(functions, params, config, eval_set)

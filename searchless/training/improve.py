@@ -186,11 +186,11 @@ def self_play(checkpoint: str, out: pathlib.Path, config: ImproveConfig, *, iter
   from searchless.play.search import agent as search_agent
 
   from searchless.data import packing
-  from searchless.training import checkpoint as checkpoint_lib
+  from searchless.model import loading
 
   path = out / GAMES_FILE
   done = _read_games(path)
-  _, _, experiment = checkpoint_lib.load_model(checkpoint)
+  _, _, experiment = loading.load_model(checkpoint)
   if experiment is None:
     raise ValueError(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
   kind = records.BOARD_VALUE if packing.packed(experiment) else experiment.policy
@@ -243,11 +243,11 @@ def _read_games(path: pathlib.Path) -> list[dict]:
 
 def fine_tune(checkpoint: str, data: str, workdir: pathlib.Path, config: ImproveConfig, *, progress: bool = True) -> None:
   """Trains `checkpoint`'s config, started from its params, on `data` (resumes in `workdir`)."""
-  from searchless.training import checkpoint as checkpoint_lib
-  from searchless.training import config as config_lib
+  from searchless.core import config as config_lib
+  from searchless.model import loading
   from searchless.training import train
 
-  _, _, experiment = checkpoint_lib.load_model(checkpoint)
+  _, _, experiment = loading.load_model(checkpoint)
   if experiment is None:
     raise ValueError(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
   tuned = ml_collections.ConfigDict(json.loads(config_lib.to_json(experiment)))

@@ -18,170 +18,27 @@ import pathlib
 import signal
 import socket
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
-import haiku as hk
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
-from searchless.core import atomic
-from searchless.core import progress_bars
-from searchless.core import tensorboard
 from searchless.core import artefacts
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
+from searchless.core import atomic
+from searchless.core import config as config_lib
+from searchless.core import progress_bars
+from searchless.core import records
+from searchless.core import tensorboard
 from searchless.data import loader as dataset
 from searchless.data import packing
 from searchless.model import graph as graph_model
-from searchless.model import losses
+from searchless.model import loading
 from searchless.model import transformer as model
+from searchless.training import checkpoint
 from searchless.training import eval_set as eval_set_lib
 from searchless.training import sharding
-from searchless.core import tokenizer
-
-
-class TrainingState(NamedTuple):
-  step: jax.Array  # [] int32, optimiser steps taken.
-  params: hk.Params
-  params_ema: hk.Params  # Exponential moving average, used for evaluation and play.
-  opt_state: optax.OptState
-
-
-def make_optimizer(config: config_lib.Config) -> optax.GradientTransformation:
-  return optax.chain(
-      optax.clip_by_global_norm(config.optim.max_grad_norm),
-      optax.adam(config.optim.learning_rate),
-  )
-
-
-def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[[hk.Params, jax.Array], tuple[jax.Array, jax.Array]]:
-  """loss(params, batch) -> (mean loss, number of targets).
-
-  Per-move sequences [B, T]: the loss on the last token (the value bucket or
-  the action). Packed rows [B, 77 + 2M + 1]: the mean over every valued move of
-  every board (padded move slots and a partial board's unvalued moves are left
-  out). The graph model (`apply` returns its state values too) adds
-  ``loss.value_weight`` x the mean loss of its state-value head, whose target is
-  the board's own bucket where the row has one (partial boards), else its best
-  move's.
-  """
-  kind = config.loss.kind
-  if kind not in ('log_loss', 'hl_gauss'):
-    raise ValueError(f"loss.kind must be log_loss or hl_gauss, got {kind!r}")
-  if kind == 'hl_gauss' and config.policy == 'behavioral_cloning':
-    raise ValueError('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
-
-  def per_target(log_probs, targets):  # [N, V], [N] -> [N]
-    if kind == 'log_loss':
-      return losses.log_loss(log_probs, targets, reduce=False)
-    return losses.hl_gauss_loss(log_probs, targets, config.loss.hl_gauss_sigma, reduce=False)
-
-  def loss_fn(params, batch):
-    if not packing.packed(config):
-      log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
-      return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
-    inputs, targets, own = packing.split_packed(batch)  # [B, 77 + M], [B, M], [B]
-    out = apply(params, None, inputs)
-    log_probs, state_log_probs = out if isinstance(out, tuple) else (out, None)  # [B, M, V], [B, V]
-    valid = targets >= 0  # [B, M]
-    flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
-    count = jnp.sum(valid, dtype=jnp.float32)
-    loss = jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0)
-    if state_log_probs is not None:
-      best = jnp.where(own >= 0, own, jnp.max(targets, axis=1))  # [B]: buckets are monotone in win probability.
-      has_moves = best >= 0
-      state = per_target(state_log_probs, jnp.maximum(best, 0))  # [B]
-      state_loss = jnp.sum(jnp.where(has_moves, state, 0.0)) / jnp.maximum(jnp.sum(has_moves), 1)
-      loss = loss + config.loss.get('value_weight', 1.0) * state_loss
-    return loss, count
-
-  return loss_fn
-
-
-class Functions(NamedTuple):
-  """The jitted pure functions of a run and the layouts they use."""
-
-  init: Callable[..., Any]  # rng -> TrainingState
-  update: Callable[..., Any]  # (TrainingState, batch [B, T]) -> (TrainingState, metrics)
-  last_log_probs: Callable[..., Any]  # (params, sequences [B, T]) -> [B, V] at the last position; packed: [B, M, V]
-  state_sharding: TrainingState
-  batch_sharding: jax.sharding.NamedSharding
-  model_config: model.ModelConfig
-
-
-def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functions:
-  model_config = model.ModelConfig.from_config(config)
-  dtype = model.resolve_dtype(config.train.compute_dtype)
-  net = model.build(model_config, compute_dtype=dtype)
-  optimizer = make_optimizer(config)
-  trained = model.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
-  loss_fn = make_loss_fn(trained.apply, config)
-  decay = config.optim.ema_decay
-
-  def init(rng):
-    length = tokenizer.SEQUENCE_LENGTH + 1 if model_config.packed else model.SEQUENCE_LENGTHS[config.policy]
-    params = net.init(rng, jnp.zeros((1, length), jnp.int32))
-    return TrainingState(jnp.zeros((), jnp.int32), params, params, optimizer.init(params))
-
-  def update(state: TrainingState, batch):
-    (loss, targets), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
-    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.
-    params_ema = jax.tree.map(lambda e, p: e - (1.0 - decay) * (e - p), state.params_ema, params)
-    metrics = {'loss': loss, 'grad_norm': optax.tree_utils.tree_norm(grads), 'targets': targets}
-    return TrainingState(state.step + 1, params, params_ema, opt_state), metrics
-
-  abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
-  layout = sharding.state_sharding(mesh, abstract)
-  layout = layout._replace(step=sharding.replicated(mesh))
-  batch = sharding.batch_sharding(mesh)
-  out = sharding.replicated(mesh)
-  if model_config.packed:
-    read_out = lambda params, inputs: net.apply(params, None, inputs)  # [B, M, V]
-  else:
-    read_out = lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32)  # [B, V]
-  return Functions(
-      init=jax.jit(init, out_shardings=layout),
-      update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
-      last_log_probs=jax.jit(read_out, in_shardings=(layout.params, batch), out_shardings=out),
-      state_sharding=layout,
-      batch_sharding=batch,
-      model_config=model_config,
-  )
-
-
-def peak_flops_per_device(dtype: jnp.dtype) -> float | None:
-  """Dense peak FLOP/s of one device, for MFU (None where unknown)."""
-  device = jax.devices()[0]
-  kind = device.device_kind.lower()
-  bf16 = dtype == jnp.bfloat16
-  table = {  # (bf16 dense, fp32/tf32 dense) per device.
-      'h100': (989e12, 494e12), 'h200': (989e12, 494e12), 'a100': (312e12, 156e12),
-      'v5 lite': (197e12, 197e12), 'v5p': (459e12, 459e12), 'v4': (275e12, 275e12),
-  }
-  for name, (peak_bf16, peak_fp32) in table.items():
-    if name in kind:
-      return peak_bf16 if bf16 else peak_fp32
-  if device.platform == 'cpu':
-    return _measured_cpu_peak()
-  return None
-
-
-def _measured_cpu_peak() -> float:
-  """The f32 matmul rate this CPU sustains (all cores of one process)."""
-  n = 1024
-  a = jnp.ones((n, n), jnp.float32)
-  matmul = jax.jit(lambda x: x @ x)
-  matmul(a).block_until_ready()
-  start, reps = time.perf_counter(), 10
-  for _ in range(reps):
-    a = matmul(a)
-  a.block_until_ready()
-  return 2 * n**3 * reps / (time.perf_counter() - start) / jax.local_device_count()
+from searchless.training import step as step_lib
 
 
 class _Stop:
@@ -231,7 +88,7 @@ def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter 
 
 
 def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = (),
-          progress: bool = True) -> TrainingState:
+          progress: bool = True) -> step_lib.TrainingState:
   """Trains (or resumes) the run in `workdir`; returns the final state.
 
   Writes WORKDIR/summary.json (`artefacts.TrainingSummary`; `overrides` are
@@ -290,11 +147,11 @@ def _trim_metrics(work: pathlib.Path, step: int) -> None:
 
 
 def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None,
-           overrides: Sequence[str], progress: bool) -> TrainingState:
+           overrides: Sequence[str], progress: bool) -> step_lib.TrainingState:
   if not config.data.train:
     raise ValueError('no training data: pass --data GLOB or set data.train in the config')
   mesh = sharding.make_mesh(config.train.fsdp)
-  functions = make_functions(config, mesh)
+  functions = step_lib.make_functions(config, mesh)
   data_iter = iter(dataset.config_loader(config, split='train'))
   started = time.perf_counter()
   manager = checkpoint.Checkpointer(str(work / 'checkpoints'), keep=config.train.ckpt_keep)
@@ -322,12 +179,12 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   if packing.packed(config):  # A row: 78 board tokens + max_moves move tokens.
     seq_len = model.BOARD_TOKENS + config.data.max_moves
   else:
-    seq_len = model.SEQUENCE_LENGTHS[config.policy]
+    seq_len = records.SEQUENCE_LENGTHS[config.policy]
   if functions.model_config.kind == 'graph':
     flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves)
   else:
     flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
-  peak = peak_flops_per_device(dtype)
+  peak = step_lib.peak_flops_per_device(dtype)
   bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=not progress or jax.process_index() != 0,
                   dynamic_ncols=True)
   last_time, last_step = time.perf_counter(), start
@@ -367,7 +224,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
       if done % config.train.ckpt_every == 0 or done == end or signalled:
         probes = {name: model.probe(functions.model_config, tree)
-                  for name, tree in ((checkpoint.PARAMS, state.params), (checkpoint.PARAMS_EMA, state.params_ema))}
+                  for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))}
         manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
                      config=config, data_iter_state=data_iter.get_state(), probes=probes)
       if signalled:
@@ -391,9 +248,9 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   return state
 
 
-def _initialised_from(state: TrainingState, path: str, state_sharding: TrainingState) -> TrainingState:
+def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: step_lib.TrainingState) -> step_lib.TrainingState:
   """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them)."""
-  loaded = checkpoint.load_params(path, ema=True)
+  loaded = loading.load_params(path, ema=True)
   want = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(state.params)}
   got = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(loaded)}
   if want != got:
@@ -406,8 +263,8 @@ def _initialised_from(state: TrainingState, path: str, state_sharding: TrainingS
                         params_ema=jax.device_put(host, state_sharding.params_ema))
 
 
-def _restore_state(manager: checkpoint.Checkpointer, state_sharding: TrainingState
-                   ) -> tuple[TrainingState, bytes | dict | None] | None:
+def _restore_state(manager: checkpoint.Checkpointer, state_sharding: step_lib.TrainingState
+                   ) -> tuple[step_lib.TrainingState, bytes | dict | None] | None:
   """The latest (state, data-iterator state) in `manager`, each array in its sharding; None if none."""
   step = manager.latest_step()
   if step is None:

@@ -5,9 +5,9 @@ import json
 import psutil
 import pytest
 
-from searchless.commands import annotate as driver
 from searchless.core import bags
 from searchless.data import shards
+from searchless.pipelines import annotate as driver
 
 distributed = pytest.importorskip('distributed', reason="the 'dask' extra is not installed")
 

@@ -15,12 +15,13 @@ import chess
 import psutil
 import pytest
 
-from searchless.commands import annotate as driver
-from searchless.data import annotate
 from searchless.core import bags
 from searchless.core import moves
+from searchless.data import games as games_lib
 from searchless.data import pgn
 from searchless.data import splits
+from searchless.data import streams
+from searchless.pipelines import annotate as driver
 
 FOOLS_MATE = '''[Event "fools mate"]
 [Site "https://lichess.org/foolsmate"]
@@ -50,17 +51,17 @@ def test_extract_boards_dedups_within_splits_and_counts_overlap():
       ('test', game('d', 'x', 'y')),
   ]
   with TestPipeline() as p:
-    boards = p | beam.Create(games) | annotate.ExtractBoards()
+    boards = p | beam.Create(games) | games_lib.ExtractBoards()
     assert_that(boards, equal_to([('train', START), ('train', AFTER_E4), ('test', START), ('test', 'x'), ('test', 'y')]))
   with TestPipeline() as p:
-    boards = p | beam.Create(games) | annotate.ExtractBoards(drop_test_overlap=True)
+    boards = p | beam.Create(games) | games_lib.ExtractBoards(drop_test_overlap=True)
     assert_that(boards, equal_to([('train', START), ('train', AFTER_E4), ('test', 'x'), ('test', 'y')]))
 
 
 def test_dedup_by_position_ignores_move_clocks():
   later = START.replace(' 0 1', ' 4 3')
   with TestPipeline() as p:
-    boards = p | beam.Create([('train', pgn.Game('a', 'a', (START, later)))]) | annotate.ExtractBoards('position')
+    boards = p | beam.Create([('train', pgn.Game('a', 'a', (START, later)))]) | games_lib.ExtractBoards('position')
     assert_that(boards, equal_to([('train', START)]))
 
 
@@ -229,7 +230,7 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
   cut = tmp_path / 'cut.pgn.zst'
   cut.write_bytes(data[: len(data) // 2])
   before_error = []
-  with pytest.raises(pgn.CorruptInputError):
+  with pytest.raises(streams.CorruptInputError):
     for raw in pgn.iter_raw_games(str(cut)):
       before_error.append(raw)
   args = ['--input', str(cut), '--limit', 'depth=1', '--engine_path', stockfish, '--min_elo', '4000',

@@ -113,7 +113,7 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
                                                                                             monkeypatch):
   from searchless.commands import campaign_ship
   from searchless.commands import pretrained
-  from searchless.training import checkpoint
+  from searchless.model import loading
   shared = tmp_path / 'shared'
   _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
                 bags.read_records(board_bag, 'board_value')[40:])
@@ -138,12 +138,12 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
   card = (installed / 'MODEL_CARD.md').read_text()
   assert card.startswith('# searchless pretrained model') and '40 distinct train boards' in card
   assert 'Dev puzzles at export: 1000/1000' in card and 'Against stockfish-elo1350' in card and 'STS1' in card
-  model_config, _, _ = checkpoint.load_model(str(installed))
+  model_config, _, _ = loading.load_model(str(installed))
   assert model_config.kind == 'graph' and model_config.num_layers == 1
 
 
 def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches():
-  from searchless.training import config as config_lib
+  from searchless.core import config as config_lib
   config = config_lib.load('campaign', ['data.train=unused'])
   assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
   assert (config.train.max_seconds, config.train.ckpt_every) == (10800.0, 2000)

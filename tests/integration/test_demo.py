@@ -9,8 +9,8 @@ import pytest
 
 from searchless.commands import demo
 from searchless.core import bags
-from searchless.training import checkpoint
 from searchless.data import pgn
+from searchless.model import loading
 
 from helpers import SAMPLE_GAMES
 
@@ -46,7 +46,7 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
   # 2. Training: 4 steps, the checkpoint loads, metrics logged.
   steps = [json.loads(line) for line in (run_dir / 'train' / 'metrics.jsonl').read_text().splitlines()]
   assert max(r['step'] for r in steps) == 4 and any('eval_loss' in r for r in steps)
-  model_config, _, experiment = checkpoint.load_model(str(run_dir / 'train'))
+  model_config, _, experiment = loading.load_model(str(run_dir / 'train'))
   assert model_config.embedding_dim == 16 and experiment.train.num_steps == 4
   # 3. Evaluation over the test split's complete boards.
   metrics = json.loads((run_dir / 'eval' / 'metrics.json').read_text())

@@ -11,15 +11,13 @@ import numpy as np
 import safetensors.numpy
 
 from searchless.model import export
+from searchless.model import loading
 from searchless.model import transformer
-from searchless.training import checkpoint
-
-
 def _round_trip(tmp_path, source, tokens):
   result = subprocess.run([sys.executable, '-m', 'searchless.commands.export', '--checkpoint', str(source),
                            '--out', str(tmp_path / 'out')], capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-2000:]
-  model_config, params, _ = checkpoint.load_model(str(source))
+  model_config, params, _ = loading.load_model(str(source))
   weights, saved_config = export.load_safetensors(tmp_path / 'out' / 'model.safetensors')
   assert saved_config == model_config
   assert jax.tree.structure(weights) == jax.tree.structure(params)

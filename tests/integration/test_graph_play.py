@@ -7,11 +7,11 @@ import chess.engine
 import numpy as np
 import pytest
 
+from searchless.core import config as config_lib
 from searchless.evaluation import evaluate
+from searchless.model import loading
 from searchless.play import player as player_lib
-from searchless.play import policy as policy_lib
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
+from searchless.play import predictor as predictor_lib
 from searchless.training import train
 
 from helpers import play_legal_moves, uci_engine
@@ -43,7 +43,7 @@ def test_training_logs_the_move_loss_mfu_and_evaluations(graph_run):
 
 def test_checkpoint_round_trip_and_a_config_that_does_not_fit(graph_run):
   workdir, state = graph_run
-  model_config, params, experiment = checkpoint.load_model(str(workdir))
+  model_config, params, experiment = loading.load_model(str(workdir))
   assert (model_config.kind, model_config.graph_edge_dim, experiment.model.kind) == ('graph', 8, 'graph')
   saved = {k: np.asarray(v) for k, v in _flat(params).items()}
   ema = {k: np.asarray(v) for k, v in _flat(state.params_ema).items()}
@@ -53,7 +53,7 @@ def test_checkpoint_round_trip_and_a_config_that_does_not_fit(graph_run):
   config_file.write_text(text.replace('"graph_edge_dim": 8', '"graph_edge_dim": 16'))
   try:
     with pytest.raises(ValueError, match=r"do not fit their config: \['gateau_0'\]\['score'\] is \(2, 4\) there, \(2, 8\)"):
-      checkpoint.load_model(str(workdir))
+      loading.load_model(str(workdir))
   finally:
     config_file.write_text(text)
 
@@ -65,7 +65,7 @@ def _flat(tree):
 def test_player_and_evaluation_use_the_packed_predictor(graph_run, board_bag):
   workdir, _ = graph_run
   player = player_lib.Player.load(str(workdir), compute_dtype='float32')
-  assert isinstance(player.policy.predictor, policy_lib.PackedPredictor)
+  assert isinstance(player.policy.predictor, predictor_lib.PackedPredictor)
   board = chess.Board('r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1')
   analysis = player.analyse(board)
   assert len(analysis.moves) == 48 and analysis.win_probs.shape == (48,)

@@ -19,7 +19,8 @@ from searchless.core import records
 from searchless.data import free_label_job
 from searchless.data import free_labels
 from searchless.data import pgn
-from searchless.commands import import_labels
+from searchless.data import streams
+from searchless.pipelines import import_labels
 
 EVAL_SAMPLE = pathlib.Path(__file__).parents[1] / 'fixtures' / 'lichess_db_eval_sample.jsonl'
 IN_MEMORY = ['--direct_running_mode', 'in_memory']
@@ -137,7 +138,7 @@ def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):
 
 
 def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
-  from searchless.training import config as config_lib
+  from searchless.core import config as config_lib
   from searchless.training import train
   out, _ = imported
   config = config_lib.load('graph_tiny', [
@@ -169,6 +170,6 @@ def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path)
 
 def _lines_before_error(path):
   try:
-    yield from (line for line in pgn.read_lines(str(path)) if line.strip())
-  except pgn.CorruptInputError:
+    yield from (line for line in streams.read_lines(str(path)) if line.strip())
+  except streams.CorruptInputError:
     return

@@ -1,7 +1,6 @@
 """The self-improvement loop: self-play targets, fine-tuning from a checkpoint, and resuming after a kill."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,8 +11,8 @@ import numpy as np
 import pytest
 
 from searchless.core import bags
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
+from searchless.model import loading
 from searchless.training import improve
 from searchless.training import train
 
@@ -68,8 +67,8 @@ def test_the_loop_resumes_after_a_kill_and_keeps_its_games(tmp_path, start):
     assert len({r.fen for r in records}) <= entry['boards'] and records
     assert all(0 <= r.win_prob <= 1 for r in records)
   # Iteration 2 started from iteration 1's model, which moved away from the start.
-  tuned = checkpoint.load_params(summary['iterations'][0]['model'])
-  initial = checkpoint.load_params(start)
+  tuned = loading.load_params(summary['iterations'][0]['model'])
+  initial = loading.load_params(start)
   assert any(not np.array_equal(a, b) for a, b in zip(_leaves(tuned), _leaves(initial)))
   # A third run has nothing left to do and says so in the same summary.
   again = _cli(tmp_path / 'run', start)
@@ -142,7 +141,7 @@ def test_init_from_starts_training_from_a_checkpoint(tmp_path, compat):
            'train.num_steps=1', 'train.ckpt_every=1', 'train.log_every=1', 'train.compute_dtype=float32',
            f'data.train={compat / "action_value_sample.bag"}', 'optim.learning_rate=1e-12']
   state = train.train(config_lib.load('tiny', [*small, f'train.init_from={start}']), tmp_path / 'tuned')
-  for a, b in zip(_leaves(state.params), _leaves(checkpoint.load_params(str(start)))):
+  for a, b in zip(_leaves(state.params), _leaves(loading.load_params(str(start)))):
     np.testing.assert_allclose(a, b, atol=1e-6)
   fresh = train.train(config_lib.load('tiny', small), tmp_path / 'fresh')
   assert any(not np.allclose(a, b, atol=1e-3) for a, b in zip(_leaves(fresh.params), _leaves(state.params)))

@@ -11,10 +11,10 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.play import agents
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
+from searchless.model import loading
 from searchless.model import transformer as model
+from searchless.play import agents
 from searchless.play import player as player_lib
 
 from helpers import ROOT, uci_argv
@@ -24,26 +24,26 @@ MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(tmp_path):
   config = config_lib.load('tiny_packed', ['data.train=unused'])
   params = model.init_params(model.ModelConfig.from_config(config))
-  out = checkpoint.export(str(tmp_path / 'model'), params, config)
-  handler = checkpoint.ocp.PyTreeCheckpointHandler()
-  saved = checkpoint._tree(handler.metadata(out / 'params_ema'))  # pylint: disable=protected-access
+  out = loading.export(str(tmp_path / 'model'), params, config)
+  handler = loading.ocp.PyTreeCheckpointHandler()
+  saved = loading.metadata_tree(handler.metadata(out / 'params_ema'))
   handler.close()
   assert {str(m.dtype) for m in jax.tree.leaves(saved)} == {'bfloat16'}
   assert sorted(json.loads((out / 'probe' / 'probe.json').read_text())) == ['params_ema']  # Checked on loading.
-  model_config, restored, experiment = checkpoint.load_model(str(out))
+  model_config, restored, experiment = loading.load_model(str(out))
   assert model_config == model.ModelConfig.from_config(config) and experiment.model.packing == 'board'
   for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(params)):
     assert a.dtype == np.float32 and a.shape == b.shape
     np.testing.assert_array_equal(a, np.asarray(b).astype(jax.numpy.bfloat16).astype(np.float32))
   with pytest.raises(FileExistsError, match='exists: export writes a new directory'):
-    checkpoint.export(str(out), params, config)
+    loading.export(str(out), params, config)
 
 
 def test_the_name_pretrained_is_the_package_model_and_a_missing_one_says_how_to_get_it(tmp_path, monkeypatch):
-  assert checkpoint.resolve('pretrained') == checkpoint.pretrained_dir() / 'params_ema'
-  assert str(checkpoint.pretrained_dir()).startswith(str(ROOT / 'searchless'))
-  assert checkpoint.resolve('pretrained-transformer') == checkpoint.pretrained_dir('pretrained-transformer') / 'params_ema'
-  monkeypatch.setattr(checkpoint, 'pretrained_dir', lambda name='pretrained': checkpoint.epath.Path(tmp_path))
+  assert loading.resolve('pretrained') == loading.pretrained_dir() / 'params_ema'
+  assert str(loading.pretrained_dir()).startswith(str(ROOT / 'searchless'))
+  assert loading.resolve('pretrained-transformer') == loading.pretrained_dir('pretrained-transformer') / 'params_ema'
+  monkeypatch.setattr(loading, 'pretrained_dir', lambda name='pretrained': loading.epath.Path(tmp_path))
   with pytest.raises(FileNotFoundError, match='the pretrained model is missing from this installation'):
     player_lib.Player.load('pretrained')
   with pytest.raises(FileNotFoundError, match='the pretrained-transformer model is missing from this installation'):
@@ -52,7 +52,7 @@ def test_the_name_pretrained_is_the_package_model_and_a_missing_one_says_how_to_
 
 @pytest.mark.parametrize('name', ['pretrained', 'pretrained-transformer'])
 def test_each_shipped_model_is_small_documented_and_plays(name):
-  directory = pathlib.Path(str(checkpoint.pretrained_dir(name)))
+  directory = pathlib.Path(str(loading.pretrained_dir(name)))
   size = sum(f.stat().st_size for f in directory.rglob('*') if f.is_file())
   assert size <= 20 * 2**20
   card = (directory / 'MODEL_CARD.md').read_text()
@@ -67,7 +67,7 @@ def test_each_shipped_model_is_small_documented_and_plays(name):
 
 def test_the_shipped_transformer_plays_as_it_did_when_it_was_made():
   player = player_lib.Player.load('pretrained-transformer')
-  config = checkpoint.load_model('pretrained-transformer')[0]
+  config = loading.load_model('pretrained-transformer')[0]
   assert config.kind == 'transformer' and config.packing == 'board'  # The paper's network, board-packed.
   # The shipped parameters, as measured when they were made (bfloat16 weights, float32 compute).
   start = player.win_probabilities(chess.Board())
@@ -167,3 +167,13 @@ def test_chunks_interleave_the_files_game_by_game_and_are_made_once(tmp_path):
   assert events == [['a0', 'b0'], ['a1', 'b1'], ['a2']]
   (tmp_path / 'a.pgn').write_text('')  # Made once: a rerun reads the chunk list, not the games.
   assert pretrained.make_chunks([str(tmp_path / 'a.pgn')], tmp_path / 'chunks', 2) == chunks
+
+
+def test_the_shipped_graph_model_plays_as_it_did_when_it_was_shipped():
+  player = player_lib.Player.load('pretrained')
+  config = loading.load_model('pretrained')[0]
+  assert config.kind == 'graph' and config.embedding_dim == 64 and config.num_layers == 4
+  # The shipped parameters, as measured when the campaign shipped them (bfloat16 weights, float32 compute).
+  start = player.win_probabilities(chess.Board())
+  assert list(start)[:3] == ['e2e4', 'd2d4', 'g1f3'] and len(start) == 20
+  np.testing.assert_allclose([start[m] for m in ('e2e4', 'd2d4', 'g1f3')], [0.4994, 0.4976, 0.4962], atol=2e-3)

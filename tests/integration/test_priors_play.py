@@ -8,13 +8,13 @@ import jax
 import numpy as np
 import pytest
 
+from searchless.core import config as config_lib
 from searchless.evaluation import evaluate
 from searchless.evaluation import puzzles
 from searchless.model import export
+from searchless.model import loading
 from searchless.model import transformer
 from searchless.play import player as player_lib
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
 from searchless.training import train
 
 from helpers import play_legal_moves, uci_engine
@@ -42,7 +42,7 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
   assert int(state.step) == 1 and np.isfinite(lines[0]['loss'])
-  model_config, params, _ = checkpoint.load_model(str(tmp_path))
+  model_config, params, _ = loading.load_model(str(tmp_path))
   field, value = SETS[option]
   assert getattr(model_config, field) == value
   if option != 'mover_view':  # Parameters the option owns moved in the step.
@@ -62,7 +62,7 @@ def priors_run(board_bag, tmp_path_factory):
 
 
 def test_the_checkpoint_keeps_its_priors(priors_run):
-  model_config, params, experiment = checkpoint.load_model(str(priors_run))
+  model_config, params, experiment = loading.load_model(str(priors_run))
   assert (model_config.mover_view, model_config.move_squares, model_config.square_bias) == (True, 'tied', 'relative')
   assert experiment.model.square_bias == 'relative' and 'move_promotion' in params
 
@@ -95,7 +95,7 @@ def test_uci_plays_with_them(priors_run):
 
 
 def test_export_carries_them(priors_run, tmp_path):
-  model_config, params, experiment = checkpoint.load_model(str(priors_run))
+  model_config, params, experiment = loading.load_model(str(priors_run))
   out = export.export(tmp_path / 'out', model_config, params, experiment)
   weights, saved = export.load_safetensors(out / export.WEIGHTS)
   assert saved == model_config and sorted(weights) == sorted(params)

@@ -59,7 +59,7 @@ def mined(tmp_path_factory, stockfish) -> list[mined_puzzles.MinedPuzzle]:
 
 
 def test_default_test_fraction_is_the_annotation_pipelines():
-  from searchless.commands import annotate as annotate_pipeline
+  from searchless.pipelines import annotate as annotate_pipeline
   assert mine_puzzles._parser().get_default('test_fraction') == annotate_pipeline._parser().get_default('test_fraction')
 
 

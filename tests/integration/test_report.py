@@ -17,6 +17,7 @@ from PIL import Image
 from searchless.commands import analyse_game as analyse_command
 from searchless.commands import report as report_command
 from searchless.core import artefacts
+from searchless.core import config as config_lib
 from searchless.evaluation import elo as elo_lib
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation import puzzles as puzzle_eval
@@ -26,7 +27,6 @@ from searchless.report import context as report_context
 from searchless.report import figures
 from searchless.report import sample_game
 from searchless.report.sections import training as training_section
-from searchless.training import config as config_lib
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 MODEL, OPPONENT = 'searchless', 'sf1350'

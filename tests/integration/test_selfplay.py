@@ -1,4 +1,4 @@
-"""Self-play game generation (searchless.data.selfplay, searchless.commands.selfplay) and the bundled sample games."""
+"""Self-play game generation (searchless.data.selfplay, searchless.pipelines.selfplay) and the bundled sample games."""
 
 import collections
 import io
@@ -11,10 +11,11 @@ import pytest
 
 import helpers
 
-from searchless.commands import selfplay as selfplay_pipeline
+from searchless.commands import selfplay as selfplay_command
 from searchless.data import pgn
 from searchless.data import selfplay
 from searchless.engines import launch
+from searchless.pipelines import selfplay as selfplay_pipeline
 
 SAMPLE_GAMES = helpers.SAMPLE_GAMES
 SAMPLE_PLAYER = 'Stockfish 15.1 (nodes=10000, multipv=4, temperature=50cp)'
@@ -167,7 +168,7 @@ def test_pipeline_without_engine_exits(tmp_path, capsys):
   with pytest.raises(launch.EngineNotFound, match='not found or not executable'):
     selfplay.run(str(tmp_path / 'x.pgn'), engine_path=str(tmp_path / 'no-engine'))
   with pytest.raises(SystemExit) as exit:
-    selfplay_pipeline.main(['--output', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
+    selfplay_command.main(['--output', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
   assert exit.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: engine binary') and 'not found or not executable' in err and err.count('\n') == 1

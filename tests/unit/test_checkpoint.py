@@ -16,9 +16,11 @@ import numpy as np
 import optax
 import pytest
 
-from searchless.training import checkpoint
-from searchless.training import config as config_lib
+from searchless.model import loading
+
+from searchless.core import config as config_lib
 from searchless.model import transformer as model
+from searchless.training import checkpoint
 
 from helpers import ROOT
 TINY = 'tiny'
@@ -55,15 +57,15 @@ def published(compat) -> pathlib.Path:
 def test_published_checkpoint_loads_in_every_path_form(published, reference, form, ema):
   item = 'params_ema' if ema else 'params'
   path = {'model': published, 'step': published / '6400000', 'item': published / '6400000' / item}[form]
-  assert checkpoint.resolve(str(path), ema=ema) == published / '6400000' / item
-  params = checkpoint.load_params(str(path), ema=ema)
+  assert loading.resolve(str(path), ema=ema) == published / '6400000' / item
+  params = loading.load_params(str(path), ema=ema)
   assert all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(params))
   assert_trees_equal(params, reference[0])
 
 
 def test_published_checkpoint_reproduces_reference_log_probs(published, reference):
   _, sequences, last_log_probs = reference
-  config, params, experiment = checkpoint.load_model(str(published))
+  config, params, experiment = loading.load_model(str(published))
   assert experiment is None
   assert config == model.ModelConfig(embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
                                      max_sequence_length=79)
@@ -74,12 +76,12 @@ def test_published_checkpoint_reproduces_reference_log_probs(published, referenc
 def test_missing_or_empty_paths_fail_with_the_path(tmp_path):
   missing = tmp_path / 'no_such_model'
   with pytest.raises(FileNotFoundError, match=re.escape(f'{missing} does not exist')):
-    checkpoint.load_params(str(missing))
+    loading.load_params(str(missing))
   with pytest.raises(FileNotFoundError, match=re.escape(f'no parameters found at {tmp_path}')):
-    checkpoint.load_model(str(tmp_path))
+    loading.load_model(str(tmp_path))
   (tmp_path / '100').mkdir()  # A step dir without parameters is not a checkpoint.
   with pytest.raises(FileNotFoundError, match='no parameters found'):
-    checkpoint.load_params(str(tmp_path))
+    loading.load_params(str(tmp_path))
   with pytest.raises(FileNotFoundError, match=re.escape(f'no checkpoint in {tmp_path / "empty"}')):
     checkpoint.Checkpointer(str(tmp_path / 'empty')).restore()
 
@@ -162,11 +164,11 @@ def test_restore_without_targets_and_load_model(tmp_path):
   assert_trees_equal(restored.params, params)
   assert jax.tree.leaves(restored.opt_state)[0].shape == jax.tree.leaves(opt_state)[0].shape
   # Evaluation reads the EMA (default) or the raw parameters, from the workdir.
-  config, loaded, loaded_experiment = checkpoint.load_model(str(tmp_path))
+  config, loaded, loaded_experiment = loading.load_model(str(tmp_path))
   assert config == model.ModelConfig.from_config(experiment)
   assert config_lib.to_json(loaded_experiment) == config_lib.to_json(experiment)
   assert_trees_equal(loaded, jax.device_get(params_ema))
-  _, loaded, _ = checkpoint.load_model(str(tmp_path / 'checkpoints' / '5' / 'params'), ema=False)
+  _, loaded, _ = loading.load_model(str(tmp_path / 'checkpoints' / '5' / 'params'), ema=False)
   assert_trees_equal(loaded, jax.device_get(params))
 
 
@@ -175,7 +177,7 @@ def test_load_model_rejects_parameters_that_do_not_fit_their_config(tmp_path):
   wrong = config_lib.load(TINY, ['model.num_layers=3'])
   save(str(tmp_path), 1, params=params, params_ema=params_ema, opt_state=opt_state, config=wrong)
   with pytest.raises(ValueError, match='num_layers 4 != 3'):
-    checkpoint.load_model(str(tmp_path))
+    loading.load_model(str(tmp_path))
 
 
 def test_keep_and_latest_step(tmp_path):
@@ -187,7 +189,7 @@ def test_keep_and_latest_step(tmp_path):
     checkpointer.wait()
     assert checkpointer.all_steps() == [20, 30] and checkpointer.latest_step() == 30
   assert restore_latest(str(tmp_path)).step == 30
-  assert checkpoint.resolve(str(tmp_path)) == tmp_path / '30' / 'params_ema'
+  assert loading.resolve(str(tmp_path)) == tmp_path / '30' / 'params_ema'
   empty = tmp_path / 'empty'
   empty.mkdir()
   assert restore_latest(str(empty)) is None
@@ -264,8 +266,9 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   """A replicated save restores straight into an FSDP-style sharding (2 CPU devices)."""
   script = textwrap.dedent(f'''
       import jax, numpy as np
-      from searchless.training import checkpoint, config as config_lib
       from searchless.model import transformer as model
+      from searchless.core import config as config_lib
+      from searchless.training import checkpoint
       experiment = config_lib.load({TINY!r})
       params = model.init_params(model.ModelConfig.from_config(experiment))
       with checkpoint.Checkpointer({str(tmp_path)!r}, async_save=False) as c:
@@ -299,9 +302,10 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
 def test_published_checkpoint_plays_legal_moves(compat):
   import chess
   from searchless.play import policy
-  model_config, params, saved = checkpoint.load_model(str(compat / 'reference_local_checkpoint'))
+  from searchless.play import predictor
+  model_config, params, saved = loading.load_model(str(compat / 'reference_local_checkpoint'))
   assert saved is None  # Published layout: architecture inferred from the shapes.
-  player = policy.make_policy('action_value', policy.Predictor(model_config, params))
+  player = policy.make_policy('action_value', predictor.Predictor(model_config, params))
   board = chess.Board()
   for _ in range(6):
     analysis = player.analyse(board)

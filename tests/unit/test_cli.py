@@ -44,17 +44,17 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys
 
 
 @pytest.mark.parametrize('command, canonical, old, dest', [
-    ('annotate', '--out', '--output_dir', 'output_dir'),
-    ('import_labels', '--out', '--output_dir', 'output_dir'),
-    ('puzzles_data', '--out', '--output', 'output'),
-    ('selfplay', '--out', '--output', 'output'),
-    ('openings', '--engine_path', '--engine', 'engine'),
-    ('tournament', '--engine_path', '--engine', 'engine'),
-    ('improve', '--no_progress', '--quiet', 'quiet'),
-    ('puzzles_data', '--num', '--limit', 'limit'),
+    ('pipelines.annotate', '--out', '--output_dir', 'output_dir'),
+    ('pipelines.import_labels', '--out', '--output_dir', 'output_dir'),
+    ('commands.puzzles_data', '--out', '--output', 'output'),
+    ('pipelines.selfplay', '--out', '--output', 'output'),
+    ('commands.openings', '--engine_path', '--engine', 'engine'),
+    ('commands.tournament', '--engine_path', '--engine', 'engine'),
+    ('commands.improve', '--no_progress', '--quiet', 'quiet'),
+    ('commands.puzzles_data', '--num', '--limit', 'limit'),
 ])
 def test_one_vocabulary_and_the_old_spellings_still_accepted(command, canonical, old, dest):
-  parser = importlib.import_module(f'searchless.commands.{command}')._parser()  # pylint: disable=protected-access
+  parser = importlib.import_module(f'searchless.{command}')._parser()  # pylint: disable=protected-access
   option = next(a for a in parser._actions if dest == a.dest and canonical in a.option_strings)  # pylint: disable=protected-access
   assert option.option_strings == [canonical, old]  # The new spelling first, as --help shows it.
   assert parser._option_string_actions[old] is option  # pylint: disable=protected-access

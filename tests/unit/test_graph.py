@@ -8,11 +8,11 @@ import jax
 import numpy as np
 import pytest
 
+from searchless.core import config as config_lib
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import graph
 from searchless.model import transformer as model
-from searchless.training import config as config_lib
 
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
 PROMOTIONS = '1r5k/P7/8/8/8/8/6pp/4K3 w - - 0 50'  # a7a8 / a7b8 in four pieces each.

@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from searchless.training import config as config_lib
-from searchless.model import transformer as model
+from searchless.core import config as config_lib
 from searchless.core import moves
+from searchless.core import records
+from searchless.model import transformer as model
 
 # Published model name -> our config file.
 CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
@@ -146,7 +147,7 @@ def test_causal_mask_hides_later_tokens():
 def test_from_config_policies(policy, output_size, length):
   config = model_config('local', [f'policy={policy}'])
   assert (config.output_size, config.max_sequence_length) == (output_size, 79)  # As the reference, any policy.
-  assert model.SEQUENCE_LENGTHS[policy] == length
+  assert records.SEQUENCE_LENGTHS[policy] == length
   assert (config.embedding_dim, config.num_layers, config.num_heads, config.widening_factor) == (64, 4, 4, 4)
   apply = jax.jit(model.build(config).apply)
   log_probs = apply(model.init_params(config), None, np.zeros((3, length), np.int32))

@@ -14,18 +14,19 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import config as config_lib
+from searchless.core import moves as moves_lib
+from searchless.core import records
+from searchless.core import tokenizer
+from searchless.core import values
 from searchless.data import boards as boards_lib
-from searchless.training import config as config_lib
 from searchless.data import loader as loader_lib
 from searchless.data import packing
 from searchless.data import sequences as sequences_lib
 from searchless.model import transformer as model
-from searchless.core import moves as moves_lib
 from searchless.play import policy as policy_lib
-from searchless.core import records
-from searchless.core import tokenizer
+from searchless.training import step as step_lib
 from searchless.training import train
-from searchless.core import values
 
 from helpers import play_legal_moves, uci_engine
 
@@ -85,7 +86,7 @@ def test_mismatch_names_what_is_wrong():
 
 def _convert(input_spec, output_dir, *flags):
   """searchless.data.convert.run with the command's flags (``--to board``, ``--skip_bad_boards``, ...)."""
-  from searchless.commands import convert as command
+  from searchless.pipelines import convert as command
   from searchless.data import convert
   args = command._parser().parse_args([str(input_spec), str(output_dir), *map(str, flags)])
   return convert.run(args.input, args.output_dir, to=args.to, state_values=args.state_values,
@@ -270,8 +271,8 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   rows = packing.packed_rows(boards, 64, edges)  # [5, 77 + 128]
   raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
   sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
-  packed_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(packed_config)).apply, packed_config)
-  per_move_fn = train.make_loss_fn(model.build(model.ModelConfig.from_config(per_move_config)).apply, per_move_config)
+  packed_fn = step_lib.make_loss_fn(model.build(model.ModelConfig.from_config(packed_config)).apply, packed_config)
+  per_move_fn = step_lib.make_loss_fn(model.build(model.ModelConfig.from_config(per_move_config)).apply, per_move_config)
   (packed_loss, packed_count), (per_move_loss, per_move_count) = packed_fn(params, rows), per_move_fn(params, sequences)
   assert int(packed_count) == int(per_move_count) == len(raw) == sum(len(b.moves) for b in boards)
   assert float(packed_loss) == pytest.approx(float(per_move_loss), rel=1e-5)
@@ -331,7 +332,7 @@ def packed_checkpoint(tmp_path_factory, board_bag):
 
 
 def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_checkpoint):
-  from searchless.training import checkpoint
+  from searchless.model import loading
   from searchless.play import player as player_lib
   player = player_lib.Player.load(str(packed_checkpoint), compute_dtype='float32')
   assert isinstance(player.policy, policy_lib.PackedActionValuePolicy)
@@ -341,7 +342,7 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
   assert player.policy.predictor.rows_run - before == 4  # One row each: 48, 256, 16 and 32 move slots.
   player.policy.analyse_many([chess.Board()] * 3)
   assert player.policy.predictor.rows_run - before == 4 + 4  # 3 boards of 32 slots: one call of 4 rows.
-  model_config, params, _ = checkpoint.load_model(str(packed_checkpoint))
+  model_config, params, _ = loading.load_model(str(packed_checkpoint))
   apply = jax.jit(model.build(model_config).apply)
   for board, analysis in zip(boards, together):
     legal = policy_lib.ordered_legal_moves(board)
@@ -355,8 +356,8 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
 
 
 def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat, tmp_path, board_bag):
-  from searchless.play import agents
   from searchless.evaluation import evaluate
+  from searchless.play import agents
   summary = evaluate.run(str(packed_checkpoint), str(compat / 'action_value_sample.bag'), str(tmp_path / 'av'),
                          dtype='float32', progress=False)
   assert summary['boards'] == 57 and summary['policy'] == 'action_value' and 0 <= summary['action_accuracy'] <= 1

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from searchless.core import codecs
+from searchless.core import config as config_lib
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
 from searchless.model import transformer
-from searchless.training import config as config_lib
-from searchless.training import train
+from searchless.training import step as step_lib
 
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'  # 48 legal moves.
 EDGES, _ = values.uniform_buckets(128)
@@ -54,7 +54,7 @@ def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
   params = transformer.init_params(model_config)
   with_value = model_config.kind == 'graph'
   apply = transformer.build(model_config, with_value=with_value).apply
-  loss_fn = train.make_loss_fn(apply, config)
+  loss_fn = step_lib.make_loss_fn(apply, config)
   rows = packing.packed_rows([PARTIAL], 64, EDGES)
   loss, count = loss_fn(params, jnp.asarray(rows))
   assert float(count) == 3.0

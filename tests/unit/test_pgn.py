@@ -9,6 +9,8 @@ import zstandard
 
 from searchless.data import pgn
 
+from searchless.data import streams
+
 GAME = '''[Event "Rated Blitz game"]
 [Site "https://lichess.org/{site}"]
 [WhiteElo "{elo}"]
@@ -91,7 +93,7 @@ def test_compressed_inputs_match_plain(tmp_path, lichess_999, suffix, compress):
   plain.write_bytes(data)
   packed = tmp_path / f'g{suffix}'
   packed.write_bytes(compress(data))
-  assert b''.join(pgn.read_chunks(str(packed))) == data
+  assert b''.join(streams.read_chunks(str(packed))) == data
   assert [r.text for r in pgn.iter_raw_games(str(packed))] == [r.text for r in pgn.iter_raw_games(str(plain))]
 
 
@@ -105,7 +107,7 @@ def test_multi_frame_zstd_streams(tmp_path, lichess_999):
   writer.close()
   path = tmp_path / 'g.pgn.zst'
   path.write_bytes(out.getvalue())
-  assert b''.join(pgn.read_chunks(str(path))) == data
+  assert b''.join(streams.read_chunks(str(path))) == data
 
 
 @pytest.mark.parametrize('suffix, compress', [
@@ -116,7 +118,7 @@ def test_truncated_compressed_file_is_an_error_naming_it(tmp_path, lichess_999, 
   packed = compress(lichess_999.read_bytes()[:300_000])
   path = tmp_path / f'cut{suffix}'
   path.write_bytes(packed[: len(packed) // 2])
-  with pytest.raises(pgn.CorruptInputError, match=f'{path}.*truncated'):
+  with pytest.raises(streams.CorruptInputError, match=f'{path}.*truncated'):
     list(pgn.iter_raw_games(str(path)))
 
 
@@ -148,7 +150,7 @@ def test_a_cut_after_complete_frames_keeps_every_complete_game_and_counts_the_cu
   path = tmp_path / 'cut.pgn.zst'
   path.write_bytes(b''.join(frames[:6]) + frames[6][: len(frames[6]) // 2])
   read = []
-  with pytest.raises(pgn.CorruptInputError, match=f'{path}: zstd stream is truncated'):
+  with pytest.raises(streams.CorruptInputError, match=f'{path}: zstd stream is truncated'):
     for raw in pgn.iter_raw_games(str(path)):
       read.append(raw)
   parsed = [pgn.parse_game(raw) for raw in read]
@@ -187,7 +189,7 @@ def test_boards_past_move_999_are_made_tokenizable_by_clamping_their_counters(tm
 def test_a_directory_as_input_is_an_error_saying_what_to_pass(tmp_path):
   with pytest.raises(IsADirectoryError, match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input "
                      f"'{tmp_path}/\\*.pgn.zst'$"):
-    pgn.match_files([str(tmp_path)])
+    streams.match_files([str(tmp_path)])
 
 
 @pytest.mark.parametrize('tags,movetext,detail', [

@@ -150,9 +150,9 @@ def test_a_policy_that_contradicts_the_checkpoint_is_refused(model_checkpoint, c
 def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
   """Heads leave no trace in parameter shapes: the probe saved with the shipped model catches them."""
   import shutil
-  from searchless.training import checkpoint
+  from searchless.model import loading
   model_dir = tmp_path / 'model'
-  shutil.copytree(checkpoint.pretrained_dir('pretrained-transformer'), model_dir)
+  shutil.copytree(loading.pretrained_dir('pretrained-transformer'), model_dir)
   assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The copy loads as it is.
   config_file = model_dir / 'config' / 'config.json'
   config = json.loads(config_file.read_text())
@@ -163,7 +163,7 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
                                        r'.*num_heads 8'):
     player_lib.Player.load(str(model_dir))
   with pytest.raises(ValueError, match='^num_heads 4 contradicts the checkpoint at .*: its config has num_heads 8$'):
-    checkpoint.load_model(str(model_dir), num_heads=4)
+    loading.load_model(str(model_dir), num_heads=4)
 
 
 @pytest.mark.parametrize('fen,problem', [('4k3/8/8/8/8/8/8/K3K3 w - - 0 1', 'too many kings'),

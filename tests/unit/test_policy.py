@@ -5,12 +5,13 @@ import chess
 import numpy as np
 import pytest
 
-from searchless.training import checkpoint
-from searchless.model import transformer as model
 from searchless.core import moves
-from searchless.play import policy as policy_lib
 from searchless.core import tokenizer
 from searchless.core import values
+from searchless.model import loading
+from searchless.model import transformer as model
+from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 from helpers import write_checkpoint
 
 # Boards with 20, 1 (forced), 0 (mate) and many (> 64) legal moves.
@@ -22,7 +23,7 @@ BUSY = chess.Board('r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQ
 
 @pytest.fixture(scope='module')
 def av(model_checkpoint):
-  model_config, params, _ = checkpoint.load_model(str(model_checkpoint))
+  model_config, params, _ = loading.load_model(str(model_checkpoint))
   return model_config, params
 
 
@@ -43,7 +44,7 @@ def test_boards_used_here_have_the_move_counts_they_claim():
 
 
 def test_action_values_equal_one_move_at_a_time_through_the_full_model(av):
-  predictor = policy_lib.Predictor(*av)
+  predictor = predictor_lib.Predictor(*av)
   policy = policy_lib.make_policy('action_value', predictor)
   for board in (START, BUSY, FORCED):
     analysis = policy.analyse(board)
@@ -55,7 +56,7 @@ def test_action_values_equal_one_move_at_a_time_through_the_full_model(av):
 
 
 def test_predictor_pads_to_fixed_batch_shapes(av):
-  predictor = policy_lib.Predictor(*av, batch_buckets=(8, 32))
+  predictor = predictor_lib.Predictor(*av, batch_buckets=(8, 32))
   sequences = np.zeros((45, 79), np.int32)
   sequences[:, :77] = tokenizer.tokenize(START.fen())
   sequences[:, 77] = np.arange(45)
@@ -69,7 +70,7 @@ def test_predictor_pads_to_fixed_batch_shapes(av):
 
 
 def test_analyse_many_equals_one_by_one(av):
-  policy = policy_lib.make_policy('action_value', policy_lib.Predictor(*av))
+  policy = policy_lib.make_policy('action_value', predictor_lib.Predictor(*av))
   boards = [START, BUSY, FORCED, MATED]
   together = policy.analyse_many(boards)
   for board, analysis in zip(boards, together):
@@ -81,8 +82,8 @@ def test_analyse_many_equals_one_by_one(av):
 
 def test_state_value_policy_flips_the_next_boards_value(tmp_path):
   workdir = write_checkpoint(tmp_path, 'state_value')
-  model_config, params, _ = checkpoint.load_model(str(workdir))
-  policy = policy_lib.make_policy('state_value', policy_lib.Predictor(model_config, params))
+  model_config, params, _ = loading.load_model(str(workdir))
+  policy = policy_lib.make_policy('state_value', predictor_lib.Predictor(model_config, params))
   analysis = policy.analyse(START)
   apply = model.build(model_config).apply
   _, centres = values.uniform_buckets(model_config.output_size)
@@ -101,9 +102,9 @@ def test_state_value_policy_flips_the_next_boards_value(tmp_path):
 
 def test_behavioral_cloning_renormalises_over_legal_moves(tmp_path):
   workdir = write_checkpoint(tmp_path, 'behavioral_cloning')
-  model_config, params, _ = checkpoint.load_model(str(workdir))
+  model_config, params, _ = loading.load_model(str(workdir))
   assert model_config.output_size == moves.NUM_ACTIONS
-  policy = policy_lib.make_policy('behavioral_cloning', policy_lib.Predictor(model_config, params))
+  policy = policy_lib.make_policy('behavioral_cloning', predictor_lib.Predictor(model_config, params))
   analysis = policy.analyse(BUSY)
   sequence = np.concatenate([tokenizer.tokenize(BUSY.fen()), [0]])[None].astype(np.int32)
   full = np.asarray(model.build(model_config).apply(params, None, sequence))[0, -1]  # [1968]
@@ -114,7 +115,7 @@ def test_behavioral_cloning_renormalises_over_legal_moves(tmp_path):
 
 
 def test_policy_must_fit_the_model(av):
-  predictor = policy_lib.Predictor(*av)
+  predictor = predictor_lib.Predictor(*av)
   with pytest.raises(ValueError, match='behavioral_cloning policy does not fit a model with 128 outputs'):
     policy_lib.make_policy('behavioral_cloning', predictor)
   with pytest.raises(ValueError, match="unknown policy 'q_value'"):
@@ -124,5 +125,5 @@ def test_policy_must_fit_the_model(av):
 def test_published_checkpoint_reproduces_reference_log_probs_through_the_predictor(compat):
   with np.load(compat / 'reference_local_model.npz') as npz:
     sequences, expected = npz['sequences'], npz['last_log_probs']
-  model_config, params, _ = checkpoint.load_model(str(compat / 'reference_local_checkpoint'))
-  np.testing.assert_allclose(policy_lib.Predictor(model_config, params)(sequences), expected, atol=1e-5)
+  model_config, params, _ = loading.load_model(str(compat / 'reference_local_checkpoint'))
+  np.testing.assert_allclose(predictor_lib.Predictor(model_config, params)(sequences), expected, atol=1e-5)

@@ -27,8 +27,8 @@ class StubPolicy:
     self.values = values or {}
     self.boards_seen = 0
 
-  def warm_up(self, max_boards: int = 1) -> None:
-    del max_boards
+  def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
+    del max_boards, background
 
   def analyse(self, board):
     return self.analyse_many([board])[0]

@@ -13,8 +13,10 @@ import jax
 import numpy as np
 import pytest
 
+from searchless.model import loading
+
+from searchless.core import config as config_lib
 from searchless.training import checkpoint
-from searchless.training import config as config_lib
 from searchless.training import train
 
 from helpers import tensorboard_scalars
@@ -77,11 +79,11 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
   # shapes do not show (heads) is refused.
   probes = json.loads((tmp_path / 'checkpoints' / '100' / 'probe' / 'probe.json').read_text())
   assert sorted(probes) == ['params', 'params_ema'] and len(probes['params']) == 128
-  checkpoint.load_model(str(tmp_path))
+  loading.load_model(str(tmp_path))
   step_config = tmp_path / 'checkpoints' / '100' / 'config' / 'config.json'
   step_config.write_text(step_config.read_text().replace('"num_heads": 2', '"num_heads": 4'))
   with pytest.raises(ValueError, match=r'probe distance .*num_heads 4'):
-    checkpoint.load_model(str(tmp_path))
+    loading.load_model(str(tmp_path))
 
 
 def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
@@ -131,7 +133,7 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
     assert p.returncode == 0, err[-3000:]
   steps = sorted(int(d.name) for d in (tmp_path / 'run' / 'checkpoints').iterdir() if d.name.isdigit())
   assert steps[-1] == 6
-  model_config, params, saved = checkpoint.load_model(str(tmp_path / 'run' / 'checkpoints'))
+  model_config, params, saved = loading.load_model(str(tmp_path / 'run' / 'checkpoints'))
   assert saved.data.batch_size == 16 and model_config.num_layers == 1
   records = [json.loads(line) for line in (tmp_path / 'run' / 'metrics.jsonl').read_text().splitlines()]
   assert len(records) == 6 and {(r['processes'], r['devices']) for r in records} == {(2, 2)}

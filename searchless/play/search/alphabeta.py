@@ -37,7 +37,7 @@ import chess
 import chess.polyglot
 import numpy as np
 
-from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
 
@@ -76,9 +76,9 @@ class AlphaBeta:
     self._deadline: float | None = None
     self._stop: Callable[[], bool] | None = None
 
-  def warm_up(self) -> None:
-    """Compiles the model calls this search makes (before the first move)."""
-    self.evaluator.warm_up(max(policy_lib.BOARD_BUCKETS))
+  def warm_up(self, *, background: bool = False) -> None:
+    """Compiles the model calls this search makes (before the first move; `background`: one now, the rest later)."""
+    self.evaluator.warm_up(max(predictor_lib.BOARD_BUCKETS), background=background)
 
   def reset(self) -> None:
     """Nothing is kept between searches; here for the agents' common interface."""

@@ -59,11 +59,12 @@ class Evaluator:
     """Whether boards get a model value (else every non-terminal board reads as a draw)."""
     return self.policy.kind != policy_lib.BEHAVIORAL_CLONING or self.value_policy is not None
 
-  def warm_up(self, max_boards: int = 16) -> None:
-    """Compiles the shapes of calls of up to `max_boards` boards (a search's batch size) before the first move."""
-    self.policy.warm_up(max_boards)
+  def warm_up(self, max_boards: int = 16, *, background: bool = False) -> None:
+    """Compiles the shapes of calls of up to `max_boards` boards (a search's batch size) before the first move
+    (`background`: one now, the others on a worker thread)."""
+    self.policy.warm_up(max_boards, background=background)
     if self.value_policy is not None:
-      self.value_policy.warm_up(max_boards)
+      self.value_policy.warm_up(max_boards, background=background)
 
   def evaluate(self, boards: Sequence[chess.Board]) -> list[Evaluation]:
     """One `Evaluation` per board (each must have a legal move), in shared model calls."""

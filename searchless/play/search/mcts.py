@@ -176,9 +176,9 @@ class Mcts:
     self._root: Node | None = None
     self._root_board: chess.Board | None = None  # With its move stack.
 
-  def warm_up(self) -> None:
-    """Compiles the model calls this search makes (before the first move)."""
-    self.evaluator.warm_up(self.config.batch_size)
+  def warm_up(self, *, background: bool = False) -> None:
+    """Compiles the model calls this search makes (before the first move; `background`: one now, the rest later)."""
+    self.evaluator.warm_up(self.config.batch_size, background=background)
 
   def reset(self) -> None:
     """Forgets the tree (a new game)."""

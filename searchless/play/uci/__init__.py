@@ -3,11 +3,12 @@
 ``searchless-uci --checkpoint DIR`` (`searchless.commands.uci`, which calls
 `run`) speaks UCI on stdin/stdout (one line in, lines out, flushed one by one;
 logs and anything JAX or a C library prints go to stderr). ``DIR`` is anything
-`checkpoint.load_model` reads: our workdir / step dir, a published-layout
+`loading.load_model` reads: our workdir / step dir, a published-layout
 model dir, or ``pretrained`` (the model shipped in the package). The modules:
 `protocol` (parsing and formatting), `engine` (`UciEngine`, the protocol
-state), `search` (one ``go``), `process` (CPUs, stdout, cache dir) and `serve`
-(`run`: the engine on stdin/stdout).
+state), `options` (what ``uci`` declares, what ``setoption`` records),
+`loading` (the model, its batch shapes), `search` (one ``go``), `process`
+(CPUs, stdout, cache dir) and `serve` (`run`: the engine on stdin/stdout).
 
 Commands: ``uci``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
 ``position startpos|fen FEN [moves ...]``, ``go [wtime|btime|winc|binc|
@@ -15,12 +16,17 @@ movestogo|movetime|depth|nodes|mate N] [infinite] [ponder] [searchmoves ...]``,
 ``stop``, ``ponderhit``, ``debug on|off``, ``register`` (ignored), ``d`` (the
 board, for humans) and ``quit`` (end of input counts as ``quit``).
 
-* The model is loaded (and every batch shape compiled, so the first move is
-  fast) on the first ``isready`` or ``go``, not for ``uci``. Compiling
-  takes most of that time: the compiled shapes are kept on disk for the next
-  start (``--compilation_cache DIR``, default ``~/.cache/searchless/xla``;
-  ``''`` turns it off) (the tiny test model on 2 CPU cores:
-  readyok 7.8 s after start, 2.4 s with a warm cache; moves ~10 ms).
+* The model is loaded on the first ``isready`` or ``go``, not for ``uci``
+  (`loading`). Compiling its batch shapes takes most of that time, so one
+  shape is compiled then (a board of up to 48 moves: the first move's) and the
+  others on a background thread, while ``go`` runs on the shapes already
+  compiled (padding a little more); a ``go`` with a time limit counts its time
+  from the ``go``, loading included. Compiled shapes are kept on disk for the
+  next start: JAX's persistent cache in ``--compilation_cache DIR``, default
+  ``$SEARCHLESS_COMPILATION_CACHE`` if set, else
+  ``~/.cache/searchless/xla``; ``''`` turns it off. The times to the first
+  move, cold and warm, are in benchmarks/RESULTS.md ("The UCI engine's first
+  move").
 * Without ``Search`` (below), ``go`` answers at once whatever its limits (a
   searchless policy has no search to extend): one ``info depth 1 seldepth 1 multipv 1 score cp C nodes
   N nps R time T pv M`` line per ``MultiPV``, then ``bestmove M``. N counts the
@@ -101,19 +107,20 @@ Options (``setoption``):
 
 from searchless.play.uci.engine import SEARCHES
 from searchless.play.uci.engine import UciEngine
+from searchless.play.uci.process import CACHE_ENV
 from searchless.play.uci.process import available_cpus
 from searchless.play.uci.process import default_cache_dir
 from searchless.play.uci.process import limit_cpu_threads
 from searchless.play.uci.protocol import CP_CLIP
 from searchless.play.uci.protocol import GoRequest
 from searchless.play.uci.protocol import NULL_MOVE
+from searchless.play.uci.protocol import UciError
 from searchless.play.uci.protocol import parse_go
 from searchless.play.uci.protocol import parse_position
-from searchless.play.uci.protocol import UciError
 from searchless.play.uci.serve import checkpoint_policy
 from searchless.play.uci.serve import run
 
 __all__ = [
-    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
+    'CACHE_ENV', 'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
     'default_cache_dir', 'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
 ]

@@ -23,7 +23,6 @@ False
 from collections.abc import Callable
 import dataclasses
 import logging
-import math
 import threading
 import time
 
@@ -34,14 +33,14 @@ from searchless.play import policy as policy_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
+from searchless.play.uci import loading
+from searchless.play.uci import options as options_lib
 from searchless.play.uci import process
 from searchless.play.uci import protocol
 from searchless.play.uci import search as search_lib
 from searchless.play.uci.protocol import UciError
 
 Output = Callable[[str], None]
-PlayerFactory = Callable[[str, player_lib.PlayOptions], player_lib.Player]
-ThreadLimiter = Callable[[int], Callable[[], None] | None]
 
 _LOG = logging.getLogger(__name__)
 
@@ -61,10 +60,10 @@ class UciEngine:
   ``go`` lines.
   """
 
-  def __init__(self, player_factory: PlayerFactory, output: Output, *,
+  def __init__(self, player_factory: loading.PlayerFactory, output: Output, *,
                policy: str = policy_lib.ACTION_VALUE, checkpoint_name: str = '',
                options: player_lib.PlayOptions = player_lib.PlayOptions(temperature=0.0),
-               threads: int = 1, max_threads: int | None = None, thread_limiter: ThreadLimiter | None = None,
+               threads: int = 1, max_threads: int | None = None, thread_limiter: loading.ThreadLimiter | None = None,
                warm_up: bool = True, clock: Callable[[], float] = time.perf_counter,
                search: str = protocol.NO_SEARCH, search_nodes: int = mcts.MctsConfig.simulations,
                search_depth: int = alphabeta.AlphaBetaConfig.depth):
@@ -72,7 +71,7 @@ class UciEngine:
       raise ValueError(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
     if search not in SEARCHES:
       raise ValueError(f'unknown search {search!r}; expected one of {SEARCHES}')
-    self._factory = player_factory
+    self._loader = loading.Loader(player_factory, thread_limiter=thread_limiter, warm_up=warm_up)
     self._output = output
     self._output_lock = threading.Lock()
     self._checkpoint_name = checkpoint_name
@@ -84,9 +83,6 @@ class UciEngine:
       max_threads = process.available_cpus()
     self._max_threads = max_threads
     self._threads = min(max(threads, 1), self._max_threads)
-    self._thread_limiter = thread_limiter
-    self._backend_started = False  # After the first load Threads cannot act.
-    self._warm_up = warm_up
     self._clock = clock
     self._player: player_lib.Player | None = None
     self._load_lock = threading.RLock()
@@ -94,14 +90,8 @@ class UciEngine:
     self._rejected = ''  # Why the last position was rejected.
     self._search: search_lib.Search | None = None
     self._debug = False
-    self._multipv = 1  # Info lines per go.
-    self._show_wdl = False  # Win/draw/loss per mille in the info lines.
-    self._chess960 = False  # Positions are Chess960 (castling as king-takes-rook).
-    # Accepted and recorded for GUIs and lichess-bot; Move Overhead is kept off a search's time:
-    self._hash_mb, self._move_overhead_ms, self._syzygy_path = 16, 10, ''
+    self._settings = options_lib.Settings(search_nodes=search_nodes, search_depth=search_depth)
     self._search_kind = search  # none: the searchless player; mcts or alphabeta over its policy.
-    self._search_nodes = search_nodes  # MCTS simulations of a go without nodes or time.
-    self._search_depth = search_depth  # Alpha-beta depth of a go without depth or time.
     self._searcher: search_agent.SearchAgent | None = None  # Built on the first searching go; keeps the tree.
 
   # Output.
@@ -151,32 +141,11 @@ class UciEngine:
 
   def _cmd_uci(self, args: list[str]) -> None:
     del args
-    options = self._options
     self._send(f'id name {self.name}')
     self._send('id author searchless')
-    self._send(f'option name Policy type combo default {self._policy} '
-               + ' '.join(f'var {p}' for p in policy_lib.POLICIES))
-    self._send(f'option name Temperature type string default {protocol.format_float(options.temperature or 0.0)}')
-    full_moves = options.temperature_full_moves
-    full_moves = protocol.MAX_FULL_MOVES if full_moves is None else full_moves
-    self._send(f'option name TemperatureFullMoves type spin default {full_moves} min 0 '
-               f'max {protocol.MAX_FULL_MOVES}')
-    self._send(f'option name Decisive type combo default {options.decisive} '
-               + ' '.join(f'var {d}' for d in player_lib.DECISIVE_RULES))
-    self._send(f'option name RepetitionDraws type check default {str(options.repetition_draws).lower()}')
-    self._send(f'option name Threads type spin default {self._threads} min 1 max {protocol.MAX_THREADS}')
-    self._send('option name Ponder type check default false')
-    self._send(f'option name MultiPV type spin default {self._multipv} min 1 max {protocol.MAX_MULTIPV}')
-    self._send(f'option name UCI_ShowWDL type check default {str(self._show_wdl).lower()}')
-    self._send(f'option name UCI_Chess960 type check default {str(self._chess960).lower()}')
-    self._send(f'option name Hash type spin default {self._hash_mb} min 1 max {protocol.MAX_HASH_MB}')
-    self._send(f'option name Move Overhead type spin default {self._move_overhead_ms} min 0 '
-               f'max {protocol.MAX_MOVE_OVERHEAD_MS}')
-    self._send(f'option name SyzygyPath type string default {self._syzygy_path or "<empty>"}')
-    self._send(f'option name Search type combo default {self._search_kind} '
-               + ' '.join(f'var {k}' for k in SEARCHES))
-    self._send(f'option name SearchNodes type spin default {self._search_nodes} min 1 max {protocol.MAX_SEARCH_NODES}')
-    self._send(f'option name SearchDepth type spin default {self._search_depth} min 1 max {alphabeta.MAX_DEPTH}')
+    for line in options_lib.declarations(policy=self._policy, options=self._options, threads=self._threads,
+                                         search=self._search_kind, searches=SEARCHES, settings=self._settings):
+      self._send(line)
     self._send('uciok')
 
   def _cmd_debug(self, args: list[str]) -> None:
@@ -201,13 +170,13 @@ class UciEngine:
   def _cmd_ucinewgame(self, args: list[str]) -> None:
     del args
     self._finish_search()
-    self._board = chess.Board(chess960=self._chess960)
+    self._board = chess.Board(chess960=self._settings.chess960)
     if self._searcher is not None:
       self._searcher.new_game()
 
   def _cmd_position(self, args: list[str]) -> None:
     try:
-      self._board = protocol.parse_position(args, chess960=self._chess960)
+      self._board = protocol.parse_position(args, chess960=self._settings.chess960)
     except UciError as e:
       # No stale board: a go now answers bestmove 0000, never a move of the previous position.
       self._board, self._rejected = None, str(e)
@@ -223,13 +192,17 @@ class UciEngine:
   # Options.
 
   def _cmd_setoption(self, args: list[str]) -> None:
-    if not args or args[0] != 'name':
-      raise UciError('setoption expects: setoption name <id> [value <x>]')
-    rest = args[1:]
-    split = rest.index('value') if 'value' in rest else len(rest)
-    name, value = ' '.join(rest[:split]), ' '.join(rest[split + 1:])
-    setter = getattr(self, f'_set_{name.lower().replace(" ", "_")}', None)
-    if not name or setter is None:
+    name, key, value = options_lib.parse_setoption(args)
+    if self._settings.set(key, value):
+      return
+    play_options = options_lib.play_options(key, value, self._options)
+    if play_options is not None:
+      self._options = play_options
+      if self._player is not None:
+        self._player.options = play_options
+      return
+    setter = getattr(self, f'_set_{key}', None)
+    if setter is None:
       raise UciError(f'unknown option {name!r}')
     setter(value)
 
@@ -251,56 +224,14 @@ class UciEngine:
       self._player, self._policy, self._loaded_policy = player, value, value
       self._searcher = None
 
-  def _set_temperature(self, value: str) -> None:
-    try:
-      temperature = float(value)
-      if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError
-    except ValueError:
-      raise UciError(f'Temperature must be a number >= 0, got {value!r}') from None
-    self._set_play_options(temperature=temperature)
-
-  def _set_temperaturefullmoves(self, value: str) -> None:
-    full_moves = self._spin('TemperatureFullMoves', value, 0, protocol.MAX_FULL_MOVES)
-    self._set_play_options(temperature_full_moves=full_moves)
-
-  def _set_decisive(self, value: str) -> None:
-    if value not in player_lib.DECISIVE_RULES:
-      raise UciError(f'Decisive must be one of {", ".join(player_lib.DECISIVE_RULES)}, got {value!r}')
-    self._set_play_options(decisive=value)
-
-  def _set_repetitiondraws(self, value: str) -> None:
-    self._set_play_options(repetition_draws=self._check('RepetitionDraws', value))
-
   def _set_threads(self, value: str) -> None:
-    threads = self._spin('Threads', value, 1, protocol.MAX_THREADS)
+    threads = options_lib.spin('Threads', value, 1, protocol.MAX_THREADS)
     if threads > self._max_threads:  # lichess-bot and GUIs send their own default (4 for lichess-bot).
       self._info(f'Threads {threads}: this process may use {self._max_threads} CPUs; using {self._max_threads}')
       threads = self._max_threads
     self._threads = threads
-    if self._backend_started:
+    if self._loader.backend_started:
       self._info(f'Threads {threads} recorded, but it only acts before the model is first loaded (no-op now)')
-
-  def _set_ponder(self, value: str) -> None:
-    self._check('Ponder', value)
-
-  def _set_multipv(self, value: str) -> None:
-    self._multipv = self._spin('MultiPV', value, 1, protocol.MAX_MULTIPV)
-
-  def _set_uci_showwdl(self, value: str) -> None:
-    self._show_wdl = self._check('UCI_ShowWDL', value)
-
-  def _set_uci_chess960(self, value: str) -> None:
-    self._chess960 = self._check('UCI_Chess960', value)  # For the next position.
-
-  def _set_hash(self, value: str) -> None:
-    self._hash_mb = self._spin('Hash', value, 1, protocol.MAX_HASH_MB)
-
-  def _set_move_overhead(self, value: str) -> None:
-    self._move_overhead_ms = self._spin('Move Overhead', value, 0, protocol.MAX_MOVE_OVERHEAD_MS)
-
-  def _set_syzygypath(self, value: str) -> None:
-    self._syzygy_path = '' if value == '<empty>' else value
 
   def _set_search(self, value: str) -> None:
     if value not in SEARCHES:
@@ -309,50 +240,12 @@ class UciEngine:
     if value != self._search_kind:
       self._search_kind, self._searcher = value, None
 
-  def _set_searchnodes(self, value: str) -> None:
-    self._search_nodes = self._spin('SearchNodes', value, 1, protocol.MAX_SEARCH_NODES)
-
-  def _set_searchdepth(self, value: str) -> None:
-    self._search_depth = self._spin('SearchDepth', value, 1, alphabeta.MAX_DEPTH)
-
-  @staticmethod
-  def _spin(name: str, value: str, low: int, high: int) -> int:
-    try:
-      number = int(value)
-      if not low <= number <= high:
-        raise ValueError
-    except ValueError:
-      raise UciError(f'{name} must be an integer in [{low}, {high}], got {value!r}') from None
-    return number
-
-  @staticmethod
-  def _check(name: str, value: str) -> bool:
-    if value not in ('true', 'false'):
-      raise UciError(f'{name} must be true or false, got {value!r}')
-    return value == 'true'
-
-  def _set_play_options(self, **changes) -> None:
-    self._options = dataclasses.replace(self._options, **changes)
-    if self._player is not None:
-      self._player.options = self._options
-
   # Loading.
 
   def _load(self, policy: str) -> player_lib.Player:
     """A new player with `policy`, warmed up; raises ValueError when the model does not fit it."""
-    restore = None
-    if not self._backend_started and self._thread_limiter is not None:
-      restore = self._thread_limiter(self._threads)
     start = self._clock()
-    try:
-      self._backend_started = True
-      player = self._factory(policy, self._options)
-      if self._warm_up:
-        player.policy.warm_up()
-        player.analyse(chess.Board())
-    finally:
-      if restore is not None:
-        restore()
+    player = self._loader.player(policy, self._options, self._threads)
     seconds = self._clock() - start
     _LOG.info('loaded the %s model in %.2f s', policy, seconds)
     if self._debug:
@@ -456,8 +349,8 @@ class UciEngine:
     if self._debug:
       top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
       self._info(f'{player.policy.kind} top moves: {top}')
-    for line in search_lib.info_lines(board, move, analysis, player, multipv=self._multipv, show_wdl=self._show_wdl,
-                                      nodes=nodes, seconds=seconds):
+    for line in search_lib.info_lines(board, move, analysis, player, multipv=self._settings.multipv,
+                                      show_wdl=self._settings.show_wdl, nodes=nodes, seconds=seconds):
       self._send(line)
     return move
 
@@ -465,25 +358,25 @@ class UciEngine:
     """The search agent over the player's policy, built (and its batch shapes compiled) on first use."""
     with self._load_lock:
       if self._searcher is None:
-        searcher = search_agent.agent_for(player.policy, self._search_kind)
-        if self._warm_up:
-          searcher.searcher.warm_up()
-        self._searcher = searcher
+        self._searcher = self._loader.searcher(player, self._search_kind)
       return self._searcher
 
   def _choose_by_search(self, search: search_lib.Search, player: player_lib.Player,
                         root_moves: list[chess.Move] | None) -> chess.Move | None:
     """The move of an MCTS or alpha-beta search over the player's policy, within the go's limits."""
     searcher_agent = self._ensure_searcher(player)
-    budget = search_lib.budget(search.board, search.request, kind=self._search_kind, nodes=self._search_nodes,
-                               depth=self._search_depth, overhead_ms=self._move_overhead_ms)
+    settings = self._settings
+    budget = search_lib.budget(search.board, search.request, kind=self._search_kind, nodes=settings.search_nodes,
+                               depth=settings.search_depth, overhead_ms=settings.move_overhead_ms,
+                               spent=self._clock() - search.started)
     searcher = searcher_agent.searcher
     searcher.config = dataclasses.replace(searcher.config, **budget)  # type: ignore[arg-type]
     result = searcher_agent.search(search.board, stop=search.release.is_set, root_moves=root_moves)
     seconds = max(self._clock() - search.started, 0.0)
     if self._debug:
       self._info(f'{self._search_kind} {budget}: {result.simulations} nodes, {result.evaluations} boards evaluated')
-    for line in search_lib.search_info_lines(result, multipv=self._multipv, show_wdl=self._show_wdl, seconds=seconds):
+    for line in search_lib.search_info_lines(result, multipv=settings.multipv, show_wdl=settings.show_wdl,
+                                             seconds=seconds):
       self._send(line)
     return result.move
 

@@ -53,8 +53,14 @@ def limit_cpu_threads(threads: int) -> Callable[[], None] | None:
   return lambda: set_all(allowed)
 
 
+CACHE_ENV = 'SEARCHLESS_COMPILATION_CACHE'  # Moves the engine's compilation cache; set empty, turns it off.
+
+
 def default_cache_dir() -> str:
-  """JAX's persistent compilation cache of the engine: ``$XDG_CACHE_HOME/searchless/xla`` (or ``~/.cache/...``)."""
+  """JAX's persistent compilation cache of the engine: ``$SEARCHLESS_COMPILATION_CACHE`` when set ('' : none),
+  else ``$XDG_CACHE_HOME/searchless/xla`` (or ``~/.cache/searchless/xla``)."""
+  if CACHE_ENV in os.environ:
+    return os.environ[CACHE_ENV]
   root = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
   return os.path.join(root, 'searchless', 'xla')
 

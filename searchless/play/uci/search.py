@@ -16,10 +16,12 @@ import numpy as np
 
 from searchless.core import values
 from searchless.play import player as player_lib
+from searchless.play import policy as policy_lib
 from searchless.play.search import alphabeta
 from searchless.play.search import result as result_lib
-from searchless.play import policy as policy_lib
 from searchless.play.uci import protocol
+
+MIN_SEARCH_SECONDS = 0.001  # A timed search whose time went on loading the model still looks at its root.
 
 
 class Search:
@@ -103,7 +105,7 @@ CLOCK_MOVES = 30  # A clock without movestogo is shared as if this many moves re
 
 
 def budget(board: chess.Board, request: protocol.GoRequest, *, kind: str, nodes: int, depth: int,
-           overhead_ms: int) -> dict[str, float | int | None]:
+           overhead_ms: int, spent: float = 0.0) -> dict[str, float | int | None]:
   """The search config fields (`MctsConfig` or `AlphaBetaConfig`) of one ``go``.
 
   ``nodes`` gives MCTS its simulations, ``depth`` alpha-beta its depth;
@@ -112,7 +114,9 @@ def budget(board: chess.Board, request: protocol.GoRequest, *, kind: str, nodes:
   half of what is left) gives the time, less ``Move Overhead``. A time with no
   count searches until the time is up; neither searches `nodes` / `depth`
   (the SearchNodes / SearchDepth options). ``infinite`` and ``ponder`` search
-  until ``stop`` or ``ponderhit``.
+  until ``stop`` or ``ponderhit``. A time counts from the ``go``: the `spent`
+  seconds since (loading the model, compiling) come off it, down to
+  `MIN_SEARCH_SECONDS`.
 
   >>> request, _ = protocol.parse_go('wtime 30010 btime 30010 winc 1000'.split())
   >>> budget(chess.Board(), request, kind='mcts', nodes=256, depth=2, overhead_ms=10)
@@ -139,6 +143,8 @@ def budget(board: chess.Board, request: protocol.GoRequest, *, kind: str, nodes:
       count = protocol.MAX_SEARCH_NODES if kind == 'mcts' else alphabeta.MAX_DEPTH
     else:
       count = nodes if kind == 'mcts' else depth
+  if seconds is not None:
+    seconds = max(seconds - spent, MIN_SEARCH_SECONDS)
   if kind == 'mcts':
     return {'simulations': count, 'seconds': seconds}
   return {'depth': min(count, alphabeta.MAX_DEPTH), 'seconds': seconds}

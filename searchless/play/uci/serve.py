@@ -12,16 +12,14 @@ import typing
 
 import jax
 
+from searchless.model import loading
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
 from searchless.play.uci import engine as engine_lib
 from searchless.play.uci import process
-from searchless.training import checkpoint
-
-
 def checkpoint_policy(path: str) -> str:
   """The policy a checkpoint was trained for (published checkpoints: action_value), without loading it."""
-  experiment = checkpoint._experiment_config(checkpoint.resolve(path))  # pylint: disable=protected-access
+  experiment = loading.experiment_config(loading.resolve(path))  # pylint: disable=protected-access
   return experiment.policy if experiment is not None else policy_lib.ACTION_VALUE
 
 

@@ -22,7 +22,7 @@ Should reach: see WORKDIR/curve.jsonl and benchmarks/RESULTS.md "The strength ca
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

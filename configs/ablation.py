@@ -22,7 +22,7 @@ FLOPs for 5M steps of 1024.
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -18,7 +18,7 @@ each of its fields is the default of the job's flag of the same name.
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

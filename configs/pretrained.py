@@ -18,7 +18,7 @@ benchmarks/RESULTS.md "The shipped pretrained model".
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

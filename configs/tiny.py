@@ -14,7 +14,7 @@ defaults below (batch 256, 2000 steps) run ~40 minutes and go further.
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -22,7 +22,7 @@ on the demo's 5,174 boards 0.106, 0.208, 1.3%.
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

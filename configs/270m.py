@@ -15,7 +15,7 @@ GPU/TPU (`train.compute_dtype`; 'float32' for the reference's precision), the
 evaluation/checkpoint cadence and loader workers.
 
 Should reach: the published 270M model's test loss and play: compare with it
-directly (`searchless.training.checkpoint.load_model('checkpoints/270M')`) and with the
+directly (`searchless.model.loading.load_model('checkpoints/270M')`) and with the
 paper's headline model: Lichess blitz Elo 2895 against humans, the strongest of
 the three sizes on puzzles and action accuracy (Table 1). Cost: 42.8 GFLOPs per
 sequence forward (`model.flops_per_sequence`), so ~5.3e21 training FLOPs (3x forward) for 10M steps of 4096.
@@ -23,7 +23,7 @@ sequence forward (`model.flops_per_sequence`), so ~5.3e21 training FLOPs (3x for
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

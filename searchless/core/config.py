@@ -1,6 +1,6 @@
 """Experiment configs: Python files with `get_config()`, overrides, and saved JSON.
 
-A config (a name such as ``tiny``, which is ``searchless/configs/tiny.py``, or the
+A config (a name such as ``tiny``, which is ``configs/tiny.py``, or the
 path of any ``.py`` file with ``get_config()``) is the single source of truth for a run:
 model, data, optimiser and schedule. `load` imports it, applies ``key=value``
 overrides (type-checked against the field they replace) and returns a frozen
@@ -135,7 +135,7 @@ def override(config: ml_collections.ConfigDict, assignment: str) -> None:
 
 
 def names() -> list[str]:
-  """The configs shipped in the package (``searchless/configs/<name>.py``), sorted."""
+  """The configs shipped in the package (``configs/<name>.py``), sorted."""
   files = importlib.resources.files('searchless.configs').iterdir()
   return sorted(f.name[:-3] for f in files if f.name.endswith('.py') and not f.name.startswith('_'))
 

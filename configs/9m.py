@@ -15,7 +15,7 @@ GPU/TPU (`train.compute_dtype`; 'float32' for the reference's precision), the
 evaluation/checkpoint cadence and loader workers.
 
 Should reach: the published 9M model's test loss and play: compare with it
-directly (`searchless.training.checkpoint.load_model('checkpoints/9M')`) and with the 9M
+directly (`searchless.model.loading.load_model('checkpoints/9M')`) and with the 9M
 row of the paper's Table 1 (the weakest of the three sizes; 270M is the one at
 Lichess blitz Elo 2895). Cost: 1.38 GFLOPs per sequence forward
 (`model.flops_per_sequence`), so ~1.7e20 training FLOPs (3x forward) for 10M steps of 4096.
@@ -23,7 +23,7 @@ Lichess blitz Elo 2895). Cost: 1.38 GFLOPs per sequence forward
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -23,7 +23,7 @@ and 0.177 for tiny in the same time (benchmarks/packing.py).
 
 import ml_collections
 
-from searchless.training import config as config_lib
+from searchless.core import config as config_lib
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -1,0 +1,103 @@
+r"""Annotate Lichess PGN games with Stockfish into ChessBench bag files.
+
+    searchless-annotate --input 'games/*.pgn.zst' --output_dir out --limit time=0.05
+    searchless.pipelines.annotate.run(['--input', ..., '--output_dir', 'out'])   # the same, from Python
+
+writes, per split (train, test), ChessBench-named record sets
+``out/<split>/<kind>_data.bag`` (or shards ``<kind>-SSSSS-of-NNNNN_data.bag``)
+for kind in action_value, state_value, behavioral_cloning (the ChessBench
+datasets) and board_value (one record per board: every legal move's value and
+the board's own; ``--records`` picks the sets), plus
+``out/manifest.json``, ``out/failures.jsonl`` (boards the engine could not
+annotate) and ``out/skipped.jsonl`` (games not used, with file:line and reason).
+
+Runs on the DirectRunner with one worker process per core by default. Any
+other Beam runner works with the usual options (``--runner DataflowRunner
+--project … --region … --temp_location gs://…``); the engine binary must then
+exist on the workers at ``--engine_path`` (see the README: a custom container
+with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
+"""
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+
+from searchless.commands import cli
+from searchless.commands import errors
+errors.beam_command('searchless-annotate')  # Before the imports that need Beam.
+from searchless.core import artefacts  # noqa: E402
+from searchless.data import annotate  # noqa: E402
+from searchless.data import annotation_job  # noqa: E402
+from searchless.data import splits  # noqa: E402
+from searchless.engines import annotator as engine_lib  # noqa: E402
+from searchless.engines import launch  # noqa: E402
+
+_OPTION_FIELDS = [f for f in annotate.AnnotateOptions.__dataclass_fields__ if f not in ('input', 'test_input')]
+# The flags' defaults are the dataclasses' (their one home).
+_OPTIONS = {f.name: f.default for f in dataclasses.fields(annotate.AnnotateOptions)}
+_ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig)}
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
+  io = p.add_argument_group('input and output')
+  io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
+  io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
+  io.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and failures go (local path, gs://, s3://)')
+  io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each at most --records_per_shard), N = exactly N shards, each record\'s shard fixed by a hash of its board')
+  io.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
+  io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
+  io.add_argument('--overwrite', action='store_true', help='replace the dataset already in --output_dir (its manifest, logs and record files); without it such a folder is an error')
+  io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
+  io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
+  games = p.add_argument_group('games')
+  games.add_argument('--max_games', type=int, default=_OPTIONS['max_games'], help='read at most this many games from each input file (its first N)')
+  games.add_argument('--sample_games', type=int, default=_OPTIONS['sample_games'], help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)')
+  games.add_argument('--min_elo', type=int, default=_OPTIONS['min_elo'], help='keep games where both players are rated at least this')
+  games.add_argument('--max_elo', type=int, default=_OPTIONS['max_elo'], help='keep games where both players are rated at most this')
+  games.add_argument('--speeds', default=_OPTIONS['speeds'], help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); empty keeps all')
+  games.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')
+  boards = p.add_argument_group('boards')
+  boards.add_argument('--test_fraction', type=float, default=_OPTIONS['test_fraction'], help='fraction of games (by a hash of the game) in the test split')
+  boards.add_argument('--dedup_by', choices=splits.DEDUP_BY, default=_OPTIONS['dedup_by'], help="de-duplicate boards by the whole FEN or by the position without move clocks")
+  boards.add_argument('--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)')
+  eng = p.add_argument_group('engine')
+  boards.add_argument('--parallelism', type=int, default=_OPTIONS['parallelism'], help='lanes games and boards are spread over; 0 = 4x the cluster\'s worker threads on Beam\'s Dask runner (which does not rebalance work by itself), 16 elsewhere')
+  eng.add_argument('--engine_path', default=None, help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
+  eng.add_argument('--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)')
+  eng.add_argument('--mode', choices=engine_lib.MODES, default=_ENGINE['mode'], help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')
+  eng.add_argument('--state_value', choices=engine_lib.STATE_VALUE_SOURCES, default=_ENGINE['state_value'], help="board value from its own search, or the best move's value")
+  eng.add_argument('--threads', type=int, default=_ENGINE['threads'], help='UCI Threads per engine process (one engine per worker)')
+  eng.add_argument('--hash_mb', type=int, default=_ENGINE['hash_mb'], help='UCI Hash in MiB per engine process')
+  eng.add_argument('--deadline', type=float, default=_ENGINE['deadline'], help='seconds a search may overrun its limit before the engine is restarted')
+  eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
+  eng.add_argument('--max_failures_in_a_row', type=int, default=_ENGINE['max_failures_in_a_row'], help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)')
+  p.add_argument('--no_progress', action='store_true', help='no progress line')
+  p.add_argument('--verbose', action='store_true', help='Beam\'s logs, and the traceback of an error')
+  return p
+
+
+def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_lib.EngineConfig, list[str], bool]:
+  """The command line as (options, engine config, Beam pipeline args, progress)."""
+  args, beam_args = _parser().parse_known_args(argv)
+  if args.records is None:
+    args.records = 'chessbench' if args.mode == 'board' else 'chessbench,board'
+  options = annotate.AnnotateOptions(input=tuple(args.input), test_input=tuple(args.test_input),
+                                     **{f: getattr(args, f) for f in _OPTION_FIELDS})
+  annotate.record_kinds(options.records, options.mode)  # A bad --records fails before the engine is looked for.
+  engine_config = engine_lib.EngineConfig(
+      path=launch.require_stockfish(args.engine_path), limit=launch.SearchLimit.parse(args.limit), mode=args.mode,
+      threads=args.threads, hash_mb=args.hash_mb, state_value=args.state_value,
+      deadline=args.deadline, max_attempts=args.max_attempts, max_failures_in_a_row=args.max_failures_in_a_row)
+  return options, engine_config, beam_args, not args.no_progress
+
+
+def run(argv: Sequence[str] | None = None, *, command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
+  """Parses `argv` and runs the job (`annotation_job.run`); returns the manifest.
+
+  `command`: the command line the manifest records (default: ``searchless-annotate`` and `argv`).
+  """
+  if command is None and argv is not None:
+    command = ['searchless-annotate', *argv]
+  options, engine_config, beam_args, progress = parse(argv)
+  return annotation_job.run(options, engine_config, beam_args=beam_args, progress=progress, command=command)

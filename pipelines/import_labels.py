@@ -1,0 +1,65 @@
+r"""Import Lichess's own evaluations as ChessBench records: no engine time.
+
+    searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --output_dir free
+
+reads game dumps whose games carry ``[%eval]`` comments (.pgn, .pgn.zst, .bz2, .gz)
+and Lichess's evaluation database (``lichess_db_eval.jsonl.zst``, from
+database.lichess.org) and writes, per split (train, test), ``free/<split>/<kind>_data.bag``
+for kind in state_value (every scored board's value for the side to move),
+behavioral_cloning (the database's best line's first move; games have no engine
+line) and partial_board_value (a board with the moves that have values: the
+database's lines' first moves, the moves played in games), plus ``free/manifest.json``
+(each source's depth and knodes distribution, counts, skips) and ``free/skipped.jsonl``.
+
+Games are parsed, filtered and split as ``searchless-annotate`` does them; the same
+Beam runner options apply (DirectRunner with one worker per core here; e.g.
+``--runner DataflowRunner --project … --region … --temp_location gs://…`` for the
+whole 330M-board database: no engine is needed on the workers).
+"""
+
+import argparse
+from collections.abc import Sequence
+import dataclasses
+
+from searchless.commands import cli
+from searchless.commands import errors
+errors.beam_command('searchless-import')  # Before the imports that need Beam.
+from searchless.core import artefacts  # noqa: E402
+from searchless.data import free_label_job  # noqa: E402
+from searchless.data import splits  # noqa: E402
+
+_OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportOptions)}  # The defaults' one home.
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('input', nargs='+', help='game dumps with [%%eval] comments (.pgn[.zst|.bz2|.gz]) and/or evaluation databases (.jsonl[.zst]), or globs')
+  p.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and skips go (local path, gs://, s3://)')
+  p.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
+  p.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size, N = exactly N')
+  p.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
+  p.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
+  p.add_argument('--overwrite', action='store_true', help='replace the dataset already in --output_dir')
+  p.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep what was read from it, instead of failing')
+  p.add_argument('--max_games', type=int, default=_OPTIONS['max_games'], help='read at most this many games from each game dump')
+  p.add_argument('--max_lines', type=int, default=_OPTIONS['max_lines'], help='read at most this many lines from each evaluation database')
+  p.add_argument('--min_elo', type=int, default=_OPTIONS['min_elo'], help='games: both players rated at least this')
+  p.add_argument('--max_elo', type=int, default=_OPTIONS['max_elo'], help='games: both players rated at most this')
+  p.add_argument('--speeds', default=_OPTIONS['speeds'], help='games: comma-separated Lichess speeds to keep; empty keeps all')
+  p.add_argument('--exclude_bots', action='store_true', help='games: drop games played by BOT accounts')
+  p.add_argument('--test_fraction', type=float, default=_OPTIONS['test_fraction'], help='fraction of games (and of database boards), by hash, in the test split')
+  p.add_argument('--dedup_by', choices=splits.DEDUP_BY, default=_OPTIONS['dedup_by'], help='what makes two boards one record: the whole FEN, or the position without move clocks')
+  p.add_argument('--parallelism', type=int, default=_OPTIONS['parallelism'], help="lanes the work is spread over; 0 = as searchless-annotate picks")
+  p.add_argument('--verbose', action='store_true', help="Beam's logs, and the traceback of an error")
+  return p
+
+
+def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefacts.ImportManifest:
+  """Parses `argv` and runs the import (`free_label_job.run`); returns the manifest.
+
+  `command`: the command line the manifest records (default: ``searchless-import`` and `argv`).
+  """
+  args, beam_args = _parser().parse_known_args(argv)
+  fields = {f.name for f in dataclasses.fields(free_label_job.ImportOptions)} - {'input'}
+  options = free_label_job.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
+  return free_label_job.run(options, beam_args=beam_args, command=command or ['searchless-import', *argv])

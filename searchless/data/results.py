@@ -1,0 +1,77 @@
+"""What a Beam labelling job reports: its counts, the pieces it wrote and the engines it ran, in one file.
+
+Counts are data (``(name, n)`` pairs summed per name), so any runner can carry
+them; the job's last step, `WriteResults`, writes them with the written pieces
+and the engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``, and
+the driver reads that back (`read_results`) to write the manifest. `OutputSet`
+names a file set a job writes; `check_job_options` checks the options jobs share.
+"""
+
+from collections.abc import Iterable, Iterator, Sequence
+import dataclasses
+import json
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from searchless.data import shards
+from searchless.data import splits
+
+RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of the output folder.
+
+Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per name.
+
+
+class WriteResults(beam.DoFn):
+  """The last step: one JSON file with the summed counts, the written pieces and the engines seen."""
+
+  def __init__(self, path: str):
+    self._path = path
+
+  def process(self, key_items: tuple[None, Iterable[tuple[str, Any]]]) -> Iterator[str]:
+    counts: dict[str, int] = {}
+    pieces: list[dict[str, Any]] = []
+    engines: set[str] = set()
+    for kind, item in key_items[1]:
+      if kind == 'count':
+        name, amount = item
+        counts[name] = counts.get(name, 0) + amount
+      elif kind == 'piece':
+        pieces.append(dataclasses.asdict(item))
+      elif kind == 'engine':
+        engines.add(item)
+    results = {'counts': dict(sorted(counts.items())), 'engines': sorted(engines),
+               'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part']))}
+    with FileSystems.create(self._path) as f:
+      f.write(json.dumps(results, indent=1).encode('utf-8'))
+    yield self._path
+
+
+def read_results(path: str) -> tuple[dict[str, int], list[str], list[shards.Piece]]:
+  """(counts, engine identities as JSON, pieces) from the file `WriteResults` wrote."""
+  with FileSystems.open(path) as f:
+    results = json.loads(f.read().decode('utf-8'))
+  return results['counts'], results['engines'], [shards.Piece(**p) for p in results['pieces']]
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSet:
+  """A file set the job writes: its `shards.ShardSpec`, and what it holds."""
+
+  spec: shards.ShardSpec
+  split: str | None  # None for the job-wide sets (failures, skipped).
+  kind: str  # A record kind, 'failures' or 'skipped'.
+
+
+def check_job_options(options: Any, positive: Sequence[str], non_negative: Sequence[str]) -> None:
+  """Raises ValueError naming the flag of a job's first bad option: test_fraction, dedup_by, and the
+  named fields that must be >= 1 (`positive`) or >= 0 (`non_negative`) when set."""
+  if not 0.0 <= options.test_fraction < 1.0:  # Also NaN.
+    raise ValueError(f'--test_fraction must be in [0, 1), got {options.test_fraction}')
+  for name, low in [*((n, 1) for n in positive), *((n, 0) for n in non_negative)]:
+    value = getattr(options, name)
+    if value is not None and value < low:
+      raise ValueError(f'--{name} must be >= {low}, got {value}')
+  if options.dedup_by not in splits.DEDUP_BY:
+    raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {options.dedup_by!r}')

@@ -1,0 +1,99 @@
+"""Input files of any compression: matched by glob, streamed as decompressed chunks or lines.
+
+`match_files` expands globs (local, ``gs://``, ...; a pattern matching nothing, or a
+directory, is an error naming the flag); `read_chunks` and `read_lines` decompress
+by extension (.zst, .bz2, .gz, plain) in constant memory, and a truncated or corrupt
+stream raises `CorruptInputError` naming the file. Remote paths go through Beam's
+`FileSystems` (`searchless.core.files`).
+"""
+
+import bz2
+from collections.abc import Iterator, Sequence
+import gzip
+import os
+
+import zstandard
+
+from searchless.core import files
+
+_CHUNK = 1 << 20  # Bytes read at a time.
+
+
+def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
+  """The files each glob (local, gs://, ...) matches, sorted per pattern; one matching none is an error."""
+  paths = []
+  for pattern in patterns:
+    if '://' not in pattern and os.path.isdir(pattern):
+      raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
+                              f"'{os.path.join(pattern, '*.pgn.zst')}'")
+    matched = files.match(pattern)
+    if not matched:
+      raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
+    paths += matched
+  return paths
+
+
+class CorruptInputError(IOError):
+  """A compressed input ends early or is corrupt; the message names the file."""
+
+
+def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
+  # zstandard's stream_reader ends silently on a truncated stream, so we
+  # decompress frame by frame and check that the last frame is complete.
+  dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+  dobj = dctx.decompressobj()
+  pending = False
+  while chunk := raw.read(_CHUNK):
+    while chunk:
+      try:
+        out = dobj.decompress(chunk)
+      except zstandard.ZstdError as e:
+        raise CorruptInputError(f'{path}: corrupt zstd data: {e}') from None
+      pending = True
+      if out:
+        yield out
+      if dobj.eof:
+        chunk, dobj, pending = dobj.unused_data, dctx.decompressobj(), False
+      else:
+        chunk = b''
+  if pending:
+    raise CorruptInputError(f'{path}: zstd stream is truncated (the file ends inside a frame)')
+
+
+def _stream_chunks(stream, path: str) -> Iterator[bytes]:
+  try:
+    while chunk := stream.read(_CHUNK):
+      yield chunk
+  except (EOFError, OSError, ValueError) as e:  # bz2/gzip truncation or corruption.
+    raise CorruptInputError(f'{path}: compressed stream is truncated or corrupt: {e}') from None
+
+
+def read_chunks(path: str) -> Iterator[bytes]:
+  """Yields the decompressed bytes of `path`, chosen by its extension."""
+  raw = files.open_read(path)
+  with raw:
+    lower = path.lower()
+    if lower.endswith(('.zst', '.zstd')):
+      yield from _zstd_chunks(raw, path)
+    elif lower.endswith('.bz2'):
+      yield from _stream_chunks(bz2.BZ2File(raw), path)
+    elif lower.endswith('.gz'):
+      yield from _stream_chunks(gzip.GzipFile(fileobj=raw), path)
+    else:
+      yield from _stream_chunks(raw, path)
+
+
+def read_lines(path: str) -> Iterator[bytes]:
+  """Yields the lines of `path` (decompressed by its extension), without their newline."""
+  tail = b''
+  try:
+    for chunk in read_chunks(path):
+      lines = (tail + chunk).split(b'\n')
+      tail = lines.pop()
+      yield from lines
+  except CorruptInputError:
+    if tail:
+      yield tail  # What was decompressed before the corruption is still read.
+    raise
+  if tail:
+    yield tail

@@ -1,0 +1,219 @@
+"""Models saved to be played or evaluated: finding and loading their parameters, and exporting one.
+
+Reads both checkpoint layouts (`searchless.training.checkpoint` describes them): the
+published ChessBench layout ``<model>/<step>/{params,params_ema}`` and ours, whose
+step holds ``params``, ``params_ema``, ``config/config.json`` (the experiment) and
+``probe/probe.json`` (outputs on a fixed input, checked on loading). `resolve`
+finds the parameters a path means (a workdir, a checkpoints dir, a step dir, a
+params dir, or a shipped model's name: ``pretrained``, ``pretrained-transformer``);
+`load_params` and `load_model` read them as numpy arrays, whatever devices saved
+them; `export` writes a model to play (``params_ema`` in bfloat16 + its config).
+
+>>> model_config, params, experiment = load_model('pretrained-transformer')
+>>> model_config.packed, experiment.policy
+(True, 'action_value')
+"""
+
+import importlib.resources
+import json
+import os
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+import orbax.checkpoint as ocp
+from etils import epath
+
+from searchless.core import config as config_lib
+from searchless.model import transformer as model_lib
+
+PyTree = Any  # Nested dicts of arrays (haiku params).
+
+PARAMS, PARAMS_EMA, CONFIG = 'params', 'params_ema', 'config'  # A step's items (folders).
+CONFIG_FILE = 'config.json'
+PROBE, PROBE_FILE = 'probe', 'probe.json'  # `model.probe` of each parameter item, checked on loading.
+PROBE_TOLERANCE = 0.02  # Largest total variation distance between a saved and a recomputed probe.
+PRETRAINED = 'pretrained'  # The name of the model shipped in the package: the strongest one.
+PRETRAINED_TRANSFORMER = 'pretrained-transformer'  # The strongest shipped model of the paper's architecture.
+# Each shipped model's name -> its folder of package data (searchless/<folder>/).
+SHIPPED = {PRETRAINED: 'pretrained', PRETRAINED_TRANSFORMER: 'pretrained_transformer'}
+
+
+def metadata_tree(metadata: Any) -> PyTree:
+  """The tree of array metadata (newer orbax wraps it in a TreeMetadata)."""
+  return getattr(metadata, 'tree', metadata)
+
+
+def _steps(directory: epath.Path) -> list[int]:
+  """Step subdirectories holding parameters (unfinished orbax temporaries have other names)."""
+  if not directory.is_dir():
+    return []
+  return sorted(
+      int(child.name) for child in directory.iterdir()
+      if child.name.isdigit() and ((child / PARAMS).exists() or (child / PARAMS_EMA).exists())
+  )
+
+
+def _is_pytree_dir(directory: epath.Path) -> bool:
+  return any((directory / name).exists() for name in ('_METADATA', '_CHECKPOINT_METADATA', 'checkpoint'))
+
+
+def resolve(path: str, *, ema: bool = True) -> epath.Path:
+  """Returns the parameter checkpoint that `path` designates.
+
+  `path` may be a workdir (``<path>/checkpoints/<step>``), a model or checkpoints
+  dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
+  step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
+  """
+  if str(path) in SHIPPED:
+    root = pretrained_dir(str(path))
+    if not (root / PARAMS_EMA).exists():
+      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): reinstall '
+                              'searchless, or make it with `python -m searchless.commands.pretrained ... --install`')
+    return root / PARAMS_EMA
+  root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
+  if not root.exists():
+    raise FileNotFoundError(f'checkpoint path {path} does not exist')
+  candidates = [root, root / 'checkpoints']
+  for directory in candidates:
+    if (directory / PARAMS).exists() or (directory / PARAMS_EMA).exists():
+      step_dir = directory
+      break
+    steps = _steps(directory)
+    if steps:
+      step_dir = directory / str(steps[-1])
+      break
+  else:
+    if root.is_dir() and _is_pytree_dir(root):
+      return root
+    raise FileNotFoundError(
+        f'no parameters found at {path}: expected a params or params_ema checkpoint, a step'
+        ' dir containing one, or a dir of step dirs'
+    )
+  order = (PARAMS_EMA, PARAMS) if ema else (PARAMS,)
+  for name in order:
+    if (step_dir / name).exists():
+      return step_dir / name
+  raise FileNotFoundError(f'no {" or ".join(order)} checkpoint in {step_dir}')
+
+
+def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
+  """The directory of the shipped model `name` (a key of SHIPPED; it may be absent from a source checkout)."""
+  return epath.Path(str(importlib.resources.files('searchless') / SHIPPED[name]))
+
+
+def _restore_numpy(directory: epath.Path) -> dict:
+  """Restores a PyTree checkpoint as numpy arrays, whatever sharding it was saved with.
+
+  Parameters saved in bfloat16 (`export`) come back as float32, the dtype the
+  model keeps its parameters in.
+  """
+  handler = ocp.PyTreeCheckpointHandler()
+  try:
+    tree = metadata_tree(handler.metadata(directory))  # {module: {name: ArrayMetadata}}
+    restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
+    restored = handler.restore(directory, args=ocp.args.PyTreeRestore(restore_args=restore_args))
+  finally:
+    handler.close()
+  return jax.tree.map(lambda a: a.astype(np.float32) if a.dtype == jax.numpy.bfloat16 else a, restored)
+
+
+def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: str = 'bfloat16') -> epath.Path:
+  """Writes a model to play: `params` cast to `dtype` as ``params_ema`` and `config` as
+  ``config/config.json`` (the layout `load_model` reads). Returns the directory."""
+  out = epath.Path(os.path.abspath(directory))
+  if out.exists():
+    raise FileExistsError(f'{out} exists: export writes a new directory')
+  out.mkdir(parents=True)
+  cast = jax.tree.map(lambda a: np.asarray(a, np.float32).astype(jax.numpy.dtype(dtype)), params)
+  with ocp.PyTreeCheckpointer() as checkpointer:
+    checkpointer.save(out / PARAMS_EMA, cast)
+  (out / CONFIG).mkdir()
+  (out / CONFIG / CONFIG_FILE).write_text(config_lib.to_json(config))
+  as_loaded = jax.tree.map(lambda a: np.asarray(a, np.float32), cast)  # What `load_model` will compute with.
+  (out / PROBE).mkdir()
+  (out / PROBE / PROBE_FILE).write_text(
+      json.dumps({PARAMS_EMA: model_lib.probe(model_lib.ModelConfig.from_config(config), as_loaded)}))
+  return out
+
+
+def load_params(path: str, *, ema: bool = True) -> dict:
+  """Returns haiku parameters (numpy arrays) from a checkpoint of either layout.
+
+  See `resolve` for the accepted paths; `ema=False` reads ``params`` instead of
+  ``params_ema``. Nothing about the saving devices or sharding is needed.
+  """
+  return _restore_numpy(resolve(path, ema=ema))
+
+
+def experiment_config(params_dir: epath.Path) -> ml_collections.FrozenConfigDict | None:
+  """The experiment config saved beside the parameters at `params_dir` (None: a published checkpoint)."""
+  config_file = params_dir.parent / CONFIG / CONFIG_FILE
+  if not config_file.exists():
+    return None
+  return config_lib.from_json(config_file.read_text())
+
+
+def load_model(
+    path: str, *, ema: bool = True, num_heads: int | None = None
+) -> tuple[model_lib.ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
+  """Returns (ModelConfig, params, experiment config or None) of a checkpoint.
+
+  Our checkpoints carry their experiment config, which defines the model. A
+  published checkpoint has none: the architecture is inferred from parameter
+  shapes (`model.infer_config`; `num_heads` for models outside the published
+  table) and the policy is action_value with `output_size` return buckets.
+  """
+  params_dir = resolve(path, ema=ema)
+  params = _restore_numpy(params_dir)
+  experiment = experiment_config(params_dir)
+  if experiment is None:
+    return model_lib.infer_config(params, num_heads=num_heads), params, None
+  model_config = model_lib.ModelConfig.from_config(experiment)
+  if model_config.kind == 'graph':
+    _check_graph_shapes(params_dir, model_config, params)
+    _check_probe(params_dir, model_config, params)
+    return model_config, params, experiment
+  inferred = model_lib.infer_config(params, num_heads=model_config.num_heads)
+  shape_fields = ('embedding_dim', 'num_layers', 'widening_factor', 'output_size',
+                  'max_sequence_length', 'apply_post_ln', 'apply_qk_layernorm')
+  mismatched = [f for f in shape_fields if getattr(inferred, f) != getattr(model_config, f)]
+  if mismatched:
+    raise ValueError(
+        f'parameters at {params_dir} do not fit their config: '
+        + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
+    )
+  if num_heads is not None and num_heads != model_config.num_heads:
+    raise ValueError(f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
+                     f'num_heads {model_config.num_heads}')
+  _check_probe(params_dir, model_config, params)
+  return model_config, params, experiment
+
+
+def _check_graph_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+  """Refuses graph parameters whose names or shapes are not those of their config's model."""
+  want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
+          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: model_lib.init_params(model_config)))}
+  got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
+  if want != got:
+    name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
+    raise ValueError(f'parameters at {params_dir} do not fit their config: {name} is '
+                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's graph model")
+
+
+def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+  """Refuses parameters whose saved `model.probe` output this config does not reproduce."""
+  probe_file = params_dir.parent / PROBE / PROBE_FILE
+  if not probe_file.exists():  # Saved before probes existed.
+    return
+  saved = json.loads(probe_file.read_text()).get(params_dir.name)
+  if saved is None:
+    return
+  distance = model_lib.probe_distance(saved, model_lib.probe(model_config, params))
+  if distance > PROBE_TOLERANCE:
+    raise ValueError(
+        f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
+        f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
+        f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'
+        ' move_attention, joint_layers, use_causal_mask?)')

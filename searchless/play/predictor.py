@@ -1,0 +1,238 @@
+"""Predictors: a model's jitted forward pass on a fixed set of batch shapes (nothing recompiles per move).
+
+`Predictor` runs token sequences (the per-move model: one sequence per move or
+board); `PackedPredictor` runs whole boards through a board-packed model, every
+legal move in one row. Rows are cut into calls of the bucket sizes below; which
+shapes are compiled is kept in each predictor's `shapes` (`searchless.play.shapes`),
+so an engine in a hurry compiles one shape and the rest in the background.
+`predictor_for` picks the predictor a model needs.
+"""
+
+from collections.abc import Sequence
+import time
+from typing import Any
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+from jax.typing import DTypeLike
+import numpy as np
+
+from searchless.core import tokenizer
+from searchless.model import transformer as model
+from searchless.play import shapes as shapes_lib
+
+# Batch shapes the predictor is compiled for (218 legal moves at most). A board's
+# moves go in a few calls of these shapes (`Predictor._chunks`).
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# Packed model: move slots per row (a board's moves padded up to the next) and boards per call.
+MOVE_BUCKETS = (16, 32, 48, 64, 96, 128, 256)
+BOARD_BUCKETS = (1, 4, 16, 64)
+# Compiled first by `warm_up(background=True)` (the others then compile on a worker thread): a batch of
+# 32 sequences (per-move model); one board of up to 48 moves (packed: most positions, the start included).
+FIRST_BATCH = 32
+FIRST_MOVE_SLOTS = 48
+
+
+class Predictor:
+  """Last-position log-probs of token sequences, jitted on fixed batch shapes.
+
+  `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are cut
+  into chunks of the bucket sizes, trading padding against calls (`_chunks`).
+  """
+
+  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
+               batch_buckets: Sequence[int] = BATCH_BUCKETS):
+    self.model_config = model_config
+    self._params = jax.device_put(params)
+    self._apply = jax.jit(model.build(model_config, compute_dtype, last_only=True).apply)
+    self._buckets = tuple(sorted(batch_buckets))
+    self.sequences_run = 0  # Rows sent through the model, padding included.
+    self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
+    self._plans: dict[tuple[int, tuple[int, ...]], list[tuple[int, int]]] = {}
+    self.shapes = shapes_lib.Shapes(self._compile)  # Compiled [B, T] shapes.
+    self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
+
+  def _compile(self, shape: shapes_lib.Shape) -> None:
+    self._apply(self._params, None, np.zeros(shape, np.int32)).block_until_ready()
+
+  def _chunks(self, rows: int, buckets: tuple[int, ...] | None = None) -> list[tuple[int, int]]:
+    """(rows, batch shape) per call: the plan of least modelled cost (`call_cost` per call +
+    1 per row computed, padding included), found by dynamic programming over `buckets` (default: all)."""
+    buckets = buckets or self._buckets
+    if (rows, buckets) not in self._plans:
+      cost: dict[int, float] = {0: 0.0}
+      plan: dict[int, list[tuple[int, int]]] = {0: []}
+      for n in range(1, rows + 1):
+        options = []
+        for b in buckets:
+          rest = max(n - b, 0)
+          options.append((self.call_cost + b + cost[rest], b, rest))
+        best, b, rest = min(options)
+        cost[n], plan[n] = best, [(n - rest, b)] + plan[rest]
+      self._plans[rows, buckets] = plan[rows]
+    return self._plans[rows, buckets]
+
+  def __call__(self, sequences: np.ndarray) -> np.ndarray:
+    sequences = np.asarray(sequences, np.int32)  # [N, T]
+    length = sequences.shape[1]
+    buckets = None
+    if self._ready_only:  # The compiled sizes, while the others compile in the background.
+      buckets = tuple(b for b in self._buckets if (b, length) in self.shapes.ready) or None
+    outputs, start = [], 0
+    for rows, size in self._chunks(len(sequences), buckets):
+      padded = np.zeros((size, length), np.int32)
+      padded[:rows] = sequences[start:start + rows]
+      outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
+      self.shapes.mark((size, length))
+      start += rows
+      self.sequences_run += size
+    if not outputs:
+      return np.zeros((0, self.model_config.output_size), np.float32)
+    return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
+
+  def warm_up(self, sequence_length: int, *, background: bool = False) -> None:
+    """Compiles every batch shape for `sequence_length` tokens and measures the cost of a call.
+
+    `background`: compile one shape (`FIRST_BATCH`) now, the others on a worker
+    thread; calls meanwhile use the compiled ones (the cost of a call stays the default).
+    """
+    shapes = [(size, sequence_length) for size in self._buckets]
+    if background:
+      first = min(self._buckets, key=lambda b: abs(b - FIRST_BATCH))
+      self.shapes.compile([(first, sequence_length)])
+      self._ready_only = True
+      self.shapes.compile_later(sorted(shapes, key=lambda shape: abs(shape[0] - first)))
+      return
+    self.shapes.compile(shapes)
+    self._ready_only = False
+    small = self._buckets[0]
+    large = min(self._buckets, key=lambda b: abs(b - 32))  # Big enough to see the per-row cost.
+    if large <= small:
+      return
+    seconds = {}
+    for size in (small, large):
+      batch = np.zeros((size, sequence_length), np.int32)
+      start = time.perf_counter()
+      for _ in range(2):
+        self._apply(self._params, None, batch).block_until_ready()
+      seconds[size] = (time.perf_counter() - start) / 2
+    per_row = max((seconds[large] - seconds[small]) / (large - small), 1e-9)
+    self.call_cost = float(np.clip((seconds[small] - small * per_row) / per_row, 0.0, 64.0))
+    self._plans.clear()
+
+  def close(self) -> None:
+    """Stops compiling in the background (after the shape being compiled)."""
+    self.shapes.close()
+
+
+class PackedPredictor:
+  """Log-probs of every move of whole boards through a board-packed model, on fixed shapes.
+
+  `predictor(fen_tokens [N, 77], actions: N arrays [M_i]) -> N arrays [M_i, V]`.
+  A board's moves are padded up to the next of `move_buckets` (-1 slots); the
+  boards of one move bucket go in calls of `board_buckets` rows (padded with
+  empty boards), so nothing recompiles per board.
+  """
+
+  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
+               move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
+    if not model_config.packed:
+      raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
+    self.model_config = model_config
+    self._params = jax.device_put(params)
+    self._apply = jax.jit(model.build(model_config, compute_dtype).apply)
+    self._move_buckets = tuple(sorted(move_buckets))
+    self._board_buckets = tuple(sorted(board_buckets))
+    self.rows_run = 0  # Rows (boards) sent through the model, padding included.
+    self.shapes = shapes_lib.Shapes(self._compile)  # Compiled [boards, 77 + slots] shapes.
+    self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
+
+  def _compile(self, shape: shapes_lib.Shape) -> None:
+    self._apply(self._params, None, np.zeros(shape, np.int32)).block_until_ready()
+
+  def _slots(self, num_moves: int) -> int:
+    """The move bucket of a board with `num_moves` moves: the next one up (a compiled one, when calls
+    use compiled shapes only and one is)."""
+    fits = [size for size in self._move_buckets if num_moves <= size]
+    if not fits:
+      raise ValueError(f'{num_moves} moves exceed the largest move bucket {self._move_buckets[-1]}')
+    if self._ready_only:
+      compiled = {length - tokenizer.SEQUENCE_LENGTH for _, length in self.shapes.ready}  # A snapshot.
+      return next((size for size in fits if size in compiled), fits[0])
+    return fits[0]
+
+  def _board_chunks(self, rows: int, buckets: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """(rows, batch shape) per call: pad up to the next of `buckets` (default: all) when that wastes less
+    than half of it, else fill the largest that fits."""
+    buckets = buckets or self._board_buckets
+    chunks = []
+    while rows > 0:
+      above = [b for b in buckets if b >= rows]
+      below = [b for b in buckets if b <= rows]
+      size = above[0] if above and (2 * rows > above[0] or not below) else max(below)
+      chunks.append((min(rows, size), size))
+      rows -= min(rows, size)
+    return chunks
+
+  def __call__(self, fen_tokens: np.ndarray, actions: Sequence[np.ndarray]) -> list[np.ndarray]:
+    fen_tokens = np.asarray(fen_tokens, np.int32)  # [N, 77]
+    groups: dict[int, list[int]] = {}
+    for i, acts in enumerate(actions):
+      groups.setdefault(self._slots(max(len(acts), 1)), []).append(i)
+    pending = []
+    for slots, members in sorted(groups.items()):
+      start = 0
+      length = tokenizer.SEQUENCE_LENGTH + slots
+      buckets = None
+      if self._ready_only:  # The compiled board counts of this move bucket, while the others compile.
+        buckets = [b for b in self._board_buckets if (b, length) in self.shapes.ready] or None
+      for rows, size in self._board_chunks(len(members), buckets):
+        batch = np.full((size, tokenizer.SEQUENCE_LENGTH + slots), -1, np.int32)  # [B, 77 + M]
+        batch[:, :tokenizer.SEQUENCE_LENGTH] = 0
+        chunk = members[start:start + rows]
+        for row, i in enumerate(chunk):
+          batch[row, :tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
+          batch[row, tokenizer.SEQUENCE_LENGTH:tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
+        pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
+        self.shapes.mark((size, length))
+        self.rows_run += size
+        start += rows
+    out: list[Any] = [None] * len(actions)  # Each filled with its [M, V] below.
+    for chunk, result in pending:
+      result = np.asarray(result)  # [B, M, V]
+      for row, i in enumerate(chunk):
+        out[i] = result[row, :len(actions[i])]
+    return out
+
+  def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
+    """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards
+    use (1: what play needs; a search's batch size: what its batches need).
+
+    `background`: compile one board of `FIRST_MOVE_SLOTS` moves now, the other shapes on a worker
+    thread (the bigger board counts first at that move bucket, then the rest by move bucket);
+    calls meanwhile use the compiled shapes only (more padding, no compile).
+    """
+    needed = [b for b in self._board_buckets if b < max_boards] + [
+        min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])]
+    first_slots = next((s for s in self._move_buckets if s >= FIRST_MOVE_SLOTS), self._move_buckets[-1])
+    by_use = sorted(self._move_buckets, key=lambda s: abs(s - first_slots))  # 48, 32, 64, 16, 96, 128, 256.
+    shapes = [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed]
+    if background:
+      self.shapes.compile(shapes[:1])
+      self._ready_only = True
+      self.shapes.compile_later(shapes[1:])
+      return
+    self.shapes.compile(shapes)
+    self._ready_only = False
+
+  def close(self) -> None:
+    """Stops compiling in the background (after the shape being compiled)."""
+    self.shapes.close()
+
+
+def predictor_for(model_config: model.ModelConfig, params: hk.Params, *,
+                  compute_dtype: DTypeLike = jnp.float32) -> Predictor | PackedPredictor:
+  """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
+  cls = PackedPredictor if model_config.packed else Predictor
+  return cls(model_config, params, compute_dtype=compute_dtype)

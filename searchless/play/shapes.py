@@ -1,0 +1,99 @@
+"""Which input shapes of a jitted model call are compiled, and a worker that compiles more in the background.
+
+A predictor calls its model on a few fixed shapes (batch buckets). Compiling
+them all before the first move costs seconds per shape on a CPU; an engine that
+must answer soon compiles one now (`compile`), queues the rest
+(`compile_later`) and meanwhile runs its calls on the shapes already `ready`
+(padding a little more). The worker runs on a daemon thread; `close` stops it
+after the shape it is compiling.
+
+>>> done = []
+>>> shapes = Shapes(done.append)
+>>> shapes.compile([(1, 48)])
+>>> shapes.compile_later([(1, 32), (1, 48), (4, 48)])
+>>> shapes.wait(), sorted(shapes.ready), done
+(True, [(1, 32), (1, 48), (4, 48)], [(1, 48), (1, 32), (4, 48)])
+>>> shapes.close()
+"""
+
+from collections.abc import Callable
+from collections.abc import Iterable
+import collections
+import logging
+import threading
+
+Shape = tuple[int, ...]
+
+_LOG = logging.getLogger(__name__)
+
+
+class Shapes:
+  """The compiled shapes of one jitted call; `run(shape)` compiles one (a blocking call on zeros of that shape)."""
+
+  def __init__(self, run: Callable[[Shape], object]):
+    self._run = run
+    self._ready: set[Shape] = set()  # Compiled: a call of this shape runs without compiling.
+    self._queue: collections.deque[Shape] = collections.deque()
+    self._lock = threading.Lock()
+    self._stop = threading.Event()
+    self._thread: threading.Thread | None = None
+
+  @property
+  def ready(self) -> frozenset[Shape]:
+    """The shapes compiled so far (a snapshot: the worker may add more meanwhile)."""
+    return frozenset(self._ready)
+
+  def mark(self, shape: Shape) -> None:
+    """Records that a call of `shape` has run (so it is compiled)."""
+    self._ready.add(shape)
+
+  def compile(self, shapes: Iterable[Shape]) -> None:
+    """Compiles each of `shapes` not compiled yet, now."""
+    for shape in shapes:
+      if shape not in self._ready:
+        self._run(shape)
+        self._ready.add(shape)
+
+  def compile_later(self, shapes: Iterable[Shape]) -> None:
+    """Queues each of `shapes` not compiled yet for the background worker (in order), starting it if idle."""
+    with self._lock:
+      if self._stop.is_set():
+        return
+      self._queue.extend(s for s in shapes if s not in self._ready and s not in self._queue)
+      if self._queue and self._thread is None:
+        self._thread = threading.Thread(target=self._work, name='compile-shapes', daemon=True)
+        self._thread.start()
+
+  def _work(self) -> None:
+    while not self._stop.is_set():
+      with self._lock:
+        if not self._queue:
+          self._thread = None
+          return
+        shape = self._queue.popleft()
+      if shape in self._ready:
+        continue
+      try:
+        self._run(shape)
+      except Exception:  # pylint: disable=broad-except  # A call of this shape compiles (and fails) in the foreground.
+        _LOG.exception('compiling shape %s in the background failed', shape)
+        continue
+      self._ready.add(shape)
+    with self._lock:
+      self._thread = None
+
+  def wait(self, timeout: float | None = None) -> bool:
+    """Waits for the worker to finish the queue; True when nothing is left to compile."""
+    thread = self._thread
+    if thread is not None:
+      thread.join(timeout)
+    return self._thread is None and not self._queue
+
+  def close(self, timeout: float | None = None) -> None:
+    """Stops the worker after the shape it is compiling (waits for it at most `timeout` seconds)."""
+    self._stop.set()
+    with self._lock:
+      self._queue.clear()
+    thread = self._thread
+    if thread is not None:
+      thread.join(timeout)

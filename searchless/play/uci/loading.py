@@ -1,0 +1,53 @@
+"""Loading the UCI engine's model: the first load under the Threads limit, then batch shapes compiled.
+
+`Loader.player` builds a `Player` with the factory the engine was given. The
+first load starts JAX's backend with the process narrowed to ``Threads`` CPUs
+(XLA sizes its thread pools then, so later Threads values cannot act); each
+load compiles one batch shape (the first move's) and leaves the others to a
+background worker (`searchless.play.shapes`), so the first ``bestmove`` comes
+soon and a ``go`` limit holds while the rest compile. `Loader.searcher` builds
+the search agent of the ``Search`` option the same way.
+"""
+
+from collections.abc import Callable
+
+import chess
+
+from searchless.play import player as player_lib
+from searchless.play.search import agent as search_agent
+
+PlayerFactory = Callable[[str, player_lib.PlayOptions], player_lib.Player]
+ThreadLimiter = Callable[[int], Callable[[], None] | None]
+
+
+class Loader:
+  """Loads players (`player`) and search agents (`searcher`), compiling their batch shapes unless `warm_up` is off."""
+
+  def __init__(self, factory: PlayerFactory, *, thread_limiter: ThreadLimiter | None, warm_up: bool):
+    self._factory = factory
+    self._thread_limiter = thread_limiter  # Applied around the first load only.
+    self._warm_up = warm_up
+    self.backend_started = False  # After the first load Threads cannot act.
+
+  def player(self, policy: str, options: player_lib.PlayOptions, threads: int) -> player_lib.Player:
+    """A new player with `policy`; raises ValueError when the model does not fit it."""
+    restore = None
+    if not self.backend_started and self._thread_limiter is not None:
+      restore = self._thread_limiter(threads)
+    try:
+      self.backend_started = True
+      player = self._factory(policy, options)
+      if self._warm_up:  # One batch shape now (the first move's), the others on a worker thread.
+        player.policy.warm_up(background=True)
+        player.analyse(chess.Board())
+    finally:
+      if restore is not None:
+        restore()
+    return player
+
+  def searcher(self, player: player_lib.Player, kind: str) -> search_agent.SearchAgent:
+    """The `kind` search agent over the player's policy."""
+    searcher = search_agent.agent_for(player.policy, kind)
+    if self._warm_up:
+      searcher.searcher.warm_up(background=True)
+    return searcher

@@ -1,0 +1,137 @@
+"""The package's imports flow one way: no circles, and no import from a lower layer to a higher one.
+
+Every ``import searchless...`` / ``from searchless... import ...`` in the package's
+source counts, wherever it stands (module top, a function, ``if TYPE_CHECKING``).
+"""
+
+import ast
+import collections
+import importlib.resources
+import pathlib
+
+# The layer order (lowest first), written once: a module may import its own layer and those below it.
+LAYERS = (
+    ('core',),
+    ('engines', 'model'),
+    ('data',),
+    ('play',),
+    ('evaluation',),
+    ('training',),
+    ('configs', 'report'),
+    ('pipelines', 'commands'),
+)
+RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
+MAX_LINES = 400  # Of any module: split by concern beyond it.
+
+ROOT = pathlib.Path(str(importlib.resources.files('searchless')))
+# Packages whose folder is elsewhere in the repository (pyproject's package-dir); inside ROOT in a wheel.
+MAPPED = ('searchless.configs', 'searchless.pipelines')
+
+
+def _modules() -> dict[str, pathlib.Path]:
+  modules = {}
+  roots = [('searchless', ROOT)] + [(name, pathlib.Path(str(importlib.resources.files(name)))) for name in MAPPED]
+  for package, root in roots:
+    for path in root.rglob('*.py'):
+      parts = (*package.split('.'), *path.relative_to(root).with_suffix('').parts)
+      if parts[-1] == '__init__':
+        parts = parts[:-1]
+      modules['.'.join(parts)] = path
+  return modules
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str:
+  """The module `name` is, or the package it is an attribute of."""
+  while name not in MODULES and '.' in name:
+    name = name.rpartition('.')[0]
+  return name
+
+
+def _imports(name: str, path: pathlib.Path) -> set[str]:
+  package = name if path.name == '__init__.py' else name.rpartition('.')[0]
+  found = set()
+  for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    if isinstance(node, ast.Import):
+      found |= {_resolve(a.name) for a in node.names if a.name.startswith('searchless')}
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ''
+      if node.level:
+        parts = package.split('.')[:len(package.split('.')) - node.level + 1]
+        base = '.'.join(parts + ([base] if base else []))
+      if base.startswith('searchless'):
+        found |= {_resolve(f'{base}.{a.name}') for a in node.names}
+  return found - {name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _layer(name: str) -> int | None:
+  parts = name.split('.')
+  return RANK.get(parts[1]) if len(parts) > 1 else None
+
+
+DATA_PACKAGES = ('samples',)  # Package data only: no code of their own.
+
+
+def test_every_package_with_code_has_a_layer():
+  packages = {p.name for p in ROOT.iterdir() if (p / '__init__.py').exists()} | {m.split('.')[1] for m in MAPPED}
+  assert packages - set(RANK) == set(DATA_PACKAGES)
+  assert [p.name for name in DATA_PACKAGES for p in (ROOT / name).glob('*.py')] == ['__init__.py']
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+  return sorted(f'{a} -> {b}' for a, targets in graph.items() for b in targets
+                if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a))
+
+
+def test_no_import_goes_up_a_layer():
+  assert _upward(GRAPH) == []
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+  """A circle of imports, if there is one (depth-first search)."""
+  state: dict[str, int] = collections.defaultdict(int)  # 0 new, 1 on the stack, 2 done.
+  stack: list[str] = []
+
+  def visit(node: str) -> list[str] | None:
+    state[node] = 1
+    stack.append(node)
+    for target in sorted(graph.get(node, ())):
+      if state[target] == 1:
+        return stack[stack.index(target):] + [target]
+      if state[target] == 0 and (found := visit(target)):
+        return found
+    stack.pop()
+    state[node] = 2
+    return None
+
+  for node in sorted(graph):
+    if state[node] == 0 and (found := visit(node)):
+      return found
+  return None
+
+
+def test_no_circle_of_imports():
+  assert _cycle(GRAPH) is None
+
+
+def test_the_checks_find_what_they_look_for():
+  looped = {'searchless.model.a': {'searchless.model.b'}, 'searchless.model.b': {'searchless.model.a'}}
+  assert _cycle(looped) == ['searchless.model.a', 'searchless.model.b', 'searchless.model.a']
+  assert _upward({'searchless.core.x': {'searchless.play.y'}}) == ['searchless.core.x -> searchless.play.y']
+
+
+def test_the_walk_sees_imports_wherever_they_stand():
+  assert 'searchless.model.transformer' in GRAPH['searchless.training.step']  # At the top.
+  assert 'searchless.training.train' in GRAPH['searchless.commands.campaign']  # Inside a function.
+  assert 'searchless.model.config' in GRAPH['searchless.model.graph']  # from a module import a name.
+  assert 'searchless.data.annotation_job' in GRAPH['searchless.pipelines.annotate']  # A mapped package.
+
+
+def test_every_module_is_at_most_400_lines():
+  long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+  assert long == {}

@@ -1,0 +1,112 @@
+"""Compiling a predictor's batch shapes in the background: calls meanwhile use the compiled ones, same outputs."""
+
+import doctest
+import threading
+
+import chess
+import numpy as np
+import pytest
+
+from searchless.core import tokenizer
+from searchless.model import loading
+from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
+from searchless.play import shapes as shapes_lib
+BUSY = chess.Board('r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1')  # 43 moves.
+OPEN = chess.Board('4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1')  # 26 moves, with castling.
+QUEENS = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K w - - 0 1')  # 53 moves: more than FIRST_MOVE_SLOTS.
+
+
+def test_docstring_examples():
+  assert doctest.testmod(shapes_lib).failed == 0
+
+
+def test_boards_used_here_have_the_move_counts_they_claim():
+  assert [b.legal_moves.count() for b in (chess.Board(), OPEN, BUSY, QUEENS)] == [20, 26, 43, 53]
+
+
+def test_the_worker_compiles_in_order_and_stops_when_closed():
+  started, release, done = threading.Event(), threading.Event(), []
+
+  def run(shape):
+    started.set()
+    release.wait(5)
+    done.append(shape)
+
+  shapes = shapes_lib.Shapes(run)
+  shapes.compile_later([(1, 1), (2, 1), (3, 1)])
+  assert started.wait(5)
+  closer = threading.Thread(target=shapes.close)
+  closer.start()  # Stops after the shape being compiled.
+  release.set()
+  closer.join(5)
+  assert done == [(1, 1)] and shapes.ready == {(1, 1)}
+  shapes.compile_later([(4, 1)])  # Closed: nothing more is queued.
+  assert shapes.wait(1) and shapes.ready == {(1, 1)}
+
+
+def test_a_failing_background_compile_is_logged_and_skipped(caplog):
+  def run(shape):
+    if shape == (2, 1):
+      raise RuntimeError('no memory')
+
+  shapes = shapes_lib.Shapes(run)
+  shapes.compile_later([(1, 1), (2, 1), (3, 1)])
+  assert shapes.wait(5)
+  assert shapes.ready == {(1, 1), (3, 1)}
+  assert 'compiling shape (2, 1) in the background failed' in caplog.text
+
+
+@pytest.fixture(scope='module')
+def packed():
+  model_config, params, _ = loading.load_model('pretrained-transformer')  # A board-packed model.
+  return model_config, params
+
+
+def _analyses(predictor, boards):
+  return policy_lib.make_policy('action_value', predictor).analyse_many(boards)
+
+
+def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_compiled_shapes(packed):
+  full = predictor_lib.PackedPredictor(*packed)
+  full.warm_up()
+  assert full.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + s) for s in predictor_lib.MOVE_BUCKETS}
+  hurried = predictor_lib.PackedPredictor(*packed)
+  hurried.shapes.close()  # No worker: only what warm_up compiles now.
+  hurried.warm_up(background=True)
+  first = (1, tokenizer.SEQUENCE_LENGTH + 48)
+  assert hurried.shapes.ready == {first}
+  boards = [chess.Board(), OPEN, BUSY]  # 20, 26 and 43 moves: all in the 48-slot shape, one board a call.
+  got, want = _analyses(hurried, boards), _analyses(full, boards)
+  assert hurried.shapes.ready == {first} and hurried.rows_run == 3
+  for g, w in zip(got, want):
+    assert g.moves == w.moves
+    np.testing.assert_allclose(g.win_probs, w.win_probs, atol=1e-5)
+  _analyses(hurried, [QUEENS])  # 53 moves: no compiled shape fits, so its own compiles now.
+  assert hurried.shapes.ready == {first, (1, tokenizer.SEQUENCE_LENGTH + 64)}
+
+
+def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packed):
+  predictor = predictor_lib.PackedPredictor(*packed)
+  predictor.warm_up(16, background=True)
+  assert predictor.shapes.wait(300)
+  slots = (48, 32, 64, 16, 96, 128, 256)
+  assert predictor.shapes.ready == {(b, tokenizer.SEQUENCE_LENGTH + s) for s in slots for b in (1, 4, 16)}
+  predictor.close()
+
+
+def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpoint):
+  model_config, params, _ = loading.load_model(str(model_checkpoint))
+  predictor = predictor_lib.Predictor(model_config, params)
+  predictor.shapes.close()
+  policy = policy_lib.make_policy('action_value', predictor)
+  policy.warm_up(background=True)
+  length = policy_lib.ActionValuePolicy.sequence_length
+  assert predictor.shapes.ready == {(32, length)}
+  full = policy_lib.make_policy('action_value', predictor_lib.Predictor(model_config, params))
+  for board, calls in ((chess.Board(), 1), (BUSY, 2)):  # 20 moves: one call of 32; 43 moves: two.
+    before = predictor.sequences_run
+    got, want = policy.analyse(board), full.analyse(board)
+    assert predictor.sequences_run - before == 32 * calls
+    np.testing.assert_allclose(got.win_probs, want.win_probs, atol=1e-5)
+  assert predictor.shapes.ready == {(32, length)}

@@ -11,8 +11,9 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 """
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import os
+from typing import Any
 
 
 def output_dir(value: str) -> str:
@@ -54,3 +55,16 @@ class ArgumentParser(argparse.ArgumentParser):
     if not flags.FLAGS.is_parsed():
       flags.FLAGS.mark_as_parsed()
     return parsed
+
+
+def add_game_filters(group: Any, defaults: Mapping[str, Any]) -> None:
+  """The flags that choose a job's games (`pgn.GameFilter`, the games read), with `defaults` (their one home:
+  the job's options dataclass): --max_games, --min_elo, --max_elo, --speeds, --exclude_bots."""
+  group.add_argument('--max_games', type=int, default=defaults['max_games'],
+                     help='read at most this many games from each input file (its first N)')
+  group.add_argument('--min_elo', type=int, default=defaults['min_elo'], help='keep games where both players are rated at least this')
+  group.add_argument('--max_elo', type=int, default=defaults['max_elo'], help='keep games where both players are rated at most this')
+  group.add_argument('--speeds', default=defaults['speeds'],
+                     help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); '
+                          'empty keeps all')
+  group.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')

@@ -13,6 +13,8 @@ import safetensors.numpy
 from searchless.model import export
 from searchless.model import loading
 from searchless.model import transformer
+
+
 def _round_trip(tmp_path, source, tokens):
   result = subprocess.run([sys.executable, '-m', 'searchless.commands.export', '--checkpoint', str(source),
                            '--out', str(tmp_path / 'out')], capture_output=True, text=True, timeout=600)
@@ -25,7 +27,8 @@ def _round_trip(tmp_path, source, tokens):
     np.testing.assert_array_equal(a, b)  # Bit for bit, float32.
   # Any safetensors reader sees flat 'module/name' tensors.
   flat = safetensors.numpy.load_file(str(tmp_path / 'out' / 'model.safetensors'))
-  assert 'embed/embeddings' in flat and flat['embed/embeddings'].shape == (1968, model_config.embedding_dim)
+  assert {name: a.shape for name, a in flat.items()} == {
+      f'{module}/{name}': np.shape(a) for module, leaves in params.items() for name, a in leaves.items()}
   forward = export.load_forward(tmp_path / 'out' / 'forward.jax')
   want = transformer.build(model_config).apply(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)
@@ -36,12 +39,21 @@ def _round_trip(tmp_path, source, tokens):
   return json.loads((tmp_path / 'out' / 'config.json').read_text())
 
 
-def test_the_shipped_packed_model_round_trips(tmp_path):
+def _packed_tokens():
   tokens = np.full((3, 77 + export.MOVE_SLOTS), -1, np.int32)  # 3 boards (any batch), -1: no move.
   tokens[:, :77] = 0
   tokens[:, 77:82] = [[10, 20, 30, -1, -1], [1, 2, 3, 4, 5], [7, -1, -1, -1, -1]]
-  config = _round_trip(tmp_path, 'pretrained', tokens)
+  return tokens
+
+
+def test_the_shipped_packed_transformer_round_trips(tmp_path):
+  config = _round_trip(tmp_path, 'pretrained-transformer', _packed_tokens())
   assert config['model']['packing'] == 'board' and config['experiment']['policy'] == 'action_value'
+
+
+def test_the_shipped_graph_model_round_trips(tmp_path):
+  config = _round_trip(tmp_path, 'pretrained', _packed_tokens())
+  assert config['model']['kind'] == 'graph' and config['experiment']['policy'] == 'action_value'
 
 
 def test_a_published_layout_checkpoint_round_trips(tmp_path, compat):

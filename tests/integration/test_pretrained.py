@@ -18,6 +18,8 @@ from searchless.play import agents
 from searchless.play import player as player_lib
 
 from helpers import ROOT, uci_argv
+
+
 MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 

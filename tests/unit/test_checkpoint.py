@@ -23,6 +23,8 @@ from searchless.model import transformer as model
 from searchless.training import checkpoint
 
 from helpers import ROOT
+
+
 TINY = 'tiny'
 
 

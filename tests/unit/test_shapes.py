@@ -12,6 +12,8 @@ from searchless.model import loading
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 from searchless.play import shapes as shapes_lib
+
+
 BUSY = chess.Board('r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1')  # 43 moves.
 OPEN = chess.Board('4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1')  # 26 moves, with castling.
 QUEENS = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K w - - 0 1')  # 53 moves: more than FIRST_MOVE_SLOTS.

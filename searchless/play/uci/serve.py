@@ -17,6 +17,8 @@ from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
 from searchless.play.uci import engine as engine_lib
 from searchless.play.uci import process
+
+
 def checkpoint_policy(path: str) -> str:
   """The policy a checkpoint was trained for (published checkpoints: action_value), without loading it."""
   experiment = loading.experiment_config(loading.resolve(path))  # pylint: disable=protected-access

@@ -35,4 +35,5 @@ def get_config() -> ml_collections.ConfigDict:
   c.train.eval_every = 100_000_000  # No periodic evaluation: the campaign's evaluate step measures each run.
   c.train.ckpt_every = 2000  # ~12 min of work lost at most when a session ends.
   c.train.ckpt_keep = 2
+  c.train.on_new_data = 'restart'  # Labels are added between runs (and the boards re-merged): go on with the new bag.
   return c

@@ -94,6 +94,7 @@ def base() -> ml_collections.ConfigDict:
   c.train.compute_dtype = 'auto'  # float32 | bfloat16 | auto (bf16 on GPU/TPU, f32 on CPU).
   c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
   c.train.init_from = ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
+  c.train.on_new_data = 'refuse'  # A resume on data other than the checkpoint's: 'refuse' (an error) | 'restart' (read them from their start; params, optimiser and step carry on).
   return c
 
 

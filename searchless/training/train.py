@@ -41,6 +41,9 @@ from searchless.training import sharding
 from searchless.training import step as step_lib
 
 
+ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other data does (`_resume_data`).
+
+
 class _Stop:
   """SIGTERM / SIGINT set a flag; the loop checkpoints and exits cleanly."""
 
@@ -150,6 +153,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
            overrides: Sequence[str], progress: bool) -> step_lib.TrainingState:
   if not config.data.train:
     raise ValueError('no training data: pass --data GLOB or set data.train in the config')
+  if config.train.get('on_new_data', 'refuse') not in ON_NEW_DATA:
+    raise ValueError(f'train.on_new_data must be one of {ON_NEW_DATA}, got {config.train.on_new_data!r}')
   mesh = sharding.make_mesh(config.train.fsdp)
   functions = step_lib.make_functions(config, mesh)
   data_iter = iter(dataset.config_loader(config, split='train'))
@@ -159,7 +164,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   if restored is not None:
     state, iter_state = restored
     if iter_state is not None:
-      data_iter.set_state(iter_state)
+      _resume_data(data_iter, iter_state, config, work)
     start = int(state.step)
   else:
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
@@ -261,6 +266,20 @@ def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: 
   # Two transfers: params and EMA are distinct buffers (the update donates both).
   return state._replace(params=jax.device_put(host, state_sharding.params),
                         params_ema=jax.device_put(host, state_sharding.params_ema))
+
+
+def _resume_data(data_iter: Any, iter_state: Any, config: config_lib.Config, work: pathlib.Path) -> None:
+  """Moves `data_iter` to where the checkpoint's iterator was; on other data, refuses or (train.on_new_data
+  = 'restart') leaves it at the new data's start."""
+  try:
+    data_iter.set_state(iter_state)
+  except ValueError as e:  # grain: the saved data source, sampler or worker count is not this loader's.
+    if config.train.get('on_new_data', 'refuse') != 'restart':
+      raise ValueError(f'the checkpoint in {work} was reading other data ({str(e).splitlines()[0]}): pass '
+                       'train.on_new_data=restart to go on with these from their start') from None
+    if jax.process_index() == 0:
+      print(f'{work}: the data differ from the checkpoint\'s ({str(e).splitlines()[0]}); reading them from their '
+            'start (train.on_new_data=restart)', flush=True)
 
 
 def _restore_state(manager: checkpoint.Checkpointer, state_sharding: step_lib.TrainingState

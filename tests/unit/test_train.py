@@ -277,3 +277,17 @@ def test_an_empty_eval_bag_is_refused_before_the_first_step(tmp_path, av_bag):
   from searchless.evaluation import evaluate
   with pytest.raises(ValueError, match=f"^'{empty}' holds no records"):  # searchless-evaluate: one line, not an IndexError.
     evaluate.load_boards(empty)
+
+
+def test_a_resume_on_other_data_is_refused_unless_asked_to_restart_them(tmp_path, av_bag):
+  moved = tmp_path / 'moved' / 'action_value_data.bag'  # The same records elsewhere: another data source.
+  moved.parent.mkdir()
+  moved.write_bytes(pathlib.Path(av_bag).read_bytes())
+  train.train(small_config(av_bag, 'train.num_steps=3'), tmp_path / 'run')
+  with pytest.raises(ValueError, match=r'the checkpoint in .*run was reading other data \(DataSource in checkpoint does '
+                                       r'not match .*pass train.on_new_data=restart'):
+    train.train(small_config(str(moved), 'train.num_steps=5'), tmp_path / 'run')
+  state = train.train(small_config(str(moved), 'train.num_steps=5', 'train.on_new_data=restart'), tmp_path / 'run')
+  assert int(state.step) == 5  # Params, optimiser and step carried on; the new data read from their start.
+  with pytest.raises(ValueError, match="train.on_new_data must be one of \\('refuse', 'restart'\\), got 'keep'"):
+    train.train(small_config(str(moved), 'train.num_steps=6', 'train.on_new_data=keep'), tmp_path / 'run')

@@ -1,1 +1,2 @@
-"""From games to records: PGN reading, board extraction and splits, the annotation graph, self-play, the grain loader."""
+"""From games to records: input streams, PGN reading, board extraction and splits, the annotation and free-label
+Beam graphs and their jobs, self-play, conversion, and the grain loader."""

@@ -1,1 +1,2 @@
-"""The decoder-only transformer (per move or board-packed) and its losses."""
+"""The networks and what they need: ModelConfig, the transformer (per move or board-packed), the graph model, priors,
+losses, loading (a saved model by path or shipped name) and export (safetensors, jax.export)."""

@@ -3,7 +3,7 @@
 ``searchless-uci --checkpoint DIR`` (`searchless.commands.uci`, which calls
 `run`) speaks UCI on stdin/stdout (one line in, lines out, flushed one by one;
 logs and anything JAX or a C library prints go to stderr). ``DIR`` is anything
-`loading.load_model` reads: our workdir / step dir, a published-layout
+`searchless.model.loading.load_model` reads: our workdir / step dir, a published-layout
 model dir, or ``pretrained`` (the model shipped in the package). The modules:
 `protocol` (parsing and formatting), `engine` (`UciEngine`, the protocol
 state), `options` (what ``uci`` declares, what ``setoption`` records),

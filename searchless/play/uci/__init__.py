@@ -7,7 +7,7 @@ logs and anything JAX or a C library prints go to stderr). ``DIR`` is anything
 model dir, or ``pretrained`` (the model shipped in the package). The modules:
 `protocol` (parsing and formatting), `engine` (`UciEngine`, the protocol
 state), `options` (what ``uci`` declares, what ``setoption`` records),
-`loading` (the model, its batch shapes), `search` (one ``go``), `process`
+`loader` (the model, its batch shapes), `search` (one ``go``), `process`
 (CPUs, stdout, cache dir) and `serve` (`run`: the engine on stdin/stdout).
 
 Commands: ``uci``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
@@ -17,7 +17,7 @@ movestogo|movetime|depth|nodes|mate N] [infinite] [ponder] [searchmoves ...]``,
 board, for humans) and ``quit`` (end of input counts as ``quit``).
 
 * The model is loaded on the first ``isready`` or ``go``, not for ``uci``
-  (`loading`). Compiling its batch shapes takes most of that time, so one
+  (`loader`). Compiling its batch shapes takes most of that time, so one
   shape is compiled then (a board of up to 48 moves: the first move's) and the
   others on a background thread, while ``go`` runs on the shapes already
   compiled (padding a little more); a ``go`` with a time limit counts its time

@@ -33,7 +33,7 @@ from searchless.play import policy as policy_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
-from searchless.play.uci import loading
+from searchless.play.uci import loader as loader_lib
 from searchless.play.uci import options as options_lib
 from searchless.play.uci import process
 from searchless.play.uci import protocol
@@ -60,10 +60,10 @@ class UciEngine:
   ``go`` lines.
   """
 
-  def __init__(self, player_factory: loading.PlayerFactory, output: Output, *,
+  def __init__(self, player_factory: loader_lib.PlayerFactory, output: Output, *,
                policy: str = policy_lib.ACTION_VALUE, checkpoint_name: str = '',
                options: player_lib.PlayOptions = player_lib.PlayOptions(temperature=0.0),
-               threads: int = 1, max_threads: int | None = None, thread_limiter: loading.ThreadLimiter | None = None,
+               threads: int = 1, max_threads: int | None = None, thread_limiter: loader_lib.ThreadLimiter | None = None,
                warm_up: bool = True, clock: Callable[[], float] = time.perf_counter,
                search: str = protocol.NO_SEARCH, search_nodes: int = mcts.MctsConfig.simulations,
                search_depth: int = alphabeta.AlphaBetaConfig.depth):
@@ -71,7 +71,7 @@ class UciEngine:
       raise ValueError(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
     if search not in SEARCHES:
       raise ValueError(f'unknown search {search!r}; expected one of {SEARCHES}')
-    self._loader = loading.Loader(player_factory, thread_limiter=thread_limiter, warm_up=warm_up)
+    self._loader = loader_lib.Loader(player_factory, thread_limiter=thread_limiter, warm_up=warm_up)
     self._output = output
     self._output_lock = threading.Lock()
     self._checkpoint_name = checkpoint_name

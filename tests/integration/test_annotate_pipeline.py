@@ -173,7 +173,7 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
     while time.monotonic() < deadline and not killed:
       engines = [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()]
       if engines:
-        time.sleep(1.0)  # Let it annotate some boards first.
+        time.sleep(0.5)  # Let it annotate some boards first (the job takes ~10 s: 131 boards, 2k nodes a move).
         engines[0].send_signal(signal.SIGKILL)
         killed.append(engines[0].pid)
       time.sleep(0.05)
@@ -181,7 +181,7 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
   thread = threading.Thread(target=killer)
   thread.start()
   manifest = driver.run([
-      '--input', str(games), '--output_dir', str(tmp_path / 'out'), '--limit', 'depth=6', '--test_fraction', '0',
+      '--input', str(games), '--output_dir', str(tmp_path / 'out'), '--limit', 'nodes=2000', '--test_fraction', '0',
       '--engine_path', stockfish, '--direct_running_mode', 'in_memory', '--direct_num_workers', '1', '--no_progress'])
   thread.join()
   assert killed, 'the engine was never seen running'

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+from jax.experimental import multihost_utils
 import numpy as np
 
 from searchless.core import artefacts
@@ -76,7 +77,6 @@ def _agreed(out_of_time: bool, signalled: bool) -> tuple[bool, bool]:
   """
   if jax.process_count() == 1:
     return out_of_time, signalled
-  from jax.experimental import multihost_utils
   flags = np.asarray(multihost_utils.process_allgather(np.array([out_of_time, signalled], np.int32)))  # [P, 2]
   agreed = flags.reshape(-1, 2).max(axis=0)  # [2]
   return bool(agreed[0]), bool(agreed[1])
@@ -250,6 +250,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
         overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
     ).write(work / artefacts.TrainingSummary.FILE)
+  if jax.process_count() > 1:  # Every process returns only once process 0's summary is on disk (`run` reads it).
+    multihost_utils.sync_global_devices('searchless-train-summary')
   return state
 
 

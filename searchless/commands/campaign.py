@@ -14,16 +14,19 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
              (``pretrained.ANNOTATE_RECIPE``) -> WORKDIR/labels/SOURCE_NNN (done when its
              manifest.json exists; an unfinished folder is labelled again). The chunks
              already in ``--shared``/data/labels are used as they are, never labelled again;
-3. train     the campaign config on every labelled board, de-duplicated across chunks
+3. adopt     (by name, with ``--model DIR``) a model trained elsewhere, e.g. on a lent GPU
+             by ``benchmarks/device_campaign.py``, becomes the campaign's model
+             (`campaign_model`): evaluated and shipped as it is, and the start of the next run;
+4. train     the campaign config on every labelled board, de-duplicated across chunks
              (WORKDIR/boards: one bag of distinct boards, rebuilt when labels were added),
              for ``--train_seconds`` more, resuming WORKDIR/train;
-4. evaluate  the checkpoint on the held-out boards (the shared chunks' test splits) and
-             the dev puzzles -> one line of WORKDIR/curve.jsonl per training run;
-5. ship      (by name) export, measure and (``--install``) ship the latest checkpoint
+5. evaluate  the campaign's model on the held-out boards (the shared chunks' test splits)
+             and the dev puzzles -> one line of WORKDIR/curve.jsonl per training run;
+6. ship      (by name) export, measure and (``--install``) ship the campaign's model
              when it beats the shipped ``pretrained`` (`campaign_ship`).
 
-Every step appends what it did and what it cost (wall-clock, core-hours of CPU) to
-WORKDIR/runs.jsonl, and WORKDIR/README.md is rewritten from it.
+Every step appends what it did and what it cost (wall-clock, core-hours of CPU, hours of an
+accelerator) to WORKDIR/runs.jsonl, and WORKDIR/README.md is rewritten from it (`campaign_log`).
 """
 
 import argparse
@@ -38,13 +41,16 @@ import sys
 import time
 from typing import Any
 
+from searchless.commands import campaign_log
+from searchless.commands import campaign_model
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
 from searchless.core import artefacts
 
-STEPS = ('games', 'labels', 'train', 'evaluate', 'ship')
-DEFAULT_STEPS = STEPS[:4]  # 'ship' writes into the source tree: asked for by name (`campaign_ship`).
+STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'ship')
+# 'adopt' needs --model; 'ship' writes into the source tree: both are asked for by name.
+DEFAULT_STEPS = ('games', 'labels', 'train', 'evaluate')
 GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
 
 
@@ -111,13 +117,6 @@ def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence
   return todo
 
 
-def log_run(workdir: pathlib.Path, record: dict[str, Any]) -> None:
-  """Appends `record` (with the date) to WORKDIR/runs.jsonl."""
-  record = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), **record}
-  with open(workdir / 'runs.jsonl', 'a') as f:
-    f.write(json.dumps(record) + '\n')
-
-
 def _children_cpu() -> float:
   usage = resource.getrusage(resource.RUSAGE_CHILDREN)
   return usage.ru_utime + usage.ru_stime
@@ -146,7 +145,7 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
     record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],
               'test_boards': manifest.splits['test']['boards'], 'action_values': train['action_values'],
               'wall_seconds': round(wall, 1), 'core_hours': round(cpu / 3600, 4), 'workers': workers}
-    log_run(workdir, record)
+    campaign_log.log_run(workdir, record)
     print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}: {train["boards"]} train boards in {wall:.0f} s, '
           f'{cpu / 3600:.3f} core-hours', flush=True)
     yield out
@@ -226,94 +225,26 @@ def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: f
           'final_train_loss': log[-1]['loss'] if log else None}
 
 
-def evaluate_model(train_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *,
+def evaluate_model(model_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *,
                    num_boards: int) -> dict[str, Any]:
-  """Held-out metrics (first `num_boards` boards of `heldout`) and the dev puzzles of the latest checkpoint."""
+  """Held-out metrics (first `num_boards` boards of `heldout`) and the dev puzzles of `model_dir` (a run or an export)."""
   from searchless.evaluation import evaluate
   from searchless.evaluation import metrics as metrics_lib
   from searchless.evaluation import puzzles as puzzle_eval
   start, cpu = time.time(), time.process_time()
-  metrics = evaluate.run(str(train_dir), heldout, out / 'heldout', num_boards=num_boards, progress=False)
-  solved = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{train_dir}', out=out / 'puzzles', progress=False)
+  metrics = evaluate.run(str(model_dir), heldout, out / 'heldout', num_boards=num_boards, progress=False)
+  solved = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{model_dir}', out=out / 'puzzles', progress=False)
   low, high = metrics_lib.wilson(solved['solved'], solved['n'])
-  return {'step': 'evaluate', 'checkpoint_step': _latest_step(train_dir), 'heldout_boards': metrics['boards'],
+  return {'step': 'evaluate', 'heldout_boards': metrics['boards'],
           **{k: metrics[k] for k in ('action_accuracy', 'kendall_tau', 'log_loss') if k in metrics},
           'puzzles_solved': solved['solved'], 'puzzles': solved['n'], 'puzzles_wilson95': [round(low, 4), round(high, 4)],
           'wall_seconds': round(time.time() - start, 1), 'core_hours': round((time.process_time() - cpu) / 3600, 4)}
 
 
-def _latest_step(train_dir: pathlib.Path) -> int:
-  steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
-  return max(steps, default=0)
-
-
-def read_runs(workdir: pathlib.Path) -> list[dict[str, Any]]:
-  """Every record `log_run` appended to WORKDIR/runs.jsonl, in order."""
-  path = workdir / 'runs.jsonl'
-  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def read_curve(workdir: pathlib.Path) -> list[dict[str, Any]]:
-  """Every evaluation the evaluate step appended to WORKDIR/curve.jsonl, in order."""
-  path = workdir / 'curve.jsonl'
-  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
-  """Core-hours and wall-clock hours of every step in `runs` (`read_runs`)."""
-  out: dict[str, float] = {}
-  for step in STEPS[1:]:
-    done = [r for r in runs if r.get('step') == step]
-    out[f'{step}_core_hours'] = round(sum(r.get('core_hours', 0) for r in done), 3)
-    out[f'{step}_wall_hours'] = round(sum(r.get('wall_seconds', 0) for r in done) / 3600, 3)
-  return out
-
-
-def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
-  """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
-  runs = read_runs(workdir)
-  t = totals(runs)
-  boards = workdir / 'boards' / 'train.json'
-  distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
-  lines = [
-      '# The strength campaign (issue 27)', '',
-      'Written by `python -m searchless.commands.campaign` after every step; do not edit by hand.', '',
-      '## Resume everything (in the background)', '',
-      '    cd /work/main && make setup stockfish',
-      f'    nohup setsid .venv/bin/python -m searchless.commands.campaign --workdir {workdir} --shared {shared} '
-      f'--config {config_name} > {workdir}/logs/campaign.log 2>&1 &', '',
-      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
-      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and '
-      'the last checkpoint, if this folder was kept.', '',
-      '## Folders', '',
-      '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
-      '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
-      '`manifest.json` is unfinished and is labelled again.',
-      '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
-      'with the folders they came from (`train.json`, `test.json`).',
-      '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step.',
-      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP; `curve.jsonl` one line each.',
-      '- `logs/`: each label job\'s output, the campaign\'s own log.',
-      '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
-      '## Totals', '',
-      f'- label folders done: {len(list((workdir / "labels").glob("*/manifest.json")))} campaign chunks, '
-      f'plus the shared chunks; distinct train boards in the last merge: {distinct if distinct is not None else "-"}',
-      f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
-      f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock',
-      f'- evaluation: {t["evaluate_core_hours"]} core-hours', '',
-      '## Runs', '', '| date | step | what | wall s | core-hours |', '| --- | --- | --- | --- | --- |']
-  for r in runs:
-    what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))
-    lines.append(f"| {r['date']} | {r['step']} | {what} | {r.get('wall_seconds', '')} | {r.get('core_hours', '')} |")
-  tmp = workdir / '.README.md.tmp'
-  tmp.write_text('\n'.join(lines) + '\n')
-  tmp.replace(workdir / 'README.md')
-
-
 def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = DEFAULT_STEPS, workers: int = 2,
         max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
         train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
-        sources: Sequence[Source] = SOURCES, install: bool = False) -> None:
+        sources: Sequence[Source] = SOURCES, install: bool = False, model: str | None = None) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -328,47 +259,65 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     puzzles: the puzzle CSV evaluated (None: SHARED/data/puzzles/lichess_puzzles_dev.csv).
     sources: the game files labelled, in order.
     install: the ship step copies a shipped model into the package.
+    model: the adopt step's model (an export of `benchmarks/device_campaign.py`).
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
     raise ValueError(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
+  if ('adopt' in steps) != (model is not None):
+    raise ValueError('the adopt step and --model go together: --steps adopt --model DIR')
   workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
   (workdir / 'logs').mkdir(parents=True, exist_ok=True)
   chunks = write_games(shared, workdir / 'games', sources)
-  write_readme(workdir, shared, config_name)
+  readme = lambda: campaign_log.write_readme(workdir, shared, config_name)
+  readme()
   if 'labels' in steps:
     for _ in label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
-      write_readme(workdir, shared, config_name)
+      readme()
   train_dir = workdir / 'train'
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
+  if 'adopt' in steps:
+    boards = workdir / 'boards' / 'train.json'
+    record = campaign_model.adopt(workdir, pathlib.Path(model).resolve(),
+                   json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None)
+    campaign_log.log_run(workdir, record)
+    print(f"[adopt] {record['model']}: {record['steps']} steps on {record['device']}", flush=True)
+    readme()
   if 'train' in steps:
     folders = label_folders(shared, workdir)
     merged = merge_boards(folders, workdir / 'boards', 'train')
     print(f"[boards] {merged['distinct_boards']:,} distinct train boards of {merged['records_read']:,} records "
           f'in {len(folders)} label folders', flush=True)
-    record = train_model(config_name, merged['bag'], train_dir, train_seconds, overrides)
-    log_run(workdir, {**record, 'distinct_boards': merged['distinct_boards']})
+    # A new run (no checkpoint yet) starts from the adopted model's parameters.
+    start_from = campaign_model.adopted(workdir) if not campaign_model.latest_step(train_dir) else None
+    record = train_model(config_name, merged['bag'], train_dir, train_seconds,
+                         [*overrides, *([f'train.init_from={start_from}'] if start_from else [])])
+    campaign_log.log_run(workdir, {**record, 'distinct_boards': merged['distinct_boards'],
+                                   **({'started_from': str(start_from.relative_to(workdir))} if start_from else {})})
     print(f"[train] step {record['steps']}, {record['wall_seconds']:.0f} s", flush=True)
-    write_readme(workdir, shared, config_name)
+    readme()
+  model_dir, model_name, step = campaign_model.current_model(workdir)
   if 'evaluate' in steps:
     heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
-    step = _latest_step(train_dir)
-    record = evaluate_model(train_dir, heldout['bag'], puzzle_csv, workdir / 'eval' / str(step),
-                            num_boards=heldout_boards)
-    log_run(workdir, record)
+    out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
+    record = {**evaluate_model(model_dir, heldout['bag'], puzzle_csv, out, num_boards=heldout_boards),
+              'checkpoint_step': step, 'model': model_name}
+    campaign_log.log_run(workdir, record)
     with open(workdir / 'curve.jsonl', 'a') as f:
-      f.write(json.dumps({**record, **totals(read_runs(workdir))}) + '\n')
+      f.write(json.dumps({**record, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
     print(f'[evaluate] {json.dumps(record)}', flush=True)
-    write_readme(workdir, shared, config_name)
+    readme()
   if 'ship' in steps:
     from searchless.commands import campaign_ship
-    measured = [r for r in read_curve(workdir) if r['checkpoint_step'] == _latest_step(train_dir)]
+    measured = [r for r in campaign_log.read_curve(workdir)
+                if r['checkpoint_step'] == step and r.get('model', 'train') == model_name]
     if not measured:
-      raise ValueError(f'the latest checkpoint in {train_dir} has no evaluation yet: run --steps evaluate,ship')
-    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv, totals(read_runs(workdir)), install=install)
-    log_run(workdir, record)
+      raise ValueError(f'the campaign\'s model ({model_dir}, step {step}) has no evaluation yet: run --steps evaluate,ship')
+    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv,
+                                campaign_log.totals(campaign_log.read_runs(workdir)), install=install, model_dir=model_dir)
+    campaign_log.log_run(workdir, record)
     print(f'[ship] {json.dumps(record)}', flush=True)
-    write_readme(workdir, shared, config_name)
+    readme()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -384,6 +333,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4')
   p.add_argument('--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)')
   p.add_argument('--train_seconds', type=float, default=3 * 3600, help='training wall-clock of this run (default: 3 h)')
+  p.add_argument('--model', default=None, help='the adopt step\'s model: an export of benchmarks/device_campaign.py')
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated (default: 2000)')
   return p
 
@@ -393,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
         config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
-        heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install)
+        heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install, model=args.model)
 
 
 if __name__ == '__main__':

@@ -74,7 +74,9 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       '## Training', '',
       f"- {evaluation['checkpoint_step']:,} steps of {experiment.data.batch_size} boards, learning rate "
       f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}: {totals['train_wall_hours']:.1f} h of "
-      f"wall-clock, {totals['train_core_hours']:.1f} core-hours on 2 CPU cores, in resumed runs.", '',
+      f"wall-clock, {totals['train_core_hours']:.1f} core-hours on 2 CPU cores, in resumed runs"
+      + (f"; {totals['train_device_hours']:.2f} h of it on a lent GPU (`benchmarks/device_campaign.py`, several "
+         'models sharing it)' if totals.get('train_device_hours') else '') + '.', '',
       '## Measured strength', '',
       f"- Dev puzzles at export: {evaluation['puzzles_solved']}/{evaluation['puzzles']} "
       f"(95% interval {100 * low:.1f}-{100 * high:.1f}%); held-out boards: action accuracy "
@@ -88,9 +90,10 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
 
 
 def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,
-         install: bool = False, strength_args: Sequence[str] = ()) -> dict[str, Any]:
-  """The ship step for the checkpoint `evaluation` measured (a line of curve.jsonl); returns what it did.
+         install: bool = False, strength_args: Sequence[str] = (), model_dir: pathlib.Path | None = None) -> dict[str, Any]:
+  """The ship step for the model `evaluation` measured (a line of curve.jsonl); returns what it did.
 
+  `model_dir`: the model (default WORKDIR/train, its latest checkpoint; an adopted export).
   `strength_args`: more flags of ``benchmarks/pretrained_strength.py`` (default: its own, the shipped models').
   """
   from searchless.model import loading
@@ -101,11 +104,13 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
                             'candidate': list(candidate), 'shipped': [shipped['solved'], shipped['n']]}
   if not better(candidate, (shipped['solved'], shipped['n'])):
     return {**record, 'shipped_now': False, 'wall_seconds': round(time.time() - start, 1)}
-  out = workdir / 'ship' / str(evaluation['checkpoint_step'])
+  model_dir = model_dir or workdir / 'train'
+  name = evaluation.get('model', 'train')
+  out = workdir / 'ship' / (str(evaluation['checkpoint_step']) if name == 'train' else pathlib.Path(name).name)
   export = out / 'export'
-  _, params, experiment = loading.load_model(str(workdir / 'train'))
+  _, params, experiment = loading.load_model(str(model_dir))
   if experiment is None:
-    raise ValueError(f'{workdir / "train"} has no experiment config: not a model the campaign trained')
+    raise ValueError(f'{model_dir} has no experiment config: not a model the campaign trained')
   if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
     loading.export(str(export), params, experiment)

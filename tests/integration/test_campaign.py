@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from searchless.commands import campaign
+from searchless.commands import campaign_log
 from searchless.core import bags
 from searchless.core import records
 
@@ -107,6 +108,46 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_bag, tmp_path):
+  from searchless.commands import campaign_model
+  from searchless.core import config as config_lib
+  from searchless.training import train
+  shared = tmp_path / 'shared'
+  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
+                bags.read_records(board_bag, 'board_value')[40:])
+  workdir = tmp_path / 'campaign'
+  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5,
+                puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
+  campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=2'], **kwargs)
+  with pytest.raises(ValueError, match='^the adopt step and --model go together'):
+    campaign.run(workdir, shared, steps=['adopt'], **kwargs)
+  # A run elsewhere (as benchmarks/device_campaign.py makes on a GPU), exported as the adopt step takes it.
+  train.train(config_lib.load('graph_tiny', [*SMALL, 'train.num_steps=3', f'data.train={board_bag}']), tmp_path / 'gpu')
+  export = campaign_model.export_run(tmp_path / 'gpu', tmp_path / 'out' / 'wide', {'device': 'NVIDIA H200', 'cpu_cores': 16,
+                                                                                 'models': 3, 'seconds': 420})
+  with pytest.raises(FileNotFoundError, match='gpu/train_summary.json: not an exported run'):
+    campaign.run(workdir, shared, steps=['adopt'], model=str(tmp_path / 'gpu'), **kwargs)
+  campaign.run(workdir, shared, steps=['adopt', 'evaluate'], model=str(export), **kwargs)
+  assert campaign_model.latest_step(workdir / 'train_until_2') == 2 and not (workdir / 'train').exists()
+  assert json.loads((workdir / 'adopted.json').read_text()) == {'model': 'adopted/wide'}
+  runs = campaign_log.read_runs(workdir)
+  assert [(r['step'], r.get('steps'), r.get('device'), r['core_hours']) for r in runs[1:]] == [
+      ('train', 3, 'NVIDIA H200', 0.0), ('evaluate', None, None, runs[2]['core_hours'])]
+  assert runs[1]['device_hours'] > 0 and runs[1]['models_sharing_the_device'] == 3
+  assert (runs[2]['model'], runs[2]['checkpoint_step']) == ('adopted/wide', 3)
+  assert (workdir / 'eval' / 'wide' / 'puzzles' / 'summary.json').exists()
+  assert campaign_log.totals(runs)['train_device_hours'] == round(runs[1]['device_hours'], 3)
+  with pytest.raises(FileExistsError, match='wide was adopted already'):
+    campaign.run(workdir, shared, steps=['adopt'], model=str(export), **kwargs)
+  # The next train step is a new run that starts from the adopted parameters; then it is the campaign's model.
+  campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=1'], **kwargs)
+  assert campaign_log.read_runs(workdir)[-1]['started_from'] == 'adopted/wide'
+  summary = json.loads((workdir / 'train' / 'summary.json').read_text())
+  assert f'train.init_from={workdir}/adopted/wide' in summary['overrides']
+  assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
+
+
+@pytest.mark.slow
 @pytest.mark.engine
 def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,
                                                                                             shared_data, tmp_path,
@@ -127,10 +168,10 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
   assert not (workdir / 'ship' / '2').exists()  # Not beaten: nothing exported.
   # A candidate that solved everything beats it: exported, measured, carded and installed (into a copy of the tree).
   monkeypatch.setattr(pretrained, 'ROOT', tmp_path / 'tree')
-  evaluation = {**campaign.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000}
+  evaluation = {**campaign_log.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000}
   sts = tmp_path / 'sts.epd'
   sts.write_text(''.join((shared_data / 'epd' / 'sts01_undermine.epd').read_text().splitlines(True)[:2]))
-  done = campaign_ship.ship(workdir, evaluation, puzzles, campaign.totals(campaign.read_runs(workdir)), install=True,
+  done = campaign_ship.ship(workdir, evaluation, puzzles, campaign_log.totals(campaign_log.read_runs(workdir)), install=True,
                             strength_args=['--puzzles', str(puzzles), '--sts', str(sts), '--games', '2', '--elos',
                                            '1350', '--stockfish_limit', 'nodes=100', '--workers', '1'])
   assert done['shipped_now'] and done['installed'] and done['checkpoint_step'] == 2

@@ -1,0 +1,87 @@
+"""The strength campaign's records: WORKDIR/runs.jsonl (every step and its cost), curve.jsonl, README.md.
+
+`searchless.commands.campaign` appends to them after every step; the ship step reads them.
+"""
+
+from collections.abc import Sequence
+import json
+import pathlib
+import time
+from typing import Any
+
+COSTED_STEPS = ('labels', 'train', 'evaluate', 'ship')  # The steps whose records carry a cost.
+
+
+def log_run(workdir: pathlib.Path, record: dict[str, Any]) -> None:
+  """Appends `record` (with the date) to WORKDIR/runs.jsonl."""
+  record = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), **record}
+  with open(workdir / 'runs.jsonl', 'a') as f:
+    f.write(json.dumps(record) + '\n')
+
+
+def read_runs(workdir: pathlib.Path) -> list[dict[str, Any]]:
+  """Every record `log_run` appended to WORKDIR/runs.jsonl, in order."""
+  path = workdir / 'runs.jsonl'
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def read_curve(workdir: pathlib.Path) -> list[dict[str, Any]]:
+  """Every evaluation the evaluate step appended to WORKDIR/curve.jsonl, in order."""
+  path = workdir / 'curve.jsonl'
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+  """Core-hours and wall-clock hours of every step in `runs` (`read_runs`), and training's accelerator hours."""
+  out: dict[str, float] = {}
+  for step in COSTED_STEPS:
+    done = [r for r in runs if r.get('step') == step]
+    out[f'{step}_core_hours'] = round(sum(r.get('core_hours', 0) for r in done), 3)
+    out[f'{step}_wall_hours'] = round(sum(r.get('wall_seconds', 0) for r in done) / 3600, 3)
+  out['train_device_hours'] = round(sum(r.get('device_hours', 0) for r in runs if r.get('step') == 'train'), 3)
+  return out
+
+
+def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
+  """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
+  runs = read_runs(workdir)
+  t = totals(runs)
+  boards = workdir / 'boards' / 'train.json'
+  distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
+  lines = [
+      '# The strength campaign (issue 27)', '',
+      'Written by `python -m searchless.commands.campaign` after every step; do not edit by hand.', '',
+      '## Resume everything (in the background)', '',
+      '    cd /work/main && make setup stockfish',
+      f'    nohup setsid .venv/bin/python -m searchless.commands.campaign --workdir {workdir} --shared {shared} '
+      f'--config {config_name} > {workdir}/logs/campaign.log 2>&1 &', '',
+      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
+      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and '
+      'the last checkpoint, if this folder was kept.', '',
+      '## Folders', '',
+      '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
+      '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
+      '`manifest.json` is unfinished and is labelled again.',
+      '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
+      'with the folders they came from (`train.json`, `test.json`).',
+      '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
+      'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
+      'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
+      'step starts from its parameters.',
+      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP; `curve.jsonl` one line each.',
+      '- `logs/`: each label job\'s output, the campaign\'s own log.',
+      '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
+      '## Totals', '',
+      f'- label folders done: {len(list((workdir / "labels").glob("*/manifest.json")))} campaign chunks, '
+      f'plus the shared chunks; distinct train boards in the last merge: {distinct if distinct is not None else "-"}',
+      f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
+      f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock'
+      + (f', of which {t["train_device_hours"]} h on an accelerator' if t['train_device_hours'] else ''),
+      f'- evaluation: {t["evaluate_core_hours"]} core-hours', '',
+      '## Runs', '', '| date | step | what | wall s | core-hours |', '| --- | --- | --- | --- | --- |']
+  for r in runs:
+    what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))
+    lines.append(f"| {r['date']} | {r['step']} | {what} | {r.get('wall_seconds', '')} | {r.get('core_hours', '')} |")
+  tmp = workdir / '.README.md.tmp'
+  tmp.write_text('\n'.join(lines) + '\n')
+  tmp.replace(workdir / 'README.md')

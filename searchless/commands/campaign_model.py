@@ -1,0 +1,79 @@
+"""Which model is the strength campaign's: its training run, or a model trained elsewhere that it adopted.
+
+A run on a lent GPU (``benchmarks/device_campaign.py``) comes back as an export; the adopt
+step (``python -m searchless.commands.campaign --steps adopt --model DIR``) makes it the
+campaign's model: evaluated and shipped as it is, and the start of the next CPU run.
+"""
+
+import json
+import pathlib
+import shutil
+from typing import Any
+
+
+def latest_step(train_dir: pathlib.Path) -> int:
+  steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
+  return max(steps, default=0)
+
+
+def adopted(workdir: pathlib.Path) -> pathlib.Path | None:
+  """The model the campaign adopted last (`adopt`), if any."""
+  index = workdir / 'adopted.json'
+  return workdir / json.loads(index.read_text())['model'] if index.exists() else None
+
+
+def current_model(workdir: pathlib.Path) -> tuple[pathlib.Path, str, int]:
+  """The campaign's model: (its directory, its name in the records, its steps).
+
+  WORKDIR/train once it holds a checkpoint; before that, the adopted model the next train step starts from.
+  """
+  train_dir = workdir / 'train'
+  model = adopted(workdir)
+  if latest_step(train_dir) or model is None:
+    return train_dir, 'train', latest_step(train_dir)
+  summary = json.loads((model / 'train_summary.json').read_text())
+  return model, str(model.relative_to(workdir)), summary['step']
+
+
+EXPORT_FILES = ('train_summary.json', 'device.json', 'train_metrics.jsonl')  # Beside the parameters, what adopt reads.
+
+
+def export_run(run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any], *, dtype: str = 'float32') -> pathlib.Path:
+  """A training run as the adopt step takes it: its EMA parameters in `dtype` (`loading.export`) with its
+  summary, metrics and config (``train_*``) and `device` (device.json: where it ran). Returns `out`."""
+  from searchless.core import config as config_lib
+  from searchless.model import loading
+  params = loading.load_params(str(run_dir), ema=True)
+  loading.export(str(out), params, config_lib.from_json((run_dir / 'config.json').read_text()), dtype=dtype)
+  for name in ('summary.json', 'metrics.jsonl', 'config.json'):
+    shutil.copy(run_dir / name, out / f'train_{name}')
+  (out / 'device.json').write_text(json.dumps(device) + '\n')
+  return out
+
+
+def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | None) -> dict[str, Any]:
+  """`model` (`export_run` of a run elsewhere, e.g. on a lent GPU) becomes the campaign's.
+
+  Copies it to WORKDIR/adopted/NAME, moves WORKDIR/train (when it holds checkpoints) to train_until_STEP, and returns
+  the run's record: its steps, wall-clock and device from the export's train_summary.json and device.json.
+  """
+  for needed in EXPORT_FILES:
+    if not (model / needed).exists():
+      raise FileNotFoundError(f'{model / needed}: not an exported run (campaign_model.export_run)')
+  summary, device = (json.loads((model / name).read_text()) for name in ('train_summary.json', 'device.json'))
+  target = workdir / 'adopted' / model.name
+  if target.exists():
+    raise FileExistsError(f'{target} exists: {model.name} was adopted already')
+  shutil.copytree(model, target)
+  train_dir = workdir / 'train'
+  if step := latest_step(train_dir):
+    train_dir.rename(workdir / f'train_until_{step}')
+  (workdir / 'adopted.json').write_text(json.dumps({'model': str(target.relative_to(workdir))}) + '\n')
+  log = [json.loads(line) for line in (model / 'train_metrics.jsonl').read_text().splitlines() if line.strip()]
+  log = [r for r in log if 'loss' in r]
+  return {'step': 'train', 'model': str(target.relative_to(workdir)), 'device': device['device'],
+          'steps': summary['step'], 'wall_seconds': summary['wall_seconds'], 'core_hours': 0.0,
+          'device_hours': round(summary['wall_seconds'] / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
+          'models_sharing_the_device': device['models'], 'batch_size': summary['batch_size'],
+          'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
+          'final_train_loss': log[-1]['loss'] if log else None, 'distinct_boards': distinct_boards}

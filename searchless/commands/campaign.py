@@ -244,7 +244,8 @@ def evaluate_model(model_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path,
 def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = DEFAULT_STEPS, workers: int = 2,
         max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
         train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
-        sources: Sequence[Source] = SOURCES, install: bool = False, model: str | None = None) -> None:
+        sources: Sequence[Source] = SOURCES, install: bool = False, model: str | None = None,
+        ship_as: str = 'pretrained') -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -259,13 +260,15 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     puzzles: the puzzle CSV evaluated (None: SHARED/data/puzzles/lichess_puzzles_dev.csv).
     sources: the game files labelled, in order.
     install: the ship step copies a shipped model into the package.
-    model: the adopt step's model (an export of `benchmarks/device_campaign.py`).
+    model: the adopt step's model (`campaign_model.export_run`); without adopt, evaluate and ship act
+      on it instead of the campaign's model.
+    ship_as: the shipped model the ship step must beat and replaces (`loading.SHIPPED`).
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
     raise ValueError(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
-  if ('adopt' in steps) != (model is not None):
-    raise ValueError('the adopt step and --model go together: --steps adopt --model DIR')
+  if 'adopt' in steps and model is None:
+    raise ValueError('the adopt step needs the model: --steps adopt --model DIR')
   workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
   (workdir / 'logs').mkdir(parents=True, exist_ok=True)
   chunks = write_games(shared, workdir / 'games', sources)
@@ -296,7 +299,10 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
                                    **({'started_from': str(start_from.relative_to(workdir))} if start_from else {})})
     print(f"[train] step {record['steps']}, {record['wall_seconds']:.0f} s", flush=True)
     readme()
-  model_dir, model_name, step = campaign_model.current_model(workdir)
+  if model is not None and 'adopt' not in steps:  # A side model (e.g. a transformer beside the campaign's graph).
+    model_dir, model_name, step = campaign_model.side_model(pathlib.Path(model).resolve())
+  else:
+    model_dir, model_name, step = campaign_model.current_model(workdir)
   if 'evaluate' in steps:
     heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
     out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
@@ -313,8 +319,8 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
                 if r['checkpoint_step'] == step and r.get('model', 'train') == model_name]
     if not measured:
       raise ValueError(f'the campaign\'s model ({model_dir}, step {step}) has no evaluation yet: run --steps evaluate,ship')
-    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv,
-                                campaign_log.totals(campaign_log.read_runs(workdir)), install=install, model_dir=model_dir)
+    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv, campaign_log.totals(campaign_log.read_runs(workdir)),
+                                install=install, model_dir=model_dir, name=ship_as)
     campaign_log.log_run(workdir, record)
     print(f'[ship] {json.dumps(record)}', flush=True)
     readme()
@@ -333,7 +339,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4')
   p.add_argument('--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)')
   p.add_argument('--train_seconds', type=float, default=3 * 3600, help='training wall-clock of this run (default: 3 h)')
-  p.add_argument('--model', default=None, help='the adopt step\'s model: an export of benchmarks/device_campaign.py')
+  p.add_argument('--model', default=None, help='the adopt step\'s model (an exported run, e.g. from a GPU); '
+                 'without adopt, evaluate and ship act on it instead of the campaign\'s model')
+  p.add_argument('--ship_as', default='pretrained', choices=['pretrained', 'pretrained-transformer'],
+                 help='the shipped model the ship step must beat and replaces (default: pretrained)')
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated (default: 2000)')
   return p
 
@@ -343,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
         config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
-        heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install, model=args.model)
+        heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install, model=args.model,
+        ship_as=args.ship_as)
 
 
 if __name__ == '__main__':

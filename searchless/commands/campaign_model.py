@@ -51,6 +51,12 @@ def export_run(run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any],
   return out
 
 
+def side_model(model: pathlib.Path) -> tuple[pathlib.Path, str, int]:
+  """A model beside the campaign's (an exported run): (its directory, its name in the records: the path, its steps)."""
+  summary = model / 'train_summary.json'
+  return model, str(model), json.loads(summary.read_text())['step'] if summary.exists() else 0
+
+
 def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | None) -> dict[str, Any]:
   """`model` (`export_run` of a run elsewhere, e.g. on a lent GPU) becomes the campaign's.
 

@@ -37,16 +37,16 @@ def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
   return metrics.wilson(*candidate)[0] > metrics.wilson(*shipped)[1]
 
 
-def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
-  """The shipped `pretrained` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
+def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path, name: str = 'pretrained') -> dict[str, Any]:
+  """The shipped model `name` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
   from searchless.evaluation import puzzles as puzzle_eval
   from searchless.model import loading
-  card = (pathlib.Path(str(loading.pretrained_dir())) / 'MODEL_CARD.md').read_text()
+  card = (pathlib.Path(str(loading.pretrained_dir(name))) / 'MODEL_CARD.md').read_text()
   key = {'card': card, 'puzzles': str(puzzles)}
-  cache = out / 'shipped.json'
+  cache = out / ('shipped.json' if name == loading.PRETRAINED else f'shipped_{name}.json')
   if cache.exists() and (done := json.loads(cache.read_text()))['key'] == key:
     return done['result']
-  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{loading.PRETRAINED}', out=out / 'shipped',
+  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{name}', out=out / f'shipped_{name}',
                            progress=False)
   result = {'solved': result['solved'], 'n': result['n']}
   out.mkdir(parents=True, exist_ok=True)
@@ -54,17 +54,31 @@ def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
   return result
 
 
+def _priors(m: Any) -> list[str]:
+  """The transformer's structural priors that `m` (an experiment's model config) switches on, in words."""
+  if m.kind != 'transformer':
+    return []
+  return [text for on, text in ((m.get('mover_view'), "the mover's view"),
+                                (m.get('move_squares', 'none') != 'none', f"move squares ({m.get('move_squares')})"),
+                                (m.get('square_bias', 'none') != 'none', f"square biases ({m.get('square_bias')})"),
+                                (m.get('smolgen'), f"smolgen ({m.get('smolgen')})")) if on]
+
+
 def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: dict[str, float],
-         boards: dict[str, Any], strength_md: str) -> str:
+         boards: dict[str, Any], strength_md: str, name: str = 'pretrained') -> str:
   """The model card of a campaign model: model, data and labels, compute, measured strength, how to reproduce."""
   m = experiment.model
   low, high = evaluation['puzzles_wilson95']
   lines = [
-      '# searchless pretrained model', '',
-      f"The strength campaign's model (issue 27): `configs/campaign.py`, a {m.kind} model "
+      f'# searchless {name} model', '',
+      f'Shipped as `{name}`: ' + ('the strongest model this project has made.' if name == 'pretrained' else
+                                  'the strongest model of the paper\'s architecture this project has made.'),
+      f"The strength campaign's model (issue 27), a {m.kind} model "
       f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
-      + f', {m.num_heads} heads; {num_params:,} parameters; one forward pass scores every legal move), '
-      'parameters in bfloat16. The paper\'s architecture ships beside it as `pretrained-transformer`.', '',
+      + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(m))
+      + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
+      'experiment config is `config/config.json`.'
+      + (' The paper\'s architecture ships beside it as `pretrained-transformer`.' if name == 'pretrained' else ''), '',
       '## Data and labels', '',
       f"- Boards: {boards['distinct_boards']:,} distinct train boards (de-duplicated by position across "
       f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
@@ -90,27 +104,32 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
 
 
 def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,
-         install: bool = False, strength_args: Sequence[str] = (), model_dir: pathlib.Path | None = None) -> dict[str, Any]:
+         install: bool = False, strength_args: Sequence[str] = (), model_dir: pathlib.Path | None = None,
+         name: str = 'pretrained') -> dict[str, Any]:
   """The ship step for the model `evaluation` measured (a line of curve.jsonl); returns what it did.
 
   `model_dir`: the model (default WORKDIR/train, its latest checkpoint; an adopted export).
+  `name`: the shipped model it must beat and replaces (`loading.SHIPPED`; a transformer can replace
+  `pretrained-transformer`).
   `strength_args`: more flags of ``benchmarks/pretrained_strength.py`` (default: its own, the shipped models').
   """
   from searchless.model import loading
   start = time.time()
   candidate = (evaluation['puzzles_solved'], evaluation['puzzles'])
-  shipped = shipped_puzzles(puzzles, workdir / 'ship')
-  record: dict[str, Any] = {'step': 'ship', 'checkpoint_step': evaluation['checkpoint_step'],
+  shipped = shipped_puzzles(puzzles, workdir / 'ship', name)
+  record: dict[str, Any] = {'step': 'ship', 'as': name, 'checkpoint_step': evaluation['checkpoint_step'],
                             'candidate': list(candidate), 'shipped': [shipped['solved'], shipped['n']]}
   if not better(candidate, (shipped['solved'], shipped['n'])):
     return {**record, 'shipped_now': False, 'wall_seconds': round(time.time() - start, 1)}
   model_dir = model_dir or workdir / 'train'
-  name = evaluation.get('model', 'train')
-  out = workdir / 'ship' / (str(evaluation['checkpoint_step']) if name == 'train' else pathlib.Path(name).name)
+  model = evaluation.get('model', 'train')
+  out = workdir / 'ship' / (str(evaluation['checkpoint_step']) if model == 'train' else pathlib.Path(model).name)
   export = out / 'export'
   _, params, experiment = loading.load_model(str(model_dir))
   if experiment is None:
     raise ValueError(f'{model_dir} has no experiment config: not a model the campaign trained')
+  if name == loading.PRETRAINED_TRANSFORMER and experiment.model.kind != 'transformer':
+    raise ValueError(f'{model_dir} is a {experiment.model.kind} model: {name} ships the paper\'s architecture')
   if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
     loading.export(str(export), params, experiment)
@@ -119,9 +138,9 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
   from searchless.model import transformer
   boards = json.loads((workdir / 'boards' / 'train.json').read_text())
   (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
-                                             (out / 'strength.md').read_text()))
+                                             (out / 'strength.md').read_text(), name))
   if install:
-    target = pretrained.ROOT / 'searchless' / loading.SHIPPED[loading.PRETRAINED]
+    target = pretrained.ROOT / 'searchless' / loading.SHIPPED[name]
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(export, target)
   return {**record, 'shipped_now': True, 'export': str(export), 'installed': install,

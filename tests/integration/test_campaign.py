@@ -119,7 +119,7 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5,
                 puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
   campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=2'], **kwargs)
-  with pytest.raises(ValueError, match='^the adopt step and --model go together'):
+  with pytest.raises(ValueError, match='^the adopt step needs the model'):
     campaign.run(workdir, shared, steps=['adopt'], **kwargs)
   # A run elsewhere (as benchmarks/device_campaign.py makes on a GPU), exported as the adopt step takes it.
   train.train(config_lib.load('graph_tiny', [*SMALL, 'train.num_steps=3', f'data.train={board_bag}']), tmp_path / 'gpu')
@@ -145,6 +145,15 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   summary = json.loads((workdir / 'train' / 'summary.json').read_text())
   assert f'train.init_from={workdir}/adopted/wide' in summary['overrides']
   assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
+  # A side model (e.g. a transformer from the same GPU run) is evaluated as it is, and the campaign's stays.
+  campaign.run(workdir, shared, steps=['evaluate'], model=str(export), **kwargs)
+  assert (campaign_log.read_curve(workdir)[-1]['model'], campaign_log.read_curve(workdir)[-1]['checkpoint_step']) == (
+      str(export), 3)
+  assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
+  from searchless.commands import campaign_ship
+  with pytest.raises(ValueError, match='is a graph model: pretrained-transformer ships the paper\'s architecture'):
+    campaign_ship.ship(workdir, {**campaign_log.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000},
+                       pathlib.Path(kwargs['puzzles']), {}, model_dir=export, name='pretrained-transformer')
 
 
 @pytest.mark.slow

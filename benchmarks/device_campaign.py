@@ -47,7 +47,7 @@ MODELS = {
                                            'optim.learning_rate=5e-4', 'optim.ema_decay=0.999']),
 }
 COMMON = ['train.num_steps=100000000', 'train.log_every=500', 'train.eval_every=100000000',
-          'train.ckpt_every=100000000', 'train.ckpt_keep=1']
+          'train.ckpt_every=3000', 'train.ckpt_keep=1']  # An early save shows a broken checkpointer early.
 QUICK = ['data.batch_size=8', 'train.log_every=5']  # --quick: a CPU check of the driver.
 TAR_LIMIT = 16 * 2**20  # The device's limit on a returned file.
 

@@ -8,7 +8,7 @@ the repository root, with the campaign's merged boards compressed beside it:
 
 Each model of MODELS trains with ``searchless.commands.train`` in its own process (the GPU is
 shared; each process keeps a quarter of its memory and a few loader workers), on the same
-boards, for ``--seconds`` of wall-clock, in bfloat16 (``train.compute_dtype=auto``). Then each
+boards, for ``--seconds`` of wall-clock, in float32 (the configs' ``train.compute_dtype``). Then each
 run is exported as the campaign's adopt step takes it (``campaign_model.export_run``: EMA
 parameters in float32, metrics, summary, config, the device), one tar per model in ``--out``:
 what comes back from the machine, small enough for its limits (16 MiB a file). Locally:
@@ -35,8 +35,8 @@ import time
 
 # Name -> (config, overrides). Batch 256 boards a step on the GPU (32 on 2 CPU cores), EMA 0.999
 # (a run is tens of thousands of steps), learning rates as on the CPU for the graph models,
-# halved for the 4M-parameter transformer (no warm-up in the trainer). graph_tiny, the campaign's
-# CPU model continued, stays in float32: the safe one of the three if bfloat16 misbehaves.
+# halved for the 4M-parameter transformer (no warm-up in the trainer). Every config computes in
+# float32 (tiny's train.compute_dtype); graph_tiny, the campaign's CPU model continued, says so too.
 MODELS = {
     'graph_tiny': ('campaign', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32']),
     'graph_wide': ('campaign', ['model.embedding_dim=128', 'model.num_layers=6', 'model.graph_edge_dim=64',

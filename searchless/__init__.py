@@ -5,7 +5,7 @@ The public API (imported lazily: ``import searchless`` loads neither JAX nor Bea
 >>> import chess, searchless
 >>> player = searchless.Player.load('pretrained')   # The model shipped in the package.
 >>> player.play(chess.Board()).uci()
-'e2e4'
+'d2d4'
 
 * `Player`, `PlayOptions` - a trained model that plays (`Player.load(path or 'pretrained')`).
 * `Policy`, `Analysis`, `load_policy` - a model's view of boards (move values, win probabilities).

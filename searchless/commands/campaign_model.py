@@ -61,7 +61,8 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
   """`model` (`export_run` of a run elsewhere, e.g. on a lent GPU) becomes the campaign's.
 
   Copies it to WORKDIR/adopted/NAME, moves WORKDIR/train (when it holds checkpoints) to train_until_STEP, and returns
-  the run's record: its steps, wall-clock and device from the export's train_summary.json and device.json.
+  the run's record: its steps (train_summary.json), the device and its wall-clock (device.json's seconds: every
+  stretch of the run, else the summary's last one).
   """
   for needed in EXPORT_FILES:
     if not (model / needed).exists():
@@ -77,9 +78,10 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
   (workdir / 'adopted.json').write_text(json.dumps({'model': str(target.relative_to(workdir))}) + '\n')
   log = [json.loads(line) for line in (model / 'train_metrics.jsonl').read_text().splitlines() if line.strip()]
   log = [r for r in log if 'loss' in r]
+  wall = device.get('seconds', summary['wall_seconds'])  # The device's wall-clock for the whole run (all its stretches).
   return {'step': 'train', 'model': str(target.relative_to(workdir)), 'device': device['device'],
-          'steps': summary['step'], 'wall_seconds': summary['wall_seconds'], 'core_hours': 0.0,
-          'device_hours': round(summary['wall_seconds'] / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
+          'steps': summary['step'], 'wall_seconds': wall, 'core_hours': 0.0,
+          'device_hours': round(wall / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
           'models_sharing_the_device': device['models'], 'batch_size': summary['batch_size'],
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
           'final_train_loss': log[-1]['loss'] if log else None, 'distinct_boards': distinct_boards}

@@ -65,15 +65,18 @@ def _priors(m: Any) -> list[str]:
 
 
 def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: dict[str, float],
-         boards: dict[str, Any], strength_md: str, name: str = 'pretrained') -> str:
-  """The model card of a campaign model: model, data and labels, compute, measured strength, how to reproduce."""
+         boards: dict[str, Any], strength_md: str, name: str = 'pretrained', training: Sequence[str] = (),
+         device_run: bool = False) -> str:
+  """The model card of a campaign model: model, data and labels, compute (`training`: its lines, as
+  `training_lines` writes them), measured strength, how to reproduce (`device_run`: part of it on a GPU)."""
   m = experiment.model
   low, high = evaluation['puzzles_wilson95']
   lines = [
       f'# searchless {name} model', '',
       f'Shipped as `{name}`: ' + ('the strongest model this project has made.' if name == 'pretrained' else
                                   'the strongest model of the paper\'s architecture this project has made.'),
-      f"The strength campaign's model (issue 27), a {m.kind} model "
+      ("The strength campaign's model (issue 27), a " if name == 'pretrained' else
+       'Made by the strength campaign (issue 27) beside its model: a ') + f"{m.kind} model "
       f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
       + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(m))
       + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
@@ -85,12 +88,7 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       f"- Labels: Stockfish, one MultiPV search of {pretrained.ANNOTATE_RECIPE.limit} per board scoring every legal move "
       f"(`searchless-annotate {' '.join(pretrained.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
       f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).", '',
-      '## Training', '',
-      f"- {evaluation['checkpoint_step']:,} steps of {experiment.data.batch_size} boards, learning rate "
-      f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}: {totals['train_wall_hours']:.1f} h of "
-      f"wall-clock, {totals['train_core_hours']:.1f} core-hours on 2 CPU cores, in resumed runs"
-      + (f"; {totals['train_device_hours']:.2f} h of it on a lent GPU (`benchmarks/device_campaign.py`, several "
-         'models sharing it)' if totals.get('train_device_hours') else '') + '.', '',
+      '## Training', '', *training, '',
       '## Measured strength', '',
       f"- Dev puzzles at export: {evaluation['puzzles_solved']}/{evaluation['puzzles']} "
       f"(95% interval {100 * low:.1f}-{100 * high:.1f}%); held-out boards: action accuracy "
@@ -98,9 +96,54 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       '', strength_md.strip(), '',
       '## Reproduce', '',
       '    python -m searchless.commands.campaign --workdir DIR --steps games,labels,train,evaluate   # resumable, '
-      'a few hours at a time',
-      '    python -m searchless.commands.campaign --workdir DIR --steps ship --install', '']
+      'a few hours at a time']
+  if device_run:  # The GPU part: DIR/boards' bag compressed beside the repository on the GPU machine.
+    lines += ['    python3 benchmarks/device_campaign.py --data BOARDS.bag.zst --out OUT --seconds 430 '
+              '[--init graph_tiny=EXPORT]   # on a GPU machine',
+              '    python -m searchless.commands.campaign --workdir DIR ' + (
+                  '--steps adopt,evaluate,ship --install --model OUT/NAME' if name == 'pretrained' else
+                  f'--steps evaluate,ship --install --ship_as {name} --model OUT/NAME'), '']
+  else:
+    lines += ['    python -m searchless.commands.campaign --workdir DIR --steps ship --install', '']
   return '\n'.join(lines)
+
+
+def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
+  """An exported run's training (`campaign_model.export_run`), in words."""
+  summary, device = (json.loads((model_dir / f).read_text()) for f in ('train_summary.json', 'device.json'))
+  sharing = f", {device['models']} models sharing it" if device.get('models', 1) > 1 else ''
+  return (f"{summary['step']:,} steps of {summary['batch_size']} boards on a lent {device['device']} "
+          f"({device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock{sharing}; {device['cpu_cores']} CPU cores "
+          f"feeding it), learning rate {experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, "
+          f"{experiment.train.compute_dtype} compute (`benchmarks/device_campaign.py`)"
+          + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
+
+
+def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict[str, Any]]) -> list[str]:
+  """The model card's training section: every run that made the model in `model_dir`, oldest first.
+
+  `runs`: the campaign's records (runs.jsonl). An exported run (a GPU's) is its own line; an adopted one
+  follows the campaign's CPU runs before its adoption, which it started from; the campaign's training run
+  lists the CPU runs since the last adoption (or since the start).
+  """
+  train = [r for r in runs if r.get('step') == 'train']
+  adopted = [i for i, r in enumerate(train) if 'device' in r]
+  lines = []
+  if (model_dir / 'device.json').exists():  # An exported run: adopted (after the CPU runs before it) or a side model.
+    adopted_here = [i for i in adopted if pathlib.Path(train[i]['model']).name == model_dir.name]
+    cpu = [r for r in train[:adopted_here[-1]] if 'device' not in r] if adopted_here else []
+    if cpu:
+      lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, "
+                   f"{sum(r['wall_seconds'] for r in cpu) / 3600:.1f} h of wall-clock, "
+                   f"{sum(r['core_hours'] for r in cpu):.1f} core-hours; then, from those parameters:")
+    lines.append(f'- {_device_run(model_dir, experiment)}.')
+    return lines
+  since = train[adopted[-1] + 1:] if adopted else train
+  return [f"- {since[-1]['steps'] if since else 0:,} steps of {experiment.data.batch_size} boards, learning rate "
+          f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, on 2 CPU cores in resumed runs: "
+          f"{sum(r['wall_seconds'] for r in since) / 3600:.1f} h of wall-clock, "
+          f"{sum(r['core_hours'] for r in since):.1f} core-hours"
+          + (f" (from the adopted `{train[adopted[-1]]['model']}`)" if adopted else '') + '.']
 
 
 def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,
@@ -137,8 +180,11 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
                  check=True)
   from searchless.model import transformer
   boards = json.loads((workdir / 'boards' / 'train.json').read_text())
+  from searchless.commands import campaign_log
+  training = training_lines(model_dir, experiment, campaign_log.read_runs(workdir))
   (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
-                                             (out / 'strength.md').read_text(), name))
+                                             (out / 'strength.md').read_text(), name, training,
+                                             (model_dir / 'device.json').exists()))
   if install:
     target = pretrained.ROOT / 'searchless' / loading.SHIPPED[name]
     shutil.rmtree(target, ignore_errors=True)

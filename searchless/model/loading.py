@@ -172,7 +172,7 @@ def load_model(
     return model_lib.infer_config(params, num_heads=num_heads), params, None
   model_config = model_lib.ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
-    _check_graph_shapes(params_dir, model_config, params)
+    _check_shapes(params_dir, model_config, params)
     _check_probe(params_dir, model_config, params)
     return model_config, params, experiment
   inferred = model_lib.infer_config(params, num_heads=model_config.num_heads)
@@ -187,19 +187,20 @@ def load_model(
   if num_heads is not None and num_heads != model_config.num_heads:
     raise ValueError(f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
                      f'num_heads {model_config.num_heads}')
+  _check_shapes(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
   _check_probe(params_dir, model_config, params)
   return model_config, params, experiment
 
 
-def _check_graph_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
-  """Refuses graph parameters whose names or shapes are not those of their config's model."""
+def _check_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+  """Refuses parameters whose names or shapes are not those of their config's model."""
   want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
           jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: model_lib.init_params(model_config)))}
   got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
     raise ValueError(f'parameters at {params_dir} do not fit their config: {name} is '
-                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's graph model")
+                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's {model_config.kind} model")
 
 
 def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:

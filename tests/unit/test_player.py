@@ -147,23 +147,43 @@ def test_a_policy_that_contradicts_the_checkpoint_is_refused(model_checkpoint, c
     player_lib.Player.load(str(compat / 'reference_local_checkpoint'), policy='behavioral_cloning')
 
 
-def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
-  """Heads leave no trace in parameter shapes: the probe saved with the shipped model catches them."""
-  import shutil
+def _small_export(tmp_path, *overrides):
+  """A small board-packed transformer (random parameters), exported as a shipped model is (config and probe)."""
+  from searchless.core import config as config_lib
   from searchless.model import loading
-  model_dir = tmp_path / 'model'
-  shutil.copytree(loading.pretrained_dir('pretrained-transformer'), model_dir)
-  assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The copy loads as it is.
+  from searchless.model import transformer
+  config = config_lib.load('tiny_packed', ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
+                                           *overrides])
+  params = transformer.init_params(transformer.ModelConfig.from_config(config))
+  return loading.export(str(tmp_path / 'model'), params, config, dtype='float32')
+
+
+def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
+  """Heads leave no trace in the paper's parameter shapes: the probe saved with a model catches them."""
+  from searchless.model import loading
+  model_dir = _small_export(tmp_path)
+  assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The export loads as it is.
   config_file = model_dir / 'config' / 'config.json'
   config = json.loads(config_file.read_text())
-  assert config['model']['num_heads'] == 4
-  config['model']['num_heads'] = 8
+  config['model']['num_heads'] = 4
   config_file.write_text(json.dumps(config))
-  with pytest.raises(ValueError, match=r'do not compute what they computed when saved \(probe distance 0\.149 > 0\.02\)'
-                                       r'.*num_heads 8'):
+  with pytest.raises(ValueError, match=r'do not compute what they computed when saved \(probe distance \d\.\d{3} > 0\.02\)'
+                                       r'.*num_heads 4'):
     player_lib.Player.load(str(model_dir))
-  with pytest.raises(ValueError, match='^num_heads 4 contradicts the checkpoint at .*: its config has num_heads 8$'):
-    loading.load_model(str(model_dir), num_heads=4)
+  with pytest.raises(ValueError, match='^num_heads 2 contradicts the checkpoint at .*: its config has num_heads 4$'):
+    loading.load_model(str(model_dir), num_heads=2)
+
+
+def test_a_prior_edited_away_from_its_weights_is_one_line_naming_the_table(tmp_path):
+  """The structural priors' tables have per-head shapes: a changed head count is named, not a haiku traceback."""
+  model_dir = _small_export(tmp_path, 'model.square_bias=relative')
+  config_file = model_dir / 'config' / 'config.json'
+  config = json.loads(config_file.read_text())
+  config['model']['num_heads'] = 4
+  config_file.write_text(json.dumps(config))
+  with pytest.raises(ValueError, match=r"do not fit their config: \['multi_head_dot_product_attention'\]\['move_square_bias'\] "
+                                       r"is \(2, 2\) there, \(4, 2\) in the config's transformer model$"):
+    player_lib.Player.load(str(model_dir))
 
 
 @pytest.mark.parametrize('fen,problem', [('4k3/8/8/8/8/8/8/K3K3 w - - 0 1', 'too many kings'),

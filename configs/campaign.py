@@ -10,11 +10,13 @@ or by hand on its de-duplicated boards:
         --data /root/searchless-data/campaign/boards/train_board_value_data.bagz train.max_seconds=10800
 
 Why this model: at equal wall-clock on the 202,961 distinct shared boards, graph_tiny
-solved 8.3% of the dev puzzles at 45 minutes (125/1500) and tau-b 0.349, where tiny_packed
-solved under 1% (benchmarks/RESULTS.md "The model for the campaign's budget"); on 23,756
-boards it was 5.0% against 0.9% ("A graph backbone"). A wider and deeper graph and the
-transformer's structural priors are still to be measured the same way; until then the
-campaign trains graph_tiny with the settings below, which are graph_tiny's measured ones.
+solved 9.7% of the dev puzzles at 60 minutes (146/1500) and tau-b 0.371, where tiny_packed
+solved 1.5% (benchmarks/RESULTS.md "The model for the campaign's budget"); on 23,756
+boards it was 5.0% against 0.9% ("A graph backbone"). On a lent H200 (RESULTS "The campaign on
+a lent GPU"), graph_tiny continued from its CPU run was the best model per second (312/1500
+after 620 s, shipped as `pretrained`); a wider graph and the 4M transformer with the priors,
+from scratch, reached 155 and 128 in 430 s. The CPU settings below are graph_tiny's measured
+ones; the GPU run used batch 256 and EMA 0.999 (``benchmarks/device_campaign.py``).
 
 Should reach: see WORKDIR/curve.jsonl and benchmarks/RESULTS.md "The strength campaign".
 """

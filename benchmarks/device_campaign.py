@@ -16,8 +16,13 @@ what comes back from the machine, small enough for its limits (16 MiB a file). L
     tar -xf graph_tiny.tar -C /tmp && python -m searchless.commands.campaign \\
         --workdir /root/searchless-data/campaign --steps adopt,evaluate --model /tmp/graph_tiny
 
-Prints each run's progress every 30 s (step, loss, examples/s) and ends with one line per
-model: ``<name>: <steps> steps, <examples/s> boards/s, final loss <x>``.
+Prints each run's progress every 30 s (step, loss, examples/s, the GPU's use) and ends with one
+line per model: ``<name>: <steps> steps, <examples/s> boards/s, final loss <x>``.
+
+Measured (one H200, 2026-11-26, 407,056 boards; benchmarks/RESULTS.md "The campaign on a lent
+GPU"): the three side by side kept the GPU 100% busy at 9,571 (graph_tiny), ~3,240 (graph_wide)
+and ~4,860 (packed_priors_wide) boards/s; graph_tiny alone ran 29,830 boards/s at 1.4% MFU (small
+kernels: a bigger batch is the next lever), 207x the 2 CPU cores.
 
 Locally, to check the driver end to end (a minute of CPU): ``--quick``.
 """

@@ -68,7 +68,8 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
       'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
       'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
       'step starts from its parameters.',
-      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP; `curve.jsonl` one line each.',
+      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP (`eval/NAME/`: of an adopted '
+      'or side model); `curve.jsonl` one line each, with the model\'s name.',
       '- `logs/`: each label job\'s output, the campaign\'s own log.',
       '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
       '## Totals', '',

@@ -115,6 +115,8 @@ def main(argv=None) -> None:
   p.add_argument('--seconds', type=float, default=420, help='training wall-clock of each model (they run at once)')
   p.add_argument('--init', nargs='*', default=[], metavar='NAME=PATH', help='start NAME from this checkpoint\'s params')
   p.add_argument('--models', nargs='*', default=list(MODELS), help='which of MODELS')
+  p.add_argument('--set', nargs='*', default=[], metavar='NAME:KEY=VALUE',
+                 help="a config override of one model, e.g. graph_tiny:data.batch_size=1024")
   p.add_argument('--workers', type=int, default=4, help='grain loader workers per model')
   p.add_argument('--scratch', default='/tmp/device_campaign', help='runs and the decompressed bag')
   p.add_argument('--quick', action='store_true', help='tiny batches: a CPU check of the driver')
@@ -128,11 +130,17 @@ def main(argv=None) -> None:
   decompress(pathlib.Path(args.data), bag)
   print(f'data: {bag.stat().st_size:,} bytes ready after {time.time() - started:.0f} s', flush=True)
   inits = dict(item.split('=', 1) for item in args.init)
+  extra: dict[str, list[str]] = {}
+  for item in args.set:
+    name, _, override = item.partition(':')
+    if name not in MODELS or '=' not in override:
+      p.error(f'--set {item}: expected NAME:KEY=VALUE with NAME one of {", ".join(MODELS)}')
+    extra.setdefault(name, []).append(override)
   procs = {}
   for name in args.models:
     config, overrides = MODELS[name]
     overrides = [*overrides, *COMMON, f'train.max_seconds={args.seconds}', f'data.worker_count={args.workers}',
-                 *(QUICK if args.quick else [])]
+                 *(QUICK if args.quick else []), *extra.get(name, [])]
     if name in inits:
       overrides.append(f'train.init_from={pathlib.Path(inits[name]).resolve()}')
     workdir = scratch / name

@@ -30,6 +30,7 @@ import pathlib
 import platform
 
 from searchless.commands import campaign
+from searchless.commands import campaign_model
 from searchless.evaluation import metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def trained_seconds(train_dir: pathlib.Path, after_step: int) -> float:
   from searchless.training import plot
   if not (train_dir / 'metrics.jsonl').exists():
     return 0.0
-  saved = campaign._latest_step(train_dir)  # pylint: disable=protected-access
+  saved = campaign_model.latest_step(train_dir)
   return sum(r['targets'] / r['targets_per_s'] for r in plot.read_metrics(train_dir)
              if after_step < r.get('step', 0) <= saved and r.get('targets_per_s'))
 
@@ -105,7 +106,7 @@ def main(argv=None) -> None:
       spent = trained_seconds(train_dir, start)  # A stretch a session cut: only the rest of its budget.
       seconds = max(args.minutes * 60 - spent, 0.0)
       trained = (campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
-                 if seconds > 0 else {'steps': campaign._latest_step(train_dir), 'core_hours': 0.0})
+                 if seconds > 0 else {'steps': campaign_model.latest_step(train_dir), 'core_hours': 0.0})
       result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}',
                                        num_boards=args.heldout_boards)
       row = {'model': name, 'config': config, 'overrides': overrides, 'point': point,

@@ -31,6 +31,14 @@ def _label_folder(folder: pathlib.Path, train, test=()) -> pathlib.Path:
   return folder
 
 
+def _shared_labels(board_bag, tmp_path) -> pathlib.Path:
+  """A shared folder whose one label chunk holds 40 train and the rest held-out boards of `board_bag`."""
+  shared = tmp_path / 'shared'
+  boards = bags.read_records(board_bag, 'board_value')
+  _label_folder(shared / 'data' / 'labels' / 'chunk_000', boards[:40], boards[40:])
+  return shared
+
+
 def test_the_46k_file_is_cut_into_the_shared_labels_chunks_byte_for_byte(shared_data, tmp_path):
   source = campaign.SOURCES[2]
   todo = campaign.write_games(shared_data.parent, tmp_path / 'games', [source])
@@ -86,9 +94,7 @@ def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(
 
 @pytest.mark.slow
 def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
-  shared = tmp_path / 'shared'
-  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
-                bags.read_records(board_bag, 'board_value')[40:])
+  shared = _shared_labels(board_bag, tmp_path)
   workdir = tmp_path / 'campaign'
   kwargs = dict(steps=['train', 'evaluate'], config_name='graph_tiny', sources=[],
                 overrides=[*SMALL, 'train.num_steps=2'],
@@ -112,9 +118,7 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   from searchless.commands import campaign_model
   from searchless.core import config as config_lib
   from searchless.training import train
-  shared = tmp_path / 'shared'
-  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
-                bags.read_records(board_bag, 'board_value')[40:])
+  shared = _shared_labels(board_bag, tmp_path)
   workdir = tmp_path / 'campaign'
   kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5,
                 puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
@@ -164,9 +168,7 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
   from searchless.commands import campaign_ship
   from searchless.commands import pretrained
   from searchless.model import loading
-  shared = tmp_path / 'shared'
-  _label_folder(shared / 'data' / 'labels' / 'chunk_000', bags.read_records(board_bag, 'board_value')[:40],
-                bags.read_records(board_bag, 'board_value')[40:])
+  shared = _shared_labels(board_bag, tmp_path)
   workdir, puzzles = tmp_path / 'campaign', tmp_path / 'puzzles.csv'
   puzzles.write_text(''.join((ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)[:11]))
   campaign.run(workdir, shared, steps=['train', 'evaluate', 'ship'], config_name='graph_tiny', sources=[],

@@ -158,15 +158,20 @@ def _small_export(tmp_path, *overrides):
   return loading.export(str(tmp_path / 'model'), params, config, dtype='float32')
 
 
+def _edit_model_config(model_dir, **fields):
+  """Changes fields of an exported model's config, as a hand edit would."""
+  config_file = model_dir / 'config' / 'config.json'
+  config = json.loads(config_file.read_text())
+  config['model'].update(fields)
+  config_file.write_text(json.dumps(config))
+
+
 def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
   """Heads leave no trace in the paper's parameter shapes: the probe saved with a model catches them."""
   from searchless.model import loading
   model_dir = _small_export(tmp_path)
   assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The export loads as it is.
-  config_file = model_dir / 'config' / 'config.json'
-  config = json.loads(config_file.read_text())
-  config['model']['num_heads'] = 4
-  config_file.write_text(json.dumps(config))
+  _edit_model_config(model_dir, num_heads=4)
   with pytest.raises(ValueError, match=r'do not compute what they computed when saved \(probe distance \d\.\d{3} > 0\.02\)'
                                        r'.*num_heads 4'):
     player_lib.Player.load(str(model_dir))
@@ -177,10 +182,7 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
 def test_a_prior_edited_away_from_its_weights_is_one_line_naming_the_table(tmp_path):
   """The structural priors' tables have per-head shapes: a changed head count is named, not a haiku traceback."""
   model_dir = _small_export(tmp_path, 'model.square_bias=relative')
-  config_file = model_dir / 'config' / 'config.json'
-  config = json.loads(config_file.read_text())
-  config['model']['num_heads'] = 4
-  config_file.write_text(json.dumps(config))
+  _edit_model_config(model_dir, num_heads=4)
   with pytest.raises(ValueError, match=r"do not fit their config: \['multi_head_dot_product_attention'\]\['move_square_bias'\] "
                                        r"is \(2, 2\) there, \(4, 2\) in the config's transformer model$"):
     player_lib.Player.load(str(model_dir))

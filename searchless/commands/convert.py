@@ -8,8 +8,7 @@ from collections.abc import Sequence
 import logging
 
 from searchless.commands import errors
-errors.beam_command('searchless-convert')  # Before the imports that need Beam.
-from searchless.pipelines import convert  # noqa: E402
+from searchless.pipelines import convert  # First: its Beam guard names a missing extra before any Beam import.
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -8,12 +8,11 @@ from collections.abc import Sequence
 import sys
 
 from searchless.commands import errors
-errors.beam_command('searchless-import')  # Before the imports that need Beam.
-from searchless.core import artefacts  # noqa: E402
-from searchless.core import files  # noqa: E402
-from searchless.data import free_label_job  # noqa: E402
-from searchless.data import streams  # noqa: E402
-from searchless.pipelines import import_labels  # noqa: E402
+from searchless.pipelines import import_labels  # First: its Beam guard names a missing extra before any Beam import.
+from searchless.core import artefacts
+from searchless.core import files
+from searchless.data import free_label_job
+from searchless.data import streams
 
 
 def main(argv: Sequence[str] | None = None) -> None:

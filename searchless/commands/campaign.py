@@ -279,10 +279,10 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
       readme()
   train_dir = workdir / 'train'
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
-  if 'adopt' in steps:
+  if 'adopt' in steps and model is not None:  # (Checked above: adopt comes with its model.)
     boards = workdir / 'boards' / 'train.json'
     record = campaign_model.adopt(workdir, pathlib.Path(model).resolve(),
-                   json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None)
+                                  json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None)
     campaign_log.log_run(workdir, record)
     print(f"[adopt] {record['model']}: {record['steps']} steps on {record['device']}", flush=True)
     readme()

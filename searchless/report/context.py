@@ -11,8 +11,8 @@ this run's model.
 >>> paths = RunPaths(pathlib.Path('runs/demo'))
 >>> str(paths.eval_metrics), str(paths.sample_game)
 ('runs/demo/eval/metrics.json', 'runs/demo/report/sample_game.json')
->>> commands('runs/demo')['report']
-'searchless-report --run_dir runs/demo'
+>>> commands('/no/such/run')['report']  # No commands.json there: the generic hint.
+'searchless-report --run_dir /no/such/run'
 """
 
 from collections.abc import Sequence

@@ -31,8 +31,7 @@ def current_model(workdir: pathlib.Path) -> tuple[pathlib.Path, str, int]:
   model = adopted(workdir)
   if latest_step(train_dir) or model is None:
     return train_dir, 'train', latest_step(train_dir)
-  summary = json.loads((model / 'train_summary.json').read_text())
-  return model, str(model.relative_to(workdir)), summary['step']
+  return model, str(model.relative_to(workdir)), side_model(model)[2]
 
 
 EXPORT_FILES = ('train_summary.json', 'device.json', 'train_metrics.jsonl')  # Beside the parameters, what adopt reads.

@@ -53,25 +53,26 @@ def parse_model(spec: str) -> tuple[str, str, list[str]]:
   return name, config, [o for o in overrides.split(',') if o]
 
 
-def trained_seconds(train_dir: pathlib.Path, after_step: int) -> float:
-  """Training seconds logged after step `after_step` up to the last checkpoint (what a rerun keeps of a cut stretch).
+def logged(train_dir: pathlib.Path, after_step: int) -> tuple[int, float]:
+  """(action-values, training seconds) logged after step `after_step` up to the last checkpoint.
 
-  Each metrics line covers its window of steps: its action-values over its action-values per second.
+  Each metrics line covers its window of steps: its action-values over its action-values per
+  second is that window's time. A stretch a session cut keeps these on a rerun.
   """
   from searchless.training import plot
   if not (train_dir / 'metrics.jsonl').exists():
-    return 0.0
+    return 0, 0.0
   saved = campaign_model.latest_step(train_dir)
-  return sum(r['targets'] / r['targets_per_s'] for r in plot.read_metrics(train_dir)
-             if after_step < r.get('step', 0) <= saved and r.get('targets_per_s'))
+  window = [r for r in plot.read_metrics(train_dir) if after_step < r.get('step', 0) <= saved and r.get('targets_per_s')]
+  return sum(r['targets'] for r in window), sum(r['targets'] / r['targets_per_s'] for r in window)
 
 
 def table(rows: list[dict]) -> str:
-  lines = ['| model | point | train min | steps | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
-           '| --- | --- | --- | --- | --- | --- | --- | --- |']
+  lines = ['| model | point | train min | steps | action-values/s | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
+           '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
   for r in rows:
     low, high = r['puzzles_wilson95']
-    lines.append(f"| {r['model']} | {r['point']} | {r['train_minutes']:.0f} | {r['steps']} | {r.get('log_loss', float('nan')):.4f} | "
+    lines.append(f"| {r['model']} | {r['point']} | {r['train_minutes']:.0f} | {r['steps']} | {r.get('action_values_per_s', '-')} | {r.get('log_loss', float('nan')):.4f} | "
                  f"{r.get('action_accuracy', float('nan')):.4f} | {r.get('kendall_tau', float('nan')):.4f} | "
                  f"{r['puzzles_solved']}/{r['puzzles']} ({100 * low:.1f}-{100 * high:.1f}%) |")
   return '\n'.join(lines)
@@ -103,14 +104,16 @@ def main(argv=None) -> None:
         continue
       train_dir = work / name
       start = next((r['steps'] for r in done if r['model'] == name and r['point'] == point - 1), 0)
-      spent = trained_seconds(train_dir, start)  # A stretch a session cut: only the rest of its budget.
+      spent = logged(train_dir, start)[1]  # A stretch a session cut: only the rest of its budget.
       seconds = max(args.minutes * 60 - spent, 0.0)
       trained = (campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
                  if seconds > 0 else {'steps': campaign_model.latest_step(train_dir), 'core_hours': 0.0})
       result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}',
                                        num_boards=args.heldout_boards)
+      values, logged_s = logged(train_dir, 0)
       row = {'model': name, 'config': config, 'overrides': overrides, 'point': point,
              'train_minutes': point * args.minutes, 'steps': trained['steps'],
+             'action_values_per_s': round(values / max(logged_s, 1e-9)),
              'train_core_hours': trained['core_hours'], **{k: v for k, v in result.items() if k != 'step'}}
       with open(path, 'a') as f:
         f.write(json.dumps(row) + '\n')

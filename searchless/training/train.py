@@ -207,7 +207,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
       out_of_time, signalled = _agreed(deadline is not None and time.perf_counter() > deadline, stop.requested)
       if out_of_time:
         end = done  # Log, evaluate and checkpoint as at the end.
-      if done % config.train.log_every == 0 or done == end:
+      if done % config.train.log_every == 0 or done == end or signalled:  # A stopped run's last steps are logged too.
         # Means over the window: one batch is too noisy to read a curve from.
         metrics = {k: float(np.mean([m[k] for m in jax.device_get(window)])) for k in window[0]}
         targets = metrics.pop('targets') * (done - last_step)  # Action-values (or records) trained on.

@@ -198,7 +198,7 @@ def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches()
   from searchless.core import config as config_lib
   config = config_lib.load('campaign', ['data.train=unused'])
   assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
-  assert (config.train.max_seconds, config.train.ckpt_every) == (10800.0, 2000)
+  assert (config.train.max_seconds, config.train.ckpt_every, config.loss.value_weight) == (10800.0, 2000, 0.0)
 
 
 @pytest.mark.engine

@@ -22,7 +22,6 @@ from helpers import play_legal_moves, uci_engine
 SMALL = ['model.embedding_dim=16', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
          'train.num_steps=3', 'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000',
          'train.compute_dtype=float32']
-PRIORS = ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=relative', 'model.smolgen=4']
 OPTIONS = {'mover_view': ['model.mover_view=True'], 'tied': ['model.move_squares=tied'],
            'untied': ['model.move_squares=untied'], 'relative': ['model.square_bias=relative'],
            'smolgen': ['model.smolgen=4']}
@@ -56,14 +55,15 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
 @pytest.fixture(scope='module')
 def priors_run(board_bag, tmp_path_factory):
   workdir = tmp_path_factory.mktemp('priors_run')
-  config = config_lib.load('tiny_packed', SMALL + PRIORS + [f'data.train={board_bag}'])
+  config = config_lib.load('tiny_packed_priors', SMALL + ['model.smolgen=4', f'data.train={board_bag}'])  # All 4 priors.
   train.train(config, workdir)
   return workdir
 
 
 def test_the_checkpoint_keeps_its_priors(priors_run):
   model_config, params, experiment = loading.load_model(str(priors_run))
-  assert (model_config.mover_view, model_config.move_squares, model_config.square_bias) == (True, 'tied', 'relative')
+  assert (model_config.mover_view, model_config.move_squares, model_config.square_bias, model_config.smolgen) == (
+      True, 'tied', 'relative', 4)
   assert experiment.model.square_bias == 'relative' and 'move_promotion' in params
 
 

@@ -34,7 +34,8 @@ def get_config() -> ml_collections.ConfigDict:
   # has not run yet.
   # No state-value loss: at 15 minutes on the 202,961 shared boards graph_tiny without it reached log-loss 5.050,
   # tau-b 0.326 and 132/1500 dev puzzles, against 5.193, 0.251 and 103/1500 with it; at 30 minutes 147/1500, what
-  # it reached with it at 60 (RESULTS "The priors' learning curves"). The head stays in the model (a checkpoint's parameters are unchanged), untrained from here.
+  # it reached with it at 60 (RESULTS "The priors' learning curves"). The head stays in the model (a checkpoint's
+  # parameters are unchanged), untrained from here.
   c.loss.value_weight = 0.0
   c.train.num_steps = 100_000_000  # Never the stop: train.max_seconds ends each run and the next resumes.
   c.train.max_seconds = 3 * 3600.0  # One working stretch; the campaign command passes its --train_seconds.

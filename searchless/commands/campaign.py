@@ -218,7 +218,7 @@ def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: f
   config = config_lib.load(config_name, overrides)
   start, cpu = time.time(), time.process_time()
   state = train.train(config, str(train_dir), overrides=overrides)
-  log = [r for r in plot.read_metrics(train_dir) if 'loss' in r] if (train_dir / 'metrics.jsonl').exists() else []
+  log = [r for r in plot.read_metrics(train_dir) if 'loss' in r]  # A stopped run logs its steps too (`train`).
   return {'step': 'train', 'config': config_name, 'steps': int(state.step), 'wall_seconds': round(time.time() - start, 1),
           'core_hours': round((time.process_time() - cpu) / 3600, 4),
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)),

@@ -29,9 +29,17 @@ from searchless.core import config as config_lib
 
 def get_config() -> ml_collections.ConfigDict:
   c = config_lib.from_file('graph_tiny')
-  # Learning rate 1e-3 (constant), EMA 0.99, log-loss and 32 boards a step are graph_tiny's (tiny's), measured
-  # on runs of minutes; the rest of the small-scale sweep of issue 27 section 2 (/root/searchless-data/sweep.sh)
-  # has not run yet.
+  # Learning rate 1e-3 (constant), EMA 0.99, log-loss and 32 boards a step (graph_tiny's) are chosen by a
+  # small-scale sweep (RESULTS "The campaign's optimiser and loss, measured at small scale"): 15 minutes each on
+  # the 202,961 shared boards, all without the value loss, dev puzzles / tau-b / log-loss:
+  #   lr 1e-3, EMA 0.99, batch 32, log-loss (these)   132/1500, 0.326, 5.050
+  #   lr 3e-3                                         102/1500, 0.289, 5.135
+  #   lr 3e-4                                         101/1500, 0.269, 5.179
+  #   EMA 0.999                                       121/1500, 0.311, 5.128
+  #   batch 128, lr 2e-3                               97/1500, 0.261, 5.274  (0.96x the action-values/s)
+  #   HL-Gauss (sigma 0.75 buckets)                   104/1500, 0.305, 5.122
+  # EMA 0.999 loses at 15 minutes (3.7k steps) but may not over a campaign's tens of thousands: the GPU runs
+  # (batch 256, benchmarks/device_campaign.py) use it.
   # No state-value loss: at 15 minutes on the 202,961 shared boards graph_tiny without it reached log-loss 5.050,
   # tau-b 0.326 and 132/1500 dev puzzles, against 5.193, 0.251 and 103/1500 with it; at 30 minutes 147/1500, what
   # it reached with it at 60 (RESULTS "The priors' learning curves"). The head stays in the model (a checkpoint's

@@ -21,7 +21,8 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
              (WORKDIR/boards: one bag of distinct boards, rebuilt when labels were added),
              for ``--train_seconds`` more, resuming WORKDIR/train;
 5. evaluate  the campaign's model on the held-out boards (the shared chunks' test splits)
-             and the dev puzzles -> one line of WORKDIR/curve.jsonl per training run;
+             and the dev puzzles -> one line of WORKDIR/curve.jsonl per training run,
+             and WORKDIR/curve.png, the campaign's curve so far;
 6. ship      (by name) export, measure and (``--install``) ship the campaign's model
              when it beats the shipped ``pretrained`` (`campaign_ship`).
 
@@ -311,6 +312,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     campaign_log.log_run(workdir, record)
     with open(workdir / 'curve.jsonl', 'a') as f:
       f.write(json.dumps({**record, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
+    campaign_log.plot_curve(workdir)
     print(f'[evaluate] {json.dumps(record)}', flush=True)
     readme()
   if 'ship' in steps:

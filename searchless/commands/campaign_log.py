@@ -1,4 +1,4 @@
-"""The strength campaign's records: WORKDIR/runs.jsonl (every step and its cost), curve.jsonl, README.md.
+"""The strength campaign's records: WORKDIR/runs.jsonl (every step and its cost), curve.jsonl, curve.png, README.md.
 
 `searchless.commands.campaign` appends to them after every step; the ship step reads them.
 """
@@ -29,6 +29,62 @@ def read_curve(workdir: pathlib.Path) -> list[dict[str, Any]]:
   """Every evaluation the evaluate step appended to WORKDIR/curve.jsonl, in order."""
   path = workdir / 'curve.jsonl'
   return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def campaign_points(curve: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """The evaluations of the campaign's own model in `curve` (`read_curve`): its training runs and the models it
+  adopted, in order; side models (evaluated by path, e.g. a transformer from a GPU run) are left out.
+
+  >>> [r['checkpoint_step'] for r in campaign_points([{'checkpoint_step': 1}, {'checkpoint_step': 2, 'model': 'train'},
+  ...     {'checkpoint_step': 7, 'model': '/gpu/run1/wide'}, {'checkpoint_step': 9, 'model': 'adopted/alone'}])]
+  [1, 2, 9]
+  """
+  return [r for r in curve if r.get('model', 'train') == 'train' or str(r.get('model')).startswith('adopted/')]
+
+
+def training_hours(point: dict[str, Any]) -> float:
+  """A curve point's training so far: wall-clock hours on CPU cores plus hours on an accelerator."""
+  return round(point.get('train_wall_hours', 0) + point.get('train_device_hours', 0), 3)
+
+
+def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
+  """Writes WORKDIR/curve.png from curve.jsonl, the campaign's points only (None when it has none).
+
+  Left: dev puzzles solved (95% Wilson intervals) against training hours (CPU wall-clock plus accelerator);
+  middle: held-out tau-b and action accuracy against the same; right: dev puzzles against label core-hours.
+  """
+  from matplotlib.figure import Figure  # No pyplot: no global backend or figure state.
+  points = campaign_points(read_curve(workdir))
+  if not points:
+    return None
+  hours = [training_hours(p) for p in points]
+  solved = [100 * p['puzzles_solved'] / p['puzzles'] for p in points]
+  errors = [[s - 100 * p['puzzles_wilson95'][0] for s, p in zip(solved, points)],
+            [100 * p['puzzles_wilson95'][1] - s for s, p in zip(solved, points)]]
+  fig = Figure(figsize=(15, 4))
+  left, middle, right = fig.subplots(1, 3)
+  left.errorbar(hours, solved, yerr=errors, marker='o', capsize=3)
+  device = [p.get('train_device_hours', 0) for p in points]
+  for h, s, now, before in zip(hours, solved, device, [0, *device]):
+    if now > before:  # Where accelerator hours were added: the steep part is not CPU time.
+      left.annotate(f'+{now - before:.2f} h on an accelerator', (h, s), textcoords='offset points',
+                    xytext=(-150, 4), fontsize=8)
+  left.set(xlabel='training hours (CPU wall-clock + accelerator)', ylabel='dev puzzles solved (%)',
+           title='dev puzzles (95% Wilson)')
+  middle.plot(hours, [p['kendall_tau'] for p in points], marker='o', label='tau-b')
+  middle.plot(hours, [p['action_accuracy'] for p in points], marker='s', label='action accuracy')
+  middle.set(xlabel='training hours (CPU wall-clock + accelerator)', title='held-out boards (deep labels)')
+  middle.legend()
+  right.plot([p.get('labels_core_hours', 0) for p in points], solved, marker='o')
+  right.set(xlabel='label core-hours (the campaign\'s own)', ylabel='dev puzzles solved (%)',
+            title='dev puzzles against labels')
+  for ax in (left, middle, right):
+    ax.grid(alpha=0.3)
+  fig.suptitle(f'the strength campaign: {workdir}')
+  fig.tight_layout()
+  out = workdir / 'curve.png'
+  fig.savefig(out, dpi=100)
+  return out
 
 
 def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -69,7 +125,8 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
       'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
       'step starts from its parameters.',
       '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP (`eval/NAME/`: of an adopted '
-      'or side model); `curve.jsonl` one line each, with the model\'s name.',
+      'or side model); `curve.jsonl` one line each, with the model\'s name; `curve.png` the campaign\'s own '
+      'points (`campaign_log.plot_curve`).',
       '- `logs/`: each label job\'s output, the campaign\'s own log.',
       '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
       '## Totals', '',

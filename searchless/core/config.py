@@ -58,6 +58,7 @@ def base() -> ml_collections.ConfigDict:
   c.model.joint_layers = 0  # packing=board: blocks before the last where board tokens also see the moves.
   c.model.kind = 'transformer'  # transformer (the paper) | graph: AlphaGateau's graph network, per board (board_value records).
   c.model.graph_edge_dim = 32  # kind=graph: width of the edge features (nodes have embedding_dim; heads num_heads).
+  c.model.graph_open_lines = True  # kind=graph: edges know whether their line is open (False: ablation, issue 28).
   c.model.mover_view = False  # transformer: Black to move -> board and moves mirrored (every board seen as White).
   c.model.move_squares = 'none'  # transformer: none | tied | untied: move tokens add from-/to-square and promotion embeddings.
   c.model.square_bias = 'none'  # transformer: none | relative: attention biases by square displacement and move squares.

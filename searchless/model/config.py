@@ -52,6 +52,7 @@ class ModelConfig:
   joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
   kind: str = 'transformer'  # 'transformer' | 'graph' (searchless.model.graph: per board, like packing='board').
   graph_edge_dim: int = 32  # Graph: width of the edge features (nodes have embedding_dim).
+  graph_open_lines: bool = True  # Graph: each edge is told whether its line is open (False: an ablation).
   # Structural priors (`searchless.model.priors`), transformer only, each off by default:
   mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
   move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
@@ -77,6 +78,8 @@ class ModelConfig:
       if self.graph_edge_dim < 1:
         raise ValueError(f'graph_edge_dim must be >= 1, got {self.graph_edge_dim}')
       return
+    if not self.graph_open_lines:
+      raise ValueError('graph_open_lines is a graph option (the transformer has no edges)')
     if self.embedding_dim % self.num_heads:
       raise ValueError(
           f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}'
@@ -126,6 +129,7 @@ class ModelConfig:
         joint_layers=m.get('joint_layers', 0),
         kind=m.get('kind', 'transformer'),
         graph_edge_dim=m.get('graph_edge_dim', 32),
+        graph_open_lines=m.get('graph_open_lines', True),
         mover_view=m.get('mover_view', False),
         move_squares=m.get('move_squares', 'none'),
         square_bias=m.get('square_bias', 'none'),

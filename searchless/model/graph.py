@@ -8,10 +8,11 @@ the piece on the square, the square, castling rights (on the rook's square),
 the en-passant square, and, on every node, the half-move clock. Edge features
 are the relation's displacement (one of 64 queen/knight steps, or 'self'),
 whether the line is open (no piece strictly between the two squares, from
-the board) and whether it is a legal move of the side to move (from the
-input's move slots). Everything is seen from the mover's side, as AlphaZero
-and Leela do: for Black the board is mirrored and the colours swapped, so one
-set of weights plays both colours.
+the board; ``graph_open_lines=False`` leaves it out, an ablation) and whether
+it is a legal move of the side to move (from the input's move slots).
+Everything is seen from the mover's side, as AlphaZero and Leela do: for
+Black the board is mirrored and the colours swapped, so one set of weights
+plays both colours.
 
 Why every queen/knight relation and not only the legal moves: AlphaGateau's
 graph has an edge for every move either side could ever make, with legality
@@ -310,9 +311,10 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
          + jnp.einsum('bnc,cd->bnd', x['castling'], table('castling', 4, width))
          + x['en_passant'][..., None] * table('en_passant', 1, width)
          + table('clock', _CLOCK_BUCKETS, width)[x['clock']][:, None])
-    e = (table('edge_type', NUM_EDGE_TYPES, edge_width)[SLOT_TYPES][None]  # [1, 64 K, De]
-         + x['open'][..., None] * table('open', 1, edge_width)
-         + x['legal'][..., None] * table('legal', 1, edge_width))  # [B, 64 K, De]
+    e = table('edge_type', NUM_EDGE_TYPES, edge_width)[SLOT_TYPES][None]  # [1, 64 K, De]
+    if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
+      e = e + x['open'][..., None] * table('open', 1, edge_width)
+    e = e + x['legal'][..., None] * table('legal', 1, edge_width)  # [B, 64 K, De]
     e = e.reshape(-1, NUM_SQUARES, MAX_IN_DEGREE, edge_width)  # [B, 64, K, De]
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
   for layer in range(config.num_layers):

@@ -109,6 +109,8 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
   assert [c['heldout_boards'] for c in curve] == [5, 5] and curve[1]['train_core_hours'] > curve[0]['train_core_hours']
   low, high = curve[1]['puzzles_wilson95']
   assert low <= curve[1]['puzzles_solved'] / curve[1]['puzzles'] <= high
+  assert campaign_log.campaign_points(curve) == curve and (workdir / 'curve.png').stat().st_size > 0
+  assert campaign_log.training_hours(curve[1]) == curve[1]['train_wall_hours'] > 0
   readme = (workdir / 'README.md').read_text()
   assert f'--workdir {workdir} --shared {shared} --config graph_tiny' in readme and readme.count('| train |') == 2
 
@@ -153,6 +155,9 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   campaign.run(workdir, shared, steps=['evaluate'], model=str(export), **kwargs)
   assert (campaign_log.read_curve(workdir)[-1]['model'], campaign_log.read_curve(workdir)[-1]['checkpoint_step']) == (
       str(export), 3)
+  adopted_point, = campaign_log.campaign_points(campaign_log.read_curve(workdir))  # Not the side model's.
+  assert adopted_point['model'] == 'adopted/wide' and campaign_log.training_hours(adopted_point) == round(
+      adopted_point['train_wall_hours'] + adopted_point['train_device_hours'], 3)
   assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
   from searchless.commands import campaign_ship
   with pytest.raises(ValueError, match='is a graph model: pretrained-transformer ships the paper\'s architecture'):
@@ -199,6 +204,9 @@ def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches()
   config = config_lib.load('campaign', ['data.train=unused'])
   assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
   assert (config.train.max_seconds, config.train.ckpt_every, config.loss.value_weight) == (10800.0, 2000, 0.0)
+  # The small-scale sweep's choice (issue 27 section 2; the config's comment has the measurements).
+  assert (config.optim.learning_rate, config.optim.ema_decay, config.data.batch_size, config.loss.kind) == (
+      1e-3, 0.99, 32, 'log_loss')
 
 
 @pytest.mark.engine

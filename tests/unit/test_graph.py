@@ -127,6 +127,24 @@ def test_state_value_head_and_parameters(small):
     model.build(dataclasses.replace(SMALL, kind='transformer'), with_value=True)
 
 
+def test_without_open_lines_the_graph_is_the_graph_with_a_zero_open_flag(small):
+  """The ablation `graph_open_lines=False` (issue 28) has no `open` table and computes what a zero table does."""
+  params, apply = small
+  ablated = dataclasses.replace(SMALL, graph_open_lines=False)
+  ablated_params = model.init_params(ablated)
+  assert set(ablated_params['inputs']) == set(params['inputs']) - {'open'}
+  tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
+  zeroed = {**params, 'inputs': {**params['inputs'], 'open': np.zeros_like(params['inputs']['open'])}}
+  without = {**params, 'inputs': {k: v for k, v in params['inputs'].items() if k != 'open'}}
+  out = np.asarray(jax.jit(model.build(ablated).apply)(without, None, tokens))
+  np.testing.assert_array_equal(out, np.asarray(apply(zeroed, None, tokens)))
+  assert not np.allclose(out, np.asarray(apply(params, None, tokens)), atol=1e-4)  # The flag is used when on.
+  config = config_lib.load('graph_tiny', ['data.train=unused', 'model.graph_open_lines=False'])
+  assert not model.ModelConfig.from_config(config).graph_open_lines
+  with pytest.raises(ValueError, match='graph_open_lines is a graph option'):
+    dataclasses.replace(SMALL, kind='transformer', packing='board', graph_open_lines=False)
+
+
 def test_graph_configs():
   config = config_lib.load('graph_tiny', ['data.train=unused'])
   model_config = model.ModelConfig.from_config(config)

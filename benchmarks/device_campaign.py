@@ -43,9 +43,10 @@ import time
 # halved for the 4M-parameter transformer (no warm-up in the trainer). Every config computes in
 # float32 (tiny's train.compute_dtype); graph_tiny, the campaign's CPU model continued, says so too.
 MODELS = {
-    'graph_tiny': ('campaign', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32']),
+    'graph_tiny': ('campaign', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32',
+                                'train.micro_batch=0']),
     'graph_wide': ('campaign', ['model.embedding_dim=128', 'model.num_layers=6', 'model.graph_edge_dim=64',
-                                'model.num_heads=8', 'data.batch_size=256', 'optim.ema_decay=0.999']),
+                                'model.num_heads=8', 'data.batch_size=256', 'optim.ema_decay=0.999', 'train.micro_batch=0']),
     'packed_priors_wide': ('tiny_packed', ['model.embedding_dim=192', 'model.num_layers=6', 'model.num_heads=6',
                                            'model.mover_view=True', 'model.move_squares=tied',
                                            'model.square_bias=relative', 'data.batch_size=256',

@@ -164,7 +164,7 @@ def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: s
   return out
 
 
-def parse_args(description: str, argv, budget_s: float) -> argparse.Namespace:
+def parse_args(description: str, argv, budget_s: float, micro_batch: bool = False) -> argparse.Namespace:
   """The command line of this benchmark and of those built on it (benchmarks/graph.py)."""
   p = argparse.ArgumentParser(description=description)
   p.add_argument('--quick', action='store_true', help='throughput only, on fewer boards and steps (< 3 minutes)')
@@ -177,6 +177,9 @@ def parse_args(description: str, argv, budget_s: float) -> argparse.Namespace:
   p.add_argument('--puzzles', default=None, help='puzzle CSV for the learning comparison')
   p.add_argument('--num_puzzles', type=int, default=None, help='the first N puzzles (default: all)')
   p.add_argument('--workdir', default=None, help='where the training runs go (resumable; needed with --data)')
+  if micro_batch:
+    p.add_argument('--micro_batch', type=int, nargs='*', default=[2, 4, 8],
+                   help='also time the board models with these train.micro_batch values')
   args = p.parse_args(argv)
   if args.quick:
     args.steps = min(args.steps, 8)

@@ -93,6 +93,7 @@ def base() -> ml_collections.ConfigDict:
   c.train.ckpt_every = 100_000  # Steps between checkpoints (also on SIGTERM and at the end).
   c.train.ckpt_keep = 3  # Checkpoints kept.
   c.train.compute_dtype = 'auto'  # float32 | bfloat16 | auto (bf16 on GPU/TPU, f32 on CPU).
+  c.train.micro_batch = 0  # Rows per forward/backward pass within a step, gradients summed (the same step, less memory; faster on XLA:CPU); 0 = the whole batch.
   c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
   c.train.init_from = ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
   c.train.on_new_data = 'refuse'  # A resume on data other than the checkpoint's: 'refuse' (an error) | 'restart' (read them from their start; params, optimiser and step carry on).
@@ -177,7 +178,7 @@ RANGES: dict[str, tuple[float, bool]] = {
     'optim.ema_decay': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
     'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
     'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),
-    'train.fsdp': (1, True),
+    'train.fsdp': (1, True), 'train.micro_batch': (0, True),
 }
 
 

@@ -39,8 +39,8 @@ def make_optimizer(config: config_lib.Config) -> optax.GradientTransformation:
   )
 
 
-def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[[hk.Params, jax.Array], tuple[jax.Array, jax.Array]]:
-  """loss(params, batch) -> (mean loss, number of targets).
+def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[..., tuple[jax.Array, jax.Array]]:
+  """loss(params, batch, denominators=None) -> (mean loss, number of targets).
 
   Per-move sequences [B, T]: the loss on the last token (the value bucket or
   the action). Packed rows [B, 77 + 2M + 1]: the mean over every valued move of
@@ -49,6 +49,10 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
   ``loss.value_weight`` x the mean loss of its state-value head, whose target is
   the board's own bucket where the row has one (partial boards), else its best
   move's.
+
+  With `denominators` (`loss_denominators` of a larger batch that `batch` is a
+  part of), the loss is this part's share of that batch's mean: the shares of a
+  batch's parts sum to its loss, and their gradients to its gradient.
   """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
@@ -61,26 +65,76 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
       return losses.log_loss(log_probs, targets, reduce=False)
     return losses.hl_gauss_loss(log_probs, targets, config.loss.hl_gauss_sigma, reduce=False)
 
-  def loss_fn(params, batch):
+  def loss_fn(params, batch, denominators=None):
+    own_denominators = loss_denominators(config, batch)  # [2]
+    denominators = own_denominators if denominators is None else denominators
     if not packing.packed(config):
       log_probs = apply(params, None, batch)[:, -1].astype(jnp.float32)  # [B, V]
-      return jnp.mean(per_target(log_probs, batch[:, -1])), jnp.asarray(batch.shape[0], jnp.float32)
+      return jnp.sum(per_target(log_probs, batch[:, -1])) / denominators[0], own_denominators[0]
     inputs, targets, own = packing.split_packed(batch)  # [B, 77 + M], [B, M], [B]
     out = apply(params, None, inputs)
     log_probs, state_log_probs = out if isinstance(out, tuple) else (out, None)  # [B, M, V], [B, V]
     valid = targets >= 0  # [B, M]
     flat = per_target(log_probs.reshape(-1, log_probs.shape[-1]), jnp.maximum(targets, 0).reshape(-1))
-    count = jnp.sum(valid, dtype=jnp.float32)
-    loss = jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(count, 1.0)
+    loss = jnp.sum(jnp.where(valid.reshape(-1), flat, 0.0)) / jnp.maximum(denominators[0], 1.0)
     if state_log_probs is not None:
-      best = jnp.where(own >= 0, own, jnp.max(targets, axis=1))  # [B]: buckets are monotone in win probability.
+      best = _state_targets(targets, own)  # [B]
       has_moves = best >= 0
       state = per_target(state_log_probs, jnp.maximum(best, 0))  # [B]
-      state_loss = jnp.sum(jnp.where(has_moves, state, 0.0)) / jnp.maximum(jnp.sum(has_moves), 1)
+      state_loss = jnp.sum(jnp.where(has_moves, state, 0.0)) / jnp.maximum(denominators[1], 1.0)
       loss = loss + config.loss.get('value_weight', 1.0) * state_loss
-    return loss, count
+    return loss, own_denominators[0]
 
   return loss_fn
+
+
+def _state_targets(targets: jax.Array, own: jax.Array) -> jax.Array:
+  """[B, M], [B] -> [B]: the state-value head's target bucket (-1: none), the row's own or its best move's."""
+  return jnp.where(own >= 0, own, jnp.max(targets, axis=1))  # Buckets are monotone in win probability.
+
+
+def loss_denominators(config: config_lib.Config, batch: jax.Array) -> jax.Array:
+  """[2] float32: what `make_loss_fn`'s means divide by: the batch's targets, and its boards with a state target."""
+  if not packing.packed(config):
+    return jnp.full((2,), batch.shape[0], jnp.float32)
+  _, targets, own = packing.split_packed(batch)
+  return jnp.stack([jnp.sum(targets >= 0, dtype=jnp.float32), jnp.sum(_state_targets(targets, own) >= 0, dtype=jnp.float32)])
+
+
+def make_gradient_fn(loss_fn: Callable[..., tuple[jax.Array, jax.Array]], config: config_lib.Config,
+                     devices: int = 1) -> Callable[..., tuple[tuple[jax.Array, jax.Array], hk.Params]]:
+  """grad(params, batch) -> ((loss, targets), gradients) of the whole batch, in ``train.micro_batch`` rows a pass.
+
+  With ``train.micro_batch`` = m (0: the whole batch), the batch's B rows go
+  through the network m at a time (rows j, j + B/m, j + 2B/m, ... in pass j, so a
+  batch split over `devices` stays split) and the passes' gradients
+  are summed: the same loss and gradient as one pass, up to float rounding, in
+  less memory. On XLA:CPU small passes are also faster (the graph model's edge
+  tensors fit the caches; RESULTS "Micro-batches").
+  """
+  micro = config.train.get('micro_batch', 0) or 0
+  batch_size = config.data.batch_size
+  if micro and (batch_size % micro or micro % devices):
+    raise ValueError(f'train.micro_batch={micro} must divide data.batch_size={batch_size} '
+                     f'and be a multiple of the {devices} devices the batch is split over')
+  whole = jax.value_and_grad(loss_fn, has_aux=True)
+  if not micro or micro == batch_size:
+    return whole
+
+  def gradient(params, batch):
+    parts = batch.shape[0] // micro
+    denominators = loss_denominators(config, batch)  # The whole batch's.
+    chunks = jnp.swapaxes(batch.reshape(micro, parts, batch.shape[1]), 0, 1)  # [parts, micro, T]
+
+    def add(total, chunk):
+      (loss, _), grads = whole(params, chunk, denominators)
+      return jax.tree.map(jnp.add, total, (loss, grads)), None
+
+    zeros = (jnp.zeros((), jnp.float32), jax.tree.map(jnp.zeros_like, params))
+    (loss, grads), _ = jax.lax.scan(add, zeros, chunks)
+    return (loss, denominators[0]), grads
+
+  return gradient
 
 
 class Functions(NamedTuple):
@@ -100,7 +154,6 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
   net = model.build(model_config, compute_dtype=dtype)
   optimizer = make_optimizer(config)
   trained = model.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
-  loss_fn = make_loss_fn(trained.apply, config)
   decay = config.optim.ema_decay
 
   def init(rng):
@@ -108,8 +161,10 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
     params = net.init(rng, jnp.zeros((1, length), jnp.int32))
     return TrainingState(jnp.zeros((), jnp.int32), params, params, optimizer.init(params))
 
+  gradient = make_gradient_fn(make_loss_fn(trained.apply, config), config, mesh.devices.size)
+
   def update(state: TrainingState, batch):
-    (loss, targets), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+    (loss, targets), grads = gradient(state.params, batch)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.

@@ -92,6 +92,40 @@ def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
   return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.parametrize('name', ['tiny', 'tiny_packed', 'graph_tiny'])
+def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
+  from searchless.data import loader
+  from searchless.training import sharding
+  from searchless.training import step as step_lib
+  data = av_bag if name == 'tiny' else board_bag
+  base = SMALL + ['model.graph_edge_dim=8', f'data.train={data}', 'data.worker_count=0', 'loss.value_weight=0.5']
+  if name == 'tiny':
+    base.remove('model.graph_edge_dim=8')
+  whole_config = config_lib.load(name, base)
+  batch = next(iter(loader.config_loader(whole_config, split='train')))  # [16, T] real rows.
+  results = []
+  for micro in (0, 4):
+    fns = step_lib.make_functions(config_lib.load(name, [*base, f'train.micro_batch={micro}']), sharding.make_mesh(1))
+    state, metrics = fns.update(fns.init(jax.random.PRNGKey(0)), jax.device_put(batch, fns.batch_sharding))
+    results.append((state, metrics))
+  (whole, whole_metrics), (micro, micro_metrics) = results
+  from searchless.data import packing
+  valued = 16 if name == 'tiny' else int((packing.split_packed(np.asarray(batch))[1] >= 0).sum())  # Every valued move.
+  assert float(micro_metrics['targets']) == float(whole_metrics['targets']) == valued
+  np.testing.assert_allclose(float(micro_metrics['loss']), float(whole_metrics['loss']), rtol=1e-6)
+  np.testing.assert_allclose(float(micro_metrics['grad_norm']), float(whole_metrics['grad_norm']), rtol=1e-5)
+  for x, y in zip(jax.tree.leaves(micro.params), jax.tree.leaves(whole.params)):
+    np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-7)
+
+
+def test_a_micro_batch_that_does_not_divide_the_batch_is_an_error(av_bag):
+  from searchless.training import sharding
+  from searchless.training import step as step_lib
+  with pytest.raises(ValueError, match='^train.micro_batch=5 must divide data.batch_size=16 and be a multiple of '
+                                       'the 1 devices the batch is split over$'):
+    step_lib.make_functions(small_config(av_bag, 'train.micro_batch=5'), sharding.make_mesh(1))
+
+
 @pytest.mark.slow
 def test_eight_cpu_devices_on_two_meshes_match_one_device(tmp_path, av_bag):
   one = _run_cli(tmp_path / 'one', av_bag)

@@ -139,11 +139,11 @@ def test_eight_cpu_devices_on_two_meshes_match_one_device(tmp_path, av_bag):
 
 
 @pytest.mark.slow
-def test_graph_model_on_eight_cpu_devices_with_fsdp_matches_one_device(tmp_path, board_bag):
+def test_graph_model_on_eight_cpu_devices_with_fsdp_and_micro_batches_matches_one_device(tmp_path, board_bag):
   one = _run_cli(tmp_path / 'one', board_bag, 'model.graph_edge_dim=8', steps=4, config='graph_tiny')
   assert one.returncode == 0, one.stderr[-3000:]
-  eight = _run_cli(tmp_path / 'eight', board_bag, 'model.graph_edge_dim=8', 'train.fsdp=2', steps=4,
-                   config='graph_tiny', env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  eight = _run_cli(tmp_path / 'eight', board_bag, 'model.graph_edge_dim=8', 'train.fsdp=2', 'train.micro_batch=8',
+                   steps=4, config='graph_tiny', env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
   assert eight.returncode == 0, eight.stderr[-3000:]
   np.testing.assert_allclose(_losses(tmp_path / 'eight'), _losses(tmp_path / 'one'), rtol=2e-5)
   assert json.loads((tmp_path / 'eight' / 'metrics.jsonl').read_text().splitlines()[0])['devices'] == 8

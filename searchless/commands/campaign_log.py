@@ -68,7 +68,7 @@ def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
   for h, s, now, before in zip(hours, solved, device, [0, *device]):
     if now > before:  # Where accelerator hours were added: the steep part is not CPU time.
       left.annotate(f'+{now - before:.2f} h on an accelerator', (h, s), textcoords='offset points',
-                    xytext=(-150, 4), fontsize=8)
+                    xytext=(6, -14), fontsize=8)
   left.set(xlabel='training hours (CPU wall-clock + accelerator)', ylabel='dev puzzles solved (%)',
            title='dev puzzles (95% Wilson)')
   middle.plot(hours, [p['kendall_tau'] for p in points], marker='o', label='tau-b')

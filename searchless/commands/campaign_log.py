@@ -43,8 +43,9 @@ def campaign_points(curve: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def training_hours(point: dict[str, Any]) -> float:
-  """A curve point's training so far: wall-clock hours on CPU cores plus hours on an accelerator."""
-  return round(point.get('train_wall_hours', 0) + point.get('train_device_hours', 0), 3)
+  """A curve point's training so far, in wall-clock hours: on CPU cores, and on an accelerator (a device run's
+  `train` record holds the device's wall-clock, so `train_wall_hours` already counts it)."""
+  return round(point.get('train_wall_hours', 0), 3)
 
 
 def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:

@@ -1,6 +1,6 @@
 """The graph backbone (AlphaGateau) beside the per-move and the board-packed transformer.
 
-    .venv/bin/python benchmarks/graph.py --quick      # parameters and throughput only, ~4 minutes on 2 cores
+    .venv/bin/python benchmarks/graph.py --quick      # parameters and throughput only, ~2 minutes on 2 cores (95 s measured)
     .venv/bin/python benchmarks/graph.py --data ANNOTATED --budget_s 600 --eval_boards 1000 \\
         --puzzles ../shared/data/puzzles/lichess_puzzles_dev.csv --workdir runs/graph   # + the learning comparison
 

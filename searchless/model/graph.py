@@ -50,8 +50,9 @@ checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 (2, 3, 128)
 """
 
+import itertools
 import math
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import chess
 import haiku as hk
@@ -83,44 +84,89 @@ _REL_SENDERS, _REL_RECEIVERS, _REL_OF_ACTION = _relations()
 NUM_RELATIONS = len(_REL_SENDERS)  # 1792: every promotion's from/to pair is also a queen step.
 NUM_EDGES = NUM_RELATIONS + NUM_SQUARES  # 1856: the relations and a self-loop per square.
 
-# Edges are laid out by receiver, as a dense [64, K] grid of slots (K = the largest in-degree,
-# 35 relations + the self-loop): attention is then a softmax over the last axis and pooling a
-# sum over it, no scatter (2x faster than segment sums on XLA:CPU). Unused slots are masked.
+# Edges are laid out by receiver, in groups of receivers with about the same in-degree: group g is a
+# dense [n_g, K_g, De] grid of slots (K_g = its largest in-degree). Attention is then a softmax over each
+# grid's K axis and pooling a sum over it, no scatter (2x faster than segment sums on XLA:CPU), and the
+# per-edge work runs on S = 1904 slots for the 1856 edges, where one grid of K = 36 (the largest
+# in-degree) has 2304 (24% padding). Inside the network the nodes are ordered group by group
+# (`NODE_ORDER`), so a group's receivers are consecutive nodes: no gather per layer. Padding slots are
+# masked; which slots exist never changes what the model computes.
 _INCOMING = [[(int(s), e) for e, (s, r) in enumerate(zip(_REL_SENDERS, _REL_RECEIVERS)) if r == node] + [(node, -1)]
              for node in range(NUM_SQUARES)]  # Per receiver: (sender, relation or -1 for the self-loop).
-MAX_IN_DEGREE = max(len(edges) for edges in _INCOMING)  # K = 36
-NUM_SLOTS = NUM_SQUARES * MAX_IN_DEGREE  # 2304
-SLOT_SENDER = np.zeros((NUM_SQUARES, MAX_IN_DEGREE), np.int32)  # [64, K]: the sending square (padding: itself).
-SLOT_MASK = np.zeros((NUM_SQUARES, MAX_IN_DEGREE), bool)  # [64, K]: a real edge.
-_SLOT_OF_RELATION = np.zeros(NUM_RELATIONS, np.int32)  # Relation -> flat slot (receiver * K + k).
-for _node, _edges in enumerate(_INCOMING):
-  for _k, (_sender, _relation) in enumerate(_edges):
-    SLOT_SENDER[_node, _k], SLOT_MASK[_node, _k] = _sender, True
-    if _relation >= 0:
-      _SLOT_OF_RELATION[_relation] = _node * MAX_IN_DEGREE + _k
-  SLOT_SENDER[_node, len(_edges):] = _node
+IN_DEGREE = np.array([len(edges) for edges in _INCOMING], np.int32)  # [64]: 24 (corners) .. 36 (centre).
+NUM_GROUPS = 3  # 1904 slots (2.6% padding); 4 groups: 1880, 2: 2016, 1: 2304.
+
+
+def _groups(num_groups: int) -> list[np.ndarray]:
+  """The receiving squares of each group, by in-degree: the contiguous split of the sorted degrees with the fewest slots."""
+  order = np.argsort(IN_DEGREE, kind='stable')  # Squares by in-degree, then square.
+  degrees = IN_DEGREE[order]
+  best: tuple[int, tuple[int, ...]] | None = None
+  for cuts in itertools.combinations(range(1, NUM_SQUARES), num_groups - 1):
+    bounds = (0, *cuts, NUM_SQUARES)
+    slots = sum((end - start) * int(degrees[end - 1]) for start, end in zip(bounds, bounds[1:]))
+    if best is None or slots < best[0]:
+      best = (slots, bounds)
+  assert best is not None
+  return [order[start:end].astype(np.int32) for start, end in zip(best[1], best[1][1:])]
+
+
+class Group(NamedTuple):
+  """The next n nodes as receivers, their incoming edges one dense [n, K] grid of slots."""
+  senders: np.ndarray  # [n, K]: the sending node of each slot (padding: any node).
+  mask: np.ndarray  # [n, K]: a real edge.
+
+
+_GROUP_SQUARES = _groups(NUM_GROUPS)
+NODE_ORDER = np.concatenate(_GROUP_SQUARES)  # [64]: the square of each node inside the network.
+NODE_OF_SQUARE = np.argsort(NODE_ORDER).astype(np.int32)  # [64]: the node of each square.
+_SLOT_SQUARES = []  # Per group: [n, K] sending squares (padding: the receiver), [n, K] receiving squares, [n, K] mask.
+for _squares in _GROUP_SQUARES:
+  _width = int(IN_DEGREE[_squares].max())
+  _senders = np.repeat(_squares[:, None], _width, axis=1)
+  _mask = np.arange(_width)[None] < IN_DEGREE[_squares][:, None]
+  for _i, _square in enumerate(_squares):
+    _senders[_i, :IN_DEGREE[_square]] = [sender for sender, _ in _INCOMING[_square]]
+  _SLOT_SQUARES.append((_senders, np.repeat(_squares[:, None], _width, axis=1), _mask))
+GROUPS = tuple(Group(NODE_OF_SQUARE[senders], mask) for senders, _, mask in _SLOT_SQUARES)
+# The same edges as one [64, 36] grid (each group's rows padded to the largest in-degree): for batches
+# of at most `ONE_GRID_ROWS` boards. There a training step's tensors fit the caches and the number of
+# kernels is what costs (XLA:CPU, 2 cores beside the campaign: a graph_tiny gradient on 2 boards, 15.6 ms in one grid,
+# 18.8 ms in three); from 4 boards on, memory traffic is (three grids: 48.5 against 50.3 ms at 4 boards,
+# 391 against 470 ms at 32, and a forward pass of 8 boards 11.3 against 15.4 ms).
+ONE_GRID_ROWS = 2
+MAX_IN_DEGREE = int(IN_DEGREE.max())  # 36
+ONE_GRID = Group(np.concatenate([np.pad(g.senders, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1])), mode='edge')
+                                 for g in GROUPS]),
+                 np.concatenate([np.pad(g.mask, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1]))) for g in GROUPS]))
+NUM_SLOTS = sum(g.mask.size for g in GROUPS)  # S = 1904: the groups' slots, flattened one after the other.
+SLOT_SENDER = np.concatenate([senders.reshape(-1) for senders, _, _ in _SLOT_SQUARES])  # [S]: the sending square.
+SLOT_RECEIVER = np.concatenate([receivers.reshape(-1) for _, receivers, _ in _SLOT_SQUARES])  # [S]
+SLOT_MASK = np.concatenate([mask.reshape(-1) for _, _, mask in _SLOT_SQUARES])  # [S]: a real edge.
+_SLOT_OF_PAIR = {(int(s), int(r)): flat for flat, (s, r, real) in enumerate(zip(SLOT_SENDER, SLOT_RECEIVER, SLOT_MASK))
+                 if real and s != r}
+_SLOT_OF_RELATION = np.array([_SLOT_OF_PAIR[int(s), int(r)] for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)], np.int32)
 SLOT_OF_ACTION = _SLOT_OF_RELATION[_REL_OF_ACTION]  # [1968]: the flat slot of each move's edge.
-SLOT_RECEIVER = np.repeat(np.arange(NUM_SQUARES, dtype=np.int32), MAX_IN_DEGREE)  # [64 K]
 
 
 def _slot_types() -> tuple[np.ndarray, int]:
-  """[64 K] int32: each slot's (rank step, file step) as an id; self-loops and padding get the last two."""
+  """[S] int32: each slot's (rank step, file step) as an id; self-loops and padding get the last two."""
   steps = {(int(r // 8 - s // 8), int(r % 8 - s % 8)) for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)}
   ids = {step: i for i, step in enumerate(sorted(steps))}  # 56 queen + 8 knight steps.
   types = np.full(NUM_SLOTS, len(ids) + 1, np.int32)  # Padding.
-  for flat, (s, r, real) in enumerate(zip(SLOT_SENDER.reshape(-1), SLOT_RECEIVER, SLOT_MASK.reshape(-1))):
+  for flat, (s, r, real) in enumerate(zip(SLOT_SENDER, SLOT_RECEIVER, SLOT_MASK)):
     if real:
       types[flat] = len(ids) if s == r else ids[(int(r // 8 - s // 8), int(r % 8 - s % 8))]
   return types, len(ids) + 2
 
 
-SLOT_TYPES, NUM_EDGE_TYPES = _slot_types()  # [64 K], 66
+SLOT_TYPES, NUM_EDGE_TYPES = _slot_types()  # [S], 66
 
 
 def _between() -> np.ndarray:
-  """[64 K, 64] float32: 1 on the squares strictly between a slot's two squares (knight steps: none)."""
+  """[S, 64] float32: 1 on the squares strictly between a slot's two squares (knight steps: none)."""
   out = np.zeros((NUM_SLOTS, NUM_SQUARES), np.float32)
-  for flat, (s, r) in enumerate(zip(SLOT_SENDER.reshape(-1), SLOT_RECEIVER)):
+  for flat, (s, r) in enumerate(zip(SLOT_SENDER, SLOT_RECEIVER)):
     out[flat, list(chess.SquareSet.between(int(s), int(r)))] = 1.0
   return out
 
@@ -129,11 +175,9 @@ BETWEEN = _between()
 
 # The mirror (rank flip) of a square and of a move's slot: Black's board seen as White's.
 MIRROR_SQUARE = np.array([chess.square_mirror(s) for s in range(NUM_SQUARES)], np.int32)
-_SLOT_OF_PAIR = {(int(SLOT_SENDER.reshape(-1)[f]), int(SLOT_RECEIVER[f])): f for f in _SLOT_OF_RELATION}
 MIRROR_SLOT = np.zeros(NUM_SLOTS, np.int32)  # Relation slots only; others unused.
-for _flat in _SLOT_OF_RELATION:
-  _s, _r = int(SLOT_SENDER.reshape(-1)[_flat]), int(SLOT_RECEIVER[_flat])
-  MIRROR_SLOT[_flat] = _SLOT_OF_PAIR[(int(MIRROR_SQUARE[_s]), int(MIRROR_SQUARE[_r]))]
+MIRROR_SLOT[_SLOT_OF_RELATION] = [_SLOT_OF_PAIR[int(MIRROR_SQUARE[s]), int(MIRROR_SQUARE[r])]
+                                  for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)]
 
 # Actions -> their promotion piece (0: none, 1..4: q r b n).
 PROMOTION_OF_ACTION = np.array([' qrbn'.index(uci[4]) if len(uci) == 5 else 0 for uci in moves.ACTION_TO_MOVE], np.int32)
@@ -159,7 +203,7 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   """[B, 77 + M] packed tokens -> the graph's integer and flag inputs, in the mover's frame.
 
   Returns pieces [B, 64] (classes of `PIECES`), castling [B, 64, 4] and
-  en_passant [B, 64] flags, clock [B] buckets, open [B, 64 K] and legal [B, 64 K]
+  en_passant [B, 64] flags, clock [B] buckets, open [B, S] and legal [B, S]
   edge flags, and per move: its edge's flat slot [B, M], from/to squares [B, M], promotion [B, M], valid [B, M].
   """
   fen = tokens[:, :tokenizer.SEQUENCE_LENGTH]  # [B, 77]
@@ -169,7 +213,7 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   board = jnp.take_along_axis(fen, jnp.asarray(SQUARE_TOKEN)[squares], axis=1)  # [B, 64] tokens, mover's frame.
   pieces = jnp.where(black[:, None], jnp.asarray(_SWAPPED_PIECE_OF_TOKEN)[board], jnp.asarray(_PIECE_OF_TOKEN)[board])
   occupied = (pieces > 0).astype(jnp.float32)  # [B, 64]
-  open_line = (occupied @ BETWEEN.T) == 0  # [B, 64 K]: nothing strictly between.
+  open_line = (occupied @ BETWEEN.T) == 0  # [B, S]: nothing strictly between.
 
   rights = fen[:, _CASTLING_AT:_CASTLING_AT + 4]  # [B, 4]
   has = lambda char: jnp.any(rights == _T[char], axis=1)  # [B]
@@ -199,7 +243,7 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   return {
       'pieces': pieces, 'castling': castling.astype(jnp.float32), 'en_passant': en_passant.astype(jnp.float32),
       'clock': clock, 'open': open_line.astype(jnp.float32), 'legal': legal,
-      'slot': slot, 'from': jnp.asarray(SLOT_SENDER.reshape(-1))[slot], 'to': jnp.asarray(SLOT_RECEIVER)[slot],
+      'slot': slot, 'from': jnp.asarray(SLOT_SENDER)[slot], 'to': jnp.asarray(SLOT_RECEIVER)[slot],
       'promotion': jnp.asarray(PROMOTION_OF_ACTION)[action], 'valid': valid,
   }
 
@@ -237,9 +281,12 @@ def _head_expansion(heads: int, width: int, dtype: Any) -> jax.Array:
 class Gateau(hk.Module):
   """One GATEAU layer: GATv2 attention with edge features, nodes and edges updated (pre-LN, residual).
 
-  Edges are grouped by receiver: ``e[b, j, k]`` is the k-th edge into node j, from
-  node ``senders[j, k]``, real where ``mask[j, k]``. Any graph fits (in-degree <= K):
-  relabelling the nodes (and reordering each node's edges) relabels the outputs.
+  Edges are grouped by receiver (`Group`): group g's receivers are the next n_g
+  nodes, and ``edges[g]`` [B, n_g, K_g, De] holds their incoming edges, slot k of
+  its i-th receiver being the edge from node ``senders[i, k]``, real where
+  ``mask[i, k]``. Any graph fits, in any grouping: relabelling the nodes (and
+  reordering each node's edges) relabels the outputs, and regrouping the receivers
+  only moves their slots.
   """
 
   def __init__(self, num_heads: int, compute_dtype: jnp.dtype, name: str | None = None):
@@ -247,43 +294,54 @@ class Gateau(hk.Module):
     self._num_heads = num_heads
     self._compute_dtype = compute_dtype
 
-  def __call__(self, h: jax.Array, e: jax.Array, senders: np.ndarray | jax.Array,
-               mask: np.ndarray | jax.Array) -> tuple[jax.Array, jax.Array]:
-    """h [B, N, D], e [B, N, K, De], senders / mask [N, K] -> (h [B, N, D], e [B, N, K, De])."""
+  def __call__(self, h: jax.Array, edges: Sequence[jax.Array],
+               groups: Sequence[Group]) -> tuple[jax.Array, tuple[jax.Array, ...]]:
+    """h [B, N, D], edges [B, n_g, K_g, De] per group -> (h [B, N, D], edges [B, n_g, K_g, De] per group)."""
     batch, num_nodes, width = h.shape
-    edge_width = e.shape[-1]
+    if sum(len(g.mask) for g in groups) != num_nodes:
+      raise ValueError(f'the groups must hold each of the {num_nodes} nodes once as a receiver, '
+                       f'got {sum(len(g.mask) for g in groups)}')
+    edge_width = edges[0].shape[-1]
     heads = self._num_heads
     dtype = self._compute_dtype
     hn = layers.layer_norm(h).astype(dtype)  # [B, N, D]
     # The edges' LayerNorm is folded into the one linear map that reads it: LN(e) W = norm(e) (scale W) + offset W.
-    # The same function and parameters (`layer_norm_1`, `edge`), but no [B, N, K, De] scale and offset passes
+    # The same function and parameters (`layer_norm_1`, `edge`), but no [B, n, K, De] scale and offset passes
     # (about 10% of a training step on XLA:CPU).
     edge_scale, edge_offset = _LayerNormParameters(name='layer_norm_1')(edge_width)
     to_sender = hk.Linear(edge_width, with_bias=False, name='sender')(hn)  # [B, N, De]
     to_receiver = hk.Linear(edge_width, with_bias=False, name='receiver')(hn)
     edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
-    from_edge = (_normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype)
-                 + (edge_offset @ edge_w).astype(dtype))  # [B, N, K, De]
-    z = to_sender[:, senders] + to_receiver[:, :, None] + from_edge  # [B, N, K, De]
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
     score = hk.get_parameter('score', (heads, edge_width // heads), jnp.float32,
                              init=hk.initializers.TruncatedNormal(1.0 / math.sqrt(edge_width // heads)))
     # Each head's score vector as one block-diagonal [De, H] matrix: one matmul, no per-head reshape of z.
     block = (_head_expansion(heads, edge_width, jnp.float32) * score.reshape(1, -1)).T  # [De, H]
-    logits = jax.nn.leaky_relu(z, 0.2).astype(jnp.float32) @ block  # [B, N, K, H]
-    logits = jnp.where(jnp.asarray(mask)[None, :, :, None], logits, jnp.finfo(jnp.float32).min)  # [B, N, K, H]
-    weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each node's incoming edges.
-    # Node messages through a dense [N, N] attention matrix per head (no [B, N, K, D] gather):
-    # A[j, i] = the weight of edge i -> j.
-    incidence = jax.nn.one_hot(senders, num_nodes, dtype=dtype) * jnp.asarray(mask, dtype)[..., None]  # [N, K, N]
-    attention = jnp.einsum('bnkh,nkm->bhnm', weights, incidence)  # [B, H, N, N]
     value = split(hk.Linear(width, with_bias=False, name='value')(hn))  # [B, N, H, D/H]
-    from_nodes = jnp.einsum('bhnm,bmhd->bnhd', attention, value).reshape(batch, num_nodes, width)
-    from_edges = jnp.einsum('bnkh,bnkhd->bnhd', weights, split(from_edge)).reshape(batch, num_nodes, edge_width)
-    pooled = jnp.concatenate([from_nodes, from_edges], axis=-1)  # [B, N, D + De]
-    h = h + hk.Linear(width, with_bias=False, name='out')(pooled).astype(jnp.float32)
-    e = e + hk.Linear(edge_width, with_bias=False, name='edge_out')(jax.nn.gelu(z)).astype(jnp.float32)
-    return h, e
+    pooled, activations, start = [], [], 0
+    for e, group in zip(edges, groups):
+      count = len(group.mask)
+      from_edge = (_normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype)
+                   + (edge_offset @ edge_w).astype(dtype))  # [B, n, K, De]
+      z = to_sender[:, group.senders] + to_receiver[:, start:start + count, None] + from_edge  # [B, n, K, De]
+      start += count
+      logits = jax.nn.leaky_relu(z, 0.2).astype(jnp.float32) @ block  # [B, n, K, H]
+      logits = jnp.where(jnp.asarray(group.mask)[None, :, :, None], logits, jnp.finfo(jnp.float32).min)
+      weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each receiver's incoming edges.
+      # Node messages through a dense [n, N] attention matrix per head (no [B, n, K, D] gather):
+      # A[j, i] = the weight of edge i -> j.
+      incidence = (jax.nn.one_hot(group.senders, num_nodes, dtype=dtype)
+                   * jnp.asarray(group.mask, dtype)[..., None])  # [n, K, N]
+      attention = jnp.einsum('bnkh,nkm->bhnm', weights, incidence)  # [B, H, n, N]
+      from_nodes = jnp.einsum('bhnm,bmhd->bnhd', attention, value).reshape(batch, count, width)
+      from_edges = jnp.einsum('bnkh,bnkhd->bnhd', weights, split(from_edge)).reshape(batch, count, edge_width)
+      pooled.append(jnp.concatenate([from_nodes, from_edges], axis=-1))  # [B, n, D + De]
+      activations.append(jax.nn.gelu(z))  # [B, n, K, De]
+    h = h + hk.Linear(width, with_bias=False, name='out')(jnp.concatenate(pooled, axis=1)).astype(jnp.float32)
+    # Made after `out`, as the hk.Linear it replaces was (the same initial values); in the compute dtype, as
+    # `transformer.build` casts an hk.Linear's weights.
+    edge_out = _LinearWeights(name='edge_out')(edge_width, edge_width).astype(dtype)  # [De, De]
+    return h, tuple(e + (a @ edge_out).astype(jnp.float32) for e, a in zip(edges, activations))
 
 
 def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -> jax.Array:
@@ -305,25 +363,38 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   width, edge_width = config.embedding_dim, config.graph_edge_dim
   init = hk.initializers.TruncatedNormal(config.emb_init_scale)
   table = lambda name, rows, dim: hk.get_parameter(name, (rows, dim), jnp.float32, init=init)
+  nodes = NODE_ORDER  # Node i of the network is square NODE_ORDER[i].
   with hk.name_scope('inputs'):
-    h = (table('piece', len(PIECES), width)[x['pieces']]  # [B, 64, D]
-         + table('square', NUM_SQUARES, width)[None]
-         + jnp.einsum('bnc,cd->bnd', x['castling'], table('castling', 4, width))
-         + x['en_passant'][..., None] * table('en_passant', 1, width)
+    h = (table('piece', len(PIECES), width)[x['pieces'][:, nodes]]  # [B, 64, D]
+         + table('square', NUM_SQUARES, width)[nodes][None]
+         + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
+         + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
          + table('clock', _CLOCK_BUCKETS, width)[x['clock']][:, None])
-    e = table('edge_type', NUM_EDGE_TYPES, edge_width)[SLOT_TYPES][None]  # [1, 64 K, De]
+    e = table('edge_type', NUM_EDGE_TYPES, edge_width)[SLOT_TYPES][None]  # [1, S, De]
     if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
       e = e + x['open'][..., None] * table('open', 1, edge_width)
-    e = e + x['legal'][..., None] * table('legal', 1, edge_width)  # [B, 64 K, De]
-    e = e.reshape(-1, NUM_SQUARES, MAX_IN_DEGREE, edge_width)  # [B, 64, K, De]
+    e = e + x['legal'][..., None] * table('legal', 1, edge_width)  # [B, S, De]
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
+  slots = np.cumsum([0] + [g.mask.size for g in GROUPS])  # Each group's slots in the flat edge tensor.
+  edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per group
+                                for g, start, end in zip(GROUPS, slots, slots[1:])]
+  one_grid = tokens.shape[0] <= ONE_GRID_ROWS
+  if one_grid:
+    pad = lambda x: jnp.pad(x, ((0, 0), (0, 0), (0, MAX_IN_DEGREE - x.shape[2]), (0, 0)))
+    edges = [jnp.concatenate([pad(x) for x in edges], axis=1)]  # [B, 64, 36, De]
   for layer in range(config.num_layers):
-    h, e = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(h, e, SLOT_SENDER, SLOT_MASK)
+    h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(
+        h, edges, (ONE_GRID,) if one_grid else GROUPS)
     h = h + _mlp(h, width, config.widening_factor, compute_dtype, f'mlp_{layer}')
-  h = layers.layer_norm(h)  # [B, 64, D]
-  e = layers.layer_norm(e).reshape(-1, NUM_SLOTS, edge_width)  # [B, 64 K, De]
+  if one_grid:
+    rows = np.cumsum([0] + [len(g.mask) for g in GROUPS])
+    edges = [edges[0][:, start:end, :g.mask.shape[1]] for g, start, end in zip(GROUPS, rows, rows[1:])]
+  h = layers.layer_norm(h)  # [B, 64, D], nodes in NODE_ORDER.
+  e = layers.layer_norm(jnp.concatenate([e.reshape(e.shape[0], -1, edge_width) for e in edges], axis=1))  # [B, S, De]
   batch = jnp.arange(tokens.shape[0])[:, None]
-  move = jnp.concatenate([e[batch, x['slot']], h[batch, x['from']], h[batch, x['to']]], axis=-1)  # [B, M, De + 2D]
+  of_square = jnp.asarray(NODE_OF_SQUARE)
+  move = jnp.concatenate([e[batch, x['slot']], h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]],
+                         axis=-1)  # [B, M, De + 2D]
   move = hk.Linear(width, name='move_in')(move.astype(compute_dtype)) + promotion
   logits = hk.Linear(config.output_size, name='move_out')(jax.nn.gelu(move).astype(compute_dtype))  # [B, M, V]
   action_values = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
@@ -339,15 +410,15 @@ def flops_per_board(config: ModelConfig, num_moves: int) -> int:
 
   Per layer, on N = 64 nodes: the score and value projections (2 N D De + N D^2),
   the output projection (N (D + De) D), the dense attention matrix and its use
-  (S N H + N^2 D) and the SwiGLU (3 w N D^2); on the S = 64 K = 2304 edge slots
-  (1856 edges and the grid's padding): the edge projection and the edge update
+  (S N H + N^2 D) and the SwiGLU (3 w N D^2); on the S = 1904 edge slots
+  (1856 edges and the grids' padding): the edge projection and the edge update
   (2 S De^2). Then the move read-out (M (De + 2D) D + M D V) and the occupancy
   test (S * 64).
 
   >>> from searchless.model import transformer
   >>> flops_per_board(transformer.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
   ...     output_size=128, max_sequence_length=79, graph_edge_dim=32), 64)
-  79724544
+  72300544
   """
   d, de, w = config.embedding_dim, config.graph_edge_dim, config.widening_factor
   n, h = NUM_SQUARES, config.num_heads

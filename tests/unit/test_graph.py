@@ -30,6 +30,10 @@ def _row(fen: str, board_moves) -> np.ndarray:
   return np.concatenate([tokenizer.tokenize(fen), [moves.MOVE_TO_ACTION[m.uci()] for m in board_moves]]).astype(np.int32)
 
 
+def _layer():
+  return hk.without_apply_rng(hk.transform(lambda *a: graph.Gateau(2, np.dtype('float32'))(*a)))
+
+
 def test_node_update_is_permutation_equivariant():
   """Relabelling the nodes and reordering each node's edges relabels and reorders the outputs."""
   rng = np.random.default_rng(0)
@@ -39,30 +43,62 @@ def test_node_update_is_permutation_equivariant():
   mask[:, 0] = True
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
   e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
-  layer = hk.without_apply_rng(hk.transform(lambda *a: graph.Gateau(2, np.dtype('float32'))(*a)))
-  params = layer.init(jax.random.PRNGKey(0), h, e, senders, mask)
-  out_h, out_e = layer.apply(params, h, e, senders, mask)
+  layer = _layer()
+  params = layer.init(jax.random.PRNGKey(0), h, [e], [graph.Group(senders, mask)])
+  out_h, (out_e,) = layer.apply(params, h, [e], [graph.Group(senders, mask)])
 
   perm = rng.permutation(nodes)  # New node a is old node perm[a].
   inverse = np.argsort(perm)
   order = np.stack([rng.permutation(slots) for _ in range(nodes)])  # New slot k of new node a: old slot order[a, k].
   old_slot = order  # [N, K] per new node a
-  new_senders = inverse[senders[perm[:, None], old_slot]]
-  new_mask = mask[perm[:, None], old_slot]
-  new_e = e[:, perm[:, None], old_slot]
-  got_h, got_e = layer.apply(params, h[:, perm], new_e, new_senders, new_mask)
+  new_group = graph.Group(inverse[senders[perm[:, None], old_slot]], mask[perm[:, None], old_slot])
+  got_h, (got_e,) = layer.apply(params, h[:, perm], [e[:, perm[:, None], old_slot]], [new_group])
   np.testing.assert_allclose(got_h, np.asarray(out_h)[:, perm], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(got_e, np.asarray(out_e)[:, perm[:, None], old_slot], rtol=1e-5, atol=1e-5)
   assert not np.allclose(got_h, out_h, atol=1e-3)  # The relabelling did change the node order.
 
 
+def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
+  """Receivers in two groups, each grid only as wide as its own in-degree: the one-grid layer's outputs."""
+  rng = np.random.default_rng(1)
+  batch, nodes, slots, width, edge_width = 2, 6, 4, 8, 4
+  senders = rng.integers(0, nodes, (nodes, slots)).astype(np.int32)
+  degree = np.array([4, 2, 4, 1, 3, 2])  # Real edges first, the rest padding.
+  mask = np.arange(slots)[None] < degree[:, None]
+  h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
+  e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
+  layer = _layer()
+  one = [graph.Group(senders, mask)]
+  params = layer.init(jax.random.PRNGKey(0), h, [e], one)
+  out_h, (out_e,) = (jax.tree.map(np.asarray, x) for x in layer.apply(params, h, [e], one))
+
+  order = np.array([1, 3, 5, 4, 0, 2])  # New node a is old node order[a]: in-degrees <= 2, then 3-4.
+  narrow, wide = order[:3], order[3:]
+  to_new = np.argsort(order)
+  two = [graph.Group(to_new[senders[narrow, :2]], mask[narrow, :2]), graph.Group(to_new[senders[wide]], mask[wide])]
+  got_h, (narrow_e, wide_e) = (jax.tree.map(np.asarray, x) for x in layer.apply(
+      params, h[:, order], [e[:, narrow, :2], e[:, wide]], two))
+  assert narrow_e.shape == (batch, 3, 2, edge_width)  # 18 slots in all, not 24.
+  np.testing.assert_allclose(got_h, out_h[:, order], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(narrow_e, out_e[:, narrow, :2], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(wide_e, out_e[:, wide], rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match='each of the 6 nodes once as a receiver, got 9'):
+    layer.apply(params, h, [e[:, narrow, :2], e], [two[0], graph.Group(senders, mask)])
+
+
 def test_the_graph_is_every_queen_and_knight_relation():
-  assert (graph.NUM_RELATIONS, graph.NUM_EDGES, graph.MAX_IN_DEGREE, graph.NUM_SLOTS) == (1792, 1856, 36, 2304)
+  assert (graph.NUM_RELATIONS, graph.NUM_EDGES, graph.NUM_SLOTS) == (1792, 1856, 1904)
   assert int(graph.SLOT_MASK.sum()) == 1856
   # d4 receives from 27 queen squares, 8 knight squares and itself; a1 from 21 + 2 + 1.
-  assert graph.SLOT_MASK[chess.D4].sum() == 36 and graph.SLOT_MASK[chess.A1].sum() == 24
+  assert graph.SLOT_MASK[graph.SLOT_RECEIVER == chess.D4].sum() == 36 == graph.IN_DEGREE[chess.D4]
+  assert graph.SLOT_MASK[graph.SLOT_RECEIVER == chess.A1].sum() == 24 == graph.IN_DEGREE[chess.A1]
+  # Three grids of receivers by in-degree: 28 squares of 24-26 edges, 20 of 28-30, 16 of 34-36.
+  assert [g.mask.shape for g in graph.GROUPS] == [(28, 26), (20, 30), (16, 36)]
+  assert sorted(graph.NODE_ORDER.tolist()) == list(range(64))
+  assert graph.ONE_GRID.mask.shape == (64, 36) and int(graph.ONE_GRID.mask.sum()) == 1856
+  assert graph.NODE_ORDER[graph.NODE_OF_SQUARE[chess.D4]] == chess.D4 and graph.NODE_OF_SQUARE[chess.D4] >= 48
   e2e4 = graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
-  assert (graph.SLOT_SENDER.reshape(-1)[e2e4], graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
+  assert (graph.SLOT_SENDER[e2e4], graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
   assert graph.BETWEEN[e2e4].nonzero()[0].tolist() == [chess.E3]
   # A promotion uses its pawn move's edge; the four pieces differ by the promotion input only.
   assert len({int(graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[f'a7a8{p}']]) for p in 'qrbn'}) == 1
@@ -182,3 +218,7 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   np.testing.assert_allclose([action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
                              [-11.68081, -7.70469, -2.9911, -6.12822], atol=1e-4)
   np.testing.assert_allclose(state_values[:, 64], [-8.38917, -7.40736, -8.52703, -8.33627], atol=1e-4)
+  # Up to 2 boards the edges run as one [64, 36] grid, above as three (`graph.ONE_GRID_ROWS`): the same function.
+  for part in (slice(0, 2), slice(2, 3)):
+    got = model.build(config).apply(params, None, np.array(rows[part], np.int32))
+    np.testing.assert_allclose(np.asarray(got), action_values[part], rtol=1e-5, atol=1e-4)

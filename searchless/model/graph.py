@@ -129,11 +129,11 @@ for _squares in _GROUP_SQUARES:
     _senders[_i, :IN_DEGREE[_square]] = [sender for sender, _ in _INCOMING[_square]]
   _SLOT_SQUARES.append((_senders, np.repeat(_squares[:, None], _width, axis=1), _mask))
 GROUPS = tuple(Group(NODE_OF_SQUARE[senders], mask) for senders, _, mask in _SLOT_SQUARES)
-# The same edges as one [64, 36] grid (each group's rows padded to the largest in-degree): for batches
-# of at most `ONE_GRID_ROWS` boards. There a training step's tensors fit the caches and the number of
-# kernels is what costs (XLA:CPU, 2 cores beside the campaign: a graph_tiny gradient on 2 boards, 15.6 ms in one grid,
-# 18.8 ms in three); from 4 boards on, memory traffic is (three grids: 48.5 against 50.3 ms at 4 boards,
-# 391 against 470 ms at 32, and a forward pass of 8 boards 11.3 against 15.4 ms).
+# The same edges as one [64, 36] grid (each group's rows padded to the largest in-degree), for a batch of
+# `ONE_GRID_ROWS` boards: the campaign's micro-batches. There a training step's tensors fit the caches and
+# the number of kernels is what costs. Measured on 2 idle cores (XLA:CPU), graph_tiny, one grid against
+# three, gradient / forward pass in ms: 1 board 8.7 / 2.5 against 8.9 / 1.8; 2 boards 9.5 / 2.5 against
+# 11.8 / 3.1; 4 boards 32.2 / 4.2 against 29.7 / 3.5; 32 boards 252 / 46 against 209 / 36.
 ONE_GRID_ROWS = 2
 MAX_IN_DEGREE = int(IN_DEGREE.max())  # 36
 ONE_GRID = Group(np.concatenate([np.pad(g.senders, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1])), mode='edge')
@@ -378,7 +378,7 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   slots = np.cumsum([0] + [g.mask.size for g in GROUPS])  # Each group's slots in the flat edge tensor.
   edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per group
                                 for g, start, end in zip(GROUPS, slots, slots[1:])]
-  one_grid = tokens.shape[0] <= ONE_GRID_ROWS
+  one_grid = tokens.shape[0] == ONE_GRID_ROWS
   if one_grid:
     pad = lambda x: jnp.pad(x, ((0, 0), (0, 0), (0, MAX_IN_DEGREE - x.shape[2]), (0, 0)))
     edges = [jnp.concatenate([pad(x) for x in edges], axis=1)]  # [B, 64, 36, De]

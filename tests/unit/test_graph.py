@@ -218,7 +218,8 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   np.testing.assert_allclose([action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
                              [-11.68081, -7.70469, -2.9911, -6.12822], atol=1e-4)
   np.testing.assert_allclose(state_values[:, 64], [-8.38917, -7.40736, -8.52703, -8.33627], atol=1e-4)
-  # Up to 2 boards the edges run as one [64, 36] grid, above as three (`graph.ONE_GRID_ROWS`): the same function.
+  # 2 boards run the edges as one [64, 36] grid, other batches as three (`graph.ONE_GRID_ROWS`): the same function.
+  assert graph.ONE_GRID_ROWS == 2
   for part in (slice(0, 2), slice(2, 3)):
     got = model.build(config).apply(params, None, np.array(rows[part], np.int32))
     np.testing.assert_allclose(np.asarray(got), action_values[part], rtol=1e-5, atol=1e-4)

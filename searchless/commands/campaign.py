@@ -223,7 +223,8 @@ def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: f
   return {'step': 'train', 'config': config_name, 'steps': int(state.step), 'wall_seconds': round(time.time() - start, 1),
           'core_hours': round((time.process_time() - cpu) / 3600, 4),
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
-          'final_train_loss': log[-1]['loss'] if log else None}
+          'final_train_loss': log[-1]['loss'] if log else None,
+          'learning_rate': config.optim.learning_rate, 'ema_decay': config.optim.ema_decay}  # The model card's.
 
 
 def evaluate_model(model_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *,

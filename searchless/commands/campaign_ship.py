@@ -119,14 +119,36 @@ def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
           + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
 
 
+def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
+  """The learning rate and EMA of consecutive CPU runs, in words: each value with the step it held to.
+
+  A run records its `learning_rate` and `ema_decay` (`campaign.train_model`); one without them had the experiment's.
+  """
+  said = []
+  for key, name, default in (('learning_rate', 'learning rate', experiment.optim.learning_rate),
+                             ('ema_decay', 'EMA', experiment.optim.ema_decay)):
+    spans: list[list[Any]] = []  # [value, last step]
+    for run in runs:
+      value = run.get(key, default)
+      if spans and spans[-1][0] == value:
+        spans[-1][1] = run['steps']
+      else:
+        spans.append([value, run['steps']])
+    said.append(name + ' ' + ', then '.join(f'{value:g}' + (f' to step {step:,}' if i < len(spans) - 1 else '')
+                                          for i, (value, step) in enumerate(spans)))
+  return ', '.join(said)
+
+
 def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict[str, Any]]) -> list[str]:
   """The model card's training section: every run that made the model in `model_dir`, oldest first.
 
   `runs`: the campaign's records (runs.jsonl). An exported run (a GPU's) is its own line; an adopted one
   follows the campaign's CPU runs before its adoption, which it started from; the campaign's training run
-  lists the CPU runs since the last adoption (or since the start).
+  lists the adopted model's lines (when it started from one) and the CPU runs since. A record marked
+  `superseded` (e.g. the losing arm of an A/B whose winner became the run) made nothing shipped: left out.
   """
-  train = [r for r in runs if r.get('step') == 'train']
+  from searchless.core import config as config_lib
+  train = [r for r in runs if r.get('step') == 'train' and not r.get('superseded')]
   adopted = [i for i, r in enumerate(train) if 'device' in r]
   lines = []
   if (model_dir / 'device.json').exists():  # An exported run: adopted (after the CPU runs before it) or a side model.
@@ -139,11 +161,18 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
     lines.append(f'- {_device_run(model_dir, experiment)}.')
     return lines
   since = train[adopted[-1] + 1:] if adopted else train
-  return [f"- {since[-1]['steps'] if since else 0:,} steps of {experiment.data.batch_size} boards, learning rate "
-          f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, on 2 CPU cores in resumed runs: "
+  start = ''
+  if adopted:
+    name = train[adopted[-1]]['model']
+    source = model_dir.parent / name  # WORKDIR/adopted/NAME beside WORKDIR/train.
+    if (source / 'train_config.json').exists():
+      lines = training_lines(source, config_lib.from_json((source / 'train_config.json').read_text()), runs)
+      start = f'Then, from those parameters (the campaign\'s `{name}`): '
+  return [*lines, f"- {start}{since[-1]['steps'] if since else 0:,} steps of {experiment.data.batch_size} boards"
+          + f", {_rates(since, experiment)}, on 2 CPU cores in resumed runs: "
           f"{sum(r['wall_seconds'] for r in since) / 3600:.1f} h of wall-clock, "
           f"{sum(r['core_hours'] for r in since):.1f} core-hours"
-          + (f" (from the adopted `{train[adopted[-1]]['model']}`)" if adopted else '') + '.']
+          + (f" (from the adopted `{train[adopted[-1]]['model']}`)" if adopted and not start else '') + '.']
 
 
 def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,

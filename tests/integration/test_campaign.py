@@ -167,6 +167,34 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
                        pathlib.Path(kwargs['puzzles']), {}, model_dir=export, name='pretrained-transformer')
 
 
+def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_path):
+  """CPU runs, the GPU run adopted from them, the CPU runs since with their rates; an A/B's losing arm left out."""
+  from searchless.commands import campaign_ship
+  from searchless.core import config as config_lib
+  workdir = tmp_path / 'campaign'
+  gpu = workdir / 'adopted' / 'gpu'
+  gpu.mkdir(parents=True)
+  experiment = config_lib.load('campaign', ['data.train=unused'])
+  (gpu / 'train_config.json').write_text(config_lib.to_json(config_lib.load('graph_tiny', ['data.train=unused'])))
+  (gpu / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 60}))
+  (gpu / 'device.json').write_text(json.dumps({'device': 'NVIDIA H200', 'cpu_cores': 16, 'models': 1, 'seconds': 600}))
+  cpu = lambda steps, seconds, **rates: {'step': 'train', 'steps': steps, 'wall_seconds': seconds, 'core_hours': 1.0,
+                                         **rates}
+  runs = [cpu(100, 3600), cpu(200, 3600), {'step': 'evaluate'},
+          {'step': 'train', 'model': 'adopted/gpu', 'device': 'NVIDIA H200', 'steps': 300, 'wall_seconds': 600},
+          cpu(10, 1800, learning_rate=1e-3, ema_decay=0.99), cpu(20, 1800, learning_rate=1e-3, ema_decay=0.999),
+          cpu(25, 900, learning_rate=1e-3, ema_decay=0.999, superseded='lr_ab/lr1e-3'),
+          cpu(24, 900, learning_rate=3e-4, ema_decay=0.999)]
+  assert campaign_ship.training_lines(workdir / 'train', experiment, runs) == [
+      '- First on 2 CPU cores: 200 steps in resumed runs, 2.0 h of wall-clock, 2.0 core-hours; then, from those '
+      'parameters:',
+      '- 300 steps of 256 boards on a lent NVIDIA H200 (600 s of wall-clock; 16 CPU cores feeding it), learning rate '
+      '0.001, EMA 0.99, float32 compute (`benchmarks/device_campaign.py`).',
+      "- Then, from those parameters (the campaign's `adopted/gpu`): 24 steps of 32 boards, learning rate 0.001 to "
+      'step 20, then 0.0003, EMA 0.99 to step 10, then 0.999, on 2 CPU cores in resumed runs: 1.2 h of wall-clock, '
+      '3.0 core-hours.']
+
+
 @pytest.mark.slow
 @pytest.mark.engine
 def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,

@@ -4,8 +4,9 @@ The public API (imported lazily: ``import searchless`` loads neither JAX nor Bea
 
 >>> import chess, searchless
 >>> player = searchless.Player.load('pretrained')   # The model shipped in the package.
->>> player.play(chess.Board()).uci()
-'d2d4'
+>>> board = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4')
+>>> player.play(board).uci()   # Scholar's mate.
+'f3f7'
 
 * `Player`, `PlayOptions` - a trained model that plays (`Player.load(path or 'pretrained')`).
 * `Policy`, `Analysis`, `load_policy` - a model's view of boards (move values, win probabilities).

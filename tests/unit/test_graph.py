@@ -11,6 +11,7 @@ import pytest
 from searchless.core import config as config_lib
 from searchless.core import moves
 from searchless.core import tokenizer
+from searchless.model import board_graph
 from searchless.model import graph
 from searchless.model import transformer as model
 
@@ -44,14 +45,14 @@ def test_node_update_is_permutation_equivariant():
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
   e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
   layer = _layer()
-  params = layer.init(jax.random.PRNGKey(0), h, [e], [graph.Group(senders, mask)])
-  out_h, (out_e,) = layer.apply(params, h, [e], [graph.Group(senders, mask)])
+  params = layer.init(jax.random.PRNGKey(0), h, [e], [board_graph.Group(senders, mask)])
+  out_h, (out_e,) = layer.apply(params, h, [e], [board_graph.Group(senders, mask)])
 
   perm = rng.permutation(nodes)  # New node a is old node perm[a].
   inverse = np.argsort(perm)
   order = np.stack([rng.permutation(slots) for _ in range(nodes)])  # New slot k of new node a: old slot order[a, k].
   old_slot = order  # [N, K] per new node a
-  new_group = graph.Group(inverse[senders[perm[:, None], old_slot]], mask[perm[:, None], old_slot])
+  new_group = board_graph.Group(inverse[senders[perm[:, None], old_slot]], mask[perm[:, None], old_slot])
   got_h, (got_e,) = layer.apply(params, h[:, perm], [e[:, perm[:, None], old_slot]], [new_group])
   np.testing.assert_allclose(got_h, np.asarray(out_h)[:, perm], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(got_e, np.asarray(out_e)[:, perm[:, None], old_slot], rtol=1e-5, atol=1e-5)
@@ -68,14 +69,14 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
   e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
   layer = _layer()
-  one = [graph.Group(senders, mask)]
+  one = [board_graph.Group(senders, mask)]
   params = layer.init(jax.random.PRNGKey(0), h, [e], one)
   out_h, (out_e,) = (jax.tree.map(np.asarray, x) for x in layer.apply(params, h, [e], one))
 
   order = np.array([1, 3, 5, 4, 0, 2])  # New node a is old node order[a]: in-degrees <= 2, then 3-4.
   narrow, wide = order[:3], order[3:]
   to_new = np.argsort(order)
-  two = [graph.Group(to_new[senders[narrow, :2]], mask[narrow, :2]), graph.Group(to_new[senders[wide]], mask[wide])]
+  two = [board_graph.Group(to_new[senders[narrow, :2]], mask[narrow, :2]), board_graph.Group(to_new[senders[wide]], mask[wide])]
   got_h, (narrow_e, wide_e) = (jax.tree.map(np.asarray, x) for x in layer.apply(
       params, h[:, order], [e[:, narrow, :2], e[:, wide]], two))
   assert narrow_e.shape == (batch, 3, 2, edge_width)  # 18 slots in all, not 24.
@@ -83,46 +84,46 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   np.testing.assert_allclose(narrow_e, out_e[:, narrow, :2], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(wide_e, out_e[:, wide], rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match='each of the 6 nodes once as a receiver, got 9'):
-    layer.apply(params, h, [e[:, narrow, :2], e], [two[0], graph.Group(senders, mask)])
+    layer.apply(params, h, [e[:, narrow, :2], e], [two[0], board_graph.Group(senders, mask)])
 
 
 def test_the_graph_is_every_queen_and_knight_relation():
-  assert (graph.NUM_RELATIONS, graph.NUM_EDGES, graph.NUM_SLOTS) == (1792, 1856, 1904)
-  assert int(graph.SLOT_MASK.sum()) == 1856
+  assert (board_graph.NUM_RELATIONS, board_graph.NUM_EDGES, board_graph.NUM_SLOTS) == (1792, 1856, 1904)
+  assert int(board_graph.SLOT_MASK.sum()) == 1856
   # d4 receives from 27 queen squares, 8 knight squares and itself; a1 from 21 + 2 + 1.
-  assert graph.SLOT_MASK[graph.SLOT_RECEIVER == chess.D4].sum() == 36 == graph.IN_DEGREE[chess.D4]
-  assert graph.SLOT_MASK[graph.SLOT_RECEIVER == chess.A1].sum() == 24 == graph.IN_DEGREE[chess.A1]
+  assert board_graph.SLOT_MASK[board_graph.SLOT_RECEIVER == chess.D4].sum() == 36 == board_graph.IN_DEGREE[chess.D4]
+  assert board_graph.SLOT_MASK[board_graph.SLOT_RECEIVER == chess.A1].sum() == 24 == board_graph.IN_DEGREE[chess.A1]
   # Three grids of receivers by in-degree: 28 squares of 24-26 edges, 20 of 28-30, 16 of 34-36.
-  assert [g.mask.shape for g in graph.GROUPS] == [(28, 26), (20, 30), (16, 36)]
-  assert sorted(graph.NODE_ORDER.tolist()) == list(range(64))
-  assert graph.ONE_GRID.mask.shape == (64, 36) and int(graph.ONE_GRID.mask.sum()) == 1856
-  assert graph.NODE_ORDER[graph.NODE_OF_SQUARE[chess.D4]] == chess.D4 and graph.NODE_OF_SQUARE[chess.D4] >= 48
-  e2e4 = graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
-  assert (graph.SLOT_SENDER[e2e4], graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
-  assert graph.BETWEEN[e2e4].nonzero()[0].tolist() == [chess.E3]
+  assert [g.mask.shape for g in board_graph.GROUPS] == [(28, 26), (20, 30), (16, 36)]
+  assert sorted(board_graph.NODE_ORDER.tolist()) == list(range(64))
+  assert board_graph.ONE_GRID.mask.shape == (64, 36) and int(board_graph.ONE_GRID.mask.sum()) == 1856
+  assert board_graph.NODE_ORDER[board_graph.NODE_OF_SQUARE[chess.D4]] == chess.D4 and board_graph.NODE_OF_SQUARE[chess.D4] >= 48
+  e2e4 = board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
+  assert (board_graph.SLOT_SENDER[e2e4], board_graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
+  assert board_graph.BETWEEN[e2e4].nonzero()[0].tolist() == [chess.E3]
   # A promotion uses its pawn move's edge; the four pieces differ by the promotion input only.
-  assert len({int(graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[f'a7a8{p}']]) for p in 'qrbn'}) == 1
+  assert len({int(board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[f'a7a8{p}']]) for p in 'qrbn'}) == 1
 
 
 def test_inputs_are_the_board_in_the_movers_frame():
   board = chess.Board(KIWIPETE)
-  x = jax.tree.map(np.asarray, graph.node_and_edge_inputs(_row(KIWIPETE, board.legal_moves)[None]))
-  assert ''.join(graph.PIECES[p] for p in x['pieces'][0]) == ''.join(
-      graph.PIECES[0] if board.piece_at(s) is None else board.piece_at(s).symbol() for s in chess.SQUARES)
+  x = jax.tree.map(np.asarray, board_graph.node_and_edge_inputs(_row(KIWIPETE, board.legal_moves)[None]))
+  assert ''.join(board_graph.PIECES[p] for p in x['pieces'][0]) == ''.join(
+      board_graph.PIECES[0] if board.piece_at(s) is None else board.piece_at(s).symbol() for s in chess.SQUARES)
   assert np.flatnonzero(x['castling'][0].any(axis=1)).tolist() == [chess.A1, chess.H1, chess.A8, chess.H8]
   assert x['en_passant'].sum() == 0 and x['clock'].tolist() == [0]
-  legal_slots = {int(graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[m.uci()]]) for m in board.legal_moves}
+  legal_slots = {int(board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[m.uci()]]) for m in board.legal_moves}
   assert set(np.flatnonzero(x['legal'][0]).tolist()) == legal_slots
   assert [(int(f), int(t)) for f, t in zip(x['from'][0], x['to'][0])] == [
       (m.from_square, m.to_square) for m in board.legal_moves]
   # Lines are open when nothing stands strictly between their squares.
-  open_of = lambda a, b: x['open'][0][graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[a + b]]]
+  open_of = lambda a, b: x['open'][0][board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[a + b]]]
   assert open_of('e1', 'c1') == 1 and open_of('a1', 'a3') == 0  # a2 holds a pawn.
   black = chess.Board('rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b Kq e3 0 3')
-  xb = jax.tree.map(np.asarray, graph.node_and_edge_inputs(_row(black.fen(), black.legal_moves)[None]))
+  xb = jax.tree.map(np.asarray, board_graph.node_and_edge_inputs(_row(black.fen(), black.legal_moves)[None]))
   assert np.flatnonzero(xb['en_passant'][0]).tolist() == [chess.E6]  # e3 seen from Black's side.
   assert np.flatnonzero(xb['castling'][0].any(axis=1)).tolist() == [chess.A1, chess.H8]  # Own q side, their K side.
-  assert xb['pieces'][0][chess.D5] == graph.PIECES.index('P')  # Black's d4 pawn is the mover's pawn on d5.
+  assert xb['pieces'][0][chess.D5] == board_graph.PIECES.index('P')  # Black's d4 pawn is the mover's pawn on d5.
 
 
 def test_a_board_and_its_colour_mirror_get_the_same_values(small):
@@ -218,7 +219,8 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   np.testing.assert_allclose([action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
                              [-11.68081, -7.70469, -2.9911, -6.12822], atol=1e-4)
   np.testing.assert_allclose(state_values[:, 64], [-8.38917, -7.40736, -8.52703, -8.33627], atol=1e-4)
-  # 2 boards run the edges as one [64, 36] grid, other batches as three (`graph.ONE_GRID_ROWS`): the same function.
+  # Up to 2 boards run the edges as one [64, 36] grid, larger batches as three (`graph.ONE_GRID_ROWS`): the same
+  # function.
   assert graph.ONE_GRID_ROWS == 2
   for part in (slice(0, 2), slice(2, 3)):
     got = model.build(config).apply(params, None, np.array(rows[part], np.int32))

@@ -185,7 +185,8 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   slots = np.cumsum([0] + [g.mask.size for g in board_graph.GROUPS])  # Each group's slots in the flat edge tensor.
   edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per group
                                 for g, start, end in zip(board_graph.GROUPS, slots, slots[1:])]
-  one_grid = tokens.shape[0] <= ONE_GRID_ROWS
+  # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
+  one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
   if one_grid:
     pad = lambda x: jnp.pad(x, ((0, 0), (0, 0), (0, board_graph.MAX_IN_DEGREE - x.shape[2]), (0, 0)))
     edges = [jnp.concatenate([pad(x) for x in edges], axis=1)]  # [B, 64, 36, De]

@@ -188,8 +188,8 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
   one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
   if one_grid:
-    pad = lambda x: jnp.pad(x, ((0, 0), (0, 0), (0, board_graph.MAX_IN_DEGREE - x.shape[2]), (0, 0)))
-    edges = [jnp.concatenate([pad(x) for x in edges], axis=1)]  # [B, 64, 36, De]
+    pad = lambda grid: jnp.pad(grid, ((0, 0), (0, 0), (0, board_graph.MAX_IN_DEGREE - grid.shape[2]), (0, 0)))
+    edges = [jnp.concatenate([pad(grid) for grid in edges], axis=1)]  # [B, 64, 36, De]
   for layer in range(config.num_layers):
     h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(
         h, edges, (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS)
@@ -198,7 +198,7 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
     rows = np.cumsum([0] + [len(g.mask) for g in board_graph.GROUPS])
     edges = [edges[0][:, start:end, :g.mask.shape[1]] for g, start, end in zip(board_graph.GROUPS, rows, rows[1:])]
   h = layers.layer_norm(h)  # [B, 64, D], nodes in board_graph.NODE_ORDER.
-  e = layers.layer_norm(jnp.concatenate([e.reshape(e.shape[0], -1, edge_width) for e in edges], axis=1))  # [B, S, De]
+  e = layers.layer_norm(jnp.concatenate([grid.reshape(grid.shape[0], -1, edge_width) for grid in edges], axis=1))  # [B, S, De]
   batch = jnp.arange(tokens.shape[0])[:, None]
   of_square = jnp.asarray(board_graph.NODE_OF_SQUARE)
   move = jnp.concatenate([e[batch, x['slot']], h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]],

@@ -177,7 +177,10 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
          + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
          + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
          + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None])
-    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[board_graph.SLOT_TYPES][None]  # [1, S, De]
+    # Each board's own copy of the slots' type indices: the gradient is then one scatter-add from [B, S, De],
+    # not a reduction over the batch of a broadcast [1, S, De] first (XLA:CPU's was 4% of a training step).
+    slot_types = jnp.broadcast_to(jnp.asarray(board_graph.SLOT_TYPES), x['legal'].shape)  # [B, S]
+    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[slot_types]  # [B, S, De]
     if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
       e = e + x['open'][..., None] * table('open', 1, edge_width)
     e = e + x['legal'][..., None] * table('legal', 1, edge_width)  # [B, S, De]
@@ -213,7 +216,7 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   return (action_values, state_value) if with_value else action_values
 
 
-def flops_per_board(config: ModelConfig, num_moves: int) -> int:
+def flops_per_board(config: ModelConfig, num_moves: int, boards_per_pass: int | None = None) -> int:
   """Forward matmul FLOPs of one board with `num_moves` move slots (2 x multiply-accumulates).
 
   Per layer, on N = 64 nodes: the score and value projections (2 N D De + N D^2),
@@ -221,17 +224,21 @@ def flops_per_board(config: ModelConfig, num_moves: int) -> int:
   (S N H + N^2 D) and the SwiGLU (3 w N D^2); on the S = 1904 edge slots
   (1856 edges and the grids' padding): the edge projection and the edge update
   (2 S De^2). Then the move read-out (M (De + 2D) D + M D V) and the occupancy
-  test (S * 64).
+  test (S * 64). Passes of at most `ONE_GRID_ROWS` boards (`boards_per_pass`, e.g.
+  the trainer's micro-batch) run the one padded grid: S = 64 x 36 = 2304.
 
   >>> from searchless.model import transformer
-  >>> flops_per_board(transformer.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
-  ...     output_size=128, max_sequence_length=79, graph_edge_dim=32), 64)
-  72300544
+  >>> cfg = transformer.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
+  ...                               output_size=128, max_sequence_length=79, graph_edge_dim=32)
+  >>> flops_per_board(cfg, 64), flops_per_board(cfg, 64, boards_per_pass=2)  # Three grids; the one grid.
+  (72300544, 79673344)
   """
   d, de, w = config.embedding_dim, config.graph_edge_dim, config.widening_factor
   n, h = board_graph.NUM_SQUARES, config.num_heads
-  per_layer = (2 * n * d * de + n * d * d + n * (d + de) * d + board_graph.NUM_SLOTS * n * h + n * n * d
-               + 3 * w * n * d * d + 2 * board_graph.NUM_SLOTS * de * de)
+  one_grid = boards_per_pass is not None and boards_per_pass <= ONE_GRID_ROWS
+  slots = board_graph.ONE_GRID.mask.size if one_grid else board_graph.NUM_SLOTS
+  per_layer = (2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d
+               + 3 * w * n * d * d + 2 * slots * de * de)
   read_out = num_moves * (de + 2 * d) * d + num_moves * d * config.output_size
   return 2 * (config.num_layers * per_layer + read_out + board_graph.NUM_SLOTS * board_graph.NUM_SQUARES)
 

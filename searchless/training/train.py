@@ -186,7 +186,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   else:
     seq_len = records.SEQUENCE_LENGTHS[config.policy]
   if functions.model_config.kind == 'graph':
-    flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves)
+    flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves,
+                                            config.train.get('micro_batch') or config.data.batch_size)
   else:
     flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = step_lib.peak_flops_per_device(dtype)

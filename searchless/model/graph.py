@@ -116,15 +116,20 @@ class Gateau(hk.Module):
     # The same function and parameters (`layer_norm_1`, `edge`), but no [B, n, K, De] scale and offset passes
     # (about 10% of a training step on XLA:CPU).
     edge_scale, edge_offset = _LayerNormParameters(name='layer_norm_1')(edge_width)
-    to_sender = hk.Linear(edge_width, with_bias=False, name='sender')(hn)  # [B, N, De]
-    to_receiver = hk.Linear(edge_width, with_bias=False, name='receiver')(hn)
+    sender_w = _LinearWeights(name='sender')(width, edge_width)  # [D, De]
+    receiver_w = _LinearWeights(name='receiver')(width, edge_width)
     edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
     score = hk.get_parameter('score', (heads, edge_width // heads), jnp.float32,
                              init=hk.initializers.TruncatedNormal(1.0 / math.sqrt(edge_width // heads)))
     # Each head's score vector as one block-diagonal [De, H] matrix: one matmul, no per-head reshape of z.
     block = (_head_expansion(heads, edge_width, jnp.float32) * score.reshape(1, -1)).T  # [De, H]
-    value = split(hk.Linear(width, with_bias=False, name='value')(hn))  # [B, N, H, D/H]
+    value_w = _LinearWeights(name='value')(width, width)  # [D, D]
+    # The three node projections as one matmul (the same weights, names and initial values as their hk.Linear;
+    # fewer, larger kernels: 3% of a training step on XLA:CPU, RESULTS "Where a micro-batched graph step goes").
+    projected = hn @ jnp.concatenate([sender_w, receiver_w, value_w], axis=1).astype(dtype)  # [B, N, 2 De + D]
+    to_sender, to_receiver = projected[..., :edge_width], projected[..., edge_width:2 * edge_width]
+    value = split(projected[..., 2 * edge_width:])  # [B, N, H, D/H]
     pooled, activations, start = [], [], 0
     for e, group in zip(edges, groups):
       count = len(group.mask)
@@ -155,9 +160,11 @@ def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -
   """SwiGLU on [..., D] (pre-LN), the transformer's MLP."""
   with hk.name_scope(name):
     x = layers.layer_norm(h).astype(dtype)
-    gate = hk.Linear(widening * width, with_bias=False)(x)
-    up = hk.Linear(widening * width, with_bias=False)(x)
-    return hk.Linear(width, with_bias=False)(jax.nn.silu(gate) * up).astype(jnp.float32)
+    # Gate and up as one matmul (the hk.Linear names `linear` and `linear_1`, their initial values).
+    gate_w = _LinearWeights(name='linear')(width, widening * width)
+    up_w = _LinearWeights(name='linear_1')(width, widening * width)
+    gate, up = jnp.split(x @ jnp.concatenate([gate_w, up_w], axis=1).astype(dtype), 2, axis=-1)
+    return hk.Linear(width, with_bias=False, name='linear_2')(jax.nn.silu(gate) * up).astype(jnp.float32)
 
 
 def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,

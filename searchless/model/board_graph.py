@@ -112,6 +112,10 @@ ONE_GRID = Group(np.concatenate([np.pad(g.senders, ((0, 0), (0, MAX_IN_DEGREE - 
                                  for g in GROUPS]),
                  np.concatenate([np.pad(g.mask, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1]))) for g in GROUPS]))
 NUM_SLOTS = sum(g.mask.size for g in GROUPS)  # S = 1904: the groups' slots, flattened one after the other.
+# [S]: each flat slot's place in the one grid flattened ([64 x 36]); the grid's own padding holds no flat slot.
+ONE_GRID_PLACE = np.concatenate([
+    ((row0 + np.arange(g.mask.shape[0]))[:, None] * MAX_IN_DEGREE + np.arange(g.mask.shape[1])[None]).reshape(-1)
+    for g, row0 in zip(GROUPS, np.cumsum([0] + [len(g.mask) for g in GROUPS]))]).astype(np.int32)
 SLOT_SENDER = np.concatenate([senders.reshape(-1) for senders, _, _ in _SLOT_SQUARES])  # [S]: the sending square.
 SLOT_RECEIVER = np.concatenate([receivers.reshape(-1) for _, receivers, _ in _SLOT_SQUARES])  # [S]
 SLOT_MASK = np.concatenate([mask.reshape(-1) for _, _, mask in _SLOT_SQUARES])  # [S]: a real edge.
@@ -133,6 +137,12 @@ def _slot_types() -> tuple[np.ndarray, int]:
 
 
 SLOT_TYPES, NUM_EDGE_TYPES = _slot_types()  # [S], 66
+# The one grid's places ([64 x 36]): the flat slot each holds (its own padding: slot 0, never read by a real
+# edge) and its edge type (padding: the padding type).
+ONE_GRID_SOURCE = np.zeros(ONE_GRID.mask.size, np.int32)
+ONE_GRID_SOURCE[ONE_GRID_PLACE] = np.arange(NUM_SLOTS)
+ONE_GRID_TYPES = np.full(ONE_GRID.mask.size, NUM_EDGE_TYPES - 1, np.int32)
+ONE_GRID_TYPES[ONE_GRID_PLACE] = SLOT_TYPES
 
 
 def _between() -> np.ndarray:

@@ -184,35 +184,36 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
          + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
          + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
          + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None])
-    # Each board's own copy of the slots' type indices: the gradient is then one scatter-add from [B, S, De],
-    # not a reduction over the batch of a broadcast [1, S, De] first (XLA:CPU's was 4% of a training step).
-    slot_types = jnp.broadcast_to(jnp.asarray(board_graph.SLOT_TYPES), x['legal'].shape)  # [B, S]
-    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[slot_types]  # [B, S, De]
+    # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
+    one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
+    # The edges' inputs, made in the grids' own layout: one grid's places (its padding reaches no real edge), or
+    # the flat slots, the three grids one after the other.
+    source = board_graph.ONE_GRID_SOURCE if one_grid else np.arange(board_graph.NUM_SLOTS)  # [P]
+    open_line, legal = x['open'][:, source], x['legal'][:, source]  # [B, P]
+    # Each board's own copy of the type indices: the gradient is then one scatter-add from [B, P, De], not a
+    # reduction over the batch of a broadcast [1, P, De] first (XLA:CPU's was 4% of a training step).
+    types = jnp.broadcast_to(jnp.asarray(board_graph.ONE_GRID_TYPES if one_grid else board_graph.SLOT_TYPES),
+                             legal.shape)  # [B, P]
+    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[types]  # [B, P, De]
     if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
-      e = e + x['open'][..., None] * table('open', 1, edge_width)
-    e = e + x['legal'][..., None] * table('legal', 1, edge_width)  # [B, S, De]
+      e = e + open_line[..., None] * table('open', 1, edge_width)
+    e = e + legal[..., None] * table('legal', 1, edge_width)  # [B, P, De]
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
-  slots = np.cumsum([0] + [g.mask.size for g in board_graph.GROUPS])  # Each group's slots in the flat edge tensor.
-  edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per group
-                                for g, start, end in zip(board_graph.GROUPS, slots, slots[1:])]
-  # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
-  one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
-  if one_grid:
-    pad = lambda grid: jnp.pad(grid, ((0, 0), (0, 0), (0, board_graph.MAX_IN_DEGREE - grid.shape[2]), (0, 0)))
-    edges = [jnp.concatenate([pad(grid) for grid in edges], axis=1)]  # [B, 64, 36, De]
+  groups = (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS
+  slots = np.cumsum([0] + [g.mask.size for g in groups])  # Each grid's places in the flat edge tensor.
+  edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per grid
+                                for g, start, end in zip(groups, slots, slots[1:])]
   for layer in range(config.num_layers):
-    h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(
-        h, edges, (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS)
+    h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(h, edges, groups)
     h = h + _mlp(h, width, config.widening_factor, compute_dtype, f'mlp_{layer}')
-  if one_grid:
-    rows = np.cumsum([0] + [len(g.mask) for g in board_graph.GROUPS])
-    edges = [edges[0][:, start:end, :g.mask.shape[1]] for g, start, end in zip(board_graph.GROUPS, rows, rows[1:])]
   h = layers.layer_norm(h)  # [B, 64, D], nodes in board_graph.NODE_ORDER.
-  e = layers.layer_norm(jnp.concatenate([grid.reshape(grid.shape[0], -1, edge_width) for grid in edges], axis=1))  # [B, S, De]
+  e = jnp.concatenate([grid.reshape(grid.shape[0], -1, edge_width) for grid in edges], axis=1)  # [B, P, De]
   batch = jnp.arange(tokens.shape[0])[:, None]
+  place = jnp.asarray(board_graph.ONE_GRID_PLACE)[x['slot']] if one_grid else x['slot']  # [B, M]
   of_square = jnp.asarray(board_graph.NODE_OF_SQUARE)
-  move = jnp.concatenate([e[batch, x['slot']], h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]],
-                         axis=-1)  # [B, M, De + 2D]
+  # The moves' edges, then their LayerNorm (per edge: the same as normalising every slot first).
+  move = jnp.concatenate([layers.layer_norm(e[batch, place]), h[batch, of_square[x['from']]],
+                          h[batch, of_square[x['to']]]], axis=-1)  # [B, M, De + 2D]
   move = hk.Linear(width, name='move_in')(move.astype(compute_dtype)) + promotion
   logits = hk.Linear(config.output_size, name='move_out')(jax.nn.gelu(move).astype(compute_dtype))  # [B, M, V]
   action_values = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)

@@ -97,6 +97,14 @@ def test_the_graph_is_every_queen_and_knight_relation():
   assert [g.mask.shape for g in board_graph.GROUPS] == [(28, 26), (20, 30), (16, 36)]
   assert sorted(board_graph.NODE_ORDER.tolist()) == list(range(64))
   assert board_graph.ONE_GRID.mask.shape == (64, 36) and int(board_graph.ONE_GRID.mask.sum()) == 1856
+  # Each flat slot's place in the one grid holds the same edge (sender and mask), and the place's source is it.
+  place, grid_senders = board_graph.ONE_GRID_PLACE, board_graph.ONE_GRID.senders.reshape(-1)
+  flat_senders = np.concatenate([g.senders.reshape(-1) for g in board_graph.GROUPS])
+  assert len(set(place.tolist())) == 1904 and (grid_senders[place] == flat_senders).all()
+  assert (board_graph.ONE_GRID.mask.reshape(-1)[place] == board_graph.SLOT_MASK).all()
+  assert (board_graph.ONE_GRID_SOURCE[place] == np.arange(1904)).all()
+  assert (board_graph.ONE_GRID_TYPES[place] == board_graph.SLOT_TYPES).all()
+  assert int((board_graph.ONE_GRID_TYPES == board_graph.NUM_EDGE_TYPES - 1).sum()) == 2304 - 1856  # Padding.
   assert board_graph.NODE_ORDER[board_graph.NODE_OF_SQUARE[chess.D4]] == chess.D4 and board_graph.NODE_OF_SQUARE[chess.D4] >= 48
   e2e4 = board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
   assert (board_graph.SLOT_SENDER[e2e4], board_graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)

@@ -114,8 +114,11 @@ def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
   assert float(micro_metrics['targets']) == float(whole_metrics['targets']) == valued
   np.testing.assert_allclose(float(micro_metrics['loss']), float(whole_metrics['loss']), rtol=1e-6)
   np.testing.assert_allclose(float(micro_metrics['grad_norm']), float(whole_metrics['grad_norm']), rtol=1e-5)
+  # Adam's first step moves a weight by lr g / (|g| + eps): a gradient within float rounding of eps (the
+  # same sum in another order) lands anywhere in +-lr, so a tenth of lr is allowed beside the relative bound.
+  atol = whole_config.optim.learning_rate / 10
   for x, y in zip(jax.tree.leaves(micro.params), jax.tree.leaves(whole.params)):
-    np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=atol)
 
 
 def test_a_micro_batch_that_does_not_divide_the_batch_is_an_error(av_bag):

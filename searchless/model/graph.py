@@ -186,15 +186,16 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
          + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None])
     # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
     one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
-    # The edges' inputs, made in the grids' own layout: one grid's places (its padding reaches no real edge), or
-    # the flat slots, the three grids one after the other.
-    source = board_graph.ONE_GRID_SOURCE if one_grid else np.arange(board_graph.NUM_SLOTS)  # [P]
-    open_line, legal = x['open'][:, source], x['legal'][:, source]  # [B, P]
+    # The edges' inputs, made in the grids' own layout (P places): the one grid's (its padding reaches no real
+    # edge), or the flat slots, the three grids one after the other.
+    if one_grid:
+      source = board_graph.ONE_GRID_SOURCE  # [P = 2304]
+      open_line, legal, types = x['open'][:, source], x['legal'][:, source], board_graph.ONE_GRID_TYPES
+    else:
+      open_line, legal, types = x['open'], x['legal'], board_graph.SLOT_TYPES  # [B, P = S], [B, S], [S]
     # Each board's own copy of the type indices: the gradient is then one scatter-add from [B, P, De], not a
     # reduction over the batch of a broadcast [1, P, De] first (XLA:CPU's was 4% of a training step).
-    types = jnp.broadcast_to(jnp.asarray(board_graph.ONE_GRID_TYPES if one_grid else board_graph.SLOT_TYPES),
-                             legal.shape)  # [B, P]
-    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[types]  # [B, P, De]
+    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[jnp.broadcast_to(types, legal.shape)]  # [B, P, De]
     if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
       e = e + open_line[..., None] * table('open', 1, edge_width)
     e = e + legal[..., None] * table('legal', 1, edge_width)  # [B, P, De]

@@ -55,6 +55,14 @@ from searchless.model.config import ModelConfig
 ONE_GRID_ROWS = 2
 
 
+def _one_grid(boards: Any) -> bool:
+  """Whether a pass of `boards` boards runs the one grid: a concrete batch of at most `ONE_GRID_ROWS`.
+
+  A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
+  """
+  return isinstance(boards, int) and boards <= ONE_GRID_ROWS
+
+
 class _LayerNormParameters(hk.Module):
   """The scale and offset of an `hk.LayerNorm` over the last axis (the same names and initial values)."""
 
@@ -184,8 +192,7 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
          + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
          + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
          + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None])
-    # A symbolic batch (an exported forward function, `model.export`) serves every size: the three grids.
-    one_grid = isinstance(tokens.shape[0], int) and tokens.shape[0] <= ONE_GRID_ROWS
+    one_grid = _one_grid(tokens.shape[0])
     # The edges' inputs, made in the grids' own layout (P places): the one grid's (its padding reaches no real
     # edge), or the flat slots, the three grids one after the other.
     if one_grid:
@@ -244,8 +251,7 @@ def flops_per_board(config: ModelConfig, num_moves: int, boards_per_pass: int | 
   """
   d, de, w = config.embedding_dim, config.graph_edge_dim, config.widening_factor
   n, h = board_graph.NUM_SQUARES, config.num_heads
-  one_grid = boards_per_pass is not None and boards_per_pass <= ONE_GRID_ROWS
-  slots = board_graph.ONE_GRID.mask.size if one_grid else board_graph.NUM_SLOTS
+  slots = board_graph.ONE_GRID.mask.size if _one_grid(boards_per_pass) else board_graph.NUM_SLOTS
   per_layer = (2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d
                + 3 * w * n * d * d + 2 * slots * de * de)
   read_out = num_moves * (de + 2 * d) * d + num_moves * d * config.output_size

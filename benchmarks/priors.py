@@ -43,6 +43,11 @@ PRIORS = {
     'packed_untied': ['model.move_squares=untied'],
     'packed_relative': ['model.square_bias=relative'],
     'packed_smolgen': ['model.smolgen=32'],
+    # The graph's open-line flag as an attention bias (square_bias='open_lines', issue 28's 4th step).
+    'packed_open_lines': ['model.square_bias=open_lines'],
+    'packed_lines': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=open_lines'],
+    'packed_lines_smolgen': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=open_lines',
+                             'model.smolgen=32'],
 }
 
 
@@ -52,18 +57,21 @@ def main(argv=None) -> None:
   p.add_argument('--workdir', default=None, help='run the learning curves here (campaign_models layout)')
   p.add_argument('--points', type=int, default=4, help='curve points per model')
   p.add_argument('--minutes', type=float, default=15.0, help='training minutes between points')
+  p.add_argument('--only', nargs='*', choices=sorted(PRIORS), default=None,
+                 help='these priors only (tiny_packed and graph_tiny, the baselines, always)')
   args = p.parse_args(argv)
+  names = [n for n in PRIORS if args.only is None or n == 'tiny_packed' or n in args.only]
   print(f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
         f'device(s), {len(os.sched_getaffinity(0))} cores', flush=True)
   fens = boards_lib.spread_boards(boards_lib.LICHESS_999, 256)
-  configs = {name: ('tiny_packed', overrides) for name, overrides in PRIORS.items()}
+  configs = {name: ('tiny_packed', PRIORS[name]) for name in names}
   configs['graph_tiny'] = ('graph_tiny', [])
   results = packing.train_throughput(packing._labelled_boards(fens), args.steps, configs)
   for name, r in results.items():
     print(f"train {name:16s}: {r['params']:8d} params, {r['action_values_per_s']:8.0f} action-values/s "
           f"({r['step_ms']:.0f} ms/step)", flush=True)
   if args.workdir:
-    models = ['graph_tiny=graph_tiny'] + [f"{name}=tiny_packed:{','.join(o)}" for name, o in PRIORS.items()]
+    models = ['graph_tiny=graph_tiny'] + [f"{name}=tiny_packed:{','.join(PRIORS[name])}" for name in names]
     campaign_models.main(['--workdir', args.workdir, '--points', str(args.points), '--minutes', str(args.minutes),
                           '--models', *models])
   base = results['tiny_packed']['action_values_per_s']

@@ -56,7 +56,7 @@ class ModelConfig:
   # Structural priors (`searchless.model.priors`), transformer only, each off by default:
   mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
   move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
-  square_bias: str = 'none'  # 'none' | 'relative': learned attention biases by square displacement and move squares.
+  square_bias: str = 'none'  # 'none' | 'relative': learned attention biases by square displacement and move squares | 'open_lines': and by open lines.
   smolgen: int = 0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
 
   def __post_init__(self):

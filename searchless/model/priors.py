@@ -16,6 +16,10 @@ not the tokens (77 FEN tokens, one of 1968 move tokens):
   logit between two board squares, by their (rank, file) displacement (Shaw-style
   relative positions, 15 x 15 classes), and between a move token and its from- and
   to-squares.
+* ``square_bias='open_lines'``: ``'relative'``, plus a second table by displacement
+  added only where the two squares share a rank, file or diagonal with no piece strictly
+  between them (`open_lines`): what every edge of the graph model is told, computed from
+  the board tokens.
 * ``smolgen=W``: a board-dependent bias between squares per head and layer (Leela's
   smolgen): the layer's square features compressed, summarised in W features per
   head, and mapped to a [64, 64] bias by one map all layers share.
@@ -47,7 +51,7 @@ NUM_SQUARES = 64
 SQUARES_AT = 2  # Input position of a8, the first square (0: start token, 1: side to move).
 MOVES_AT = tokenizer.SEQUENCE_LENGTH + 1  # Input position of the first move token (78).
 MOVE_SQUARES = ('none', 'tied', 'untied')  # `ModelConfig.move_squares`.
-SQUARE_BIASES = ('none', 'relative')  # `ModelConfig.square_bias`.
+SQUARE_BIASES = ('none', 'relative', 'open_lines')  # `ModelConfig.square_bias`.
 NUM_DISPLACEMENTS = 15 * 15  # (rank step, file step) classes between two squares, each in -7..7.
 
 _T = tokenizer.CHARACTER_TO_TOKEN
@@ -64,6 +68,29 @@ MIRROR_ACTION = np.array([moves.MOVE_TO_ACTION[_mirror_move(m)] for m in moves.A
 FROM_SQUARE = np.array([_FEN_SQUARE(chess.parse_square(m[:2])) for m in moves.ACTION_TO_MOVE], np.int32)  # [1968]
 TO_SQUARE = np.array([_FEN_SQUARE(chess.parse_square(m[2:4])) for m in moves.ACTION_TO_MOVE], np.int32)  # [1968]
 PROMOTION = np.array([' qrbn'.index(m[4]) if len(m) == 5 else 0 for m in moves.ACTION_TO_MOVE], np.int32)  # 0: none.
+
+_SQUARE = [chess.square(index % 8, 7 - index // 8) for index in range(NUM_SQUARES)]  # Board token index (a8 = 0) -> square.
+_RANK, _FILE = np.arange(NUM_SQUARES) // 8, np.arange(NUM_SQUARES) % 8  # Of the board token indices (rank 0: the 8th).
+SQUARE_DISPLACEMENT = ((_RANK[None, :] - _RANK[:, None] + 7) * 15
+                       + (_FILE[None, :] - _FILE[:, None] + 7)).astype(np.int32)  # [64, 64]: key minus query square.
+# [64, 64] float32: the two squares share a rank, file or diagonal (a queen's line; a square and itself do not).
+QUEEN_LINE = np.array([[float(a != b and bool(chess.ray(a, b))) for b in _SQUARE] for a in _SQUARE], np.float32)
+# [64 * 64, 64] float32: row (i, j) marks the squares strictly between squares i and j on their line (none: off it).
+BETWEEN = ((np.array([chess.between(a, b) for a in _SQUARE for b in _SQUARE], np.uint64)[:, None]
+            >> np.array(_SQUARE, np.uint64)[None]) & np.uint64(1)).astype(np.float32)
+
+
+def open_lines(board_tokens: jax.Array) -> jax.Array:
+  """[B, 64] board tokens (a8..h1) -> [B, 64, 64] float32: 1 where two squares share a rank, file or
+  diagonal with no piece strictly between them, else 0 (a square and itself: 0).
+
+  >>> lines = open_lines(tokenizer.tokenize(chess.STARTING_FEN)[None, 1:65])[0]  # a8 = 0, a1 = 56, h1 = 63.
+  >>> [int(lines[56, 48]), int(lines[56, 40]), int(lines[56, 0]), int(lines[56, 63]), int(lines[51, 35])]
+  [1, 0, 0, 0, 1]
+  """
+  occupied = (board_tokens != _T['.']).astype(jnp.float32)  # [B, 64]
+  blocked = occupied @ jnp.asarray(BETWEEN).T  # [B, 64 * 64]: pieces strictly between.
+  return jnp.where(blocked.reshape(-1, NUM_SQUARES, NUM_SQUARES) > 0, 0.0, jnp.asarray(QUEEN_LINE))
 
 # FEN token index -> the index it is read from when mirroring: the squares' ranks flip, the rest stay.
 _MIRROR_INDEX = np.arange(tokenizer.SEQUENCE_LENGTH)
@@ -128,38 +155,39 @@ class Geometry(NamedTuple):
 
   displacement: np.ndarray | None  # [T, T] int32: key square minus query square as a class (NUM_DISPLACEMENTS: none).
   move_squares: jax.Array | None  # [B, T, 2] int32: a move token's from- and to-square positions (-1: not a move).
+  open_lines: jax.Array | None  # [B, 64, 64] float32: `open_lines` of the board (None: square_bias is not 'open_lines').
   smolgen: hk.Linear | None  # The summary -> [64 x 64] bias map shared by every layer (None: no smolgen).
   smolgen_width: int  # Width of a layer's board summary, per head.
 
 
-def geometry(inputs: jax.Array, *, square_bias: bool, smolgen: int) -> Geometry | None:
+def geometry(inputs: jax.Array, *, square_bias: str, smolgen: int) -> Geometry | None:
   """The `Geometry` of [B, T] input tokens (shifted right: squares from `SQUARES_AT`, moves from `MOVES_AT` on),
-  or None when neither bias is on. `smolgen` > 0 creates the shared map (`smolgen_generator`; zero weights at
-  first, so like `square_bias` the model starts as the one without it)."""
-  if not square_bias and not smolgen:
+  or None when neither bias is on (`square_bias` one of `SQUARE_BIASES`). `smolgen` > 0 creates the shared map
+  (`smolgen_generator`; zero weights at first, so like `square_bias` the model starts as the one without it)."""
+  if square_bias == 'none' and not smolgen:
     return None
   generator = hk.Linear(NUM_SQUARES * NUM_SQUARES, w_init=jnp.zeros, name='smolgen_generator') if smolgen else None
-  if not square_bias:
-    return Geometry(None, None, generator, smolgen)
+  if square_bias == 'none':
+    return Geometry(None, None, None, generator, smolgen)
   batch, length = inputs.shape
-  square = np.full(length, -1)
-  square[SQUARES_AT:SQUARES_AT + NUM_SQUARES] = np.arange(NUM_SQUARES)[:max(0, length - SQUARES_AT)]
-  rank, file = square // 8, square % 8
-  classes = (rank[None, :] - rank[:, None] + 7) * 15 + (file[None, :] - file[:, None] + 7)  # [T, T]
-  displacement = np.where((square[:, None] >= 0) & (square[None, :] >= 0), classes, NUM_DISPLACEMENTS)
+  displacement = np.full((length, length), NUM_DISPLACEMENTS, np.int32)  # [T, T]: not two squares, no class.
+  squares = min(NUM_SQUARES, max(0, length - SQUARES_AT))
+  displacement[SQUARES_AT:SQUARES_AT + squares, SQUARES_AT:SQUARES_AT + squares] = SQUARE_DISPLACEMENT[:squares, :squares]
   move_squares = jnp.full((batch, length, 2), -1, jnp.int32)
   if length > MOVES_AT:
     actions = jnp.maximum(inputs[:, MOVES_AT:], 0)  # [B, M]
     pair = jnp.stack([jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]], axis=-1)  # [B, M, 2]
     move_squares = move_squares.at[:, MOVES_AT:].set(SQUARES_AT + pair)
-  return Geometry(displacement.astype(np.int32), move_squares, generator, smolgen)
+  lines = open_lines(inputs[:, SQUARES_AT:SQUARES_AT + NUM_SQUARES]) if square_bias == 'open_lines' else None
+  return Geometry(displacement, move_squares, lines, generator, smolgen)
 
 
 def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int, num_keys: int) -> jax.Array:
   """[B or 1, H, Tq, S] float32: this layer's learned bias on the logits of queries from `query_start` on and
   the first `num_keys` keys; `x` [B, T, D] is the layer's (normalised) input.
 
-  ``square_bias``: parameters `square_bias` [H, 225] and `move_square_bias` [H, 2], zero at first.
+  ``square_bias``: parameters `square_bias` [H, 225] and `move_square_bias` [H, 2], zero at first;
+  ``'open_lines'`` adds `open_line_bias` [H, 225] (zero at first) between squares on an open line.
   ``smolgen`` (Leela's board-dependent bias): the squares' features compressed (`smolgen_compress`), a board
   summary (`smolgen_summary`), one per head (`smolgen_heads`), each mapped to a [64, 64] bias between the
   squares by the shared `smolgen_generator`.
@@ -174,8 +202,14 @@ def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int
     hits = (targets[..., None] == jnp.arange(num_keys)).astype(jnp.float32)  # [B, Tq, 2, S]
     bias = bias + jnp.einsum('btks,hk->bhts', hits, weights)
   first_row = max(0, query_start - SQUARES_AT)  # The first square that queries here.
-  if geo.smolgen is not None and first_row < NUM_SQUARES:
-    batch, length = x.shape[:2]
+  if first_row >= NUM_SQUARES:
+    return bias
+  maps = None  # [B, H, 64 - first_row, 64]: board-dependent biases between squares.
+  if geo.open_lines is not None:
+    table = hk.get_parameter('open_line_bias', (num_heads, NUM_DISPLACEMENTS), jnp.float32, init=jnp.zeros)
+    maps = table[:, SQUARE_DISPLACEMENT[first_row:]][None] * geo.open_lines[:, None, first_row:]
+  if geo.smolgen is not None:
+    batch = x.shape[0]
     squares = x[:, SQUARES_AT:SQUARES_AT + NUM_SQUARES]  # [B, 64, D]
     compressed = hk.Linear(SMOLGEN_SQUARE_WIDTH, with_bias=False, name='smolgen_compress')(squares)  # [B, 64, C]
     summary = hk.Linear(geo.smolgen_width, name='smolgen_summary')(compressed.reshape(batch, -1))  # [B, W]
@@ -183,11 +217,14 @@ def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int
     heads = hk.Linear(num_heads * geo.smolgen_width, name='smolgen_heads')(summary.astype(x.dtype))  # [B, H W]
     heads = heads.reshape(batch, num_heads, geo.smolgen_width)
     heads = hk.LayerNorm(-1, True, True, name='smolgen_heads_norm')(jax.nn.silu(heads.astype(jnp.float32)))
-    maps = geo.smolgen(heads.astype(x.dtype)).astype(jnp.float32)  # [B, H, 64 * 64]
-    maps = maps.reshape(batch, num_heads, NUM_SQUARES, NUM_SQUARES)[:, :, first_row:]  # [B, H, Tsq, 64]
-    row_start = max(query_start, SQUARES_AT) - query_start
-    rows = length - query_start
-    maps = maps[:, :, :, :max(0, num_keys - SQUARES_AT)]
-    bias = bias + jnp.pad(maps, ((0, 0), (0, 0), (row_start, rows - row_start - maps.shape[2]),
-                                 (SQUARES_AT, num_keys - SQUARES_AT - maps.shape[3])))
-  return bias
+    generated = geo.smolgen(heads.astype(x.dtype)).astype(jnp.float32)  # [B, H, 64 * 64]
+    generated = generated.reshape(batch, num_heads, NUM_SQUARES, NUM_SQUARES)[:, :, first_row:]  # [B, H, Tsq, 64]
+    maps = generated if maps is None else maps + generated
+  if maps is None:
+    return bias
+  length = x.shape[1]
+  row_start = max(query_start, SQUARES_AT) - query_start
+  rows = length - query_start
+  maps = maps[:, :, :, :max(0, num_keys - SQUARES_AT)]
+  return bias + jnp.pad(maps, ((0, 0), (0, 0), (row_start, rows - row_start - maps.shape[2]),
+                               (SQUARES_AT, num_keys - SQUARES_AT - maps.shape[3])))

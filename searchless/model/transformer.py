@@ -100,7 +100,7 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
     sequences = jnp.concatenate([viewed, sequences[:, move_end:]], axis=1)
   inputs = jnp.pad(sequences, ((0, 0), (1, 0)))[:, :-1]  # [B, T]: right shift, 0 in front.
   h = layers.embed(inputs, jnp.arange(length), config)  # [B, T, D], float32 residual.
-  geometry = priors.geometry(inputs, square_bias=config.square_bias != 'none', smolgen=config.smolgen)
+  geometry = priors.geometry(inputs, square_bias=config.square_bias, smolgen=config.smolgen)
   for layer in range(config.num_layers):
     # Only the last position is read out when `last_only`: the last block needs
     # keys and values everywhere but a query (and an MLP) at that position only.
@@ -148,7 +148,7 @@ def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.d
   inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
   position_ids = np.concatenate([np.arange(BOARD_TOKENS), np.full(num_moves, MOVE_POSITION)])  # [T]
   h = layers.embed(inputs, position_ids, config)  # [B, T, D]
-  geometry = priors.geometry(inputs, square_bias=config.square_bias != 'none', smolgen=config.smolgen)
+  geometry = priors.geometry(inputs, square_bias=config.square_bias, smolgen=config.smolgen)
   for layer in range(config.num_layers):
     # Joint blocks (board tokens see the moves) are the K before the last; the last
     # block's board outputs are never read, so it queries (and MLPs) the moves only.

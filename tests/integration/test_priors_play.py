@@ -24,9 +24,9 @@ SMALL = ['model.embedding_dim=16', 'model.num_layers=2', 'model.num_heads=2', 'd
          'train.compute_dtype=float32']
 OPTIONS = {'mover_view': ['model.mover_view=True'], 'tied': ['model.move_squares=tied'],
            'untied': ['model.move_squares=untied'], 'relative': ['model.square_bias=relative'],
-           'smolgen': ['model.smolgen=4']}
+           'open_lines': ['model.square_bias=open_lines'], 'smolgen': ['model.smolgen=4']}
 SETS = {'mover_view': ('mover_view', True), 'tied': ('move_squares', 'tied'), 'untied': ('move_squares', 'untied'),
-        'relative': ('square_bias', 'relative'), 'smolgen': ('smolgen', 4)}
+        'relative': ('square_bias', 'relative'), 'open_lines': ('square_bias', 'open_lines'), 'smolgen': ('smolgen', 4)}
 
 
 @pytest.mark.parametrize('policy', ['action_value', 'behavioral_cloning', 'state_value'])
@@ -47,6 +47,7 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
   if option != 'mover_view':  # Parameters the option owns moved in the step.
     name, leaf = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square', 'embeddings'),
                   'relative': ('multi_head_dot_product_attention', 'square_bias'),
+                  'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
                   'smolgen': ('smolgen_generator', 'w')}[option]
     assert np.abs(np.asarray(params[name][leaf]) - np.asarray(
         transformer.init_params(model_config)[name][leaf])).max() > 0

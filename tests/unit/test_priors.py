@@ -4,7 +4,9 @@ import dataclasses
 
 import chess
 import chess.pgn
+import haiku as hk
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -74,7 +76,7 @@ def test_every_move_mirrors_into_the_vocabulary_and_back():
 def test_geometry_classes_and_move_squares():
   inputs = np.zeros((1, 80), np.int32)
   inputs[0, 78:] = [moves.MOVE_TO_ACTION['e2e4'], moves.MOVE_TO_ACTION['g1f3']]
-  geo = priors.geometry(inputs, square_bias=True, smolgen=0)
+  geo = priors.geometry(inputs, square_bias='relative', smolgen=0)
   assert geo.displacement.shape == (80, 80)
   a8, b7, h1 = 2, 2 + 9, 2 + 63
   assert geo.displacement[a8, b7] == (1 + 7) * 15 + (1 + 7)  # One row down, one file right.
@@ -82,6 +84,42 @@ def test_geometry_classes_and_move_squares():
   assert (geo.displacement[:2] == 225).all() and (geo.displacement[:, 66:] == 225).all()  # Not squares: no bias.
   assert np.asarray(geo.move_squares[0, 78:]).tolist() == [[2 + 52, 2 + 36], [2 + 62, 2 + 45]]
   assert (np.asarray(geo.move_squares[0, :78]) == -1).all()
+  assert geo.open_lines is None
+
+
+def test_open_lines_are_python_chess_rays_with_no_piece_between(lichess_999):
+  boards = [chess.Board(KIWIPETE_BLACK), *_boards(lichess_999, 40)[::8]]
+  tokens = np.stack([tokenizer.tokenize(board.fen()) for board in boards])  # [B, 77]
+  lines = np.asarray(priors.open_lines(tokens[:, 1:65]))  # [B, 64, 64]
+  square = lambda index: chess.square(index % 8, 7 - index // 8)  # a8 = 0.
+  for board, got in zip(boards, lines):
+    want = [[float(a != b and bool(chess.ray(square(a), square(b)))
+                   and not chess.between(square(a), square(b)) & board.occupied) for b in range(64)] for a in range(64)]
+    np.testing.assert_array_equal(got, want)
+  assert lines[0].sum() == 666  # Kiwipete: 333 open pairs, each counted both ways.
+
+
+def test_open_line_biases_are_added_where_a_line_is_open_only():
+  board = chess.Board(KIWIPETE_BLACK)
+  inputs = np.pad(tokenizer.tokenize(board.fen())[None], ((0, 0), (1, 2))).astype(np.int32)  # [1, 80]: shifted, 2 moves.
+
+  def bias(inputs):
+    geo = priors.geometry(inputs, square_bias='open_lines', smolgen=0)
+    return priors.attention_bias(geo, jnp.zeros((1, 80, 8)), 2, 0, 80)
+
+  model = hk.without_apply_rng(hk.transform(bias))
+  params = model.init(None, inputs)
+  assert {name: v.shape for name, v in params['~'].items()} == {
+      'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)}
+  classes = np.arange(225, dtype=np.float32)
+  params = {'~': {**params['~'], 'open_line_bias': np.stack([classes, -classes])}}
+  out = np.asarray(model.apply(params, inputs))  # [1, 2, 80, 80]
+  lines = np.asarray(priors.open_lines(inputs[:, 2:66]))[0]
+  np.testing.assert_array_equal(out[0, 0, 2:66, 2:66], lines * priors.SQUARE_DISPLACEMENT)
+  np.testing.assert_array_equal(out[0, 1, 2:66, 2:66], -lines * priors.SQUARE_DISPLACEMENT)
+  assert not out[:, :, :2].any() and not out[:, :, 66:].any() and not out[:, :, :, 66:].any()
+  e8, e1 = 4, 60
+  assert out[0, 0, 2 + e1, 2 + e8] == 0 and out[0, 0, 2 + e8, 2 + 5] == (0 + 7) * 15 + (1 + 7)  # Blocked; e8-f8 open.
 
 
 def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers():
@@ -104,7 +142,12 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
   # Zero biases (and a zero smolgen map) at first: the same function as without them.
   tokens = np.concatenate([tokenizer.tokenize(KIWIPETE_BLACK), [moves.MOVE_TO_ACTION['e7e5'], 0]])[None]
   plain = transformer.build(BASE).apply(default, None, tokens.astype(np.int32))
-  for options, params in ((dict(square_bias='relative'), biased), (dict(smolgen=4), smolgen)):
+  lines = transformer.init_params(dataclasses.replace(BASE, square_bias='open_lines'))
+  assert {k: {n: v.shape for n, v in lines[k].items()} for k in set(lines) - set(default)} == {
+      f'multi_head_dot_product_attention{layer}': {
+          'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)} for layer in ('', '_1')}
+  for options, params in ((dict(square_bias='relative'), biased), (dict(square_bias='open_lines'), lines),
+                          (dict(smolgen=4), smolgen)):
     with_bias = transformer.build(dataclasses.replace(BASE, **options)).apply(
         {**params, **default}, None, tokens.astype(np.int32))
     np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
@@ -113,7 +156,7 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
 def test_options_are_refused_where_they_do_not_apply():
   with pytest.raises(ValueError, match="move_squares must be one of \\('none', 'tied', 'untied'\\), got 'both'"):
     dataclasses.replace(BASE, move_squares='both')
-  with pytest.raises(ValueError, match="square_bias must be one of \\('none', 'relative'\\), got 'shaw'"):
+  with pytest.raises(ValueError, match="square_bias must be one of \\('none', 'relative', 'open_lines'\\), got 'shaw'"):
     dataclasses.replace(BASE, square_bias='shaw')
   with pytest.raises(ValueError, match='smolgen must be >= 0 \\(0: off\\), got -1'):
     dataclasses.replace(BASE, smolgen=-1)

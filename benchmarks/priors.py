@@ -48,6 +48,8 @@ PRIORS = {
     'packed_lines': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=open_lines'],
     'packed_lines_smolgen': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=open_lines',
                              'model.smolgen=32'],
+    # A move read from both its squares' states before every block (model.move_gather), on priors 1-4.
+    'packed_priors_gather': [*_COMBINED, 'model.smolgen=32', 'model.move_gather=True'],
 }
 
 

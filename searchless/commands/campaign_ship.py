@@ -60,6 +60,7 @@ def _priors(m: Any) -> list[str]:
     return []
   return [text for on, text in ((m.get('mover_view'), "the mover's view"),
                                 (m.get('move_squares', 'none') != 'none', f"move squares ({m.get('move_squares')})"),
+                                (m.get('move_gather', False), 'move gather'),
                                 (m.get('square_bias', 'none') != 'none', f"square biases ({m.get('square_bias')})"),
                                 (m.get('smolgen'), f"smolgen ({m.get('smolgen')})")) if on]
 

@@ -63,6 +63,7 @@ def base() -> ml_collections.ConfigDict:
   c.model.move_squares = 'none'  # transformer: none | tied | untied: move tokens add from-/to-square and promotion embeddings.
   c.model.square_bias = 'none'  # transformer: none | relative: attention biases by square displacement and move squares | open_lines: and by open lines.
   c.model.smolgen = 0  # transformer: > 0: board-dependent attention biases between squares (Leela's smolgen), summary width.
+  c.model.move_gather = False  # transformer: move tokens add a map of their from- and to-square's states before every block.
 
   c.data = ml_collections.ConfigDict()
   c.data.train = ''  # Bag spec/glob of training records (the --data flag sets it).

@@ -56,8 +56,9 @@ class ModelConfig:
   # Structural priors (`searchless.model.priors`), transformer only, each off by default:
   mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
   move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
-  square_bias: str = 'none'  # 'none' | 'relative': learned attention biases by square displacement and move squares | 'open_lines': and by open lines.
+  square_bias: str = 'none'  # 'none' | 'relative' | 'open_lines': learned attention biases by square displacement (priors).
   smolgen: int = 0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
+  move_gather: bool = False  # Before every block a move token adds a map of its from- and to-square's states (action-value).
 
   def __post_init__(self):
     if self.kind not in KINDS:
@@ -69,8 +70,9 @@ class ModelConfig:
     if self.square_bias not in priors.SQUARE_BIASES:
       raise ValueError(f'square_bias must be one of {priors.SQUARE_BIASES}, got {self.square_bias!r}')
     if self.kind == 'graph':
-      if self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen:
-        raise ValueError('mover_view, move_squares, square_bias and smolgen are transformer options (the graph model has its own)')
+      if self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen or self.move_gather:
+        raise ValueError('mover_view, move_squares, square_bias, smolgen and move_gather are transformer options '
+                         '(the graph model has its own)')
       if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
         raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
       if self.embedding_dim % self.num_heads:
@@ -109,6 +111,8 @@ class ModelConfig:
       raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
     if m.get('move_squares', 'none') != 'none' and policy != 'action_value':
       raise ValueError(f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}")
+    if m.get('move_gather', False) and policy != 'action_value':
+      raise ValueError(f"model.move_gather reads the input's move token: it needs policy action_value, not {policy!r}")
     if m.get('kind', 'transformer') == 'graph' and policy != 'action_value':
       raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
     return cls(
@@ -134,4 +138,5 @@ class ModelConfig:
         move_squares=m.get('move_squares', 'none'),
         square_bias=m.get('square_bias', 'none'),
         smolgen=m.get('smolgen', 0),
+        move_gather=m.get('move_gather', False),
     )

@@ -23,6 +23,9 @@ not the tokens (77 FEN tokens, one of 1968 move tokens):
 * ``smolgen=W``: a board-dependent bias between squares per head and layer (Leela's
   smolgen): the layer's square features compressed, summarised in W features per
   head, and mapped to a [64, 64] bias by one map all layers share.
+* ``move_gather``: before every block, each move token adds a linear map (zero at
+  first) of its from- and to-square's states, normalised (`gather_move_squares`): a
+  move is read from both its squares, as the graph model reads it.
 
 Positions are those of the model's input, the tokens shifted right by one: 0 (the
 start token), the side to move, then the 64 squares a8..h1 at positions 2..65, and
@@ -145,6 +148,21 @@ def move_square_embedding(actions: jax.Array, positions: jax.Array, mode: str, w
     out = (hk.Embed(NUM_SQUARES, width, name='move_from_square')(from_square)
            + hk.Embed(NUM_SQUARES, width, name='move_to_square')(to_square))
   return out + hk.Embed(len(' qrbn'), width, name='move_promotion')(jnp.asarray(PROMOTION)[actions])
+
+
+def gather_move_squares(h: jax.Array, inputs: jax.Array) -> jax.Array:
+  """[B, T, D] residual stream -> the same, where each move token (positions from `MOVES_AT` on, actions in the
+  [B, T] `inputs`) adds `move_gather` (a linear map, zero at first) of its from- and to-square's states,
+  LayerNormed together (`move_gather_norm`)."""
+  if h.shape[1] <= MOVES_AT:
+    return h
+  actions = jnp.maximum(inputs[:, MOVES_AT:], 0)  # [B, M]
+  ends = SQUARES_AT + jnp.stack([jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]], axis=-1)
+  states = jax.vmap(lambda board, at: board[at])(h, ends)  # [B, M, 2, D]
+  states = states.reshape(*states.shape[:2], -1)  # [B, M, 2 D]
+  states = hk.LayerNorm(-1, True, True, name='move_gather_norm')(states)
+  added = hk.Linear(h.shape[-1], with_bias=False, w_init=jnp.zeros, name='move_gather')(states)  # [B, M, D]
+  return h.at[:, MOVES_AT:].add(added.astype(h.dtype))
 
 
 SMOLGEN_SQUARE_WIDTH = 8  # smolgen: features each square is compressed to before the board summary.

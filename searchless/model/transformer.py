@@ -105,6 +105,8 @@ def _forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype
     # Only the last position is read out when `last_only`: the last block needs
     # keys and values everywhere but a query (and an MLP) at that position only.
     last = last_only and layer == config.num_layers - 1
+    if config.move_gather:
+      h = priors.gather_move_squares(h, inputs)
     h = layers.block(h, config, compute_dtype, query_start=length - 1 if last else 0, geometry=geometry)
   log_probs = layers.read_out(h, config, compute_dtype)
   if black is not None and config.output_size == moves.NUM_ACTIONS:  # Behavioral cloning: back to the real board's moves.
@@ -154,6 +156,8 @@ def _packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.d
     # block's board outputs are never read, so it queries (and MLPs) the moves only.
     joint = config.num_layers - 1 - config.joint_layers <= layer < config.num_layers - 1
     start = BOARD_TOKENS if layer == config.num_layers - 1 else 0
+    if config.move_gather:
+      h = priors.gather_move_squares(h, inputs)
     if config.move_attention == 'self' and not joint:  # The default: no [T, T] mask needed.
       h = layers.block(h, config, compute_dtype, query_start=start, moves_from=BOARD_TOKENS, geometry=geometry)
     else:

@@ -24,16 +24,19 @@ SMALL = ['model.embedding_dim=16', 'model.num_layers=2', 'model.num_heads=2', 'd
          'train.compute_dtype=float32']
 OPTIONS = {'mover_view': ['model.mover_view=True'], 'tied': ['model.move_squares=tied'],
            'untied': ['model.move_squares=untied'], 'relative': ['model.square_bias=relative'],
-           'open_lines': ['model.square_bias=open_lines'], 'smolgen': ['model.smolgen=4']}
+           'open_lines': ['model.square_bias=open_lines'], 'smolgen': ['model.smolgen=4'],
+           'gather': ['model.move_gather=True']}
 SETS = {'mover_view': ('mover_view', True), 'tied': ('move_squares', 'tied'), 'untied': ('move_squares', 'untied'),
-        'relative': ('square_bias', 'relative'), 'open_lines': ('square_bias', 'open_lines'), 'smolgen': ('smolgen', 4)}
+        'relative': ('square_bias', 'relative'), 'open_lines': ('square_bias', 'open_lines'), 'smolgen': ('smolgen', 4),
+        'gather': ('move_gather', True)}
 
 
 @pytest.mark.parametrize('policy', ['action_value', 'behavioral_cloning', 'state_value'])
 @pytest.mark.parametrize('option', sorted(OPTIONS))
 def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, policy, option):
-  if option in ('tied', 'untied') and policy != 'action_value':
-    with pytest.raises(ValueError, match=f"move_squares embeds the input's move token: it needs policy action_value, not '{policy}'"):
+  if option in ('tied', 'untied', 'gather') and policy != 'action_value':
+    what = 'move_gather reads' if option == 'gather' else 'move_squares embeds'
+    with pytest.raises(ValueError, match=f"{what} the input's move token: it needs policy action_value, not '{policy}'"):
       transformer.ModelConfig.from_config(config_lib.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
     return
   config = config_lib.load('tiny', SMALL + OPTIONS[option] + [
@@ -48,7 +51,7 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
     name, leaf = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square', 'embeddings'),
                   'relative': ('multi_head_dot_product_attention', 'square_bias'),
                   'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
-                  'smolgen': ('smolgen_generator', 'w')}[option]
+                  'smolgen': ('smolgen_generator', 'w'), 'gather': ('move_gather', 'w')}[option]
     assert np.abs(np.asarray(params[name][leaf]) - np.asarray(
         transformer.init_params(model_config)[name][leaf])).max() > 0
 
@@ -56,16 +59,16 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
 @pytest.fixture(scope='module')
 def priors_run(board_bag, tmp_path_factory):
   workdir = tmp_path_factory.mktemp('priors_run')
-  config = config_lib.load('tiny_packed_priors', SMALL + ['model.smolgen=4', f'data.train={board_bag}'])  # All 4 priors.
+  config = config_lib.load('tiny_packed_priors', SMALL + ['model.smolgen=4', f'data.train={board_bag}'])  # All 5 priors.
   train.train(config, workdir)
   return workdir
 
 
 def test_the_checkpoint_keeps_its_priors(priors_run):
   model_config, params, experiment = loading.load_model(str(priors_run))
-  assert (model_config.mover_view, model_config.move_squares, model_config.square_bias, model_config.smolgen) == (
-      True, 'tied', 'relative', 4)
-  assert experiment.model.square_bias == 'relative' and 'move_promotion' in params
+  assert (model_config.mover_view, model_config.move_squares, model_config.square_bias, model_config.smolgen,
+          model_config.move_gather) == (True, 'tied', 'relative', 4, True)
+  assert experiment.model.square_bias == 'relative' and 'move_promotion' in params and 'move_gather' in params
 
 
 def test_player_evaluation_puzzles_and_search_use_them(priors_run, board_bag, shared_data, tmp_path):

@@ -87,6 +87,24 @@ def test_geometry_classes_and_move_squares():
   assert geo.open_lines is None
 
 
+def test_a_move_token_gathers_its_from_and_to_squares_states():
+  inputs = np.zeros((2, 80), np.int32)
+  inputs[:, 78:] = [[moves.MOVE_TO_ACTION['e2e4'], moves.MOVE_TO_ACTION['g1f3']], [moves.MOVE_TO_ACTION['a7a8q'], 0]]
+  h = np.asarray(jax.random.normal(jax.random.PRNGKey(0), (2, 80, 8)))
+  model = hk.without_apply_rng(hk.transform(lambda h, inputs: priors.gather_move_squares(jnp.asarray(h), inputs)))
+  params = model.init(None, h, inputs)
+  np.testing.assert_array_equal(model.apply(params, h, inputs), h)  # Zero at first: the model without it.
+  w = np.asarray(jax.random.normal(jax.random.PRNGKey(1), (16, 8)))
+  out = np.asarray(model.apply({**params, 'move_gather': {'w': w}}, h, inputs))
+  norm = lambda x: (x - x.mean()) / np.sqrt(x.var() + 1e-5)
+  squares = {'e2': 2 + 52, 'e4': 2 + 36, 'g1': 2 + 62, 'f3': 2 + 45, 'a7': 2 + 8, 'a8': 2, 'a1': 2 + 56, 'b1': 2 + 57}
+  cases = ((0, 0, ('e2', 'e4')), (0, 1, ('g1', 'f3')), (1, 0, ('a7', 'a8')), (1, 1, ('a1', 'b1')))  # Action 0: a1b1.
+  for board, slot, (a, b) in cases:
+    want = h[board, 78 + slot] + norm(np.concatenate([h[board, squares[a]], h[board, squares[b]]])) @ w
+    np.testing.assert_allclose(out[board, 78 + slot], want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(out[:, :78], h[:, :78])  # Only the move tokens change.
+
+
 def test_open_lines_are_python_chess_rays_with_no_piece_between(lichess_999):
   boards = [chess.Board(KIWIPETE_BLACK), *_boards(lichess_999, 40)[::8]]
   tokens = np.stack([tokenizer.tokenize(board.fen()) for board in boards])  # [B, 77]
@@ -146,8 +164,12 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
   assert {k: {n: v.shape for n, v in lines[k].items()} for k in set(lines) - set(default)} == {
       f'multi_head_dot_product_attention{layer}': {
           'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)} for layer in ('', '_1')}
+  gather = transformer.init_params(dataclasses.replace(BASE, move_gather=True))
+  assert {k: {n: v.shape for n, v in gather[k].items()} for k in set(gather) - set(default)} == {
+      **{f'move_gather{layer}': {'w': (32, 16)} for layer in ('', '_1')},
+      **{f'move_gather_norm{layer}': {'scale': (32,), 'offset': (32,)} for layer in ('', '_1')}}
   for options, params in ((dict(square_bias='relative'), biased), (dict(square_bias='open_lines'), lines),
-                          (dict(smolgen=4), smolgen)):
+                          (dict(smolgen=4), smolgen), (dict(move_gather=True), gather)):
     with_bias = transformer.build(dataclasses.replace(BASE, **options)).apply(
         {**params, **default}, None, tokens.astype(np.int32))
     np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
@@ -160,7 +182,7 @@ def test_options_are_refused_where_they_do_not_apply():
     dataclasses.replace(BASE, square_bias='shaw')
   with pytest.raises(ValueError, match='smolgen must be >= 0 \\(0: off\\), got -1'):
     dataclasses.replace(BASE, smolgen=-1)
-  for option in (dict(mover_view=True), dict(smolgen=8)):
+  for option in (dict(mover_view=True), dict(smolgen=8), dict(move_gather=True)):
     with pytest.raises(ValueError, match='transformer options'):
       dataclasses.replace(BASE, kind='graph', **option)
 

@@ -19,8 +19,9 @@ lr 1e-3, EMA 0.99): priors 1-4 had the best held-out log-loss, action accuracy a
 tau-b of every prior alone and combined at 15 minutes; the move gather on top of them
 then solved 98/1500 dev puzzles (5.4-7.9%) in 15 minutes against 13/1500 for priors
 1-4 and 79/1500 for graph_tiny on the same machine in the same time (action accuracy
-0.244 against 0.159 and 0.225; tau-b 0.214 against 0.186 and 0.231), at the same
-action-values per second as priors 1-4 (3,035 against 2,919 in those runs).
+0.244 against 0.159 and 0.225; tau-b 0.214 against 0.186 and 0.231), at 1.04x the
+action-values per second of priors 1-4 in those runs (3,035 against 2,919); in the
+isolated update of `benchmarks/priors.py` it runs 0.77x tiny_packed's.
 """
 
 

@@ -61,7 +61,7 @@ def base() -> ml_collections.ConfigDict:
   c.model.graph_open_lines = True  # kind=graph: edges know whether their line is open (False: ablation, issue 28).
   c.model.mover_view = False  # transformer: Black to move -> board and moves mirrored (every board seen as White).
   c.model.move_squares = 'none'  # transformer: none | tied | untied: move tokens add from-/to-square and promotion embeddings.
-  c.model.square_bias = 'none'  # transformer: none | relative: attention biases by square displacement and move squares | open_lines: and by open lines.
+  c.model.square_bias = 'none'  # transformer: none | relative | open_lines: attention biases by square displacement (priors).
   c.model.smolgen = 0  # transformer: > 0: board-dependent attention biases between squares (Leela's smolgen), summary width.
   c.model.move_gather = False  # transformer: move tokens add a map of their from- and to-square's states before every block.
 

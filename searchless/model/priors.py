@@ -150,15 +150,20 @@ def move_square_embedding(actions: jax.Array, positions: jax.Array, mode: str, w
   return out + hk.Embed(len(' qrbn'), width, name='move_promotion')(jnp.asarray(PROMOTION)[actions])
 
 
+def move_ends(inputs: jax.Array) -> jax.Array:
+  """[B, T] input tokens (T > `MOVES_AT`) -> [B, T - MOVES_AT, 2] int32: the input positions of each move token's
+  from- and to-square (a padding slot, -1, reads as action 0)."""
+  actions = jnp.maximum(inputs[:, MOVES_AT:], 0)  # [B, M]
+  return SQUARES_AT + jnp.stack([jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]], axis=-1)
+
+
 def gather_move_squares(h: jax.Array, inputs: jax.Array) -> jax.Array:
   """[B, T, D] residual stream -> the same, where each move token (positions from `MOVES_AT` on, actions in the
   [B, T] `inputs`) adds `move_gather` (a linear map, zero at first) of its from- and to-square's states,
   LayerNormed together (`move_gather_norm`)."""
   if h.shape[1] <= MOVES_AT:
     return h
-  actions = jnp.maximum(inputs[:, MOVES_AT:], 0)  # [B, M]
-  ends = SQUARES_AT + jnp.stack([jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]], axis=-1)
-  states = jax.vmap(lambda board, at: board[at])(h, ends)  # [B, M, 2, D]
+  states = jax.vmap(lambda board, at: board[at])(h, move_ends(inputs))  # [B, M, 2, D]
   states = states.reshape(*states.shape[:2], -1)  # [B, M, 2 D]
   states = hk.LayerNorm(-1, True, True, name='move_gather_norm')(states)
   added = hk.Linear(h.shape[-1], with_bias=False, w_init=jnp.zeros, name='move_gather')(states)  # [B, M, D]
@@ -193,9 +198,7 @@ def geometry(inputs: jax.Array, *, square_bias: str, smolgen: int) -> Geometry |
   displacement[SQUARES_AT:SQUARES_AT + squares, SQUARES_AT:SQUARES_AT + squares] = SQUARE_DISPLACEMENT[:squares, :squares]
   move_squares = jnp.full((batch, length, 2), -1, jnp.int32)
   if length > MOVES_AT:
-    actions = jnp.maximum(inputs[:, MOVES_AT:], 0)  # [B, M]
-    pair = jnp.stack([jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]], axis=-1)  # [B, M, 2]
-    move_squares = move_squares.at[:, MOVES_AT:].set(SQUARES_AT + pair)
+    move_squares = move_squares.at[:, MOVES_AT:].set(move_ends(inputs))
   lines = open_lines(inputs[:, SQUARES_AT:SQUARES_AT + NUM_SQUARES]) if square_bias == 'open_lines' else None
   return Geometry(displacement, move_squares, lines, generator, smolgen)
 

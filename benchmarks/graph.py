@@ -10,9 +10,9 @@ as a graph, every legal move scored from its edge). Measured as
 `benchmarks/packing.py` measures the first two:
 
 * parameters, and training action-values per second (the real jitted update, each
-  config's own batch, timed after compilation); the board models also with their
-  batch passed through the network in micro-batches (``train.micro_batch``, the
-  same step: ``--micro_batch``);
+  config's own batch, timed after compilation in 3 interleaved rounds, the median
+  round of each); the board models also with their batch passed through the network
+  in micro-batches (``train.micro_batch``, the same step: ``--micro_batch``);
 * play: ms to score every legal move of a board (`Player.analyse`, after `warm_up`),
   median over >= 100 real boards;
 * with ``--data``: each trained for the same wall-clock budget on the same

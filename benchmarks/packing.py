@@ -9,7 +9,8 @@ the same parameters), same real Lichess boards:
 
 * training action-values per second: the jitted update of each (per-move: the
   tiny config's batch of 256 sequences; packed: its batch of 32 boards, every
-  real move of a board a target), timed after compilation;
+  real move of a board a target), timed after compilation in 3 interleaved rounds
+  (the median round of each);
 * play: the time to score every legal move of a board (`Player.analyse`, after
   `warm_up`), median over >= 100 real boards from many games;
 * the learning comparison (with ``--data``): both trained for the same wall-clock
@@ -63,10 +64,14 @@ def _labelled_boards(fens: list[str]) -> list:
           for fen in fens]
 
 
-def train_throughput(board_records: list, steps: int, configs: dict[str, str | tuple[str, list[str]]] = CONFIGS) -> dict:
-  """Action-values per second of each update on the same boards (`configs`: name -> config, or (config, overrides))."""
+def train_throughput(board_records: list, steps: int, configs: dict[str, str | tuple[str, list[str]]] = CONFIGS,
+                     rounds: int = 3) -> dict:
+  """Action-values per second of each update on the same boards (`configs`: name -> config, or (config, overrides)).
+
+  All are compiled first, then timed in `rounds` interleaved rounds of `steps` steps each, and each reports its
+  median round: a shared machine's drift then moves every config's figure alike, not only one config's."""
   edges, _ = values.uniform_buckets(128)
-  out = {}
+  runs = {}
   for name, spec in configs.items():
     path, overrides = (spec, []) if isinstance(spec, str) else spec
     config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32', *overrides])
@@ -85,15 +90,24 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
     put = [jax.device_put(b, fns.batch_sharding) for b in batches]
     state, metrics = fns.update(state, put[0])  # Compile.
     jax.block_until_ready(metrics)
-    start, done = time.perf_counter(), 0
-    for i in range(steps):
-      state, metrics = fns.update(state, put[i % len(put)])
-      done += targets[i % len(put)]
-    jax.block_until_ready(metrics)
-    seconds = time.perf_counter() - start
-    out[name] = {'batch': batch, 'steps': steps, 'step_ms': 1000 * seconds / steps,
-                 'params': model.num_params(state.params),
-                 'action_values_per_step': done / steps, 'action_values_per_s': done / seconds}
+    runs[name] = {'fns': fns, 'state': state, 'put': put, 'targets': targets, 'batch': batch, 'seconds': [],
+                  'params': model.num_params(state.params)}
+  for _ in range(rounds):
+    for run in runs.values():
+      state, done = run['state'], 0
+      start = time.perf_counter()
+      for i in range(steps):
+        state, metrics = run['fns'].update(state, run['put'][i % len(run['put'])])
+        done += run['targets'][i % len(run['put'])]
+      jax.block_until_ready(metrics)
+      run['seconds'].append(time.perf_counter() - start)
+      run['state'], run['done'] = state, done
+  out = {}
+  for name, run in runs.items():
+    seconds = statistics.median(run['seconds'])
+    out[name] = {'batch': run['batch'], 'steps': steps, 'rounds': rounds, 'step_ms': 1000 * seconds / steps,
+                 'params': run['params'], 'action_values_per_step': run['done'] / steps,
+                 'action_values_per_s': run['done'] / seconds}
   return out
 
 
@@ -169,7 +183,8 @@ def parse_args(description: str, argv, budget_s: float, micro_batch: bool = Fals
   p = argparse.ArgumentParser(description=description)
   p.add_argument('--quick', action='store_true', help='throughput only, on fewer boards and steps (< 3 minutes)')
   p.add_argument('--boards', type=int, default=100, help='real boards for the play latency (>= 100 for the record)')
-  p.add_argument('--steps', type=int, default=20, help='timed training steps of each')
+  p.add_argument('--steps', type=int, default=20,
+                 help='timed training steps of each, per round (3 interleaved rounds, median)')
   p.add_argument('--data', nargs='+', default=None, help='annotation output dirs with train/ and test/ action_value '
                  'and board_value records: runs the learning comparison')
   p.add_argument('--budget_s', type=float, default=budget_s, help='training wall-clock budget of each model')

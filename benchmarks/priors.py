@@ -9,7 +9,8 @@ alone and all together, beside `graph_tiny`:
 
 * training action-values per second of each, on the same real Lichess boards, as a
   ratio to `tiny_packed` (`benchmarks/packing.py`'s measurement: the jitted update,
-  each config's batch of 32 boards, timed after compilation);
+  each config's batch of 32 boards, timed after compilation in 3 interleaved rounds,
+  the median round of each);
 * with ``--workdir``: learning curves at equal wall-clock (4 points x 15 minutes) on the
   same 202,961 distinct shared boards, measured by `benchmarks/campaign_models.py` (and
   shared with it: a model both benchmarks name is trained once): held-out log-loss,
@@ -55,7 +56,8 @@ PRIORS = {
 
 def main(argv=None) -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--steps', type=int, default=20, help='timed training steps of each')
+  p.add_argument('--steps', type=int, default=20,
+                 help='timed training steps of each, per round (3 interleaved rounds, median)')
   p.add_argument('--workdir', default=None, help='run the learning curves here (campaign_models layout)')
   p.add_argument('--points', type=int, default=4, help='curve points per model')
   p.add_argument('--minutes', type=float, default=15.0, help='training minutes between points')

@@ -13,15 +13,17 @@ Run (after `make run` has annotated the sample games; any board_value records do
         --data 'runs/demo/data/train/board_value*' \\
         --eval_data runs/demo/data/test/board_value_data.bag
 
-Why this combination (benchmarks/RESULTS.md "The priors' learning curves" and "A move
-read from its squares", 2 idle CPU cores, the 202,961 distinct shared boards, batch 32,
-lr 1e-3, EMA 0.99): priors 1-4 had the best held-out log-loss, action accuracy and
-tau-b of every prior alone and combined at 15 minutes; the move gather on top of them
-then solved 98/1500 dev puzzles (5.4-7.9%) in 15 minutes against 13/1500 for priors
-1-4 and 79/1500 for graph_tiny on the same machine in the same time (action accuracy
-0.244 against 0.159 and 0.225; tau-b 0.214 against 0.186 and 0.231), at 1.04x the
-action-values per second of priors 1-4 in those runs (3,035 against 2,919); in the
-isolated update of `benchmarks/priors.py` it runs 0.77x tiny_packed's.
+Why this combination (benchmarks/RESULTS.md "The priors' learning curves", "A move read
+from its squares" and "The move gather to 60 minutes", 2 idle CPU cores, the 202,961
+distinct shared boards, batch 32, lr 1e-3, EMA 0.99): priors 1-4 had the best held-out
+log-loss, action accuracy and tau-b of every prior alone and combined at 15 minutes; the
+move gather on top of them then solved 98/1500 dev puzzles (5.4-7.9%) in 15 minutes
+against 13/1500 for priors 1-4 and 79/1500 for graph_tiny on the same machine.
+
+What it reaches at 60 minutes there (10,605 steps): 100/1500 dev puzzles (5.5-8.0%),
+held-out log-loss 4.955, action accuracy 0.265, tau-b 0.288 against the deep reference;
+graph_tiny on the same boards and machine, 111/1500 (6.2-8.8%), 4.874, 0.261, 0.332. Its
+update runs 0.80-0.81x tiny_packed's action-values/s (`benchmarks/priors.py`).
 """
 
 

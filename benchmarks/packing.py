@@ -90,18 +90,17 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
     put = [jax.device_put(b, fns.batch_sharding) for b in batches]
     state, metrics = fns.update(state, put[0])  # Compile.
     jax.block_until_ready(metrics)
-    runs[name] = {'fns': fns, 'state': state, 'put': put, 'targets': targets, 'batch': batch, 'seconds': [],
+    runs[name] = {'fns': fns, 'state': state, 'put': put, 'batch': batch, 'seconds': [],
+                  'done': sum(targets[i % len(put)] for i in range(steps)),  # Action-values in a round.
                   'params': model.num_params(state.params)}
   for _ in range(rounds):
     for run in runs.values():
-      state, done = run['state'], 0
-      start = time.perf_counter()
+      state, start = run['state'], time.perf_counter()
       for i in range(steps):
         state, metrics = run['fns'].update(state, run['put'][i % len(run['put'])])
-        done += run['targets'][i % len(run['put'])]
       jax.block_until_ready(metrics)
       run['seconds'].append(time.perf_counter() - start)
-      run['state'], run['done'] = state, done
+      run['state'] = state
   out = {}
   for name, run in runs.items():
     seconds = statistics.median(run['seconds'])

@@ -1,8 +1,20 @@
 """Shared fixtures: the compat vectors and real data beside the checkout, and Stockfish."""
 
+import atexit
+import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
+
+# JAX's persistent compilation cache, one per test session (before anything imports jax): the many tests that train,
+# load or play the same small models compile each computation once, and the processes they start inherit the cache
+# through the environment. A cache named by the caller is used as it is.
+if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
+  os.environ['JAX_COMPILATION_CACHE_DIR'] = tempfile.mkdtemp(prefix='searchless-tests-jax-cache-')
+  os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.2')
+  atexit.register(shutil.rmtree, os.environ['JAX_COMPILATION_CACHE_DIR'], ignore_errors=True)
 
 from helpers import COMPAT, DATA, LICHESS_999, write_checkpoint
 from searchless.engines import launch

@@ -39,6 +39,13 @@ def _shared_labels(board_bag, tmp_path) -> pathlib.Path:
   return shared
 
 
+def _few_puzzles(tmp_path) -> pathlib.Path:
+  """The first 10 sample puzzles: an evaluation's puzzles in seconds."""
+  puzzles = tmp_path / 'puzzles.csv'
+  puzzles.write_text(''.join((ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)[:11]))
+  return puzzles
+
+
 def test_the_46k_file_is_cut_into_the_shared_labels_chunks_byte_for_byte(shared_data, tmp_path):
   source = campaign.SOURCES[2]
   todo = campaign.write_games(shared_data.parent, tmp_path / 'games', [source])
@@ -98,7 +105,7 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
   workdir = tmp_path / 'campaign'
   kwargs = dict(steps=['train', 'evaluate'], config_name='graph_tiny', sources=[],
                 overrides=[*SMALL, 'train.num_steps=2'],
-                heldout_boards=5, puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
+                heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
   campaign.run(workdir, shared, **kwargs)
   campaign.run(workdir, shared, **{**kwargs, 'overrides': [*SMALL, 'train.num_steps=3']})
   runs = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()]
@@ -122,8 +129,7 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   from searchless.training import train
   shared = _shared_labels(board_bag, tmp_path)
   workdir = tmp_path / 'campaign'
-  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5,
-                puzzles=str(ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'))
+  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
   campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=2'], **kwargs)
   with pytest.raises(ValueError, match='^the adopt step needs the model'):
     campaign.run(workdir, shared, steps=['adopt'], **kwargs)
@@ -204,8 +210,7 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
   from searchless.commands import pretrained
   from searchless.model import loading
   shared = _shared_labels(board_bag, tmp_path)
-  workdir, puzzles = tmp_path / 'campaign', tmp_path / 'puzzles.csv'
-  puzzles.write_text(''.join((ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)[:11]))
+  workdir, puzzles = tmp_path / 'campaign', _few_puzzles(tmp_path)
   campaign.run(workdir, shared, steps=['train', 'evaluate', 'ship'], config_name='graph_tiny', sources=[],
                overrides=[*SMALL, 'train.num_steps=2'], heldout_boards=5, puzzles=str(puzzles))
   ship = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()][-1]

@@ -129,33 +129,29 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   board.push_uci('e2e4')
   assert len(best) == 1 and chess.Move.from_uci(best[0].split()[1]) in board.legal_moves
 
-  # Every console script of the wheel starts; searchless-train trains a shipped config by name.
+  # Every console script of the wheel starts.
   scripts = sorted((target / 'bin').glob('searchless-*'))
   assert [s.name for s in scripts] == sorted(SCRIPTS)
   for script in scripts:
     shown = subprocess.run([sys.executable, str(script), '--help'], cwd=work, env=env, capture_output=True, text=True)
     assert shown.returncode == 0 and 'usage:' in shown.stdout, (script.name, shown.stderr[-500:])
-  bag = ROOT.parent / 'shared' / 'compat' / 'action_value_sample.bag'
-  if bag.exists():
-    train = subprocess.run(
-        [sys.executable, str(target / 'bin' / 'searchless-train'), '--config', 'tiny', '--workdir', str(tmp_path / 'run'),
-         '--data', str(bag), 'train.num_steps=2', 'data.batch_size=8', 'model.num_layers=1', 'train.log_every=1'],
-        cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    assert train.returncode == 0, train.stderr[-2000:]
-    assert 'complete at step 2/2' in train.stdout
 
-  # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package.
+  # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package, and it
+  # trains a shipped config by name. (Its other steps run from the source tree in test_demo.py.)
   demo = subprocess.run(
       [sys.executable, '-m', 'searchless.commands.demo', '--run_dir', str(tmp_path / 'demo'), '--no_progress',
-       '--workers', '1', '--annotate_args', '--max_games 4 --limit nodes=200 --test_fraction 0.1 --no_progress',
+       '--annotate_args', '--max_games 4 --limit nodes=200 --test_fraction 0.1 --no_progress',
        '--train_args', 'train.num_steps=2 data.batch_size=8 model.num_layers=1 train.eval_records=200',
-       '--match_opponent', 'stockfish:nodes=50,name=sf50', '--match_games', '1', '--match_max_plies', '8'],
+       '--pretrained', '', '--steps', 'annotate', 'train', 'puzzles', 'report'],
       cwd=work, env=env, capture_output=True, text=True, timeout=900)
   assert demo.returncode == 0, demo.stderr[-3000:]
   manifest = json.loads((tmp_path / 'demo' / 'data' / 'manifest.json').read_text())
   assert manifest['inputs']['train'] == [str(target / 'searchless' / 'samples' / 'sample_games.pgn')]
+  trained = json.loads((tmp_path / 'demo' / 'train' / 'summary.json').read_text())
+  assert (trained['complete'], trained['step'], trained['batch_size']) == (True, 2, 8)
   summary = json.loads((tmp_path / 'demo' / 'puzzles' / 'summary.json').read_text())
   assert summary['n'] == 194 and summary['puzzles'] == str(target / 'searchless' / 'samples' / 'sample_puzzles.csv')
+  assert (tmp_path / 'demo' / 'report' / 'report.html').stat().st_size > 0
 
 
 def test_chunks_interleave_the_files_game_by_game_and_are_made_once(tmp_path):

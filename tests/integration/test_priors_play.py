@@ -31,29 +31,40 @@ SETS = {'mover_view': ('mover_view', True), 'tied': ('move_squares', 'tied'), 'u
         'gather': ('move_gather', True)}
 
 
-@pytest.mark.parametrize('policy', ['action_value', 'behavioral_cloning', 'state_value'])
-@pytest.mark.parametrize('option', sorted(OPTIONS))
-def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, policy, option):
-  if option in ('tied', 'untied', 'gather') and policy != 'action_value':
-    what = 'move_gather reads' if option == 'gather' else 'move_squares embeds'
-    with pytest.raises(ValueError, match=f"{what} the input's move token: it needs policy action_value, not '{policy}'"):
-      transformer.ModelConfig.from_config(config_lib.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
-    return
-  config = config_lib.load('tiny', SMALL + OPTIONS[option] + [
+# Options that fit together train in one run; the alternatives (untied squares, open-line biases) in a second.
+GROUPS = {'action_value': [('mover_view', 'tied', 'relative', 'smolgen', 'gather'), ('untied', 'open_lines')],
+          'behavioral_cloning': [('mover_view', 'relative', 'smolgen'), ('open_lines',)],
+          'state_value': [('mover_view', 'relative', 'smolgen'), ('open_lines',)]}
+OWNED = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square', 'embeddings'),
+         'relative': ('multi_head_dot_product_attention', 'square_bias'),
+         'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
+         'smolgen': ('smolgen_generator', 'w'), 'gather': ('move_gather', 'w')}
+
+
+@pytest.mark.parametrize('policy', ['behavioral_cloning', 'state_value'])
+@pytest.mark.parametrize('option', ['tied', 'untied', 'gather'])
+def test_options_that_read_the_move_token_need_action_values(policy, option):
+  what = 'move_gather reads' if option == 'gather' else 'move_squares embeds'
+  with pytest.raises(ValueError, match=f"{what} the input's move token: it needs policy action_value, not '{policy}'"):
+    transformer.ModelConfig.from_config(config_lib.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
+
+
+@pytest.mark.parametrize('group', [0, 1])
+@pytest.mark.parametrize('policy', sorted(GROUPS))
+def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, policy, group):
+  options = GROUPS[policy][group]
+  config = config_lib.load('tiny', SMALL + [o for option in options for o in OPTIONS[option]] + [
       f'policy={policy}', f'data.train={compat / f"{policy}_sample.bag"}', 'train.num_steps=1'])
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
   assert int(state.step) == 1 and np.isfinite(lines[0]['loss'])
   model_config, params, _ = loading.load_model(str(tmp_path))
-  field, value = SETS[option]
-  assert getattr(model_config, field) == value
-  if option != 'mover_view':  # Parameters the option owns moved in the step.
-    name, leaf = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square', 'embeddings'),
-                  'relative': ('multi_head_dot_product_attention', 'square_bias'),
-                  'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
-                  'smolgen': ('smolgen_generator', 'w'), 'gather': ('move_gather', 'w')}[option]
-    assert np.abs(np.asarray(params[name][leaf]) - np.asarray(
-        transformer.init_params(model_config)[name][leaf])).max() > 0
+  assert [getattr(model_config, SETS[o][0]) for o in options] == [SETS[o][1] for o in options]
+  initial = transformer.init_params(model_config)
+  for option in set(options) - {'mover_view'}:  # Parameters each option owns moved in the step.
+    name, leaf = OWNED[option]
+    assert np.abs(np.asarray(params[name][leaf]) - np.asarray(initial[name][leaf])).max() > 0, option
+  assert model_config.mover_view == ('mover_view' in options)
 
 
 @pytest.fixture(scope='module')

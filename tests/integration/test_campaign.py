@@ -2,9 +2,12 @@
 
 import json
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from searchless.commands import campaign
@@ -97,6 +100,42 @@ def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(
   assert (run['step'], run['chunk'], run['train_boards'], run['games']) == ('labels', 'lichess999_000', boards, 2)
   assert run['test_boards'] == manifest['splits']['test']['boards'] and run['core_hours'] > 0
   assert list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path)) == []  # Done: nothing to do.
+
+
+def _alive(process: psutil.Process) -> bool:
+  try:
+    return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+  except psutil.NoSuchProcess:
+    return False
+
+
+@pytest.mark.engine
+def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfish, lichess_999, tmp_path):
+  chunk = tmp_path / 'games' / 'lichess999_000.pgn'
+  chunk.parent.mkdir()
+  (tmp_path / 'logs').mkdir()
+  chunk.write_text(campaign.chunk_texts(campaign.split_games(lichess_999.read_text())[:20])[0])  # Minutes of labels.
+  script = ('import pathlib, sys\nfrom searchless.commands import campaign\nw = pathlib.Path(sys.argv[1])\n'
+            'list(campaign.label_chunks([w / "games" / "lichess999_000.pgn"], w / "labels", w, workers=1))\n')
+  proc = subprocess.Popen([sys.executable, '-c', script, str(tmp_path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  campaign_process, deadline = psutil.Process(proc.pid), time.monotonic() + 300
+  while time.monotonic() < deadline:  # Until the label job's engine runs.
+    group = campaign_process.children(recursive=True)
+    if any(_alive(p) and 'stockfish' in p.name() for p in group):
+      break
+    time.sleep(0.1)
+  assert len(group) >= 2, group  # searchless-annotate and its Stockfish.
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=60)
+  out = tmp_path / 'labels' / 'lichess999_000'
+  assert proc.returncode == 1 and err.splitlines()[-1] == (
+      f'stopped by SIGTERM: {out} is unfinished and is labelled again by the next run')
+  deadline = time.monotonic() + 10
+  while any(map(_alive, group)) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert not [p for p in group if _alive(p)]  # No orphan labels on beside what runs next.
+  assert not (out / 'manifest.json').exists() and not (tmp_path / 'runs.jsonl').exists()
 
 
 @pytest.mark.slow

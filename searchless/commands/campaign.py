@@ -11,7 +11,7 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
              i, i + n, i + 2n, ... with n = games // 500 + 1, exactly as
              ``../shared/data/labels/make_chunks.py`` cuts the 46k file);
 2. labels    each chunk not labelled yet, with the shipped recipe
-             (``pretrained.ANNOTATE_RECIPE``) -> WORKDIR/labels/SOURCE_NNN (done when its
+             (``pretrained.ANNOTATE_RECIPE``; `campaign_labels`) -> WORKDIR/labels/SOURCE_NNN (done when its
              manifest.json exists; an unfinished folder is labelled again). The chunks
              already in ``--shared``/data/labels are used as they are, never labelled again;
 3. adopt     (by name, with ``--model DIR``) a model trained elsewhere, e.g. on a lent GPU
@@ -34,25 +34,20 @@ workers and engines, and its chunk, left unfinished, is labelled again by the ne
 """
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 import dataclasses
 import json
-import os
 import pathlib
 import re
-import resource
-import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
+from searchless.commands import campaign_labels
 from searchless.commands import campaign_log
 from searchless.commands import campaign_model
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
-from searchless.core import artefacts
 
 STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'ship')
 # 'adopt' needs --model; 'ship' writes into the source tree: both are asked for by name.
@@ -121,78 +116,6 @@ def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence
     chunks = json.loads(index.read_text())['chunks']
     todo += [games_dir / f'{source.name}_{i:03d}.pgn' for i in range(source.shared_labels, chunks)]
   return todo
-
-
-def _children_cpu() -> float:
-  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return usage.ru_utime + usage.ru_stime
-
-
-class _Stopped(Exception):
-  """A SIGTERM or SIGINT came while a label job ran."""
-
-
-def _run_group(argv: list[str], log_path: pathlib.Path) -> tuple[int, str | None]:
-  """Runs a label job in its own process group, its output in `log_path`: (exit code, the signal that stopped us).
-
-  A SIGTERM or SIGINT to the campaign stops the whole group (annotate, its workers, their engines) before the
-  campaign exits, so no orphan goes on labelling (its cost unlogged) beside whatever runs next.
-  """
-  def stop(signum, frame):
-    raise _Stopped(signal.Signals(signum).name)
-
-  with open(log_path, 'w') as log:
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-  previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-  stopped_by = None
-  try:
-    proc.wait()
-  except _Stopped as e:
-    stopped_by = str(e)
-  finally:
-    for sig, handler in previous.items():
-      signal.signal(sig, handler)
-    if proc.poll() is None:
-      os.killpg(proc.pid, signal.SIGTERM)
-      try:
-        proc.wait(timeout=30)
-      except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-  return proc.returncode, stopped_by
-
-
-def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workdir: pathlib.Path, *,
-                 workers: int = 2, max_chunks: int | None = None) -> Iterator[pathlib.Path]:
-  """Labels each chunk without a finished label folder (searchless-annotate, the shipped recipe); yields each."""
-  labels_dir.mkdir(parents=True, exist_ok=True)
-  todo = [c for c in chunks if not (labels_dir / c.stem / 'manifest.json').exists()]
-  for n, chunk in enumerate(todo[:max_chunks]):
-    out = labels_dir / chunk.stem
-    argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--output_dir', str(out),
-            *pretrained.ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
-            '--overwrite']
-    print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
-    start, cpu = time.time(), _children_cpu()
-    log_path = workdir / 'logs' / f'labels_{chunk.stem}.log'
-    code, stopped_by = _run_group(argv, log_path)
-    finished = (out / artefacts.AnnotationManifest.FILE).exists()
-    if stopped_by and not finished:
-      raise SystemExit(f'stopped by {stopped_by}: {out} is unfinished and is labelled again by the next run')
-    if code and not stopped_by:
-      raise ChildProcessError(f'labelling {chunk} failed (exit {code}): its output is in {log_path}')
-    manifest = artefacts.AnnotationManifest.read(out / artefacts.AnnotationManifest.FILE)
-    wall, cpu = time.time() - start, _children_cpu() - cpu
-    train = manifest.splits['train']
-    record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],
-              'test_boards': manifest.splits['test']['boards'], 'action_values': train['action_values'],
-              'wall_seconds': round(wall, 1), 'core_hours': round(cpu / 3600, 4), 'workers': workers}
-    campaign_log.log_run(workdir, record)
-    print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}: {train["boards"]} train boards in {wall:.0f} s, '
-          f'{cpu / 3600:.3f} core-hours', flush=True)
-    if stopped_by:  # The signal came as the job finished: its labels are kept and logged.
-      raise SystemExit(f'stopped by {stopped_by} after {chunk.stem} was labelled')
-    yield out
 
 
 def board_key(record: bytes) -> bytes:
@@ -320,7 +243,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
   readme = lambda: campaign_log.write_readme(workdir, shared, config_name)
   readme()
   if 'labels' in steps:
-    for _ in label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
+    for _ in campaign_labels.label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
       readme()
   train_dir = workdir / 'train'
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from searchless.commands import campaign
+from searchless.commands import campaign_labels
 from searchless.commands import campaign_log
 from searchless.core import bags
 from searchless.core import records
@@ -90,7 +91,7 @@ def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(
   (tmp_path / 'logs').mkdir()
   (tmp_path / 'labels' / 'lichess999_000' / 'train').mkdir(parents=True)  # A job killed part-way.
   (tmp_path / 'labels' / 'lichess999_000' / 'train' / 'board_value_data.bagz').write_bytes(b'half')
-  done = list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
+  done = list(campaign_labels.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
   assert done == [tmp_path / 'labels' / 'lichess999_000']
   manifest = json.loads((done[0] / 'manifest.json').read_text())
   assert manifest['command'][manifest['command'].index('--limit') + 1] == 'nodes=20000'
@@ -99,7 +100,7 @@ def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(
   boards = manifest['splits']['train']['boards']
   assert (run['step'], run['chunk'], run['train_boards'], run['games']) == ('labels', 'lichess999_000', boards, 2)
   assert run['test_boards'] == manifest['splits']['test']['boards'] and run['core_hours'] > 0
-  assert list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path)) == []  # Done: nothing to do.
+  assert list(campaign_labels.label_chunks([chunk], tmp_path / 'labels', tmp_path)) == []  # Done: nothing to do.
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -115,8 +116,8 @@ def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfis
   chunk.parent.mkdir()
   (tmp_path / 'logs').mkdir()
   chunk.write_text(campaign.chunk_texts(campaign.split_games(lichess_999.read_text())[:20])[0])  # Minutes of labels.
-  script = ('import pathlib, sys\nfrom searchless.commands import campaign\nw = pathlib.Path(sys.argv[1])\n'
-            'list(campaign.label_chunks([w / "games" / "lichess999_000.pgn"], w / "labels", w, workers=1))\n')
+  script = ('import pathlib, sys\nfrom searchless.commands import campaign_labels\nw = pathlib.Path(sys.argv[1])\n'
+            'list(campaign_labels.label_chunks([w / "games" / "lichess999_000.pgn"], w / "labels", w, workers=1))\n')
   proc = subprocess.Popen([sys.executable, '-c', script, str(tmp_path)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
   campaign_process, deadline = psutil.Process(proc.pid), time.monotonic() + 300
@@ -293,6 +294,6 @@ def test_a_chunk_that_fails_to_label_is_one_error_naming_its_log(stockfish, tmp_
   (tmp_path / 'logs').mkdir()
   log = tmp_path / 'logs' / 'labels_bfx3970_000.log'
   with pytest.raises(ChildProcessError, match=f'^labelling {chunk} failed \\(exit 2\\): its output is in {log}$'):
-    list(campaign.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
+    list(campaign_labels.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
   assert log.read_text().strip() == f'error: no games in {chunk}: nothing to annotate'
   assert not (tmp_path / 'runs.jsonl').exists()

@@ -55,6 +55,15 @@ def tensorboard_scalars(logdir):
   return scalars
 
 
+def alive(process) -> bool:
+  """Whether a psutil.Process still runs: not gone, not a zombie waiting to be reaped."""
+  import psutil
+  try:
+    return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+  except psutil.NoSuchProcess:
+    return False
+
+
 def uci_argv(checkpoint, *args: str) -> list[str]:
   """The command line of `searchless-uci` on `checkpoint`, from this interpreter."""
   return [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', str(checkpoint), *args]

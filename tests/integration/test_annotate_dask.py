@@ -9,6 +9,8 @@ from searchless.core import bags
 from searchless.data import shards
 from searchless.pipelines import annotate as driver
 
+from helpers import alive
+
 distributed = pytest.importorskip('distributed', reason="the 'dask' extra is not installed")
 
 DASK_RUNNER = 'apache_beam.runners.dask.dask_runner.DaskRunner'
@@ -51,8 +53,8 @@ def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp
   finally:
     cluster.close()
   # Scheduler, nannies, workers and engines are gone (multiprocessing's resource tracker lives on with this process).
-  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
-          and p.status() != psutil.STATUS_ZOMBIE and 'resource_tracker' not in ' '.join(p.cmdline())]
+  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and alive(p)
+          and 'resource_tracker' not in ' '.join(p.cmdline())]
   assert left == []
 
   # Byte for byte the same files (each shard's records are sorted), no temporary folder left.

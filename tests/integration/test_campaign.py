@@ -16,7 +16,7 @@ from searchless.commands import campaign_log
 from searchless.core import bags
 from searchless.core import records
 
-from helpers import ROOT
+from helpers import ROOT, alive
 
 # A graph model small enough that a step takes milliseconds.
 SMALL = ['model.embedding_dim=16', 'model.graph_edge_dim=8', 'model.num_layers=1', 'model.num_heads=2',
@@ -103,13 +103,6 @@ def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(
   assert list(campaign_labels.label_chunks([chunk], tmp_path / 'labels', tmp_path)) == []  # Done: nothing to do.
 
 
-def _alive(process: psutil.Process) -> bool:
-  try:
-    return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-  except psutil.NoSuchProcess:
-    return False
-
-
 @pytest.mark.engine
 def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfish, lichess_999, tmp_path):
   chunk = tmp_path / 'games' / 'lichess999_000.pgn'
@@ -123,7 +116,7 @@ def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfis
   campaign_process, deadline = psutil.Process(proc.pid), time.monotonic() + 300
   while time.monotonic() < deadline:  # Until the label job's engine runs.
     group = campaign_process.children(recursive=True)
-    if any(_alive(p) and 'stockfish' in p.name() for p in group):
+    if any(alive(p) and 'stockfish' in p.name() for p in group):
       break
     time.sleep(0.1)
   assert len(group) >= 2, group  # searchless-annotate and its Stockfish.
@@ -133,9 +126,9 @@ def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfis
   assert proc.returncode == 1 and err.splitlines()[-1] == (
       f'stopped by SIGTERM: {out} is unfinished and is labelled again by the next run')
   deadline = time.monotonic() + 10
-  while any(map(_alive, group)) and time.monotonic() < deadline:
+  while any(map(alive, group)) and time.monotonic() < deadline:
     time.sleep(0.1)
-  assert not [p for p in group if _alive(p)]  # No orphan labels on beside what runs next.
+  assert not [p for p in group if alive(p)]  # No orphan labels on beside what runs next.
   assert not (out / 'manifest.json').exists() and not (tmp_path / 'runs.jsonl').exists()
 
 

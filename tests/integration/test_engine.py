@@ -9,7 +9,7 @@ import chess
 import chess.engine
 import pytest
 
-from helpers import FAKE_ENGINES
+from helpers import FAKE_ENGINES, alive
 
 from searchless.engines import annotator as engine
 
@@ -264,8 +264,7 @@ def test_a_program_that_is_no_uci_engine_is_named_and_killed(tmp_path, body, mes
     engine.BoardAnnotator(config(path, deadline=1.0)).start()
   assert time.monotonic() - start < 5
   time.sleep(0.2)
-  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
-          and p.status() != psutil.STATUS_ZOMBIE]
+  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and alive(p)]
   assert left == []  # The hanging child was killed.
 
 

@@ -45,7 +45,7 @@ def campaign_points(curve: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def training_hours(point: dict[str, Any]) -> float:
   """A curve point's training so far, in wall-clock hours: on CPU cores, and on an accelerator (a device run's
   `train` record holds the device's wall-clock, so `train_wall_hours` already counts it)."""
-  return round(point.get('train_wall_hours', 0), 3)
+  return float(point.get('train_wall_hours', 0))
 
 
 def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
@@ -90,12 +90,13 @@ def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
 
 def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
   """Core-hours and wall-clock hours of every step in `runs` (`read_runs`), and training's accelerator hours."""
+  # Kept to the runs' own 4 decimals: a coarser total would let a short run (a few seconds) add nothing to the curve.
   out: dict[str, float] = {}
   for step in COSTED_STEPS:
     done = [r for r in runs if r.get('step') == step]
-    out[f'{step}_core_hours'] = round(sum(r.get('core_hours', 0) for r in done), 3)
-    out[f'{step}_wall_hours'] = round(sum(r.get('wall_seconds', 0) for r in done) / 3600, 3)
-  out['train_device_hours'] = round(sum(r.get('device_hours', 0) for r in runs if r.get('step') == 'train'), 3)
+    out[f'{step}_core_hours'] = round(sum(r.get('core_hours', 0) for r in done), 4)
+    out[f'{step}_wall_hours'] = round(sum(r.get('wall_seconds', 0) for r in done) / 3600, 4)
+  out['train_device_hours'] = round(sum(r.get('device_hours', 0) for r in runs if r.get('step') == 'train'), 4)
   return out
 
 

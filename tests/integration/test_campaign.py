@@ -181,7 +181,7 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   assert runs[1]['device_hours'] > 0 and runs[1]['models_sharing_the_device'] == 3
   assert (runs[2]['model'], runs[2]['checkpoint_step']) == ('adopted/wide', 3)
   assert (workdir / 'eval' / 'wide' / 'puzzles' / 'summary.json').exists()
-  assert campaign_log.totals(runs)['train_device_hours'] == round(runs[1]['device_hours'], 3)
+  assert campaign_log.totals(runs)['train_device_hours'] == round(runs[1]['device_hours'], 4)
   with pytest.raises(FileExistsError, match='wide was adopted already'):
     campaign.run(workdir, shared, steps=['adopt'], model=str(export), **kwargs)
   # The next train step is a new run that starts from the adopted parameters; then it is the campaign's model.
@@ -197,8 +197,8 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
   adopted_point, = campaign_log.campaign_points(campaign_log.read_curve(workdir))  # Not the side model's.
   # Its training hours count the device's wall-clock once (the adopt record's wall_seconds are the device's).
   assert adopted_point['model'] == 'adopted/wide' and campaign_log.training_hours(adopted_point) == round(
-      (runs[0]['wall_seconds'] + 420) / 3600, 3) == adopted_point['train_wall_hours']
-  assert adopted_point['train_device_hours'] == round(420 / 3600, 3)
+      (runs[0]['wall_seconds'] + 420) / 3600, 4) == adopted_point['train_wall_hours']
+  assert adopted_point['train_device_hours'] == round(420 / 3600, 4)
   assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
   from searchless.commands import campaign_ship
   with pytest.raises(ValueError, match='is a graph model: pretrained-transformer ships the paper\'s architecture'):

@@ -61,7 +61,7 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
                  workers: int = 2, max_chunks: int | None = None) -> Iterator[pathlib.Path]:
   """Labels each chunk without a finished label folder (searchless-annotate, the shipped recipe); yields each."""
   labels_dir.mkdir(parents=True, exist_ok=True)
-  todo = [c for c in chunks if not (labels_dir / c.stem / 'manifest.json').exists()]
+  todo = [c for c in chunks if not (labels_dir / c.stem / artefacts.AnnotationManifest.FILE).exists()]
   for n, chunk in enumerate(todo[:max_chunks]):
     out = labels_dir / chunk.stem
     argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--output_dir', str(out),

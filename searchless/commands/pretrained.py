@@ -125,7 +125,7 @@ def annotate_chunks(chunks: list[pathlib.Path], data_dir: pathlib.Path, workers:
   for i, chunk in enumerate(chunks):
     out = data_dir / chunk.stem
     outs.append(out)
-    if (out / 'manifest.json').exists():
+    if (out / artefacts.AnnotationManifest.FILE).exists():
       continue
     options = annotate.AnnotateOptions(input=(str(chunk),), output_dir=str(out), records=recipe.records,
                                        test_fraction=recipe.test_fraction, mode=recipe.mode)
@@ -279,7 +279,7 @@ def run(games: Sequence[str], workdir: str | pathlib.Path, *, games_per_chunk: i
     outs = annotate_chunks(chunk_paths, workdir / 'data', workers)
     _log(workdir, 'annotate', annotation_cost(outs, workers))
   if 'train' in steps:
-    done = [o for o in outs if (o / 'manifest.json').exists()]
+    done = [o for o in outs if (o / artefacts.AnnotationManifest.FILE).exists()]
     if 'annotate' not in steps:  # Train on the chunks annotated so far.
       _log(workdir, 'annotate', annotation_cost(done, workers))
     _log(workdir, 'train', train_model(done, workdir, train_seconds))

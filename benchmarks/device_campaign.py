@@ -1,10 +1,25 @@
 """The campaign's training on a lent GPU machine: several models side by side on one GPU, for minutes.
 
-Run on the device machine (issue 27: "a GPU, when one is available, is spent here"), from
-the repository root, with the campaign's merged boards compressed beside it:
+Here, first: the campaign's merged boards as columns (`searchless.data.board_columns`: FENs, moves and
+one return bucket a value, xz; 1,012,979 boards in ~40 MB, under the machine's 64 MiB a call), the
+campaign model's parameters, and the wheels the machine lacks (its image has jax, optax, orbax and numpy):
 
-    python3 benchmarks/device_campaign.py --data .device/train.bag.zst --out $OUT --seconds 420 \\
-        --init graph_tiny=.device/init_graph_tiny
+    python benchmarks/device_campaign.py --pack /root/searchless-data/campaign/boards/train_board_value_data.bag \\
+        --data .device/data              # ~6 min on one core
+    python -c "from searchless.commands import campaign_model as m; import pathlib as p; m.export_run(\\
+        p.Path('/root/searchless-data/campaign/train'), p.Path('.device/init_graph_tiny'), {'device': 'CPU'})"
+    pip download --no-deps --only-binary=:all: --python-version 3.12 ... -d .whl dm-haiku==0.0.17 jmp==0.0.4 \\
+        grain==0.2.18 array-record portpicker bagz==0.3.8 ml_collections==1.1.0 tensorboardX==2.6.5
+    pip wheel --no-deps -w .whl chess==1.11.2      # an sdist only
+
+Then on the device machine (`.device` and `.whl` carried, both in .git/info/exclude), from the repository
+root, the package run from the tree (its configs copied where the wheel would put them):
+
+    pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && cp -r configs searchless/configs \\
+        && export PYTHONPATH=/tmp/site:$PWD
+    python3 benchmarks/device_campaign.py --data .device/data --out $OUT --seconds 460 \\
+        --models graph_tiny packed_priors_wide --workers 7 \\
+        --init graph_tiny=.device/init_graph_tiny packed_priors_wide=searchless/pretrained_transformer
 
 Each model of MODELS trains with ``searchless.commands.train`` in its own process (the GPU is
 shared; each process keeps a quarter of its memory and a few loader workers), on the same
@@ -19,10 +34,12 @@ what comes back from the machine, small enough for its limits (16 MiB a file). L
 Prints each run's progress every 30 s (step, loss, examples/s, the GPU's use) and ends with one
 line per model: ``<name>: <steps> steps, <examples/s> boards/s, final loss <x>``.
 
-Measured (one H200, 2026-11-26, 407,056 boards; benchmarks/RESULTS.md "The campaign on a lent
-GPU"): the three side by side kept the GPU 100% busy at 9,571 (graph_tiny), ~3,240 (graph_wide)
+Measured (benchmarks/RESULTS.md "The campaign on a lent GPU"): one H200, 2026-11-26, 407,056 boards:
+the three side by side kept the GPU 100% busy at 9,571 (graph_tiny), ~3,240 (graph_wide)
 and ~4,860 (packed_priors_wide) boards/s; graph_tiny alone ran 29,830 boards/s at 1.4% MFU (small
-kernels: a bigger batch is the next lever), 207x the 2 CPU cores.
+kernels: a bigger batch is the next lever), 207x the 2 CPU cores. One H100, 2026-11-27, 948,674
+boards, two side by side for 460 s: graph_tiny ~12,100 boards/s (19,927 steps), packed_priors_wide
+~6,900 (12,111 steps); the whole call 544 s.
 
 Locally, to check the driver end to end (a minute of CPU): ``--quick``.
 """
@@ -59,7 +76,11 @@ TAR_LIMIT = 16 * 2**20  # The device's limit on a returned file.
 
 
 def decompress(src: pathlib.Path, dst: pathlib.Path) -> None:
-  """`src` (.zst, any window) -> `dst`; a plain file is linked."""
+  """`src` (a folder of `board_columns`, or .zst with any window) -> `dst`; a plain file is linked."""
+  if src.is_dir():
+    from searchless.data import board_columns
+    print(f'data: {board_columns.unpack(src, dst, workers=os.cpu_count() or 1):,} boards unpacked', flush=True)
+    return
   if src.suffix != '.zst':
     dst.symlink_to(src.resolve())
     return
@@ -111,7 +132,9 @@ def pack(name: str, workdir: pathlib.Path, stage: pathlib.Path, out: pathlib.Pat
 
 def main(argv=None) -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--data', required=True, help='the merged train boards (a board_value bag, or .zst of one)')
+  p.add_argument('--data', required=True,
+                 help='the merged train boards: a folder of board_columns, a board_value bag, or .zst of one')
+  p.add_argument('--pack', metavar='BAG', help='here, before a call: pack this board_value bag into --data (a folder), then stop')
   p.add_argument('--out', required=True, help='one NAME.tar per model lands here')
   p.add_argument('--seconds', type=float, default=420, help='training wall-clock of each model (they run at once)')
   p.add_argument('--init', nargs='*', default=[], metavar='NAME=PATH', help='start NAME from this checkpoint\'s params')
@@ -122,6 +145,10 @@ def main(argv=None) -> None:
   p.add_argument('--scratch', default='/tmp/device_campaign', help='runs and the decompressed bag')
   p.add_argument('--quick', action='store_true', help='tiny batches: a CPU check of the driver')
   args = p.parse_args(argv)
+  if args.pack:
+    from searchless.data import board_columns
+    print(f'{args.data}: {board_columns.pack(args.pack, args.data)}', flush=True)
+    return
   started = time.time()
   scratch, out = pathlib.Path(args.scratch), pathlib.Path(args.out)
   shutil.rmtree(scratch, ignore_errors=True)

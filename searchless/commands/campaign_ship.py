@@ -98,9 +98,10 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       '## Reproduce', '',
       '    python -m searchless.commands.campaign --workdir DIR --steps games,labels,train,evaluate   # resumable, '
       'a few hours at a time']
-  if device_run:  # The GPU part: DIR/boards' bag compressed beside the repository on the GPU machine.
-    lines += ['    python3 benchmarks/device_campaign.py --data BOARDS.bag.zst --out OUT --seconds 430 '
-              '[--init graph_tiny=EXPORT]   # on a GPU machine',
+  if device_run:  # The GPU part: DIR/boards' bag packed as columns (its docstring: what travels, how).
+    lines += ['    python3 benchmarks/device_campaign.py --pack DIR/boards/train_board_value_data.bag --data COLUMNS',
+              '    python3 benchmarks/device_campaign.py --data COLUMNS --out OUT --seconds 460 '
+              '[--init NAME=EXPORT]   # on a GPU machine',
               '    python -m searchless.commands.campaign --workdir DIR ' + (
                   '--steps adopt,evaluate,ship --install --model OUT/NAME' if name == 'pretrained' else
                   f'--steps evaluate,ship --install --ship_as {name} --model OUT/NAME'), '']

@@ -1,0 +1,122 @@
+"""Board records as three compressed columns: a million labelled boards small enough to carry.
+
+A lent GPU machine takes at most 64 MiB of files in a call. The campaign's merged bag of
+1M board_value records is 434 MB, 76 MB as xz; as columns (the FENs, the moves, and each
+value's return bucket, one byte) it is 38 MB. A model trains on exactly the same targets: the
+training data reads only bucket indices (`searchless.data.sequences`, `searchless.data.packing`:
+`values.win_probabilities_to_buckets`), and `unpack` writes each value as the centre of its
+bucket, which falls in that bucket again. What changes is the value inside a bucket, which an
+evaluation against these records would read: evaluate on the original records.
+
+>>> import tempfile, pathlib
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> board = records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2', 'a1b2'), (0.5, 0.01, 0.999), 0.999)
+>>> with bagz.Writer(str(tmp / 'in.bag')) as w:
+...   w.write(records.encode(records.BOARD_VALUE, board))
+>>> pack(tmp / 'in.bag', tmp / 'columns', num_buckets=4)
+{'boards': 1, 'num_buckets': 4, 'values': 4}
+>>> unpack(tmp / 'columns', tmp / 'out.bag')
+1
+>>> records.decode(records.BOARD_VALUE, bagz.Reader(str(tmp / 'out.bag'))[0])
+BoardValue(fen='7k/8/8/8/8/8/8/K7 w - - 0 1', moves=('a1b1', 'a1a2', 'a1b2'), win_probs=(0.375, 0.125, 0.875), state_value=0.875)
+"""
+
+from collections.abc import Sequence
+import functools
+import json
+import lzma
+import multiprocessing
+import os
+import pathlib
+import typing
+
+import bagz
+import numpy as np
+
+from searchless.core import records
+from searchless.core import values
+
+COLUMNS = ('fens', 'moves', 'buckets')  # Each DIR/NAME.xz: FENs and moves (space-separated) one line a board; bytes.
+META = 'columns.json'  # Boards, buckets and values: what unpack checks the columns against.
+
+
+def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 128, workers: int = 3) -> dict[str, int]:
+  """board_value records of the bag `src` -> the columns in the folder `out`; returns its META.
+
+  `num_buckets`: the models' ``num_return_buckets`` (the paper's 128). `workers`: processes compressing the
+  columns (one each at most).
+  """
+  if num_buckets > 256:
+    raise ValueError(f'num_buckets={num_buckets}: a bucket is stored in one byte (at most 256)')
+  edges, _ = values.uniform_buckets(num_buckets)
+  reader = bagz.Reader(str(src))
+  fens, moves, buckets = [], [], []
+  for i in range(len(reader)):
+    board = typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, reader[i]))
+    if any(' ' in m or '\n' in m for m in board.moves) or '\n' in board.fen:
+      raise ValueError(f'{src}: record {i}: a move or FEN with a separator in it')
+    fens.append(board.fen)
+    moves.append(' '.join(board.moves))
+    buckets.append(values.win_probabilities_to_buckets([*board.win_probs, board.state_value], edges).astype(np.uint8))
+  data = {'fens': '\n'.join(fens).encode(), 'moves': '\n'.join(moves).encode(),
+          'buckets': np.concatenate(buckets).tobytes() if buckets else b''}
+  out = pathlib.Path(out)
+  out.mkdir(parents=True, exist_ok=True)
+  items = [(name, data[name]) for name in COLUMNS]
+  if workers > 1:
+    with multiprocessing.get_context('spawn').Pool(min(workers, len(items))) as pool:
+      blobs = pool.map(_compress, items)
+  else:
+    blobs = [_compress(item) for item in items]
+  for name, blob in blobs:
+    (out / f'{name}.xz').write_bytes(blob)
+  meta = {'boards': len(fens), 'num_buckets': num_buckets, 'values': len(data['buckets'])}
+  (out / META).write_text(json.dumps(meta) + '\n')
+  return meta
+
+
+def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) -> int:
+  """The columns in the folder `src` -> a bag `dst` of board_value records, each value its bucket's centre.
+
+  Returns the number of boards. `workers`: processes encoding records (0: this one).
+  """
+  src = pathlib.Path(src)
+  meta = json.loads((src / META).read_text())
+  text = {name: lzma.decompress((src / f'{name}.xz').read_bytes()) for name in COLUMNS}
+  fens = text['fens'].decode().split('\n') if meta['boards'] else []
+  moves = [tuple(line.split()) for line in text['moves'].decode().split('\n')] if meta['boards'] else []
+  buckets = text['buckets']
+  if not len(fens) == len(moves) == meta['boards'] or len(buckets) != meta['values']:
+    raise ValueError(f'{src}: {len(fens)} FENs, {len(moves)} move lines and {len(buckets)} values, where '
+                     f'{META} says {meta["boards"]} boards and {meta["values"]} values')
+  items, pos = [], 0
+  for fen, board_moves in zip(fens, moves):
+    items.append((fen, board_moves, buckets[pos:pos + len(board_moves) + 1], meta['num_buckets']))
+    pos += len(board_moves) + 1
+  if pos != len(buckets):
+    raise ValueError(f'{src}: the moves need {pos} values, buckets.xz holds {len(buckets)}')
+  with bagz.Writer(str(dst)) as writer:
+    if workers:
+      with multiprocessing.get_context('spawn').Pool(workers) as pool:
+        for blob in pool.imap(_encode, items, chunksize=2000):
+          writer.write(blob)
+    else:
+      for item in items:
+        writer.write(_encode(item))
+  return len(items)
+
+
+def _compress(item: tuple[str, bytes]) -> tuple[str, bytes]:
+  return item[0], lzma.compress(item[1], preset=9)
+
+
+@functools.cache
+def _centres(num_buckets: int) -> np.ndarray:
+  return values.uniform_buckets(num_buckets)[1]
+
+
+def _encode(item: tuple[str, Sequence[str], bytes, int]) -> bytes:
+  fen, moves, buckets, num_buckets = item
+  centres = _centres(num_buckets)[np.frombuffer(buckets, dtype=np.uint8)]  # [moves + 1]
+  return records.encode(records.BOARD_VALUE, records.BoardValue(fen, tuple(moves), tuple(float(c) for c in centres[:-1]),
+                                                                 float(centres[-1])))

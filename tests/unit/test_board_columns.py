@@ -1,0 +1,71 @@
+"""Board records carried as columns: the same boards, moves and return buckets back, so the same training targets."""
+
+import json
+
+import bagz
+import numpy as np
+import pytest
+
+from searchless.core import records
+from searchless.core import values
+from searchless.data import board_columns
+from searchless.data import packing
+from tests import helpers
+
+LABELS = helpers.DATA / 'labels' / 'chunk_000' / 'train' / 'board_value_data.bagz'  # Real Lichess boards, Stockfish values.
+
+
+def _real_boards(n):
+  reader = bagz.Reader(str(LABELS))
+  return [reader[i] for i in range(n)]
+
+
+def test_round_trip_keeps_boards_moves_and_buckets_on_real_labels(tmp_path):
+  raw = _real_boards(300)
+  with bagz.Writer(str(tmp_path / 'in.bag')) as w:
+    for blob in raw:
+      w.write(blob)
+  meta = board_columns.pack(tmp_path / 'in.bag', tmp_path / 'cols', workers=1)
+  before = [records.decode(records.BOARD_VALUE, b) for b in raw]
+  assert meta == {'boards': 300, 'num_buckets': 128, 'values': sum(len(b.moves) + 1 for b in before)}
+  assert sorted(p.name for p in (tmp_path / 'cols').iterdir()) == ['buckets.xz', 'columns.json', 'fens.xz', 'moves.xz']
+  assert board_columns.unpack(tmp_path / 'cols', tmp_path / 'out.bag', workers=2) == 300
+  after = [records.decode(records.BOARD_VALUE, b) for b in bagz.Reader(str(tmp_path / 'out.bag'))]
+  edges, centres = values.uniform_buckets(128)
+  for b, a in zip(before, after, strict=True):
+    assert (a.fen, a.moves) == (b.fen, b.moves)
+    buckets = values.win_probabilities_to_buckets([*b.win_probs, b.state_value], edges)
+    np.testing.assert_array_equal(values.win_probabilities_to_buckets([*a.win_probs, a.state_value], edges), buckets)
+    assert [*a.win_probs, a.state_value] == centres[buckets].tolist()
+  # What a model trains on, the packed rows (tokens, actions, bucket targets), is the same.
+  np.testing.assert_array_equal(packing.packed_rows(after, 128, edges), packing.packed_rows(before, 128, edges))
+  # Unpacking in this process writes the same bag as the workers did.
+  board_columns.unpack(tmp_path / 'cols', tmp_path / 'inline.bag')
+  assert (tmp_path / 'inline.bag').read_bytes() == (tmp_path / 'out.bag').read_bytes()
+
+
+def test_a_board_without_moves_and_an_empty_bag(tmp_path):
+  mate = records.BoardValue('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1', (), (), 0.0)
+  with bagz.Writer(str(tmp_path / 'in.bag')) as w:
+    w.write(records.encode(records.BOARD_VALUE, mate))
+  assert board_columns.pack(tmp_path / 'in.bag', tmp_path / 'cols', workers=1) == {'boards': 1, 'num_buckets': 128,
+                                                                                    'values': 1}
+  board_columns.unpack(tmp_path / 'cols', tmp_path / 'out.bag')
+  assert records.decode(records.BOARD_VALUE, bagz.Reader(str(tmp_path / 'out.bag'))[0]) == mate._replace(
+      state_value=1 / 256)
+  with bagz.Writer(str(tmp_path / 'empty.bag')):
+    pass
+  assert board_columns.pack(tmp_path / 'empty.bag', tmp_path / 'none', workers=1)['boards'] == 0
+  assert board_columns.unpack(tmp_path / 'none', tmp_path / 'none.bag') == 0
+
+
+def test_columns_that_disagree_with_their_meta_are_refused_naming_the_folder(tmp_path):
+  with bagz.Writer(str(tmp_path / 'in.bag')) as w:
+    for blob in _real_boards(3):
+      w.write(blob)
+  meta = board_columns.pack(tmp_path / 'in.bag', tmp_path / 'cols', workers=1)
+  (tmp_path / 'cols' / 'columns.json').write_text(json.dumps({**meta, 'values': meta['values'] + 1}))
+  with pytest.raises(ValueError, match=rf'^{tmp_path / "cols"}: 3 FENs, 3 move lines and {meta["values"]} values'):
+    board_columns.unpack(tmp_path / 'cols', tmp_path / 'out.bag')
+  with pytest.raises(ValueError, match='at most 256'):
+    board_columns.pack(tmp_path / 'in.bag', tmp_path / 'c2', num_buckets=300)

@@ -142,10 +142,11 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
     from searchless.commands import annotate as command
     command.main(argv)
 
+  manifest_file = data / artefacts.AnnotationManifest.FILE  # Written last by annotate: the data is complete.
   # --overwrite: this step runs only while data/ has no manifest, so what is there is a crashed run's.
   step(1, 'annotate', ['searchless-annotate', *_repeated('--input', args.input), '--output_dir', str(data),
                        '--overwrite', *engine,
-                       *shlex.split(args.annotate_args)], data / 'manifest.json', annotate)
+                       *shlex.split(args.annotate_args)], manifest_file, annotate)
 
   train_args = shlex.split(args.train_args)
   train_done = train_dir / artefacts.TrainingSummary.FILE  # Rewritten at the end of every training run.
@@ -159,7 +160,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
       o for o in summary.overrides if not o.startswith(('data.train=', 'data.eval='))] == train_args
   step(2, 'train', ['searchless-train', '--config', config, '--workdir', str(train_dir),
                     '--data', str(data / 'train' / 'action_value*'), '--eval_data', str(data / 'test' / 'action_value*'),
-                    *train_args], train_done if finished else None, train, after=(data / 'manifest.json',))
+                    *train_args], train_done if finished else None, train, after=(manifest_file,))
 
   def evaluate(argv):
     from searchless.commands import evaluate as command
@@ -170,7 +171,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   if args.pretrained:
     step(3, 'evaluate', ['searchless-evaluate', '--checkpoint', args.pretrained, '--data', str(data / 'test'),
                          '--out', str(pretrained_eval_dir)], pretrained_eval_dir / 'metrics.json', evaluate,
-         after=(data / 'manifest.json',), record_as='evaluate_pretrained')
+         after=(manifest_file,), record_as='evaluate_pretrained')
 
   def mine(argv):
     from searchless.commands import mine_puzzles as command
@@ -178,7 +179,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
 
   def mining_games() -> list[str]:
     """The test games of the annotation (its manifest says which): puzzles never come from training games."""
-    manifest = artefacts.AnnotationManifest.read_or_none(data / artefacts.AnnotationManifest.FILE)
+    manifest = artefacts.AnnotationManifest.read_or_none(manifest_file)
     if manifest is None:
       return _repeated('--games', args.input)
     if 'test' in manifest.inputs:  # --test_input files: every game is a test game.
@@ -193,7 +194,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   else:
     step(4, 'mine', ['searchless-mine-puzzles', *mining_games(), '--out', str(puzzle_csv),
                      '--limit', args.mine_limit, '--max_puzzles', str(args.max_puzzles), *progress],
-         puzzle_csv, mine, after=(data / 'manifest.json',))
+         puzzle_csv, mine, after=(manifest_file,))
 
   def puzzles(argv):
     from searchless.commands import puzzles as command

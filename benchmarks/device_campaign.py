@@ -1,11 +1,11 @@
 """The campaign's training on a lent GPU machine: several models side by side on one GPU, for minutes.
 
 Here, first: the campaign's merged boards as columns (`searchless.data.board_columns`: FENs, moves and
-one return bucket a value, xz; 1,012,979 boards in ~40 MB, under the machine's 64 MiB a call), the
+one return bucket a value, xz; 948,674 boards in 38.3 MB, under the machine's 64 MiB a call), the
 campaign model's parameters, and the wheels the machine lacks (its image has jax, optax, orbax and numpy):
 
     python benchmarks/device_campaign.py --pack /root/searchless-data/campaign/boards/train_board_value_data.bag \\
-        --data .device/data              # ~6 min on one core
+        --data .device/data              # 6 min on 2 busy cores (3 compressing processes)
     python -c "from searchless.commands import campaign_model as m; import pathlib as p; m.export_run(\\
         p.Path('/root/searchless-data/campaign/train'), p.Path('.device/init_graph_tiny'), {'device': 'CPU'})"
     pip download --no-deps --only-binary=:all: --python-version 3.12 ... -d .whl dm-haiku==0.0.17 jmp==0.0.4 \\
@@ -135,7 +135,7 @@ def main(argv=None) -> None:
   p.add_argument('--data', required=True,
                  help='the merged train boards: a folder of board_columns, a board_value bag, or .zst of one')
   p.add_argument('--pack', metavar='BAG', help='here, before a call: pack this board_value bag into --data (a folder), then stop')
-  p.add_argument('--out', required=True, help='one NAME.tar per model lands here')
+  p.add_argument('--out', help='one NAME.tar per model lands here (needed but with --pack)')
   p.add_argument('--seconds', type=float, default=420, help='training wall-clock of each model (they run at once)')
   p.add_argument('--init', nargs='*', default=[], metavar='NAME=PATH', help='start NAME from this checkpoint\'s params')
   p.add_argument('--models', nargs='*', default=list(MODELS), help='which of MODELS')
@@ -149,6 +149,8 @@ def main(argv=None) -> None:
     from searchless.data import board_columns
     print(f'{args.data}: {board_columns.pack(args.pack, args.data)}', flush=True)
     return
+  if not args.out:
+    p.error('--out is needed to train (only --pack goes without it)')
   started = time.time()
   scratch, out = pathlib.Path(args.scratch), pathlib.Path(args.out)
   shutil.rmtree(scratch, ignore_errors=True)
@@ -190,8 +192,10 @@ def main(argv=None) -> None:
     if proc.returncode != 0:
       print(f'{name} failed (exit {proc.returncode}):\n' + (scratch / f'{name}.log').read_text()[-3000:], flush=True)
       continue
-    tar = pack(name, workdir, scratch / 'export', out,
-               {'device': device_name(), 'cpu_cores': os.cpu_count(), 'models': len(procs), 'seconds': args.seconds})
+    note = ({'note': 'on boards carried as columns (`searchless.data.board_columns`): each value its return bucket\'s '
+                     'centre, the same training targets'} if pathlib.Path(args.data).is_dir() else {})
+    tar = pack(name, workdir, scratch / 'export', out, {'device': device_name(), 'cpu_cores': os.cpu_count(),
+                                                        'models': len(procs), 'seconds': args.seconds, **note})
     m = last_metrics(workdir) or {}
     print(f"{name}: {m.get('step')} steps, {m.get('examples_per_s', 0):.0f} boards/s, final loss {m.get('loss', float('nan')):.4f}"
           f' -> {tar.name} ({tar.stat().st_size:,} bytes)', flush=True)

@@ -100,7 +100,7 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       'a few hours at a time']
   if device_run:  # The GPU part: DIR/boards' bag packed as columns (its docstring: what travels, how).
     lines += ['    python3 benchmarks/device_campaign.py --pack DIR/boards/train_board_value_data.bag --data COLUMNS',
-              '    python3 benchmarks/device_campaign.py --data COLUMNS --out OUT --seconds 460 '
+              '    python3 benchmarks/device_campaign.py --data COLUMNS --out OUT --seconds 460 [--models NAME ...] '
               '[--init NAME=EXPORT]   # on a GPU machine',
               '    python -m searchless.commands.campaign --workdir DIR ' + (
                   '--steps adopt,evaluate,ship --install --model OUT/NAME' if name == 'pretrained' else
@@ -119,6 +119,23 @@ def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
           f"feeding it), learning rate {experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, "
           f"{experiment.train.compute_dtype} compute (`benchmarks/device_campaign.py`)"
           + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
+
+
+def _shipped_history(experiment: Any) -> tuple[str, list[str]]:
+  """(name, the training lines of its model card) of the shipped model a run started from, else ('', []).
+
+  A run started from one when its ``train.init_from`` is a package folder of a shipped model (`loading.SHIPPED`:
+  ``.../searchless/pretrained_transformer``); the card read is the source tree's, before the ship step replaces it.
+  """
+  from searchless.model import loading
+  init = pathlib.PurePath(experiment.train.get('init_from') or '')
+  for name, folder in loading.SHIPPED.items():
+    card = pretrained.ROOT / 'searchless' / folder / 'MODEL_CARD.md'
+    text = card.read_text() if init.parts[-2:] == ('searchless', folder) and card.exists() else ''
+    if '\n## Training\n' in text:
+      section = text.split('\n## Training\n', 1)[1].split('\n## ', 1)[0]
+      return name, [line for line in section.splitlines() if line.startswith('- ')]
+  return '', []
 
 
 def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
@@ -156,11 +173,17 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
   if (model_dir / 'device.json').exists():  # An exported run: adopted (after the CPU runs before it) or a side model.
     adopted_here = [i for i in adopted if pathlib.Path(train[i]['model']).name == model_dir.name]
     cpu = [r for r in train[:adopted_here[-1]] if 'device' not in r] if adopted_here else []
+    shipped, history = _shipped_history(experiment)
     if cpu:
       lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, "
                    f"{sum(r['wall_seconds'] for r in cpu) / 3600:.1f} h of wall-clock, "
                    f"{sum(r['core_hours'] for r in cpu):.1f} core-hours; then, from those parameters:")
-    lines.append(f'- {_device_run(model_dir, experiment)}.')
+      lines.append(f'- {_device_run(model_dir, experiment)}.')
+    elif history:  # It started from a shipped model: that model's own lines first.
+      lines += [*history, f'- Then, from those parameters (the `{shipped}` they made) with a new optimiser: '
+                          f'{_device_run(model_dir, experiment)}.']
+    else:
+      lines.append(f'- {_device_run(model_dir, experiment)}.')
     return lines
   since = train[adopted[-1] + 1:] if adopted else train
   start = ''

@@ -5,8 +5,10 @@ A lent GPU machine takes at most 64 MiB of files in a call. The campaign's merge
 value's return bucket, one byte) it is 38 MB. A model trains on exactly the same targets: the
 training data reads only bucket indices (`searchless.data.sequences`, `searchless.data.packing`:
 `values.win_probabilities_to_buckets`), and `unpack` writes each value as the centre of its
-bucket, which falls in that bucket again. What changes is the value inside a bucket, which an
-evaluation against these records would read: evaluate on the original records.
+bucket, which falls in that bucket again. That holds for a model of the same ``num_return_buckets``
+as the columns (or one that divides it, whose buckets are unions of theirs); for any other, pack
+again with its count. What changes is the value inside a bucket, which an evaluation against these
+records would read: evaluate on the original records.
 
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -28,11 +30,11 @@ import lzma
 import multiprocessing
 import os
 import pathlib
-import typing
 
 import bagz
 import numpy as np
 
+from searchless.core import codecs
 from searchless.core import records
 from searchless.core import values
 
@@ -52,9 +54,15 @@ def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 1
   reader = bagz.Reader(str(src))
   fens, moves, buckets = [], [], []
   for i in range(len(reader)):
-    board = typing.cast(records.BoardValue, records.decode(records.BOARD_VALUE, reader[i]))
-    if any(' ' in m or '\n' in m for m in board.moves) or '\n' in board.fen:
-      raise ValueError(f'{src}: record {i}: a move or FEN with a separator in it')
+    try:
+      board, = codecs.decode_boards([reader[i]])
+      codecs.check_boards([board])  # NaN or outside [0, 1]: the loader refuses it, so pack does too.
+    except codecs.BadRecord as e:
+      raise ValueError(f'{src}: record {i}: {e.reason}') from None
+    if len(board.win_probs) != len(board.moves):
+      raise ValueError(f'{src}: record {i}: {len(board.moves)} moves but {len(board.win_probs)} values')
+    if any(m.split(' ') != [m] or not m or '\n' in m for m in board.moves) or '\n' in board.fen:
+      raise ValueError(f'{src}: record {i}: a move or FEN with a separator in it (a space or a newline)')
     fens.append(board.fen)
     moves.append(' '.join(board.moves))
     buckets.append(values.win_probabilities_to_buckets([*board.win_probs, board.state_value], edges).astype(np.uint8))
@@ -84,8 +92,10 @@ def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) 
   meta = json.loads((src / META).read_text())
   text = {name: lzma.decompress((src / f'{name}.xz').read_bytes()) for name in COLUMNS}
   fens = text['fens'].decode().split('\n') if meta['boards'] else []
-  moves = [tuple(line.split()) for line in text['moves'].decode().split('\n')] if meta['boards'] else []
+  moves = [tuple(line.split(' ')) if line else () for line in text['moves'].decode().split('\n')] if meta['boards'] else []
   buckets = text['buckets']
+  if buckets and max(buckets) >= meta['num_buckets']:
+    raise ValueError(f'{src}: a bucket {max(buckets)} in buckets.xz, where {META} says {meta["num_buckets"]} buckets')
   if not len(fens) == len(moves) == meta['boards'] or len(buckets) != meta['values']:
     raise ValueError(f'{src}: {len(fens)} FENs, {len(moves)} move lines and {len(buckets)} values, where '
                      f'{META} says {meta["boards"]} boards and {meta["values"]} values')

@@ -234,6 +234,36 @@ def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_pat
       '3.0 core-hours.']
 
 
+def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp_path, monkeypatch):
+  """A GPU run from the shipped transformer (train.init_from its package folder): the card it replaces says how that
+  model was made, and its own line says it went on from there."""
+  from searchless.commands import campaign_ship
+  from searchless.commands import pretrained
+  from searchless.core import config as config_lib
+  monkeypatch.setattr(pretrained, 'ROOT', tmp_path / 'repo')
+  shipped = tmp_path / 'repo' / 'searchless' / 'pretrained_transformer'
+  shipped.mkdir(parents=True)
+  (shipped / 'MODEL_CARD.md').write_text('# card\n\n## Training\n\n- First, 10 steps on a CPU.\n- Then 20 more.\n\n'
+                                         '## Measured strength\n\n- 5 puzzles.\n')
+  side = tmp_path / 'run2' / 'packed'
+  side.mkdir(parents=True)
+  (side / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 470}))
+  (side / 'device.json').write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 2, 'seconds': 460,
+                                                'note': 'on boards carried as columns'}))
+  run = ('300 steps of 256 boards on a lent NVIDIA H100 (460 s of wall-clock, 2 models sharing it; 16 CPU cores '
+         'feeding it), learning rate 0.001, EMA 0.99, float32 compute (`benchmarks/device_campaign.py`). On boards '
+         'carried as columns.')
+  from_shipped = config_lib.load('tiny_packed', ['data.train=unused',
+                                                 'train.init_from=/elsewhere/searchless/pretrained_transformer'])
+  assert campaign_ship.training_lines(side, from_shipped, []) == [
+      '- First, 10 steps on a CPU.', '- Then 20 more.',
+      f'- Then, from those parameters (the `pretrained-transformer` they made) with a new optimiser: {run}']
+  # From random parameters, or from a folder that only looks like a shipped model's: its own line alone.
+  for init in ('', '/elsewhere/pretrained_transformer'):
+    experiment = config_lib.load('tiny_packed', ['data.train=unused', f'train.init_from={init}'])
+    assert campaign_ship.training_lines(side, experiment, []) == [f'- {run}']
+
+
 @pytest.mark.slow
 @pytest.mark.engine
 def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,

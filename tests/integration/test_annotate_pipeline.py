@@ -159,6 +159,14 @@ def test_manifest_records_engine_limits_counts_and_overlap(small_run):
   assert manifest.code['searchless'] == '0.1.0'
 
 
+def _cpu_seconds(process) -> float:
+  try:
+    times = process.cpu_times()
+  except psutil.NoSuchProcess:  # An engine that ended between the listing and now.
+    return 0.0
+  return times.user + times.system
+
+
 @pytest.mark.engine
 @pytest.mark.slow
 def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_999, stockfish):
@@ -172,10 +180,12 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not killed:
       engines = [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()]
-      if engines:
-        time.sleep(0.5)  # Let it annotate some boards first (the job takes ~10 s: 131 boards, 2k nodes a move).
-        engines[0].send_signal(signal.SIGKILL)
-        killed.append(engines[0].pid)
+      # Mid-run: once it has searched for a second of CPU (the job takes ~10 s: 131 boards, 2k nodes a move), past its
+      # "uci" handshake however loaded the machine is (a wall-clock wait killed it during the handshake under load).
+      busy = [p for p in engines if _cpu_seconds(p) >= 1.0]
+      if busy:
+        busy[0].send_signal(signal.SIGKILL)
+        killed.append(busy[0].pid)
       time.sleep(0.05)
 
   thread = threading.Thread(target=killer)

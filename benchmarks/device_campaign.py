@@ -188,12 +188,12 @@ def main(argv=None) -> None:
       state = 'running' if proc.poll() is None else f'exit {proc.returncode}'
       print(f'[{time.time() - started:4.0f} s] {name}: {state}'
             + (f", step {m['step']}, loss {m['loss']:.4f}, {m['examples_per_s']:.0f} boards/s" if m else ''), flush=True)
+  note = ({'note': 'on boards carried as columns (`searchless.data.board_columns`): each value its return bucket\'s '
+                   'centre, the same training targets'} if pathlib.Path(args.data).is_dir() else {})
   for name, (proc, workdir) in procs.items():
     if proc.returncode != 0:
       print(f'{name} failed (exit {proc.returncode}):\n' + (scratch / f'{name}.log').read_text()[-3000:], flush=True)
       continue
-    note = ({'note': 'on boards carried as columns (`searchless.data.board_columns`): each value its return bucket\'s '
-                     'centre, the same training targets'} if pathlib.Path(args.data).is_dir() else {})
     tar = pack(name, workdir, scratch / 'export', out, {'device': device_name(), 'cpu_cores': os.cpu_count(),
                                                         'models': len(procs), 'seconds': args.seconds, **note})
     m = last_metrics(workdir) or {}

@@ -173,18 +173,15 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
   if (model_dir / 'device.json').exists():  # An exported run: adopted (after the CPU runs before it) or a side model.
     adopted_here = [i for i in adopted if pathlib.Path(train[i]['model']).name == model_dir.name]
     cpu = [r for r in train[:adopted_here[-1]] if 'device' not in r] if adopted_here else []
-    shipped, history = _shipped_history(experiment)
+    start = ''
     if cpu:
       lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, "
                    f"{sum(r['wall_seconds'] for r in cpu) / 3600:.1f} h of wall-clock, "
                    f"{sum(r['core_hours'] for r in cpu):.1f} core-hours; then, from those parameters:")
-      lines.append(f'- {_device_run(model_dir, experiment)}.')
-    elif history:  # It started from a shipped model: that model's own lines first.
-      lines += [*history, f'- Then, from those parameters (the `{shipped}` they made) with a new optimiser: '
-                          f'{_device_run(model_dir, experiment)}.']
-    else:
-      lines.append(f'- {_device_run(model_dir, experiment)}.')
-    return lines
+    else:  # The shipped model it started from (if any): that model's own lines first.
+      shipped, lines = _shipped_history(experiment)
+      start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
+    return [*lines, f'- {start}{_device_run(model_dir, experiment)}.']
   since = train[adopted[-1] + 1:] if adopted else train
   start = ''
   if adopted:

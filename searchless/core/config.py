@@ -79,6 +79,7 @@ def base() -> ml_collections.ConfigDict:
   c.optim.learning_rate = 1e-4  # Adam step size (constant, as the paper).
   c.optim.max_grad_norm = 1.0  # Global gradient-norm clip.
   c.optim.ema_decay = 0.99  # Decay of the parameter EMA used for evaluation and play.
+  c.optim.cooldown_steps = 0  # > 0: the learning rate falls linearly to 0 over the last cooldown_steps of train.num_steps (WSD's cooldown); 0 = constant.
 
   c.loss = ml_collections.ConfigDict()
   c.loss.kind = 'log_loss'  # log_loss (paper) | hl_gauss (soft labels).
@@ -97,6 +98,7 @@ def base() -> ml_collections.ConfigDict:
   c.train.micro_batch = 0  # Rows per forward/backward pass within a step, gradients summed (the same step, less memory; faster on XLA:CPU); 0 = the whole batch.
   c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
   c.train.init_from = ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
+  c.train.init_grow = False  # With init_from: its model may be smaller (graph: widening_factor, num_layers); it starts this one as the same function (training.grow).
   c.train.on_new_data = 'refuse'  # A resume on data other than the checkpoint's: 'refuse' (an error) | 'restart' (read them from their start; params, optimiser and step carry on).
   return c
 
@@ -176,7 +178,7 @@ RANGES: dict[str, tuple[float, bool]] = {
     'model.num_heads': (1, True), 'model.widening_factor': (0, False), 'model.joint_layers': (0, True),
     'data.batch_size': (1, True), 'data.worker_count': (0, True), 'data.num_records': (1, True),
     'data.max_moves': (1, True), 'model.graph_edge_dim': (1, True), 'model.smolgen': (0, True), 'loss.value_weight': (0, True), 'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False),
-    'optim.ema_decay': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
+    'optim.ema_decay': (0, True), 'optim.cooldown_steps': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
     'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
     'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),
     'train.fsdp': (1, True), 'train.micro_batch': (0, True),
@@ -201,6 +203,10 @@ def check(config: Config) -> None:
       raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {low}, got {value}")
   if 'optim' in config and config.optim.get('ema_decay') is not None and not config.optim.ema_decay <= 1:
     raise ValueError(f'optim.ema_decay must be <= 1, got {config.optim.ema_decay}')
+  cooldown = config.get('optim', {}).get('cooldown_steps') or 0
+  if cooldown and 'train' in config and cooldown > config.train.num_steps:
+    raise ValueError(f'optim.cooldown_steps={cooldown} must be <= train.num_steps={config.train.num_steps}: the '
+                     'cooldown ends at train.num_steps')
 
 
 def load(path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_collections.FrozenConfigDict:

@@ -54,6 +54,10 @@ from searchless.model.config import ModelConfig
 # 32.2 / 4.2 against 29.7 / 3.5; 32 boards 252 / 46 against 209 / 36.
 ONE_GRID_ROWS = 2
 
+# The modules of a layer that write into the node and edge streams (`Gateau`'s `out` and `edge_out`, the MLP's
+# down projection `linear_2`): at zero the layer is the identity (`training.grow` starts new layers so).
+RESIDUAL_WRITERS = ('out', 'edge_out', 'linear_2')
+
 
 def _one_grid(boards: Any) -> bool:
   """Whether a pass of `boards` boards runs the one grid: a concrete batch of at most `ONE_GRID_ROWS`.

@@ -39,6 +39,16 @@ def make_optimizer(config: config_lib.Config) -> optax.GradientTransformation:
   )
 
 
+def learning_rate_factor(step: jax.Array | int, num_steps: int, cooldown_steps: int) -> jax.Array:
+  """The factor on the learning rate of the update made at `step` (steps taken before it): 1, then, over the
+  last `cooldown_steps` of `num_steps`, falling linearly towards 0 (1/cooldown_steps on the last update).
+
+  >>> [float(learning_rate_factor(s, 10, 4)) for s in (0, 6, 7, 9)]
+  [1.0, 1.0, 0.75, 0.25]
+  """
+  return jnp.clip((num_steps - jnp.asarray(step, jnp.float32)) / cooldown_steps, 0.0, 1.0)
+
+
 def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[..., tuple[jax.Array, jax.Array]]:
   """loss(params, batch, denominators=None) -> (mean loss, number of targets).
 
@@ -155,6 +165,7 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
   optimizer = make_optimizer(config)
   trained = model.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
   decay = config.optim.ema_decay
+  cooldown = config.optim.get('cooldown_steps') or 0  # Absent from configs saved before it existed.
 
   def init(rng):
     length = tokenizer.SEQUENCE_LENGTH + 1 if model_config.packed else records.SEQUENCE_LENGTHS[config.policy]
@@ -166,6 +177,9 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
   def update(state: TrainingState, batch):
     (loss, targets), grads = gradient(state.params, batch)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    if cooldown:  # Adam's step scaled: the learning rate times the cooldown's factor.
+      factor = learning_rate_factor(state.step, config.train.num_steps, cooldown)
+      updates = jax.tree.map(lambda u: (u * factor).astype(u.dtype), updates)
     params = optax.apply_updates(state.params, updates)
     # ema - (1 - decay) * (ema - params): the reference's stable form of the EMA.
     params_ema = jax.tree.map(lambda e, p: e - (1.0 - decay) * (e - p), state.params_ema, params)

@@ -38,6 +38,7 @@ from searchless.model import loading
 from searchless.model import transformer as model
 from searchless.training import checkpoint
 from searchless.training import eval_set as eval_set_lib
+from searchless.training import grow
 from searchless.training import sharding
 from searchless.training import step as step_lib
 
@@ -169,7 +170,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   else:
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
     if config.train.get('init_from'):
-      state = _initialised_from(state, config.train.init_from, functions.state_sharding)
+      state = _initialised_from(state, config.train.init_from, functions.state_sharding,
+                                grow_from=bool(config.train.get('init_grow')), model_config=functions.model_config)
     start = 0
   _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
   scalars = None
@@ -256,9 +258,16 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   return state
 
 
-def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: step_lib.TrainingState) -> step_lib.TrainingState:
-  """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them)."""
-  loaded = loading.load_params(path, ema=True)
+def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: step_lib.TrainingState, *,
+                      model_config: model.ModelConfig, grow_from: bool = False) -> step_lib.TrainingState:
+  """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them); with
+  `grow_from`, that checkpoint's smaller model grown into this run's (`model_config`) as the same function."""
+  if grow_from:
+    small_config, small, _ = loading.load_model(path, ema=True)
+    loaded = grow.grow(small, jax.device_get(state.params))
+    grow.check_same_function(small_config, small, model_config, loaded, path)
+  else:
+    loaded = loading.load_params(path, ema=True)
   want = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(state.params)}
   got = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(loaded)}
   if want != got:

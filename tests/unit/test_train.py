@@ -132,6 +132,40 @@ def test_a_micro_batch_that_does_not_divide_the_batch_is_an_error(av_bag):
     step_lib.make_functions(small_config(av_bag, 'train.micro_batch=5'), sharding.make_mesh(1))
 
 
+def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_bag):
+  from searchless.data import loader
+  from searchless.training import sharding
+  from searchless.training import step as step_lib
+  base = [*SMALL, f'data.train={av_bag}', 'data.worker_count=0', 'train.num_steps=10']
+  batch = next(iter(loader.config_loader(config_lib.load(TINY, base), split='train')))  # [16, T] real rows.
+  moves = {}
+  for cooldown, at in ((0, 9), (4, 9), (4, 7), (4, 6)):
+    fns = step_lib.make_functions(config_lib.load(TINY, [*base, f'optim.cooldown_steps={cooldown}']),
+                                  sharding.make_mesh(1))
+    start = fns.init(jax.random.PRNGKey(0))
+    start = start._replace(step=jax.device_put(np.int32(at), fns.state_sharding.step))  # Steps taken so far.
+    before = [np.array(p) for p in jax.tree.leaves(start.params)]  # The update donates `start`.
+    end, _ = fns.update(start, jax.device_put(batch, fns.batch_sharding))
+    assert int(end.step) == at + 1
+    moves[cooldown, at] = [np.asarray(e) - b for e, b in zip(jax.tree.leaves(end.params), before)]
+  # The last update (step 9 of 10) moves a quarter as far; step 7, 3/4; step 6 is the cooldown's first: all of it.
+  # A move is read back as (p + u) - p: float32 rounds it at 6e-8 for weights near 1 (Adam's first u is lr = 1e-3).
+  for (key, factor) in (((4, 9), 0.25), ((4, 7), 0.75), ((4, 6), 1.0)):
+    for got, full in zip(moves[key], moves[0, 9]):
+      np.testing.assert_allclose(got, factor * full, rtol=1e-5, atol=1.2e-7)
+  assert max(np.abs(m).max() for m in moves[4, 9]) < 0.3 * max(np.abs(m).max() for m in moves[0, 9])
+
+
+@pytest.mark.parametrize('override, message', [
+    ('optim.cooldown_steps=11', 'optim.cooldown_steps=11 must be <= train.num_steps=10: the cooldown ends at '
+                                'train.num_steps'),
+    ('optim.cooldown_steps=-1', 'optim.cooldown_steps must be >= 0, got -1'),
+])
+def test_a_cooldown_longer_than_the_run_is_an_error(override, message):
+  with pytest.raises(ValueError, match=f'^{message}$'):
+    config_lib.load(TINY, ['train.num_steps=10', override])
+
+
 @pytest.mark.slow
 def test_eight_cpu_devices_on_two_meshes_match_one_device(tmp_path, av_bag):
   one = _run_cli(tmp_path / 'one', av_bag)

@@ -10,6 +10,8 @@ import pathlib
 import shutil
 from typing import Any
 
+from searchless.core import artefacts
+
 
 def latest_step(train_dir: pathlib.Path) -> int:
   steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
@@ -51,9 +53,12 @@ def export_run(run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any],
 
 
 def side_model(model: pathlib.Path) -> tuple[pathlib.Path, str, int]:
-  """A model beside the campaign's (an exported run): (its directory, its name in the records: the path, its steps)."""
-  summary = model / 'train_summary.json'
-  return model, str(model), json.loads(summary.read_text())['step'] if summary.exists() else 0
+  """A model beside the campaign's (an exported run, or a training workdir): (its directory, its name in the
+  records: the path, its steps)."""
+  for summary in (model / 'train_summary.json', model / artefacts.TrainingSummary.FILE):
+    if summary.exists():
+      return model, str(model), json.loads(summary.read_text())['step']
+  return model, str(model), 0
 
 
 def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | None) -> dict[str, Any]:

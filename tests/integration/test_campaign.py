@@ -264,6 +264,17 @@ def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp
     assert campaign_ship.training_lines(side, experiment, []) == [f'- {run}']
 
 
+def test_a_side_model_is_named_by_its_path_with_the_steps_of_its_export_or_its_workdir(tmp_path):
+  from searchless.commands import campaign_model
+  export, workdir, bare = (tmp_path / name for name in ('export', 'workdir', 'bare'))
+  for directory, summary, step in ((export, 'train_summary.json', 19927), (workdir, 'summary.json', 6000)):
+    directory.mkdir()
+    (directory / summary).write_text(json.dumps({'step': step}))
+  bare.mkdir()
+  assert [campaign_model.side_model(d) for d in (export, workdir, bare)] == [
+      (export, str(export), 19927), (workdir, str(workdir), 6000), (bare, str(bare), 0)]
+
+
 @pytest.mark.slow
 @pytest.mark.engine
 def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,

@@ -27,16 +27,19 @@ Command line (`searchless.commands.puzzles`; the last stdout line is ``accuracy:
       --num 1000 --out runs/puzzles-sf
 
 writes ``results.csv`` (one row per puzzle), ``summary.json`` and
-``accuracy_by_rating.png`` in ``--out``.
+``accuracy_by_rating.png`` in ``--out``. Each puzzle's result is also journalled there
+as it is done: a run that is stopped resumes after the last of them when rerun with
+the same agent and puzzles (``summary.json``'s seconds are then the last run's).
 """
 
 import csv
 import io
+import json
 import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import chess
@@ -108,15 +111,58 @@ def solve(puzzle: puzzles_lib.Puzzle, agent: 'agents_lib.Agent') -> PuzzleResult
   return result(True, None)
 
 
-def evaluate(puzzles: Iterable[puzzles_lib.Puzzle], agent: 'agents_lib.Agent', *, progress: bool = True) -> list[PuzzleResult]:
-  """Solves each puzzle in turn; a tqdm bar (on stderr) shows the running accuracy."""
-  results: list[PuzzleResult] = []
+def evaluate(puzzles: Iterable[puzzles_lib.Puzzle], agent: 'agents_lib.Agent', *, progress: bool = True,
+             previous: Sequence[PuzzleResult] = (), on_result: Callable[[PuzzleResult], None] | None = None
+             ) -> list[PuzzleResult]:
+  """Solves each puzzle in turn, after the `previous` results (returned first); `on_result` sees each new one.
+  A tqdm bar (on stderr) shows the running accuracy of them all."""
+  results: list[PuzzleResult] = list(previous)
   total = len(puzzles) if isinstance(puzzles, Sequence) else None
   with progress_bars.bar(puzzles, total=total, desc='puzzles', unit='puzzle', disable=not progress, file=sys.stderr) as bar:
     for puzzle in bar:
       results.append(solve(puzzle, agent))
+      if on_result is not None:
+        on_result(results[-1])
       bar.set_postfix(accuracy=f'{accuracy(results):.3f}', refresh=False)
   return results
+
+
+JOURNAL = 'journal.jsonl'  # In --out while a run is unfinished: its key, then one result per line; a rerun resumes.
+
+
+def journal_key(agent: str, puzzles: str) -> dict[str, str]:
+  """What a journal must match to be resumed: the agent spec, the puzzle file and, for a checkpoint or search
+  agent, the parameters it reads and when they were written (a run trained on in between is measured again)."""
+  from searchless.play import agents as agents_lib
+  from searchless.model import loading
+  key = {'agent': agent, 'puzzles': os.path.abspath(puzzles), 'model': ''}
+  kind, arg, _ = agents_lib.parse_spec(agent)
+  if kind in ('checkpoint', 'search'):
+    try:
+      params = loading.resolve(arg)
+      key['model'] = f'{params}@{os.path.getmtime(str(params))}'
+    except (FileNotFoundError, ValueError):
+      pass  # Opening the agent says what is wrong.
+  return key
+
+
+def _journalled(path: str, key: dict, chosen: Sequence[puzzles_lib.Puzzle]) -> list[PuzzleResult]:
+  """The results an interrupted run with the same `key` (agent spec, puzzle file) wrote to `path`, when they are
+  the first of `chosen`; else none (the run starts again)."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    lines = f.read().splitlines()
+  done: list[PuzzleResult] = []
+  try:
+    if not lines or json.loads(lines[0]) != key:
+      return []
+    for line in lines[1:]:
+      puzzle_id, rating, solved, played, first_wrong, themes = json.loads(line)
+      done.append(PuzzleResult(puzzle_id, rating, solved, tuple(played), first_wrong, tuple(themes)))
+  except ValueError:  # A line cut by the interruption: what came before it is kept.
+    pass
+  return done if [r.puzzle_id for r in done] == [p.puzzle_id for p in chosen[:len(done)]] else []
 
 
 def accuracy(results: Sequence[PuzzleResult]) -> float:
@@ -223,9 +269,21 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
   if not chosen:
     raise ValueError(f'no puzzles in {puzzles}')
   os.makedirs(out, exist_ok=True)
-  with agents_lib.opened(agent) as player:
+  journal = os.path.join(out, JOURNAL)
+  key = journal_key(agent, puzzles)
+  done = _journalled(journal, key, chosen)
+  if done:
+    print(f'{journal}: resuming after the {len(done)} puzzles an interrupted run solved or failed', file=sys.stderr)
+  with open(journal, 'a' if done else 'w') as log, agents_lib.opened(agent) as player:
+    if not done:
+      log.write(json.dumps(key) + '\n')
+
+    def journal_one(r: PuzzleResult) -> None:
+      log.write(json.dumps([r.puzzle_id, r.rating, r.solved, r.moves_played, r.first_wrong, r.themes]) + '\n')
+      log.flush()
+
     start = time.perf_counter()
-    results = evaluate(chosen, player, progress=progress)
+    results = evaluate(chosen[len(done):], player, progress=progress, previous=done, on_result=journal_one)
     seconds, name = time.perf_counter() - start, player.name
   bands = accuracy_by_band(results, band_width)
   summary = summarize(results, bands, agent_name=name, agent_spec=agent, puzzles_path=puzzles,
@@ -234,4 +292,5 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
   artefacts.PuzzleSummary(**summary).write(os.path.join(out, artefacts.PuzzleSummary.FILE))  # Typed, versioned.
   plot_bands(bands, os.path.join(out, 'accuracy_by_rating.png'),
              f'{name}: {summary["solved"]}/{summary["n"]} puzzles solved')
+  os.remove(journal)  # Finished: a rerun measures again.
   return summary

@@ -2,9 +2,12 @@
 
 import csv
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import chess
 import pytest
@@ -202,6 +205,63 @@ def test_cli_stockfish(shared_data, stockfish, tmp_path):
   assert summary['agent_spec'] == f'stockfish:nodes=2000,path={stockfish}'
   assert summary['agent'].startswith('stockfish')
   assert summary['solved'] / 30 > 0.8
+
+
+@pytest.mark.engine
+def test_a_stopped_run_resumes_after_its_journalled_puzzles_and_ends_as_an_uninterrupted_one(shared_data, stockfish,
+                                                                                             tmp_path):
+  out, csv_path = tmp_path / 'sf', shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'
+  args = ['--puzzles', str(csv_path), '--num', '30', '--agent', f'stockfish:nodes=2000,path={stockfish}',
+          '--out', str(out)]
+  first = subprocess.Popen([sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
+                           cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  journal = out / puzzle_eval.JOURNAL
+  deadline = time.time() + 120
+  while not (journal.exists() and len(journal.read_text().splitlines()) >= 6) and time.time() < deadline:
+    time.sleep(0.05)
+  first.send_signal(signal.SIGTERM)
+  assert first.wait(timeout=60) != 0 and not (out / 'results.csv').exists()
+  kept = len(journal.read_text().splitlines()) - 1  # The key line, then one line per puzzle done.
+  assert 5 <= kept < 30
+  proc = _run_cli(args, tmp_path)
+  assert proc.returncode == 0, proc.stderr
+  assert f'resuming after the {kept} puzzles an interrupted run solved or failed' in proc.stderr
+  summary = _check_outputs(out, proc.stdout, 30)
+  with open(out / 'results.csv', newline='') as f:
+    ids = [row['PuzzleId'] for row in csv.DictReader(f)]
+  assert ids == [p.puzzle_id for p in puzzles_lib.read_puzzles(str(csv_path), limit=30)]
+  assert not journal.exists()  # Finished: a rerun measures again.
+  if summary['agent'] == 'Stockfish 15.1':
+    assert summary['solved'] == FIRST_30_SOLVED
+
+
+def test_a_journal_of_another_agent_or_other_puzzles_is_not_resumed(puzzle_csv, tmp_path, capsys):
+  chosen = list(puzzles_lib.read_puzzles(str(puzzle_csv)))
+  out = tmp_path / 'out'
+  out.mkdir()
+  line = lambda p, moves: json.dumps([p.puzzle_id, p.rating, True, moves, None, list(p.themes)])
+  for agent, resumed in (('checkpoint:pretrained', True), ('checkpoint:pretrained,name=another', False)):
+    key = puzzle_eval.journal_key('checkpoint:pretrained', str(puzzle_csv))
+    (out / puzzle_eval.JOURNAL).write_text('\n'.join([json.dumps(key), line(chosen[0], ['a1a2']),
+                                                       line(chosen[1], ['b1b2']), '["cut']) + '\n')
+    summary = puzzle_eval.run(puzzles=str(puzzle_csv), agent=agent, out=out, progress=False)
+    with open(out / 'results.csv', newline='') as f:
+      rows = list(csv.DictReader(f))
+    assert len(rows) == summary['n'] == len(chosen)
+    assert ([r['played'] for r in rows[:2]] == ['a1a2', 'b1b2']) == resumed
+    assert ('resuming after the 2 puzzles' in capsys.readouterr().err) == resumed
+
+
+def test_a_journal_key_changes_when_the_models_parameters_are_written_again(model_checkpoint):
+  from searchless.model import loading
+  spec = f'search:{model_checkpoint},algo=alphabeta,depth=1'
+  before = puzzle_eval.journal_key(spec, 'dev.csv')
+  params = loading.resolve(str(model_checkpoint))
+  assert before['model'] == f'{params}@{os.path.getmtime(params)}' and before['agent'] == spec
+  os.utime(params, (1e9, 1e9))
+  assert puzzle_eval.journal_key(spec, 'dev.csv')['model'] == f'{params}@1000000000.0'
+  assert puzzle_eval.journal_key('stockfish:nodes=1', 'dev.csv') == {
+      'agent': 'stockfish:nodes=1', 'puzzles': os.path.abspath('dev.csv'), 'model': ''}
 
 
 def test_cli_checkpoint(shared_data, model_checkpoint, tmp_path):

@@ -37,6 +37,7 @@ def current_model(workdir: pathlib.Path) -> tuple[pathlib.Path, str, int]:
 
 
 EXPORT_FILES = ('train_summary.json', 'device.json', 'train_metrics.jsonl')  # Beside the parameters, what adopt reads.
+CPU = 'CPU'  # device.json's device for a run on CPU cores (e.g. an A/B's winning arm): core-hours, no accelerator.
 
 
 def export_run(run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any], *, dtype: str = 'float32') -> pathlib.Path:
@@ -66,7 +67,8 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
 
   Copies it to WORKDIR/adopted/NAME, moves WORKDIR/train (when it holds checkpoints) to train_until_STEP, and returns
   the run's record: its steps (train_summary.json), the device and its wall-clock (device.json's seconds: every
-  stretch of the run, else the summary's last one).
+  stretch of the run, else the summary's last one). A run on the CPU (device `CPU`) costs core-hours (its seconds
+  times its `cpu_cores`), not accelerator hours.
   """
   for needed in EXPORT_FILES:
     if not (model / needed).exists():
@@ -83,9 +85,11 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
   log = [json.loads(line) for line in (model / 'train_metrics.jsonl').read_text().splitlines() if line.strip()]
   log = [r for r in log if 'loss' in r]
   wall = device.get('seconds', summary['wall_seconds'])  # The device's wall-clock for the whole run (all its stretches).
+  on_cpu = device['device'] == CPU
   return {'step': 'train', 'model': str(target.relative_to(workdir)), 'device': device['device'],
-          'steps': summary['step'], 'wall_seconds': wall, 'core_hours': 0.0,
-          'device_hours': round(wall / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
+          'steps': summary['step'], 'wall_seconds': wall,
+          'core_hours': round(wall * device['cpu_cores'] / 3600, 4) if on_cpu else 0.0,
+          'device_hours': 0.0 if on_cpu else round(wall / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
           'models_sharing_the_device': device['models'], 'batch_size': summary['batch_size'],
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
           'final_train_loss': log[-1]['loss'] if log else None, 'distinct_boards': distinct_boards}

@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any
 
+from searchless.commands import campaign_model
 from searchless.commands import pretrained
 
 STRENGTH = pretrained.ROOT / 'benchmarks' / 'pretrained_strength.py'
@@ -113,11 +114,20 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
 def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
   """An exported run's training (`campaign_model.export_run`), in words."""
   summary, device = (json.loads((model_dir / f).read_text()) for f in ('train_summary.json', 'device.json'))
-  sharing = f", {device['models']} models sharing it" if device.get('models', 1) > 1 else ''
-  return (f"{summary['step']:,} steps of {summary['batch_size']} boards on a lent {device['device']} "
-          f"({device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock{sharing}; {device['cpu_cores']} CPU cores "
-          f"feeding it), learning rate {experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, "
-          f"{experiment.train.compute_dtype} compute (`benchmarks/device_campaign.py`)"
+  seconds = f"{device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock"
+  if device['device'] == campaign_model.CPU:
+    cores = device['cpu_cores']
+    where = f"on {cores} CPU core{'s' if cores > 1 else ''} ({seconds})"
+  else:
+    sharing = f", {device['models']} models sharing it" if device.get('models', 1) > 1 else ''
+    where = f"on a lent {device['device']} ({seconds}{sharing}; {device['cpu_cores']} CPU cores feeding it)"
+  # A grown model (`train.init_grow`) starts as the function of the smaller one it was grown from.
+  grown = (f" in a model grown from them ({experiment.model.num_layers} layers, MLPs "
+           f"{experiment.model.widening_factor} wide; `train.init_grow`: the same function at its first step)"
+           if experiment.train.get('init_grow') else '')
+  return (f"{summary['step']:,} steps of {summary['batch_size']} boards{grown} {where}, learning rate "
+          f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, {experiment.train.compute_dtype} compute"
+          + ('' if device['device'] == campaign_model.CPU else ' (`benchmarks/device_campaign.py`)')
           + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
 
 

@@ -234,6 +234,37 @@ def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_pat
       '3.0 core-hours.']
 
 
+def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_so(tmp_path):
+  """An A/B's winning arm (one CPU core, a model grown from the campaign's) adopted: core-hours, no accelerator hours;
+  its card line says where it ran and that it was grown."""
+  from searchless.commands import campaign_model
+  from searchless.commands import campaign_ship
+  from searchless.core import config as config_lib
+  workdir, arm = tmp_path / 'campaign', tmp_path / 'grow_ab' / 'wide8'
+  (workdir / 'train' / 'checkpoints' / '500').mkdir(parents=True)
+  arm.mkdir(parents=True)
+  grown = config_lib.load('campaign', ['data.train=unused', 'train.init_from=/c/train', 'train.init_grow=True',
+                                       'model.widening_factor=8'])
+  (arm / 'train_config.json').write_text(config_lib.to_json(grown))
+  (arm / 'train_summary.json').write_text(json.dumps({'step': 4000, 'batch_size': 32, 'wall_seconds': 2401.5}))
+  (arm / 'train_metrics.jsonl').write_text(json.dumps({'step': 4000, 'loss': 3.0, 'targets': 1000}) + '\n')
+  (arm / 'device.json').write_text(json.dumps({'device': campaign_model.CPU, 'cpu_cores': 1, 'models': 2,
+                                               'seconds': 2400, 'note': 'the A/B grow_ab/wide8'}))
+  record = campaign_model.adopt(workdir, arm, 1000)
+  assert campaign_model.latest_step(workdir / 'train_until_500') == 500
+  assert {k: record[k] for k in ('model', 'device', 'steps', 'wall_seconds', 'core_hours', 'device_hours')} == {
+      'model': 'adopted/wide8', 'device': 'CPU', 'steps': 4000, 'wall_seconds': 2400, 'core_hours': 0.6667,
+      'device_hours': 0.0}
+  assert campaign_log.totals([record])['train_device_hours'] == 0.0
+  cpu = {'step': 'train', 'steps': 500, 'wall_seconds': 3600, 'core_hours': 2.0}
+  assert campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, [cpu, record]) == [
+      '- First on 2 CPU cores: 500 steps in resumed runs, 1.0 h of wall-clock, 2.0 core-hours; then, from those '
+      'parameters:',
+      '- 4,000 steps of 32 boards in a model grown from them (4 layers, MLPs 8 wide; `train.init_grow`: the same '
+      'function at its first step) on 1 CPU core (2400 s of wall-clock), learning rate 0.0003, EMA 0.999, float32 '
+      'compute. The A/B grow_ab/wide8.']
+
+
 def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp_path, monkeypatch):
   """A GPU run from the shipped transformer (train.init_from its package folder): the card it replaces says how that
   model was made, and its own line says it went on from there."""

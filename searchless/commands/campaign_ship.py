@@ -157,7 +157,7 @@ def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   for key, name, default in (('learning_rate', 'learning rate', experiment.optim.learning_rate),
                              ('ema_decay', 'EMA', experiment.optim.ema_decay)):
     spans: list[list[Any]] = []  # [value, last step]
-    for run in runs:
+    for run in runs or [{'steps': 0}]:  # No run yet: the experiment's.
       value = run.get(key, default)
       if spans and spans[-1][0] == value:
         spans[-1][1] = run['steps']
@@ -168,43 +168,67 @@ def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   return ', '.join(said)
 
 
-def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict[str, Any]]) -> list[str]:
-  """The model card's training section: every run that made the model in `model_dir`, oldest first.
+def _cpu_line(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
+  """Consecutive CPU training runs of the campaign, in words."""
+  return (f"{runs[-1]['steps'] if runs else 0:,} steps of {experiment.data.batch_size} boards, "
+          f"{_rates(runs, experiment)}, on 2 CPU cores in resumed runs: "
+          f"{sum(r['wall_seconds'] for r in runs) / 3600:.1f} h of wall-clock, "
+          f"{sum(r['core_hours'] for r in runs):.1f} core-hours")
 
-  `runs`: the campaign's records (runs.jsonl). An exported run (a GPU's) is its own line; an adopted one
-  follows the campaign's CPU runs before its adoption, which it started from; the campaign's training run
-  lists the adopted model's lines (when it started from one) and the CPU runs since. A record marked
-  `superseded` (e.g. the losing arm of an A/B whose winner became the run) made nothing shipped: left out.
-  """
+
+def _lineage(workdir: pathlib.Path, train: Sequence[dict[str, Any]], experiment: Any, *, tail: bool) -> list[str]:
+  """The card's lines for the campaign's training runs `train`, oldest first: each adopted run (a record with a
+  `device`) started from the parameters of the runs before it, and the CPU runs after it from its own. `tail`:
+  the runs after the last adopted one make the model (the campaign's run; else the last adopted run is it)."""
   from searchless.core import config as config_lib
-  train = [r for r in runs if r.get('step') == 'train' and not r.get('superseded')]
+  lines: list[str] = []
   adopted = [i for i, r in enumerate(train) if 'device' in r]
-  lines = []
-  if (model_dir / 'device.json').exists():  # An exported run: adopted (after the CPU runs before it) or a side model.
-    adopted_here = [i for i in adopted if pathlib.Path(train[i]['model']).name == model_dir.name]
-    cpu = [r for r in train[:adopted_here[-1]] if 'device' not in r] if adopted_here else []
-    start = ''
-    if cpu:
+  for n, k in enumerate([*adopted, len(train)] if tail else adopted):
+    before = adopted[n - 1] if n else -1
+    cpu = list(train[before + 1:k])
+    last = k == len(train)
+    name = train[before]['model'] if n else ''
+    source = workdir / name
+    described = n and (source / 'train_config.json').exists()
+    if cpu and not n and not last:  # Before the first adoption: its config is not at hand, its cost is.
       lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, "
                    f"{sum(r['wall_seconds'] for r in cpu) / 3600:.1f} h of wall-clock, "
                    f"{sum(r['core_hours'] for r in cpu):.1f} core-hours; then, from those parameters:")
-    else:  # The shipped model it started from (if any): that model's own lines first.
-      shipped, lines = _shipped_history(experiment)
-      start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
+    elif cpu or last:
+      start = f"Then, from those parameters (the campaign's `{name}`): " if described else ''
+      from_adopted = f' (from the adopted `{name}`)' if n and not described else ''
+      lines.append(f'- {start}{_cpu_line(cpu, experiment)}{from_adopted}'
+                   + ('.' if last else '; then, from those parameters:'))
+    if not last:
+      model = workdir / train[k]['model']
+      config = (config_lib.from_json((model / 'train_config.json').read_text())
+                if (model / 'train_config.json').exists() else experiment)
+      start = ''
+      if not lines:  # The first run: the shipped model it started from (if any) has its own lines first.
+        shipped, lines = _shipped_history(config)
+        start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
+      lines.append(f'- {start}{_device_run(model, config)}.')
+  return lines
+
+
+def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict[str, Any]]) -> list[str]:
+  """The model card's training section: every run that made the model in `model_dir`, oldest first.
+
+  `runs`: the campaign's records (runs.jsonl). An exported run (a GPU's, or an A/B arm's on CPU cores) is its
+  own line; an adopted one follows the campaign's runs before its adoption, which it started from (earlier
+  adopted runs and the CPU runs between them); the campaign's training run lists them all and the CPU runs
+  since. A record marked `superseded` (e.g. the losing arm of an A/B whose winner became the run) made nothing
+  shipped: left out.
+  """
+  train = [r for r in runs if r.get('step') == 'train' and not r.get('superseded')]
+  if (model_dir / 'device.json').exists():  # An exported run: adopted (after the runs before it) or a side model.
+    here = [i for i, r in enumerate(train) if 'device' in r and pathlib.Path(r['model']).name == model_dir.name]
+    if here:
+      return _lineage(model_dir.parent.parent, train[:here[-1] + 1], experiment, tail=False)
+    shipped, lines = _shipped_history(experiment)
+    start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
     return [*lines, f'- {start}{_device_run(model_dir, experiment)}.']
-  since = train[adopted[-1] + 1:] if adopted else train
-  start = ''
-  if adopted:
-    name = train[adopted[-1]]['model']
-    source = model_dir.parent / name  # WORKDIR/adopted/NAME beside WORKDIR/train.
-    if (source / 'train_config.json').exists():
-      lines = training_lines(source, config_lib.from_json((source / 'train_config.json').read_text()), runs)
-      start = f'Then, from those parameters (the campaign\'s `{name}`): '
-  return [*lines, f"- {start}{since[-1]['steps'] if since else 0:,} steps of {experiment.data.batch_size} boards"
-          + f", {_rates(since, experiment)}, on 2 CPU cores in resumed runs: "
-          f"{sum(r['wall_seconds'] for r in since) / 3600:.1f} h of wall-clock, "
-          f"{sum(r['core_hours'] for r in since):.1f} core-hours"
-          + (f" (from the adopted `{train[adopted[-1]]['model']}`)" if adopted and not start else '') + '.']
+  return _lineage(model_dir.parent, train, experiment, tail=True)
 
 
 def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,

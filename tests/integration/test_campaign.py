@@ -263,6 +263,24 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
       '- 4,000 steps of 32 boards in a model grown from them (4 layers, MLPs 8 wide; `train.init_grow`: the same '
       'function at its first step) on 1 CPU core (2400 s of wall-clock), learning rate 0.0003, EMA 0.999, float32 '
       'compute. The A/B grow_ab/wide8.']
+  # A chain: CPU runs, a GPU run adopted, CPU runs from it, the grown arm adopted, the campaign's run from it.
+  gpu = workdir / 'adopted' / 'gpu'
+  gpu.mkdir()
+  (gpu / 'train_config.json').write_text(config_lib.to_json(config_lib.load('campaign', ['data.train=unused'])))
+  (gpu / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 60}))
+  (gpu / 'device.json').write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 1, 'seconds': 460}))
+  runs = [cpu, {'step': 'train', 'model': 'adopted/gpu', 'device': 'NVIDIA H100', 'steps': 300, 'wall_seconds': 460},
+          {**cpu, 'steps': 700, 'core_hours': 1.0}, record, {**cpu, 'steps': 90, 'wall_seconds': 1800}]
+  lines = campaign_ship.training_lines(workdir / 'train', config_lib.load('campaign', ['data.train=unused']), runs)
+  assert lines[1:3] == [
+      '- 300 steps of 256 boards on a lent NVIDIA H100 (460 s of wall-clock; 16 CPU cores feeding it), learning rate '
+      '0.0003, EMA 0.999, float32 compute (`benchmarks/device_campaign.py`).',
+      "- Then, from those parameters (the campaign's `adopted/gpu`): 700 steps of 32 boards, learning rate 0.0003, EMA "
+      '0.999, on 2 CPU cores in resumed runs: 1.0 h of wall-clock, 1.0 core-hours; then, from those parameters:']
+  assert lines[0] == campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[0]
+  assert lines[3:] == [campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[-1],
+                       "- Then, from those parameters (the campaign's `adopted/wide8`): 90 steps of 32 boards, learning "
+                       'rate 0.0003, EMA 0.999, on 2 CPU cores in resumed runs: 0.5 h of wall-clock, 2.0 core-hours.']
 
 
 def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp_path, monkeypatch):

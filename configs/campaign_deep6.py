@@ -1,0 +1,36 @@
+"""The strength campaign's model from session 18 on (issue 27): graph_tiny grown to 6 layers.
+
+Run (after the campaign adopted the grown run, `adopted/deep6`; the campaign's train step starts from it):
+
+    python -m searchless.commands.campaign --workdir /root/searchless-data/campaign --config campaign_deep6 \\
+        --steps train,evaluate --train_seconds 10800
+
+How it was made: `train.init_from` the campaign's graph_tiny (step 11,117) with `train.init_grow=True
+model.num_layers=6` (`searchless.training.grow`): two new layers that start as the identity, the same function
+at step 0 (435,712 parameters against 303,936).
+
+Why: graph_tiny had stopped learning (RESULTS "The campaign, session 17": held-out and training boards score
+alike, and 80 minutes on the CPU changed nothing). In the grow A/B (RESULTS "The campaign, session 18"), 40
+minutes of one core each from that checkpoint, paired against it on the same 2,000 held-out boards and 1,500
+dev puzzles, every arm stayed where it was:
+  graph_tiny continued (6,168 steps)     log-loss -0.0011 +- 0.0056, 411/1500
+  MLPs 8 wide (4,950 steps)              log-loss -0.0008 +- 0.0056, 406/1500
+  6 layers (3,809 steps; these)          log-loss -0.0012 +- 0.0053, 416/1500
+  a 6,000-step cooldown                  log-loss -0.0025 +- 0.0054, 409/1500
+graph_tiny is known flat over two hours; of the grown ones, the deeper has the new capacity where chess needs it
+(two more rounds of messages between squares), so the remaining hours go to it, and its curve says whether it
+rises. The optimiser is the campaign's (lr 3e-4, EMA 0.999, batch 32 in micro-batches of 2).
+
+Should reach: see WORKDIR/curve.jsonl and benchmarks/RESULTS.md "The strength campaign".
+"""
+
+
+import ml_collections
+
+from searchless.core import config as config_lib
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = config_lib.from_file('campaign')
+  c.model.num_layers = 6  # GATEAU layers: graph_tiny's 4 and the 2 that `training.grow` added (the grow A/B's deep6).
+  return c

@@ -115,7 +115,8 @@ def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
   """An exported run's training (`campaign_model.export_run`), in words."""
   summary, device = (json.loads((model_dir / f).read_text()) for f in ('train_summary.json', 'device.json'))
   seconds = f"{device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock"
-  if device['device'] == campaign_model.CPU:
+  on_cpu = device['device'] == campaign_model.CPU
+  if on_cpu:
     cores = device['cpu_cores']
     where = f"on {cores} CPU core{'s' if cores > 1 else ''} ({seconds})"
   else:
@@ -127,7 +128,7 @@ def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
            if experiment.train.get('init_grow') else '')
   return (f"{summary['step']:,} steps of {summary['batch_size']} boards{grown} {where}, learning rate "
           f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, {experiment.train.compute_dtype} compute"
-          + ('' if device['device'] == campaign_model.CPU else ' (`benchmarks/device_campaign.py`)')
+          + ('' if on_cpu else ' (`benchmarks/device_campaign.py`)')
           + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
 
 
@@ -168,12 +169,24 @@ def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   return ', '.join(said)
 
 
+def _cost(runs: Sequence[dict[str, Any]]) -> str:
+  """The wall-clock and core-hours of consecutive CPU training runs, in words."""
+  return (f"{sum(r['wall_seconds'] for r in runs) / 3600:.1f} h of wall-clock, "
+          f"{sum(r['core_hours'] for r in runs):.1f} core-hours")
+
+
 def _cpu_line(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   """Consecutive CPU training runs of the campaign, in words."""
   return (f"{runs[-1]['steps'] if runs else 0:,} steps of {experiment.data.batch_size} boards, "
-          f"{_rates(runs, experiment)}, on 2 CPU cores in resumed runs: "
-          f"{sum(r['wall_seconds'] for r in runs) / 3600:.1f} h of wall-clock, "
-          f"{sum(r['core_hours'] for r in runs):.1f} core-hours")
+          f"{_rates(runs, experiment)}, on 2 CPU cores in resumed runs: {_cost(runs)}")
+
+
+def _first_device_run(model_dir: pathlib.Path, experiment: Any) -> list[str]:
+  """An exported run that no campaign run came before: the shipped model it started from (if any) has its own
+  lines first."""
+  shipped, lines = _shipped_history(experiment)
+  start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
+  return [*lines, f'- {start}{_device_run(model_dir, experiment)}.']
 
 
 def _lineage(workdir: pathlib.Path, train: Sequence[dict[str, Any]], experiment: Any, *, tail: bool) -> list[str]:
@@ -191,9 +204,8 @@ def _lineage(workdir: pathlib.Path, train: Sequence[dict[str, Any]], experiment:
     source = workdir / name
     described = n and (source / 'train_config.json').exists()
     if cpu and not n and not last:  # Before the first adoption: its config is not at hand, its cost is.
-      lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, "
-                   f"{sum(r['wall_seconds'] for r in cpu) / 3600:.1f} h of wall-clock, "
-                   f"{sum(r['core_hours'] for r in cpu):.1f} core-hours; then, from those parameters:")
+      lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, {_cost(cpu)}; "
+                   'then, from those parameters:')
     elif cpu or last:
       start = f"Then, from those parameters (the campaign's `{name}`): " if described else ''
       from_adopted = f' (from the adopted `{name}`)' if n and not described else ''
@@ -203,11 +215,7 @@ def _lineage(workdir: pathlib.Path, train: Sequence[dict[str, Any]], experiment:
       model = workdir / train[k]['model']
       config = (config_lib.from_json((model / 'train_config.json').read_text())
                 if (model / 'train_config.json').exists() else experiment)
-      start = ''
-      if not lines:  # The first run: the shipped model it started from (if any) has its own lines first.
-        shipped, lines = _shipped_history(config)
-        start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
-      lines.append(f'- {start}{_device_run(model, config)}.')
+      lines += [f'- {_device_run(model, config)}.'] if lines else _first_device_run(model, config)
   return lines
 
 
@@ -225,9 +233,7 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
     here = [i for i, r in enumerate(train) if 'device' in r and pathlib.Path(r['model']).name == model_dir.name]
     if here:
       return _lineage(model_dir.parent.parent, train[:here[-1] + 1], experiment, tail=False)
-    shipped, lines = _shipped_history(experiment)
-    start = f'Then, from those parameters (the `{shipped}` they made) with a new optimiser: ' if lines else ''
-    return [*lines, f'- {start}{_device_run(model_dir, experiment)}.']
+    return _first_device_run(model_dir, experiment)
   return _lineage(model_dir.parent, train, experiment, tail=True)
 
 

@@ -158,10 +158,13 @@ def _journalled(path: str, key: dict, chosen: Sequence[puzzles_lib.Puzzle]) -> l
     if not lines or json.loads(lines[0]) != key:
       return []
     for line in lines[1:]:
-      puzzle_id, rating, solved, played, first_wrong, themes = json.loads(line)
-      done.append(PuzzleResult(puzzle_id, rating, solved, tuple(played), first_wrong, tuple(themes)))
+      fields = json.loads(line)  # A PuzzleResult's fields by name; its tuples come back as lists.
+      done.append(PuzzleResult(**{**fields, 'moves_played': tuple(fields['moves_played']),
+                                  'themes': tuple(fields['themes'])}))
   except ValueError:  # A line cut by the interruption: what came before it is kept.
     pass
+  except (TypeError, KeyError):  # Not a result this version writes (another version's journal): start again.
+    return []
   return done if [r.puzzle_id for r in done] == [p.puzzle_id for p in chosen[:len(done)]] else []
 
 
@@ -279,7 +282,7 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
       log.write(json.dumps(key) + '\n')
 
     def journal_one(r: PuzzleResult) -> None:
-      log.write(json.dumps([r.puzzle_id, r.rating, r.solved, r.moves_played, r.first_wrong, r.themes]) + '\n')
+      log.write(json.dumps(r._asdict()) + '\n')
       log.flush()
 
     start = time.perf_counter()

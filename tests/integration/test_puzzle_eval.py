@@ -239,8 +239,12 @@ def test_a_journal_of_another_agent_or_other_puzzles_is_not_resumed(puzzle_csv, 
   chosen = list(puzzles_lib.read_puzzles(str(puzzle_csv)))
   out = tmp_path / 'out'
   out.mkdir()
-  line = lambda p, moves: json.dumps([p.puzzle_id, p.rating, True, moves, None, list(p.themes)])
-  for agent, resumed in (('checkpoint:pretrained', True), ('checkpoint:pretrained,name=another', False)):
+  by_name = lambda p, moves: json.dumps(puzzle_eval.PuzzleResult(p.puzzle_id, p.rating, True, tuple(moves), None,
+                                                                  p.themes)._asdict())
+  by_position = lambda p, moves: json.dumps([p.puzzle_id, p.rating, True, moves, None, list(p.themes)])  # s17's form.
+  for agent, line, resumed in (('checkpoint:pretrained', by_name, True),
+                               ('checkpoint:pretrained,name=another', by_name, False),
+                               ('checkpoint:pretrained', by_position, False)):
     key = puzzle_eval.journal_key('checkpoint:pretrained', str(puzzle_csv))
     (out / puzzle_eval.JOURNAL).write_text('\n'.join([json.dumps(key), line(chosen[0], ['a1a2']),
                                                        line(chosen[1], ['b1b2']), '["cut']) + '\n')

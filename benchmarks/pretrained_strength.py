@@ -38,6 +38,7 @@ def main(argv=None) -> None:
   from searchless.play import player as player_lib
   from searchless.data import puzzles as puzzles_lib
   from searchless.evaluation import tournament
+  from searchless.commands import campaign_match
 
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', default='pretrained', help="checkpoint to measure (default: the shipped 'pretrained')")
@@ -47,7 +48,8 @@ def main(argv=None) -> None:
   p.add_argument('--openings', nargs='+', default=sorted(str(f) for f in (SHARED / 'openings').glob('*.tsv')))
   p.add_argument('--games', type=int, default=20, help='games against each Stockfish level')
   p.add_argument('--elos', default=','.join(map(str, ELOS)), help='UCI_Elo levels of the Stockfish opponents')
-  p.add_argument('--stockfish_limit', default='nodes=100000', help='search limit of the Stockfish opponents')
+  p.add_argument('--stockfish_limit', default=campaign_match.OPPONENT_LIMIT,
+                 help=f'search limit of the Stockfish opponents (default: {campaign_match.OPPONENT_LIMIT})')
   p.add_argument('--workers', type=int, default=2, help='games in parallel')
   p.add_argument('--reference', default=None, help='board_value or action_value records with deep labels')
   args = p.parse_args(argv)

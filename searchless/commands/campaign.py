@@ -23,7 +23,10 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
 5. evaluate  the campaign's model on the held-out boards (the shared chunks' test splits)
              and the dev puzzles -> one line of WORKDIR/curve.jsonl per training run,
              and WORKDIR/curve.png, the campaign's curve so far;
-6. ship      (by name) export, measure and (``--install``) ship the campaign's model
+6. match     the same model against Stockfish at UCI_Elo 1350, ``--games`` games from the
+             named openings (`campaign_match`) -> WORKDIR/eval/STEP/match, its score and
+             BayesElo in WORKDIR/runs.jsonl;
+7. ship      (by name) export, measure and (``--install``) ship the campaign's model
              when it beats the shipped ``pretrained`` (`campaign_ship`).
 
 Every step appends what it did and what it cost (wall-clock, core-hours of CPU, hours of an
@@ -44,14 +47,15 @@ from typing import Any
 
 from searchless.commands import campaign_labels
 from searchless.commands import campaign_log
+from searchless.commands import campaign_match
 from searchless.commands import campaign_model
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
 
-STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'ship')
+STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'match', 'ship')
 # 'adopt' needs --model; 'ship' writes into the source tree: both are asked for by name.
-DEFAULT_STEPS = ('games', 'labels', 'train', 'evaluate')
+DEFAULT_STEPS = ('games', 'labels', 'train', 'evaluate', 'match')
 GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
 
 
@@ -213,7 +217,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
         max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
         train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
         sources: Sequence[Source] = SOURCES, install: bool = False, model: str | None = None,
-        ship_as: str = 'pretrained') -> None:
+        ship_as: str = 'pretrained', games: int = campaign_match.GAMES) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -228,15 +232,18 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     puzzles: the puzzle CSV evaluated (None: SHARED/data/puzzles/lichess_puzzles_dev.csv).
     sources: the game files labelled, in order.
     install: the ship step copies a shipped model into the package.
-    model: the adopt step's model (`campaign_model.export_run`); without adopt, evaluate and ship act
+    model: the adopt step's model (`campaign_model.export_run`); without adopt, evaluate, match and ship act
       on it instead of the campaign's model.
     ship_as: the shipped model the ship step must beat and replaces (`loading.SHIPPED`).
+    games: the match step's games against Stockfish 1350.
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
     raise ValueError(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
   if 'adopt' in steps and model is None:
     raise ValueError('the adopt step needs the model: --steps adopt --model DIR')
+  if 'match' in steps and games < 1:
+    raise ValueError(f'--games must be >= 1 for the match step, got {games}')
   workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
   (workdir / 'logs').mkdir(parents=True, exist_ok=True)
   chunks = write_games(shared, workdir / 'games', sources)
@@ -271,9 +278,9 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     model_dir, model_name, step = campaign_model.side_model(pathlib.Path(model).resolve())
   else:
     model_dir, model_name, step = campaign_model.current_model(workdir)
+  out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
   if 'evaluate' in steps:
     heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
-    out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
     record = {**evaluate_model(model_dir, heldout['bag'], puzzle_csv, out, num_boards=heldout_boards),
               'checkpoint_step': step, 'model': model_name}
     campaign_log.log_run(workdir, record)
@@ -281,6 +288,15 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
       f.write(json.dumps({**record, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
     campaign_log.plot_curve(workdir)
     print(f'[evaluate] {json.dumps(record)}', flush=True)
+    readme()
+  if 'match' in steps:
+    openings = sorted((shared / 'data' / 'openings').glob('*.tsv'))
+    if not openings:
+      raise ValueError(f'no named openings (*.tsv) in {shared / "data" / "openings"}: the match step plays from them')
+    record = {**campaign_match.match_model(model_dir, out / 'match', openings, games=games, workers=workers),
+              'checkpoint_step': step, 'model': model_name}
+    campaign_log.log_run(workdir, record)
+    print(f'[match] {json.dumps(record)}', flush=True)
     readme()
   if 'ship' in steps:
     from searchless.commands import campaign_ship
@@ -302,14 +318,17 @@ def _parser() -> argparse.ArgumentParser:
                  help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')
   p.add_argument('--steps', default=','.join(DEFAULT_STEPS), help=f'steps to run, comma-separated, of {",".join(STEPS)}')
   p.add_argument('--install', action='store_true', help='the ship step replaces the package\'s pretrained model')
-  p.add_argument('--workers', type=int, default=2, help='annotation worker processes, one engine each (default: 2)')
+  p.add_argument('--workers', type=int, default=2,
+                 help='annotation worker processes, one engine each, and games played at once (default: 2)')
+  p.add_argument('--games', type=int, default=campaign_match.GAMES,
+                 help=f'games of the match step against Stockfish 1350 (default: {campaign_match.GAMES})')
   p.add_argument('--max_chunks', type=int, default=None, help='label at most N more chunks in this run (default: all)')
   p.add_argument('--config', default='campaign', help='the model and training config (default: campaign)')
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4')
   p.add_argument('--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)')
   p.add_argument('--train_seconds', type=float, default=3 * 3600, help='training wall-clock of this run (default: 3 h)')
   p.add_argument('--model', default=None, help='the adopt step\'s model (an exported run, e.g. from a GPU); '
-                 'without adopt, evaluate and ship act on it instead of the campaign\'s model')
+                 'without adopt, evaluate, match and ship act on it instead of the campaign\'s model')
   p.add_argument('--ship_as', default='pretrained', choices=['pretrained', 'pretrained-transformer'],
                  help='the shipped model the ship step must beat and replaces (default: pretrained)')
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated (default: 2000)')
@@ -322,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
         config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
         heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install, model=args.model,
-        ship_as=args.ship_as)
+        ship_as=args.ship_as, games=args.games)
 
 
 if __name__ == '__main__':

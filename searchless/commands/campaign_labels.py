@@ -7,7 +7,6 @@ go into WORKDIR/runs.jsonl. A SIGTERM or Ctrl-C to the campaign stops the whole 
 from collections.abc import Iterator, Sequence
 import os
 import pathlib
-import resource
 import signal
 import subprocess
 import sys
@@ -16,11 +15,6 @@ import time
 from searchless.commands import campaign_log
 from searchless.commands import pretrained
 from searchless.core import artefacts
-
-
-def _children_cpu() -> float:
-  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return usage.ru_utime + usage.ru_stime
 
 
 class _Stopped(Exception):
@@ -68,7 +62,7 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
             *pretrained.ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
             '--overwrite']
     print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
-    start, cpu = time.time(), _children_cpu()
+    start, cpu = time.time(), campaign_log.children_cpu_seconds()
     log_path = workdir / 'logs' / f'labels_{chunk.stem}.log'
     code, stopped_by = _run_group(argv, log_path)
     finished = (out / artefacts.AnnotationManifest.FILE).exists()
@@ -77,7 +71,7 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
     if code and not stopped_by:
       raise ChildProcessError(f'labelling {chunk} failed (exit {code}): its output is in {log_path}')
     manifest = artefacts.AnnotationManifest.read(out / artefacts.AnnotationManifest.FILE)
-    wall, cpu = time.time() - start, _children_cpu() - cpu
+    wall, cpu = time.time() - start, campaign_log.children_cpu_seconds() - cpu
     train = manifest.splits['train']
     record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],
               'test_boards': manifest.splits['test']['boards'], 'action_values': train['action_values'],

@@ -6,10 +6,17 @@
 from collections.abc import Sequence
 import json
 import pathlib
+import resource
 import time
 from typing import Any
 
-COSTED_STEPS = ('labels', 'train', 'evaluate', 'ship')  # The steps whose records carry a cost.
+COSTED_STEPS = ('labels', 'train', 'evaluate', 'match', 'ship')  # The steps whose records carry a cost.
+
+
+def children_cpu_seconds() -> float:
+  """CPU seconds (user + system) of this process's finished children and theirs: a subprocess step's cost."""
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
 
 
 def log_run(workdir: pathlib.Path, record: dict[str, Any]) -> None:
@@ -137,7 +144,8 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
       f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
       f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock'
       + (f', of which {t["train_device_hours"]} h on an accelerator' if t['train_device_hours'] else ''),
-      f'- evaluation: {t["evaluate_core_hours"]} core-hours', '',
+      f'- evaluation: {t["evaluate_core_hours"]} core-hours; matches against Stockfish: {t["match_core_hours"]} '
+      'core-hours', '',
       '## Runs', '', '| date | step | what | wall s | core-hours |', '| --- | --- | --- | --- | --- |']
   for r in runs:
     what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))

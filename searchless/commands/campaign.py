@@ -315,7 +315,8 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--workdir', required=True, type=cli.output_dir, help='the campaign folder (e.g. /root/searchless-data/campaign)')
   p.add_argument('--shared', default=str(pretrained.ROOT.parent / 'shared'),
-                 help='the shared data folder holding data/games and data/labels (default: ../shared of the checkout)')
+                 help='the shared data folder: data/games, data/labels, data/puzzles, data/openings '
+                 '(default: ../shared of the checkout)')
   p.add_argument('--steps', default=','.join(DEFAULT_STEPS), help=f'steps to run, comma-separated, of {",".join(STEPS)}')
   p.add_argument('--install', action='store_true', help='the ship step replaces the package\'s pretrained model')
   p.add_argument('--workers', type=int, default=2,

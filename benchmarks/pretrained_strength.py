@@ -45,7 +45,7 @@ def main(argv=None) -> None:
   p.add_argument('--workdir', required=True, help='outputs: strength.json, strength.md, match/, puzzles')
   p.add_argument('--puzzles', default=str(SHARED / 'puzzles' / 'lichess_puzzles_dev.csv'), help='puzzle CSV')
   p.add_argument('--sts', default=str(SHARED / 'epd' / 'sts01_undermine.epd'), help='EPD suite')
-  p.add_argument('--openings', nargs='+', default=sorted(str(f) for f in (SHARED / 'openings').glob('*.tsv')))
+  p.add_argument('--openings', nargs='+', default=[str(f) for f in campaign_match.named_openings(SHARED.parent)])
   p.add_argument('--games', type=int, default=20, help='games against each Stockfish level')
   p.add_argument('--elos', default=','.join(map(str, ELOS)), help='UCI_Elo levels of the Stockfish opponents')
   p.add_argument('--stockfish_limit', default=campaign_match.OPPONENT_LIMIT,

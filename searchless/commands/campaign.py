@@ -290,7 +290,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     print(f'[evaluate] {json.dumps(record)}', flush=True)
     readme()
   if 'match' in steps:
-    openings = sorted((shared / 'data' / 'openings').glob('*.tsv'))
+    openings = campaign_match.named_openings(shared)
     if not openings:
       raise ValueError(f'no named openings (*.tsv) in {shared / "data" / "openings"}: the match step plays from them')
     record = {**campaign_match.match_model(model_dir, out / 'match', openings, games=games, workers=workers),

@@ -21,6 +21,12 @@ GAMES = 100  # The target asks for >= 40; 100 give BayesElo within about +-65.
 NAME = 'searchless'  # The model's name in the match's PGN and results.
 
 
+def named_openings(shared: pathlib.Path) -> list[pathlib.Path]:
+  """The opening files a match samples from, in the order sampled: SHARED/data/openings/*.tsv, sorted. Matches
+  pair game by game only if they sample the same list (`benchmarks/pretrained_strength.py` uses it too)."""
+  return sorted((shared / 'data' / 'openings').glob('*.tsv'))
+
+
 def opponent(limit: str = OPPONENT_LIMIT) -> str:
   """The opponent's agent spec.
 

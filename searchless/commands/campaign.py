@@ -27,7 +27,10 @@ new machine it starts again from ``--shared`` and the shipped checkpoint):
              named openings (`campaign_match`) -> WORKDIR/eval/STEP/match, its score and
              BayesElo in WORKDIR/runs.jsonl;
 7. ship      (by name) export, measure and (``--install``) ship the campaign's model
-             when it beats the shipped ``pretrained`` (`campaign_ship`).
+             when it beats the shipped ``pretrained`` (`campaign_ship`);
+8. keep      (by name, with ``--keep_dir DIR``) the campaign's model (float32) and records written to DIR,
+             to be committed: a new machine's campaign started with ``--keep_dir DIR`` restores them
+             before any step, and its next train step starts from that model (`campaign_model.keep`).
 
 Every step appends what it did and what it cost (wall-clock, core-hours of CPU, hours of an
 accelerator) to WORKDIR/runs.jsonl, and WORKDIR/README.md is rewritten from it (`campaign_log`).
@@ -53,8 +56,8 @@ from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
 
-STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'match', 'ship')
-# 'adopt' needs --model; 'ship' writes into the source tree: both are asked for by name.
+STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'match', 'ship', 'keep')
+# 'adopt' needs --model; 'ship' and 'keep' write into the source tree: all three are asked for by name.
 DEFAULT_STEPS = ('games', 'labels', 'train', 'evaluate', 'match')
 GAMES_PER_CHUNK = 500  # A chunk's games at most: ~35k boards, ~10 min of labels on 2 cores.
 
@@ -217,7 +220,7 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
         max_chunks: int | None = None, config_name: str = 'campaign', overrides: Sequence[str] = (),
         train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
         sources: Sequence[Source] = SOURCES, install: bool = False, model: str | None = None,
-        ship_as: str = 'pretrained', games: int = campaign_match.GAMES) -> None:
+        ship_as: str = 'pretrained', games: int = campaign_match.GAMES, keep_dir: str | None = None) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -236,6 +239,8 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
       on it instead of the campaign's model.
     ship_as: the shipped model the ship step must beat and replaces (`loading.SHIPPED`).
     games: the match step's games against Stockfish 1350.
+    keep_dir: where the keep step writes the campaign's model and records, and where a new WORKDIR restores
+      them from (`campaign_model.restore`).
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
@@ -244,10 +249,16 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     raise ValueError('the adopt step needs the model: --steps adopt --model DIR')
   if 'match' in steps and games < 1:
     raise ValueError(f'--games must be >= 1 for the match step, got {games}')
+  if 'keep' in steps and keep_dir is None:
+    raise ValueError('the keep step needs its folder: --steps keep --keep_dir DIR')
   workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
+  kept = pathlib.Path(keep_dir).resolve() if keep_dir is not None else None
   (workdir / 'logs').mkdir(parents=True, exist_ok=True)
+  if kept is not None and (restored := campaign_model.restore(workdir, kept)):
+    campaign_log.log_run(workdir, restored)
+    print(f'[restore] {json.dumps(restored)}', flush=True)
   chunks = write_games(shared, workdir / 'games', sources)
-  readme = lambda: campaign_log.write_readme(workdir, shared, config_name)
+  readme = lambda: campaign_log.write_readme(workdir, shared, config_name, str(kept) if kept else None)
   readme()
   if 'labels' in steps:
     for _ in campaign_labels.label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
@@ -309,6 +320,11 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
     campaign_log.log_run(workdir, record)
     print(f'[ship] {json.dumps(record)}', flush=True)
     readme()
+  if 'keep' in steps and kept is not None:  # (Checked above: keep comes with its folder.)
+    record = campaign_model.keep(workdir, kept)
+    campaign_log.log_run(workdir, record)
+    print(f'[keep] {json.dumps(record)}', flush=True)
+    readme()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -332,6 +348,8 @@ def _parser() -> argparse.ArgumentParser:
                  'without adopt, evaluate, match and ship act on it instead of the campaign\'s model')
   p.add_argument('--ship_as', default='pretrained', choices=['pretrained', 'pretrained-transformer'],
                  help='the shipped model the ship step must beat and replaces (default: pretrained)')
+  p.add_argument('--keep_dir', default=None, help='the keep step\'s folder (e.g. campaign_kept/ in the checkout, '
+                 'committed); a new --workdir restores the campaign from it')
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated (default: 2000)')
   return p
 
@@ -342,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
         config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
         heldout_boards=args.heldout_boards, puzzles=args.puzzles, install=args.install, model=args.model,
-        ship_as=args.ship_as, games=args.games)
+        ship_as=args.ship_as, games=args.games, keep_dir=args.keep_dir)
 
 
 if __name__ == '__main__':

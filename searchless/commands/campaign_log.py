@@ -107,8 +107,9 @@ def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
   return out
 
 
-def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
-  """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
+def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str, keep_dir: str | None = None) -> None:
+  """WORKDIR/README.md: what each folder is, the resume command (with `keep_dir`: restoring from and keeping
+  to it), the totals and the log of runs."""
   runs = read_runs(workdir)
   t = totals(runs)
   boards = workdir / 'boards' / 'train.json'
@@ -119,10 +120,13 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
       '## Resume everything (in the background)', '',
       '    cd /work/main && make setup stockfish',
       f'    nohup setsid .venv/bin/python -m searchless.commands.campaign --workdir {workdir} --shared {shared} '
-      f'--config {config_name} > {workdir}/logs/campaign.log 2>&1 &', '',
-      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
-      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and '
-      'the last checkpoint, if this folder was kept.', '',
+      f'--config {config_name}' + (f' --keep_dir {keep_dir}' if keep_dir else '')
+      + f' > {workdir}/logs/campaign.log 2>&1 &', '',
+      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train'
+      + (', and `keep` to the steps at the end of a working stretch (then commit the kept folder)' if keep_dir else '')
+      + '. Every step continues where it stopped; a new machine starts again from `--shared` (games, the shared '
+      'labels) and ' + ('the model and records kept in the `--keep_dir` folder.' if keep_dir else
+                        'the last checkpoint, if this folder was kept.'), '',
       '## Folders', '',
       '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
       '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
@@ -132,7 +136,8 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
       '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
       'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
       'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
-      'step starts from its parameters.',
+      'step starts from its parameters. A campaign restored from a keep folder (`--keep_dir`) adopted its model '
+      'as `adopted/kept_STEP/`.',
       '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP (`eval/NAME/`: of an adopted '
       'or side model); `curve.jsonl` one line each, with the model\'s name; `curve.png` the campaign\'s own '
       'points (`campaign_log.plot_curve`).',

@@ -6,6 +6,7 @@ campaign's model: evaluated and shipped as it is, and the start of the next CPU 
 """
 
 import json
+import os
 import pathlib
 import shutil
 from typing import Any
@@ -93,3 +94,63 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
           'models_sharing_the_device': device['models'], 'batch_size': summary['batch_size'],
           'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
           'final_train_loss': log[-1]['loss'] if log else None, 'distinct_boards': distinct_boards}
+
+
+KEPT_MODEL = 'model'  # In a keep folder: the campaign's model, as `export_run` writes it (float32 EMA parameters).
+KEPT_RECORDS = ('runs.jsonl', 'curve.jsonl')  # And the campaign's records, the line of runs and the curve so far.
+
+
+def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
+  """Writes the campaign's model and records to `keep_dir` (replacing what it held), so that a new machine resumes
+  from them (`restore`); returns the keep step's record.
+
+  `keep_dir` is meant to be committed (e.g. in the checkout): the labels are made again from the shared games on a
+  new machine, but the model's training is not. The model is `export_run` of WORKDIR/train, or the adopted model
+  as it is; its device.json gives this machine's cores and the training wall-clock in WORKDIR/runs.jsonl.
+  """
+  model_dir, name, step = current_model(workdir)
+  if name == 'train' and not step:
+    raise FileNotFoundError(f'{workdir}: the campaign has no model to keep yet (no checkpoint, nothing adopted)')
+  runs = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()]
+  device = {'device': CPU, 'cpu_cores': os.cpu_count(), 'models': 1,
+            'seconds': round(sum(r.get('wall_seconds', 0) for r in runs if r.get('step') == 'train'), 1)}
+  tmp = keep_dir.with_name(f'.{keep_dir.name}.tmp')
+  shutil.rmtree(tmp, ignore_errors=True)
+  tmp.mkdir(parents=True)
+  if name == 'train':
+    export_run(model_dir, tmp / KEPT_MODEL, device)
+  else:
+    shutil.copytree(model_dir, tmp / KEPT_MODEL)
+  for record in KEPT_RECORDS:
+    if (workdir / record).exists():
+      shutil.copy(workdir / record, tmp / record)
+  (tmp / 'README.md').write_text(
+      '# The strength campaign, kept (issue 27)\n\n'
+      'Written by `python -m searchless.commands.campaign --steps keep --keep_dir DIR`; do not edit by hand. '
+      f'`{KEPT_MODEL}/` is the campaign\'s model at step {step} ({name}), its EMA parameters in float32 with its '
+      'training run\'s config and metrics; `runs.jsonl` and `curve.jsonl` are the campaign\'s records. A campaign '
+      'started in a new folder with `--keep_dir DIR` starts from them (`campaign_model.restore`): its next train '
+      'step starts from these parameters, its labels are made again.\n')
+  if keep_dir.exists():
+    shutil.rmtree(keep_dir)
+  tmp.rename(keep_dir)
+  size = sum(p.stat().st_size for p in keep_dir.rglob('*') if p.is_file())
+  return {'step': 'keep', 'model': name, 'checkpoint_step': step, 'keep_dir': str(keep_dir), 'bytes': size}
+
+
+def restore(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any] | None:
+  """A new campaign folder (no runs.jsonl yet) takes the model and records `keep` wrote to `keep_dir`: the records
+  are copied, the model becomes the adopted one the next train step starts from. Returns the restore step's record
+  (None when WORKDIR is not new or `keep_dir` holds nothing kept)."""
+  if (workdir / 'runs.jsonl').exists() or not (keep_dir / KEPT_MODEL / 'train_summary.json').exists():
+    return None
+  step = side_model(keep_dir / KEPT_MODEL)[2]
+  target = workdir / 'adopted' / f'kept_{step}'
+  if target.exists():
+    shutil.rmtree(target)  # Left by a restore that stopped before its records were written.
+  shutil.copytree(keep_dir / KEPT_MODEL, target)
+  (workdir / 'adopted.json').write_text(json.dumps({'model': str(target.relative_to(workdir))}) + '\n')
+  for record in reversed(KEPT_RECORDS):  # runs.jsonl last: once it exists, the restore is done.
+    if (keep_dir / record).exists():
+      shutil.copy(keep_dir / record, workdir / record)
+  return {'step': 'restore', 'model': str(target.relative_to(workdir)), 'checkpoint_step': step, 'from': str(keep_dir)}

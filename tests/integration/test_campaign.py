@@ -206,6 +206,45 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
                        pathlib.Path(kwargs['puzzles']), {}, model_dir=export, name='pretrained-transformer')
 
 
+@pytest.mark.slow
+def test_a_kept_campaign_is_restored_in_a_new_folder_and_its_next_run_starts_from_its_model(board_bag, tmp_path):
+  """What a new machine does: the model and records kept (e.g. in the checkout) come back; the labels do not."""
+  import numpy as np
+  import jax
+  from searchless.model import loading
+  shared = _shared_labels(board_bag, tmp_path)
+  kept = tmp_path / 'checkout' / 'campaign_kept'
+  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
+  old = tmp_path / 'old'
+  with pytest.raises(ValueError, match='^the keep step needs its folder: --steps keep --keep_dir DIR$'):
+    campaign.run(old, shared, steps=['keep'], **kwargs)
+  with pytest.raises(FileNotFoundError, match='the campaign has no model to keep yet'):
+    campaign.run(old, shared, steps=['keep'], keep_dir=str(kept), **kwargs)
+  campaign.run(old, shared, steps=['train', 'evaluate', 'keep'], overrides=[*SMALL, 'train.num_steps=2'],
+               keep_dir=str(kept), **kwargs)
+  assert sorted(p.name for p in kept.iterdir()) == ['README.md', 'curve.jsonl', 'model', 'runs.jsonl']
+  assert json.loads((kept / 'model' / 'train_summary.json').read_text())['step'] == 2
+  keep_record = campaign_log.read_runs(old)[-1]
+  assert (keep_record['step'], keep_record['model'], keep_record['checkpoint_step']) == ('keep', 'train', 2)
+  assert f'--keep_dir {kept}' in (old / 'README.md').read_text()
+  # A new folder restores them before any step: the records go on, the kept model is the one trained from.
+  new = tmp_path / 'new'
+  campaign.run(new, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=1'], keep_dir=str(kept), **kwargs)
+  runs = campaign_log.read_runs(new)
+  assert [r['step'] for r in runs] == ['train', 'evaluate', 'restore', 'train']  # Kept before the keep record.
+  assert (runs[2]['model'], runs[2]['checkpoint_step']) == ('adopted/kept_2', 2)
+  assert runs[3]['started_from'] == 'adopted/kept_2' and len(campaign_log.read_curve(new)) == 1
+  ema = loading.load_params(str(old / 'train'), ema=True)
+  restored = loading.load_params(str(new / 'adopted' / 'kept_2'))
+  assert jax.tree.all(jax.tree.map(np.array_equal, ema, restored))  # float32: the very parameters.
+  # Once the folder has records of its own, it is not restored again; keeping replaces what was kept.
+  campaign.run(new, shared, steps=['keep'], keep_dir=str(kept), **kwargs)
+  assert [r['step'] for r in campaign_log.read_runs(new)] == ['train', 'evaluate', 'restore', 'train', 'keep']
+  assert json.loads((kept / 'model' / 'train_summary.json').read_text())['step'] == 1
+  kept_runs = [json.loads(line) for line in (kept / 'runs.jsonl').read_text().splitlines()]
+  assert kept_runs == campaign_log.read_runs(new)[:4]  # The keep step's own record comes after the copy.
+
+
 def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_path):
   """CPU runs, the GPU run adopted from them, the CPU runs since with their rates; an A/B's losing arm left out."""
   from searchless.commands import campaign_ship

@@ -1,9 +1,12 @@
 """The strength campaign's model from session 18 on (issue 27): graph_tiny grown to 6 layers.
 
-Run (after the campaign adopted the grown run, `adopted/deep6`; the campaign's train step starts from it):
+Run (the campaign's train step resumes its run, or starts from the model it restored from `--keep_dir`):
 
     python -m searchless.commands.campaign --workdir /root/searchless-data/campaign --config campaign_deep6 \\
-        --steps train,evaluate --train_seconds 10800
+        --keep_dir campaign_kept --steps train,evaluate,match,keep --train_seconds 10800
+
+On a new machine with nothing kept, the first run grows the shipped model (graph_tiny's parameters) to 6 layers:
+add `--set train.init_from=searchless/pretrained train.init_grow=True` (session 20 did).
 
 How it was made: `train.init_from` the campaign's graph_tiny (step 11,117) with `train.init_grow=True
 model.num_layers=6` (`searchless.training.grow`): two new layers that start as the identity, the same function

@@ -3,6 +3,10 @@
 A run on a lent GPU (``benchmarks/device_campaign.py``) comes back as an export; the adopt
 step (``python -m searchless.commands.campaign --steps adopt --model DIR``) makes it the
 campaign's model: evaluated and shipped as it is, and the start of the next CPU run.
+
+The keep step (`keep`) writes the campaign's model and records to a folder in the checkout, to be
+committed; a campaign started in a new folder restores them (`restore`), so a new machine loses
+only its labels, which the shared games make again.
 """
 
 import json

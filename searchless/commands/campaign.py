@@ -4,7 +4,7 @@ r"""The strength campaign: labels for every shared game, a long resumable traini
     python -m searchless.commands.campaign --workdir DIR --steps labels --max_chunks 1         # one more chunk of labels
 
 Steps (each resumable: rerunning the same command continues where it stopped; on a
-new machine it starts again from ``--shared`` and the shipped checkpoint):
+new machine it starts again from ``--shared`` and the model the keep step kept, else the shipped checkpoint):
 
 1. games     the shared Lichess games, written as chunk PGN files
              (WORKDIR/games/SOURCE_NNN.pgn, SOURCES: chunk i of a file is its games

@@ -15,6 +15,7 @@ import pathlib
 import shutil
 from typing import Any
 
+from searchless.commands import campaign_log
 from searchless.core import artefacts
 
 
@@ -115,7 +116,7 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   model_dir, name, step = current_model(workdir)
   if name == 'train' and not step:
     raise FileNotFoundError(f'{workdir}: the campaign has no model to keep yet (no checkpoint, nothing adopted)')
-  runs = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()]
+  runs = campaign_log.read_runs(workdir)
   device = {'device': CPU, 'cpu_cores': os.cpu_count(), 'models': 1,
             'seconds': round(sum(r.get('wall_seconds', 0) for r in runs if r.get('step') == 'train'), 1)}
   tmp = keep_dir.with_name(f'.{keep_dir.name}.tmp')

@@ -55,6 +55,7 @@ from searchless.commands import campaign_model
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.commands import pretrained
+from searchless.core import atomic
 
 STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'match', 'ship', 'keep')
 # 'adopt' needs --model; 'ship' and 'keep' write into the source tree: all three are asked for by name.
@@ -115,9 +116,7 @@ def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence
     if not index.exists():
       texts = chunk_texts(split_games(_read_text(shared / source.path)))
       for i, text in enumerate(texts):
-        tmp = games_dir / f'.{source.name}_{i:03d}.pgn.tmp'
-        tmp.write_text(text)
-        tmp.replace(games_dir / f'{source.name}_{i:03d}.pgn')
+        atomic.write_text(games_dir / f'{source.name}_{i:03d}.pgn', text, durable=False)
       index.write_text(json.dumps({'source': source.path, 'chunks': len(texts),
                                    'games': sum(t.count('[Event ') for t in texts)}, indent=2) + '\n')
     chunks = json.loads(index.read_text())['chunks']

@@ -4,11 +4,14 @@
 """
 
 from collections.abc import Sequence
+import io
 import json
 import pathlib
 import resource
 import time
 from typing import Any
+
+from searchless.core import atomic
 
 COSTED_STEPS = ('labels', 'train', 'evaluate', 'match', 'ship')  # The steps whose records carry a cost.
 
@@ -90,8 +93,9 @@ def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
     ax.grid(alpha=0.3)
   fig.suptitle(f'the strength campaign: {workdir}')
   fig.tight_layout()
-  out = workdir / 'curve.png'
-  fig.savefig(out, dpi=100)
+  out, image = workdir / 'curve.png', io.BytesIO()
+  fig.savefig(image, format='png', dpi=100)
+  atomic.write_bytes(out, image.getvalue(), durable=False)  # Readers and a second campaign process see a whole file.
   return out
 
 
@@ -126,7 +130,10 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str, 
       + (', and `keep` to the steps at the end of a working stretch (then commit the kept folder)' if keep_dir else '')
       + '. Every step continues where it stopped; a new machine starts again from `--shared` (games, the shared '
       'labels) and ' + ('the model and records kept in the `--keep_dir` folder.' if keep_dir else
-                        'the last checkpoint, if this folder was kept.'), '',
+                        'the last checkpoint, if this folder was kept.')
+      + ' On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps games,labels '
+      '--workers 1` beside `taskset -c 0 ... --steps train,evaluate,keep`): one core trains at 0.75x and labels at '
+      '0.47x what two do (benchmarks/RESULTS.md, "The campaign, session 21").', '',
       '## Folders', '',
       '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
       '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
@@ -155,6 +162,5 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str, 
   for r in runs:
     what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))
     lines.append(f"| {r['date']} | {r['step']} | {what} | {r.get('wall_seconds', '')} | {r.get('core_hours', '')} |")
-  tmp = workdir / '.README.md.tmp'
-  tmp.write_text('\n'.join(lines) + '\n')
-  tmp.replace(workdir / 'README.md')
+  # A temporary file of this process's own: a label job and a training job of one campaign rewrite it at once.
+  atomic.write_text(workdir / 'README.md', '\n'.join(lines) + '\n', durable=False)

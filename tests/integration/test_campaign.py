@@ -419,3 +419,26 @@ def test_a_chunk_that_fails_to_label_is_one_error_naming_its_log(stockfish, tmp_
     list(campaign_labels.label_chunks([chunk], tmp_path / 'labels', tmp_path, workers=1))
   assert log.read_text().strip() == f'error: no games in {chunk}: nothing to annotate'
   assert not (tmp_path / 'runs.jsonl').exists()
+
+
+def test_two_campaign_processes_rewrite_the_readme_and_the_plot_at_once(tmp_path):
+  """A label job and a training job of one campaign (one core each) rewrite README.md and curve.png after their
+  steps: each through a temporary file of its own, so neither fails on the other's rename and no reader sees a part."""
+  workdir = tmp_path / 'campaign'
+  workdir.mkdir()
+  campaign_log.log_run(workdir, {'step': 'labels', 'chunk': 'x_000', 'wall_seconds': 1.0, 'core_hours': 0.0005})
+  point = {'step': 'evaluate', 'checkpoint_step': 5, 'model': 'train', 'puzzles_solved': 3, 'puzzles': 10,
+           'puzzles_wilson95': [0.1, 0.6], 'kendall_tau': 0.2, 'action_accuracy': 0.3}
+  (workdir / 'curve.jsonl').write_text(json.dumps({**point, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
+  script = ('import pathlib, sys\nfrom searchless.commands import campaign_log\nw = pathlib.Path(sys.argv[1])\n'
+            'for _ in range(int(sys.argv[2])):\n  campaign_log.write_readme(w, w, "campaign")\n'
+            '  if int(sys.argv[3]): campaign_log.plot_curve(w)\n')
+  jobs = [subprocess.Popen([sys.executable, '-c', script, str(workdir), '400', '0'], stderr=subprocess.PIPE, text=True),
+          subprocess.Popen([sys.executable, '-c', script, str(workdir), '400', '0'], stderr=subprocess.PIPE, text=True),
+          subprocess.Popen([sys.executable, '-c', script, str(workdir), '5', '1'], stderr=subprocess.PIPE, text=True)]
+  for job in jobs:
+    assert job.wait(timeout=120) == 0, job.stderr.read()
+  readme = (workdir / 'README.md').read_text()
+  assert readme.startswith('# The strength campaign (issue 27)\n') and readme.endswith('| labels | chunk=x_000 | 1.0 | 0.0005 |\n')
+  assert (workdir / 'curve.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+  assert sorted(p.name for p in workdir.iterdir()) == ['README.md', 'curve.jsonl', 'curve.png', 'runs.jsonl']

@@ -7,9 +7,9 @@ campaign model's parameters, and the wheels the machine lacks (its image has jax
     python benchmarks/device_campaign.py --pack /root/searchless-data/campaign/boards/train_board_value_data.bag \\
         --data .device/data              # 6 min on 2 busy cores (3 compressing processes)
     python -c "from searchless.commands import campaign_model as m; import pathlib as p; m.export_run(\\
-        p.Path('/root/searchless-data/campaign/train'), p.Path('.device/init_graph_tiny'), {'device': 'CPU'})"
+        p.Path('/root/searchless-data/campaign/train'), p.Path('.device/init_graph_deep6'), {'device': 'CPU'})"
     pip download --no-deps --only-binary=:all: --python-version 3.12 ... -d .whl dm-haiku==0.0.17 jmp==0.0.4 \\
-        grain==0.2.18 array-record portpicker bagz==0.3.8 ml_collections==1.1.0 tensorboardX==2.6.5
+        grain==0.2.18 array-record portpicker bagz==0.3.8 ml_collections==1.1.0 tensorboardX==2.6.5 zstandard
     pip wheel --no-deps -w .whl chess==1.11.2      # an sdist only
 
 Then on the device machine (`.device` and `.whl` carried, both in .git/info/exclude), from the repository
@@ -17,9 +17,9 @@ root, the package run from the tree (its configs copied where the wheel would pu
 
     pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && cp -r configs searchless/configs \\
         && export PYTHONPATH=/tmp/site:$PWD
-    python3 benchmarks/device_campaign.py --data .device/data --out $OUT --seconds 460 \\
-        --models graph_tiny packed_priors_wide --workers 7 \\
-        --init graph_tiny=.device/init_graph_tiny packed_priors_wide=searchless/pretrained_transformer
+    python3 benchmarks/device_campaign.py --data .device/data --out $OUT --seconds 480 \\
+        --models graph_deep6 packed_priors_wide --workers 7 \\
+        --init graph_deep6=.device/init_graph_deep6 packed_priors_wide=searchless/pretrained_transformer
 
 Each model of MODELS trains with ``searchless.commands.train`` in its own process (the GPU is
 shared; each process keeps a quarter of its memory and a few loader workers), on the same
@@ -39,7 +39,9 @@ the three side by side kept the GPU 100% busy at 9,571 (graph_tiny), ~3,240 (gra
 and ~4,860 (packed_priors_wide) boards/s; graph_tiny alone ran 29,830 boards/s at 1.4% MFU (small
 kernels: a bigger batch is the next lever), 207x the 2 CPU cores. One H100, 2026-11-27, 948,674
 boards, two side by side for 460 s: graph_tiny ~12,100 boards/s (19,927 steps), packed_priors_wide
-~6,900 (12,111 steps); the whole call 544 s.
+~6,900 (12,111 steps); the whole call 544 s. One H200, 2026-11-28, 462,929 boards, two side by side for 480 s:
+graph_deep6 (the campaign's 6-layer model, from its CPU step 11,240) ~9,900 boards/s (16,807 steps),
+packed_priors_wide (from the shipped transformer) ~7,600 (14,377 steps); the whole call 562 s.
 
 Locally, to check the driver end to end (a minute of CPU): ``--quick``.
 """
@@ -62,6 +64,8 @@ import time
 MODELS = {
     'graph_tiny': ('campaign', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32',
                                 'train.micro_batch=0']),
+    'graph_deep6': ('campaign_deep6', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32',
+                                       'train.micro_batch=0']),  # The campaign's model from session 18 on.
     'graph_wide': ('campaign', ['model.embedding_dim=128', 'model.num_layers=6', 'model.graph_edge_dim=64',
                                 'model.num_heads=8', 'data.batch_size=256', 'optim.ema_decay=0.999', 'train.micro_batch=0']),
     'packed_priors_wide': ('tiny_packed', ['model.embedding_dim=192', 'model.num_layers=6', 'model.num_heads=6',

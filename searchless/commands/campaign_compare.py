@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
     result = paired.compare(args.base, args.new)
-  print(json.dumps(_json(result)) if args.json else '\n'.join(lines(result)))
+  errors.print_out(json.dumps(_json(result)) if args.json else '\n'.join(lines(result)))
 
 
 if __name__ == '__main__':

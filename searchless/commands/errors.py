@@ -44,6 +44,16 @@ def fail(message: object, status: int = 2) -> NoReturn:
   raise SystemExit(status)
 
 
+def print_out(text: str) -> None:
+  """Prints `text` on stdout; a reader that went away (`command | head`) ends the command quietly, with status 1,
+  as a Unix tool ends, not with a traceback."""
+  try:
+    print(text, flush=True)
+  except BrokenPipeError:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush of stdout must not fail.
+    raise SystemExit(1)
+
+
 def require_extra(module: str, extra: str, command: str) -> None:
   """Exits with one line naming the extra to install when `module`, an optional dependency, is missing.
 

@@ -2,6 +2,9 @@
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import chess.pgn
 import pytest
@@ -86,3 +89,16 @@ def test_a_match_the_player_did_not_play_and_folders_with_nothing_shared_are_err
   with pytest.raises(SystemExit):
     campaign_compare.main([str(base), str(tmp_path / 'missing')])
   assert 'share no evaluation' in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+  """`campaign_compare A B | head -1`: the pipe closed before its lines are written is no traceback."""
+  base, new = tmp_path / 'base', tmp_path / 'new'
+  _puzzles(base, {'p1': True})
+  _puzzles(new, {'p1': False})
+  read, write = os.pipe()
+  os.close(read)  # The reader is gone before the command writes.
+  result = subprocess.run([sys.executable, '-m', 'searchless.commands.campaign_compare', str(base), str(new)],
+                          stdout=write, stderr=subprocess.PIPE, text=True)
+  os.close(write)
+  assert (result.returncode, result.stderr) == (1, '')

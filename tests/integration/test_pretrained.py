@@ -73,8 +73,7 @@ def test_the_shipped_transformer_plays_as_it_did_when_it_was_made():
   assert config.kind == 'transformer' and config.packing == 'board'  # The paper's network, board-packed.
   # The shipped parameters, as measured when they were made (bfloat16 weights, float32 compute).
   start = player.win_probabilities(chess.Board())
-  # g1f3 and e2e4 are 1.3e-4 apart: their order is left to the platform's float32 rounding.
-  assert list(start)[0] == 'd2d4' and set(list(start)[1:3]) == {'g1f3', 'e2e4'} and len(start) == 20
+  assert list(start)[:3] == ['d2d4', 'g1f3', 'e2e4'] and len(start) == 20
   np.testing.assert_allclose([start[m] for m in ('d2d4', 'g1f3', 'e2e4')], [0.5241, 0.5209, 0.5208], atol=5e-4)
   italian = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3')
   assert player.play(italian) == chess.Move.from_uci('d2d4')

@@ -61,11 +61,10 @@ import time
 # (a run is tens of thousands of steps), learning rates as on the CPU for the graph models,
 # halved for the 4M-parameter transformer (no warm-up in the trainer). Every config computes in
 # float32 (tiny's train.compute_dtype); graph_tiny, the campaign's CPU model continued, says so too.
+GRAPH_ON_GPU = ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32', 'train.micro_batch=0']
 MODELS = {
-    'graph_tiny': ('campaign', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32',
-                                'train.micro_batch=0']),
-    'graph_deep6': ('campaign_deep6', ['data.batch_size=256', 'optim.ema_decay=0.999', 'train.compute_dtype=float32',
-                                       'train.micro_batch=0']),  # The campaign's model from session 18 on.
+    'graph_tiny': ('campaign', GRAPH_ON_GPU),
+    'graph_deep6': ('campaign_deep6', GRAPH_ON_GPU),  # The campaign's model from session 18 on.
     'graph_wide': ('campaign', ['model.embedding_dim=128', 'model.num_layers=6', 'model.graph_edge_dim=64',
                                 'model.num_heads=8', 'data.batch_size=256', 'optim.ema_decay=0.999', 'train.micro_batch=0']),
     'packed_priors_wide': ('tiny_packed', ['model.embedding_dim=192', 'model.num_layers=6', 'model.num_heads=6',

@@ -43,6 +43,7 @@ import argparse
 from collections.abc import Sequence
 import dataclasses
 import json
+import os
 import pathlib
 import re
 import time
@@ -162,22 +163,26 @@ def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: 
   if index.exists() and (done := json.loads(index.read_text()))['folders'] == names:
     return done
   out_dir.mkdir(parents=True, exist_ok=True)
-  path, tmp = out_dir / f'{split}_board_value_data.bag', out_dir / f'.{split}_board_value_data.bag.tmp'
+  # A temporary bag of this process's own: two jobs of one campaign (a training run and an A/B arm) may merge at once.
+  path, tmp = out_dir / f'{split}_board_value_data.bag', out_dir / f'.{split}_board_value_data.bag.{os.getpid()}.tmp'
   seen: set[bytes] = set()
   read = 0
   start = time.time()
-  with bagz.Writer(str(tmp)) as writer:
-    for folder in folders:
-      for record in bags.reader(bags.find(str(folder / split), 'board_value')):
-        read += 1
-        key = board_key(record)
-        if key not in seen:
-          seen.add(key)
-          writer.write(record)
-  tmp.replace(path)
+  try:
+    with bagz.Writer(str(tmp)) as writer:
+      for folder in folders:
+        for record in bags.reader(bags.find(str(folder / split), 'board_value')):
+          read += 1
+          key = board_key(record)
+          if key not in seen:
+            seen.add(key)
+            writer.write(record)
+    tmp.replace(path)
+  finally:
+    tmp.unlink(missing_ok=True)
   done = {'bag': str(path), 'folders': names, 'records_read': read, 'distinct_boards': len(seen),
           'seconds': round(time.time() - start, 1)}
-  index.write_text(json.dumps(done, indent=2) + '\n')
+  atomic.write_text(index, json.dumps(done, indent=2) + '\n')
   return done
 
 

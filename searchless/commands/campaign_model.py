@@ -119,7 +119,7 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   runs = campaign_log.read_runs(workdir)
   device = {'device': CPU, 'cpu_cores': os.cpu_count(), 'models': 1,
             'seconds': round(sum(r.get('wall_seconds', 0) for r in runs if r.get('step') == 'train'), 1)}
-  tmp = keep_dir.with_name(f'.{keep_dir.name}.tmp')
+  tmp, old = (keep_dir.with_name(f'.{keep_dir.name}.{os.getpid()}.{part}') for part in ('tmp', 'old'))
   shutil.rmtree(tmp, ignore_errors=True)
   tmp.mkdir(parents=True)
   if name == 'train':
@@ -136,9 +136,10 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
       'training run\'s config and metrics; `runs.jsonl` and `curve.jsonl` are the campaign\'s records. A campaign '
       'started in a new folder with `--keep_dir DIR` starts from them (`campaign_model.restore`): its next train '
       'step starts from these parameters, its labels are made again.\n')
-  if keep_dir.exists():
-    shutil.rmtree(keep_dir)
+  if keep_dir.exists():  # Set aside, not removed, until the new one is in place: a crash between loses neither.
+    keep_dir.rename(old)
   tmp.rename(keep_dir)
+  shutil.rmtree(old, ignore_errors=True)
   size = sum(p.stat().st_size for p in keep_dir.rglob('*') if p.is_file())
   return {'step': 'keep', 'model': name, 'checkpoint_step': step, 'keep_dir': str(keep_dir), 'bytes': size}
 

@@ -79,6 +79,13 @@ def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labe
   assert campaign.merge_boards([a, b], out, 'train') == done and pathlib.Path(done['bag']).stat().st_mtime_ns == stamp
   assert campaign.merge_boards([a], out, 'train')['distinct_boards'] == 2  # A different set of labels: rebuilt.
   assert campaign.merge_boards([a, b], out, 'test')['distinct_boards'] == 1
+  # A merge that fails part-way (a label folder without its bag) leaves the last bag and its index, and no part.
+  before = sorted(p.name for p in out.iterdir())
+  with pytest.raises(FileNotFoundError):
+    campaign.merge_boards([a, tmp_path / 'missing'], out, 'train')
+  assert sorted(p.name for p in out.iterdir()) == before == ['test.json', 'test_board_value_data.bag', 'train.json',
+                                                              'train_board_value_data.bag']
+  assert json.loads((out / 'train.json').read_text())['folders'] == [str(a)]
 
 
 @pytest.mark.engine

@@ -413,6 +413,9 @@ def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches()
   assert (config.optim.learning_rate, config.optim.ema_decay, config.data.batch_size, config.loss.kind) == (
       3e-4, 0.999, 32, 'log_loss')
   assert config.train.micro_batch == 2  # The same step, 1.83x faster on 2 CPU cores (benchmarks/graph.py).
+  # The campaign's model from session 18 on: 6 layers, and from session 23 an EMA with the GPU's window in boards.
+  deep6 = config_lib.load('campaign_deep6', ['data.train=unused'])
+  assert (deep6.model.num_layers, deep6.optim.learning_rate, deep6.optim.ema_decay) == (6, 3e-4, 0.99987)
 
 
 @pytest.mark.engine

@@ -44,7 +44,8 @@ def get_config() -> ml_collections.ConfigDict:
   # EMA over ~7,700 steps (256k boards at 32 a step: the window of the GPU's EMA 0.999 at 256 a step). From the H200's
   # step 16,807 (RESULTS "The campaign, session 22"), 45 minutes on one core each, paired on the 2,000 held-out boards
   # against that step, every arm with a shorter window lost ground: EMA 0.999 at lr 3e-4 +0.0067 +- 0.0042, at 1e-4
-  # +0.0051 +- 0.0028; batch 256 with EMA 0.992 +0.0041 +- 0.0028. This one, 65 minutes (4,327 steps): -0.0016 +-
-  # 0.0016, 406 against 406/1500 (RESULTS "The campaign, session 23"): the CPU's hours no longer undo the GPU's.
+  # +0.0051 +- 0.0028; batch 256 with EMA 0.992 +0.0041 +- 0.0028. This one (RESULTS "The campaign, session 23"):
+  # 65 minutes (4,327 steps) -0.0016 +- 0.0016, 406 against 406/1500; 55 more (8,180) -0.0027 +- 0.0030, 404/1500.
+  # The CPU's hours no longer undo the GPU's.
   c.optim.ema_decay = 0.99987
   return c

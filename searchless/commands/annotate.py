@@ -19,8 +19,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-annotate', *(sys.argv[1:] if argv is None else argv)]
   manifest = errors.beam_main(lambda args: annotate.run(args, command=command), argv, 'searchless-annotate',
                               streams.CorruptInputError)
-  print(annotation_job.summary(manifest))
-  print(f"manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}")
+  errors.print_out(f'{annotation_job.summary(manifest)}\n'
+                   f'manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}')
 
 
 if __name__ == '__main__':

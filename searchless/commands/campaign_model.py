@@ -116,6 +116,7 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   model_dir, name, step = current_model(workdir)
   if name == 'train' and not step:
     raise FileNotFoundError(f'{workdir}: the campaign has no model to keep yet (no checkpoint, nothing adopted)')
+  recover_kept(keep_dir)
   runs = campaign_log.read_runs(workdir)
   device = {'device': CPU, 'cpu_cores': os.cpu_count(), 'models': 1,
             'seconds': round(sum(r.get('wall_seconds', 0) for r in runs if r.get('step') == 'train'), 1)}
@@ -144,10 +145,22 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   return {'step': 'keep', 'model': name, 'checkpoint_step': step, 'keep_dir': str(keep_dir), 'bytes': size}
 
 
+def recover_kept(keep_dir: pathlib.Path) -> None:
+  """Mends what a `keep` that crashed between its two renames left: the previous kept folder, set aside as
+  `.NAME.PID.old` beside `keep_dir`, goes back to `keep_dir` when that is missing (the newest, if several), and is
+  removed when the new one is in place."""
+  olds = sorted(keep_dir.parent.glob(f'.{keep_dir.name}.*.old'), key=lambda p: p.stat().st_mtime)
+  if olds and not keep_dir.exists():
+    olds.pop().rename(keep_dir)
+  for old in olds:
+    shutil.rmtree(old)
+
+
 def restore(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any] | None:
   """A new campaign folder (no runs.jsonl yet) takes the model and records `keep` wrote to `keep_dir`: the records
   are copied, the model becomes the adopted one the next train step starts from. Returns the restore step's record
   (None when WORKDIR is not new or `keep_dir` holds nothing kept)."""
+  recover_kept(keep_dir)
   if (workdir / 'runs.jsonl').exists() or not (keep_dir / KEPT_MODEL / 'train_summary.json').exists():
     return None
   step = side_model(keep_dir / KEPT_MODEL)[2]

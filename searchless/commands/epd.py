@@ -32,14 +32,13 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     summary = epd.run(suites=args.suite, agent=args.agent, out=args.out, num=args.num,
                       progress=not args.no_progress)
-  print(f'agent: {summary["agent"]}')
-  print(f'results: {os.path.join(args.out, "results.csv")}')
+  lines = [f'agent: {summary["agent"]}', f'results: {os.path.join(args.out, "results.csv")}']
   for suite in summary['results']:
-    print(suite.total.line())
+    lines.append(suite.total.line())
     themes = suite.themes
     if len(themes) > 1:
-      for theme in themes:
-        print(f'  {theme.line()}')
+      lines.extend(f'  {theme.line()}' for theme in themes)
+  errors.print_out('\n'.join(lines))
 
 
 if __name__ == '__main__':

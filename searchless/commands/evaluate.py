@@ -34,10 +34,11 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     summary = evaluate.run(args.checkpoint, args.data, args.out, policy=args.policy, num_boards=args.num_boards,
                            dtype=args.dtype, batch_boards=args.batch_boards)
-  print(f'{summary["policy"]} on {summary["boards"]} boards of {summary["data"]}'
-        f' ({summary["dropped_boards"]} dropped: moves not exactly the legal moves)')
-  print(evaluate.table({k: v for k, v in summary.items() if k not in ('policy', 'checkpoint', 'data')}))
-  print(f'wrote {pathlib.Path(args.out) / "metrics.json"} and boards.jsonl')
+  errors.print_out('\n'.join([
+      f'{summary["policy"]} on {summary["boards"]} boards of {summary["data"]}'
+      f' ({summary["dropped_boards"]} dropped: moves not exactly the legal moves)',
+      evaluate.table({k: v for k, v in summary.items() if k not in ('policy', 'checkpoint', 'data')}),
+      f'wrote {pathlib.Path(args.out) / "metrics.json"} and boards.jsonl']))
 
 
 if __name__ == '__main__':

@@ -19,8 +19,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-import', *(sys.argv[1:] if argv is None else argv)]
   manifest = errors.beam_main(lambda args: import_labels.run(args, command=command), argv, 'searchless-import',
                               streams.CorruptInputError)
-  print(free_label_job.summary(manifest))
-  print(f"manifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}")
+  errors.print_out(f'{free_label_job.summary(manifest)}\n'
+                   f'manifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}')
 
 
 if __name__ == '__main__':

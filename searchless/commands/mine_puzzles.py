@@ -49,16 +49,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         min_gap=args.min_gap, max_solver_moves=args.max_solver_moves, min_swing=args.min_swing,
         workers=args.workers, progress=not args.no_progress)
   skipped = sum(stats.games_skipped.values())
-  print(f'games: {stats.games_read} read, {skipped} skipped'
-        + (f' {dict(sorted(stats.games_skipped.items()))}' if skipped else '')
-        + f', {stats.games_selected} in split {args.split!r}, {stats.games_other_split} in the other split')
-  print(f'positions: {stats.positions} scanned ({stats.positions_terminal} game over or forced,'
-        f' {stats.positions_duplicate} repeated, left out); engine: {stats.engine or "-"} at {args.limit}')
-  print(mined_puzzles.rating_histogram(puzzles))
-  print(f'time: {stats.seconds:.1f} s')
   if not puzzles:
     print('warning: no puzzles found (more games, --split all, or lower --min_best / --min_gap)', file=sys.stderr)
-  print(f'puzzles: {len(puzzles)} -> {args.out}')
+  errors.print_out('\n'.join([
+      f'games: {stats.games_read} read, {skipped} skipped'
+      + (f' {dict(sorted(stats.games_skipped.items()))}' if skipped else '')
+      + f', {stats.games_selected} in split {args.split!r}, {stats.games_other_split} in the other split',
+      f'positions: {stats.positions} scanned ({stats.positions_terminal} game over or forced,'
+      f' {stats.positions_duplicate} repeated, left out); engine: {stats.engine or "-"} at {args.limit}',
+      mined_puzzles.rating_histogram(puzzles),
+      f'time: {stats.seconds:.1f} s',
+      f'puzzles: {len(puzzles)} -> {args.out}']))
 
 
 if __name__ == '__main__':

@@ -33,10 +33,11 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     summary = puzzles.run(puzzles=args.puzzles, agent=args.agent, out=args.out, num=args.num,
                           band_width=args.band_width, progress=not args.no_progress)
-  print(f'agent: {summary["agent"]}')
-  print(puzzles.band_table([puzzles.Band(**b) for b in summary['bands']]))
-  print(f'results: {os.path.join(args.out, "results.csv")}')
-  print(f'accuracy: {summary["accuracy"]:.4f} ({summary["solved"]}/{summary["n"]})')
+  errors.print_out('\n'.join([
+      f'agent: {summary["agent"]}',
+      puzzles.band_table([puzzles.Band(**b) for b in summary['bands']]),
+      f'results: {os.path.join(args.out, "results.csv")}',
+      f'accuracy: {summary["accuracy"]:.4f} ({summary["solved"]}/{summary["n"]})']))
 
 
 if __name__ == '__main__':

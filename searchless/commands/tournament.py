@@ -60,8 +60,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         adjudicate_cp=args.adjudicate_cp, eval_limit=args.eval_limit, draw_cp=args.draw_cp,
         draw_plies=args.draw_plies, engine=args.engine, anchor=args.anchor, event=args.event,
         progress=not args.no_progress)
-  print(tournament.summary(results))
-  print(f"results: {os.path.join(os.path.dirname(results['games_file']), tournament.RESULTS_FILE)}")
+  errors.print_out(f"{tournament.summary(results)}\n"
+                   f"results: {os.path.join(os.path.dirname(results['games_file']), tournament.RESULTS_FILE)}")
 
 
 if __name__ == '__main__':

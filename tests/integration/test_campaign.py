@@ -252,6 +252,30 @@ def test_a_kept_campaign_is_restored_in_a_new_folder_and_its_next_run_starts_fro
   assert kept_runs == campaign_log.read_runs(new)[:4]  # The keep step's own record comes after the copy.
 
 
+def test_a_keep_that_crashed_between_its_renames_is_mended_before_the_next_keep_or_restore(tmp_path):
+  """The previous kept folder, set aside as `.NAME.PID.old`, goes back when the kept folder is missing; it is
+  removed when the new one is in place."""
+  import os
+  from searchless.commands import campaign_model
+  kept = tmp_path / 'checkout' / 'campaign_kept'
+  kept.parent.mkdir()
+  older, newer = (kept.with_name(f'.campaign_kept.{pid}.old') for pid in (11, 12))
+  for folder, mtime in ((older, 1_000), (newer, 2_000)):
+    folder.mkdir()
+    (folder / 'runs.jsonl').write_text(folder.name)
+    os.utime(folder, (mtime, mtime))
+  campaign_model.recover_kept(kept)
+  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
+  assert (kept / 'runs.jsonl').read_text() == '.campaign_kept.12.old'
+  newer.mkdir()  # A crash after the new folder was in place: the one set aside is only removed.
+  campaign_model.recover_kept(kept)
+  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
+  assert (kept / 'runs.jsonl').read_text() == '.campaign_kept.12.old'
+  kept.rename(older)  # Restore mends it too (here the folder holds no model: nothing to restore).
+  assert campaign_model.restore(tmp_path / 'new', kept) is None
+  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
+
+
 def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_path):
   """CPU runs, the GPU run adopted from them, the CPU runs since with their rates; an A/B's losing arm left out."""
   from searchless.commands import campaign_ship

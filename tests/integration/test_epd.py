@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -220,3 +221,17 @@ def test_cli(shared_data, stockfish, tmp_path):
   assert sum(int(r['solved']) for r in rows[:5]) == int(wac.group(1))
   assert sum(int(r['points']) for r in rows[5:]) == int(sts.group(1))
   assert rows[0]['id'] == 'WAC.001' and rows[0]['bm'] == 'Qg6' and rows[5]['max_points'] == '10'
+
+
+@pytest.mark.engine
+def test_a_reader_that_goes_away_ends_the_command_quietly(shared_data, stockfish, tmp_path):
+  """`searchless-epd ... | head -1`, the reader gone before the table is written: status 1 and no traceback."""
+  read, write = os.pipe()
+  os.close(read)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'searchless.commands.epd', '--suite', str(shared_data / 'epd' / 'wac_clean.epd'),
+       '--num', '1', '--agent', f'stockfish:nodes=100,path={stockfish}', '--out', str(tmp_path / 'out'),
+       '--no_progress'], stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+  os.close(write)
+  assert (proc.returncode, proc.stderr) == (1, '')
+  assert (tmp_path / 'out' / 'summary.json').exists()

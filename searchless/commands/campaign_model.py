@@ -105,6 +105,12 @@ KEPT_MODEL = 'model'  # In a keep folder: the campaign's model, as `export_run` 
 KEPT_RECORDS = ('runs.jsonl', 'curve.jsonl')  # And the campaign's records, the line of runs and the curve so far.
 
 
+def _aside(keep_dir: pathlib.Path, pid: str, part: str) -> pathlib.Path:
+  """Where `keep` writes its new folder (`part` 'tmp') and sets the previous one aside ('old'): beside `keep_dir`,
+  hidden, named by the process."""
+  return keep_dir.with_name(f'.{keep_dir.name}.{pid}.{part}')
+
+
 def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   """Writes the campaign's model and records to `keep_dir` (replacing what it held), so that a new machine resumes
   from them (`restore`); returns the keep step's record.
@@ -120,7 +126,7 @@ def keep(workdir: pathlib.Path, keep_dir: pathlib.Path) -> dict[str, Any]:
   runs = campaign_log.read_runs(workdir)
   device = {'device': CPU, 'cpu_cores': os.cpu_count(), 'models': 1,
             'seconds': round(sum(r.get('wall_seconds', 0) for r in runs if r.get('step') == 'train'), 1)}
-  tmp, old = (keep_dir.with_name(f'.{keep_dir.name}.{os.getpid()}.{part}') for part in ('tmp', 'old'))
+  tmp, old = (_aside(keep_dir, str(os.getpid()), part) for part in ('tmp', 'old'))
   shutil.rmtree(tmp, ignore_errors=True)
   tmp.mkdir(parents=True)
   if name == 'train':
@@ -149,7 +155,7 @@ def recover_kept(keep_dir: pathlib.Path) -> None:
   """Mends what a `keep` that crashed between its two renames left: the previous kept folder, set aside as
   `.NAME.PID.old` beside `keep_dir`, goes back to `keep_dir` when that is missing (the newest, if several), and is
   removed when the new one is in place."""
-  olds = sorted(keep_dir.parent.glob(f'.{keep_dir.name}.*.old'), key=lambda p: p.stat().st_mtime)
+  olds = sorted(keep_dir.parent.glob(_aside(keep_dir, '*', 'old').name), key=lambda p: p.stat().st_mtime)
   if olds and not keep_dir.exists():
     olds.pop().rename(keep_dir)
   for old in olds:

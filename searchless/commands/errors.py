@@ -7,11 +7,12 @@ Each command's `main(argv)` parses its flags and calls the library's typed
       args = _parser().parse_args(argv)
       with errors.one_line_errors():
         result = library.run(args.input, limit=args.limit)
-      print(result)
+      errors.print_out(str(result))
 
 A user's mistake (a missing file, a bad value, an engine that will not start or
 dies) becomes ``error: <message>`` and exit status 2; a bug still shows its
-traceback.
+traceback. Output goes through `print_out`, so a reader that goes away (``| head``) ends
+the command quietly.
 
 >>> try:
 ...   with one_line_errors():

@@ -1,13 +1,13 @@
-"""The model for the campaign's budget (issue 27 section 2): learning curves at equal wall-clock on the same boards.
+"""The model for the campaign's budget: learning curves at equal wall-clock on the same boards.
 
-    cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/campaign_models.py \\
-        --workdir /root/searchless-data/models          # 3 models x 4 points x 15 min: ~3.5 h on 2 cores, resumable
+    .venv/bin/python benchmarks/campaign_models.py --shared ../shared \\
+        --workdir ~/searchless-data/models          # 3 models x 4 points x 15 min: ~3.5 h on 2 cores, resumable
 
 Each model trains on the same boards (the distinct boards of the shared label chunks,
 ``../shared/data/labels/chunk_*``: 202,961 boards), in ``--points`` stretches of
 ``--minutes`` each, the models taking turns (so each stretch of every model sees the same
 machine load); after every stretch its checkpoint is measured as the campaign measures it
-(`searchless.commands.campaign.evaluate_model`): held-out log-loss, action accuracy and
+(`campaign.run.evaluate_model`): held-out log-loss, action accuracy and
 Kendall tau-b on the first ``--heldout_boards`` of the shared chunks' test boards, and the
 dev puzzles with a 95% Wilson interval. One line per (model, point) goes to
 WORKDIR/curves.jsonl; a rerun skips what is there and resumes a stretch a session cut for
@@ -28,12 +28,14 @@ import json
 import os
 import pathlib
 import platform
-
-from searchless.commands import campaign
-from searchless.commands import campaign_model
-from searchless.evaluation import metrics
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
+
+from campaign import model as campaign_model  # noqa: E402
+from campaign import run as campaign  # noqa: E402
+from searchless.evaluation import metrics  # noqa: E402
 MODELS = ('graph_tiny=graph_tiny', 'graph_wide=graph_tiny:model.embedding_dim=128,model.num_layers=6',
           'tiny_packed=tiny_packed')
 # Every model: the wall-clock ends each stretch, never the step count; a checkpoint every ~10 minutes.

@@ -27,14 +27,17 @@ import os
 import pathlib
 import platform
 import resource
+import sys
 import time
 
-from searchless.commands import campaign
-from searchless.core import bags
-from searchless.core import records
-from searchless.evaluation import metrics
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
+
+from campaign import games as campaign_games  # noqa: E402
+from searchless.core import bags  # noqa: E402
+from searchless.core import records  # noqa: E402
+from searchless.data import pgn  # noqa: E402
+from searchless.evaluation import metrics  # noqa: E402
 GAMES = 'data/games/lichess_games_js_magnus_46177.pgn.zst'
 # A state-value model of the tiny transformer; the wall-clock ends training, never the step count.
 TRAIN = ['policy=state_value', 'train.num_steps=100000000', 'train.ckpt_every=1000', 'train.log_every=100',
@@ -86,7 +89,7 @@ def main(argv=None) -> None:
   p.add_argument('--minutes', type=float, default=25.0, help='training wall-clock of each model')
   p.add_argument('--heldout_boards', type=int, default=2000)
   p.add_argument('--annotate_boards_per_core_hour', type=float, default=140_541,
-                 help="annotation's figure at the campaign's recipe (RESULTS, issue 27: benchmarks/annotate_cpu.py)")
+                 help="annotation's figure at the campaign's recipe (RESULTS: benchmarks/annotate_cpu.py)")
   args = p.parse_args(argv)
   work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()
   work.mkdir(parents=True, exist_ok=True)
@@ -106,9 +109,10 @@ def main(argv=None) -> None:
 
   chunks_dir = work / 'chunks'
   chunks_dir.mkdir(exist_ok=True)
-  source = next(s for s in campaign.SOURCES if s.path == GAMES)
+  sources, games_per_chunk = campaign_games.read_sources()
+  source = next(s for s in sources if s.path == GAMES)
   if not (chunks_dir / f'{source.name}_000.pgn').exists():
-    texts = campaign.chunk_texts(campaign.split_games(campaign._read_text(shared / GAMES)))  # pylint: disable=protected-access
+    texts = campaign_games.chunk_texts([g.text for g in pgn.iter_raw_games(str(shared / GAMES))], games_per_chunk)
     for i in range(source.shared_labels):
       (chunks_dir / f'{source.name}_{i:03d}.pgn').write_text(texts[i])
   inputs = [str(chunks_dir / f'{source.name}_{i:03d}.pgn') for i in range(source.shared_labels)]

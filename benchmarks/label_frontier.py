@@ -41,7 +41,7 @@ import chess
 import numpy as np
 
 from searchless.core import bags
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import records
 from searchless.data import annotate
 from searchless.data import pgn
@@ -177,7 +177,7 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
   kind = records.BOARD_VALUE if policy == 'action_value' else policy
   overrides = [f'data.train={data / f"{kind}_data.bag"}', f'policy={policy}', f'train.max_seconds={train_seconds}',
                'train.num_steps=10000000', 'train.eval_every=10000000', 'train.ckpt_every=500', 'train.log_every=25']
-  config = config_lib.load(str(CONFIGS[policy]), overrides)
+  config = configs.load(str(CONFIGS[policy]), overrides)
   trained = run_dir / 'trained.json'
   if not trained.exists():
     start = time.time()

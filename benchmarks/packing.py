@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import boards as boards_lib  # noqa: E402
 
-from searchless.core import config as config_lib  # noqa: E402
+from searchless import configs as config_files  # noqa: E402
 from searchless.core import records  # noqa: E402
 from searchless.core import values  # noqa: E402
 from searchless.data import packing as packing_lib  # noqa: E402
@@ -74,7 +74,7 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
   runs = {}
   for name, spec in configs.items():
     path, overrides = (spec, []) if isinstance(spec, str) else spec
-    config = config_lib.load(str(path), ['data.train=unused', 'train.compute_dtype=float32', *overrides])
+    config = config_files.load(str(path), ['data.train=unused', 'train.compute_dtype=float32', *overrides])
     fns = step_lib.make_functions(config, sharding.make_mesh(1))
     state = fns.init(jax.random.PRNGKey(0))
     batch = config.data.batch_size
@@ -111,7 +111,7 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
 
 
 def _random_player(config_name: str) -> player_lib.Player:
-  config = config_lib.load(config_name, ['data.train=unused'])
+  config = config_files.load(config_name, ['data.train=unused'])
   model_config = model.ModelConfig.from_config(config)
   params = model.init_params(model_config)  # Transformers: the same values for both (same shapes, same seed).
   predictor = predictor_lib.predictor_for(model_config, params)
@@ -150,8 +150,8 @@ def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: s
   puzzle_set = list(puzzles_lib.read_puzzles(puzzles, limit=num_puzzles)) if puzzles else []
   for name, path in configs.items():
     run_dir = workdir / name
-    train_spec = train_boards if packing_lib.packed(config_lib.load(path, ['data.train=unused'])) else train_av
-    config = config_lib.load(str(path), [*overrides, f'data.train={train_spec}', f'train.max_seconds={budget_s}',
+    train_spec = train_boards if packing_lib.packed(config_files.load(path, ['data.train=unused'])) else train_av
+    config = config_files.load(str(path), [*overrides, f'data.train={train_spec}', f'train.max_seconds={budget_s}',
                                          'train.num_steps=10000000', 'train.eval_every=10000000',
                                          'train.ckpt_every=500', 'train.log_every=25'])
     if not (run_dir / 'done.json').exists():

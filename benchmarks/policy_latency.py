@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves as moves_lib
 from searchless.core import tokenizer
 from searchless.core import values
@@ -131,7 +131,7 @@ def time_moves(play, boards) -> list[float]:
 
 
 def measure(name: str, dtype_name: str, boards, reference_boards, reference_src, rate) -> dict:
-  experiment = config_lib.load(name)
+  experiment = configs.load(name)
   model_config = model.ModelConfig.from_config(experiment)
   params = jax.device_put(model.init_params(model_config))
   dtype = model.resolve_dtype(dtype_name)

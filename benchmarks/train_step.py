@@ -18,7 +18,7 @@ import time
 import jax
 import numpy as np
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import records
 from searchless.model import transformer as model
 from searchless.training import sharding
@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def measure(name: str, dtype: str, batch: int, steps: int) -> dict:
-  config = config_lib.load(name,
+  config = configs.load(name,
                            [f'train.compute_dtype={dtype}', f'data.batch_size={batch}', 'data.train=unused'])
   mesh = sharding.make_mesh(config.train.fsdp)
   fns = step_lib.make_functions(config, mesh)

@@ -23,11 +23,11 @@ blitz Elo 2895). Cost: 21.4 GFLOPs per sequence forward
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.base()
+  c = configs.base()
   c.model.embedding_dim = 1024
   c.data.worker_count = 8
   # fsdp stays 1: ~2.2 GB of fp32 params + EMA + Adam fit every accelerator.

@@ -23,11 +23,11 @@ sequence forward (`model.flops_per_sequence`), so ~5.3e21 training FLOPs (3x for
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.base()
+  c = configs.base()
   c.model.embedding_dim = 1024
   c.model.num_layers = 16
   c.data.worker_count = 8

@@ -23,10 +23,10 @@ Lichess blitz Elo 2895). Cost: 1.38 GFLOPs per sequence forward
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.base()
+  c = configs.base()
   c.data.worker_count = 16  # A small model eats records fast.
   return c

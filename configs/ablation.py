@@ -22,11 +22,11 @@ FLOPs for 5M steps of 1024.
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.base()
+  c = configs.base()
   c.num_return_buckets = 32  # The ablations' 32 buckets.
   c.data.batch_size = 1024  # The ablations' batch.
   c.data.worker_count = 8

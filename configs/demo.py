@@ -18,11 +18,11 @@ each of its fields is the default of the job's flag of the same name.
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny')
+  c = configs.get('tiny')
   c.data.batch_size = 128
   c.train.num_steps = 800  # ~8 minutes on 2 CPU cores.
   c.train.eval_every = 200

@@ -22,11 +22,11 @@ on the demo's 5,174 boards 0.106, 0.208, 1.3%.
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny_packed')
+  c = configs.get('tiny_packed')
   c.model.kind = 'graph'
   c.model.packing = 'none'  # The graph model is per board by construction.
   c.model.embedding_dim = 64  # Node width.

@@ -18,11 +18,11 @@ benchmarks/RESULTS.md "The shipped pretrained model".
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny_packed')
+  c = configs.get('tiny_packed')
   c.train.num_steps = 10_000_000  # The wall-clock budget below ends the run.
   c.train.max_seconds = 3600.0  # One hour of training (compilation and checkpoints included).
   c.train.log_every = 100

@@ -14,11 +14,11 @@ defaults below (batch 256, 2000 steps) run ~40 minutes and go further.
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.base()
+  c = configs.base()
   c.model.embedding_dim = 64
   c.model.num_layers = 4
   c.model.num_heads = 4

@@ -23,11 +23,11 @@ and 0.177 for tiny in the same time (benchmarks/packing.py).
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny')
+  c = configs.get('tiny')
   c.model.packing = 'board'
   c.data.batch_size = 32  # Boards per step (~1100 action-values of real games).
   c.data.max_moves = 64  # Move slots per row; real boards have ~35 legal moves, few over 64.

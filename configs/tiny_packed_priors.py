@@ -1,4 +1,4 @@
-"""The board-packed tiny transformer with the structural priors of issue 28: the best combination measured.
+"""The board-packed tiny transformer with the structural priors (`searchless.model.priors`): the best combination measured.
 
 tiny_packed (4 layers, d=64, 4 heads, one row per board: 77 FEN tokens and up to 64
 move tokens) with five priors of `searchless.model.priors` switched on: the mover's
@@ -29,11 +29,11 @@ update runs 0.80-0.81x tiny_packed's action-values/s (`benchmarks/priors.py`).
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny_packed')
+  c = configs.get('tiny_packed')
   c.model.mover_view = True  # Black's boards (and moves) mirrored: every board seen as White.
   c.model.move_squares = 'tied'  # A move token adds its from- and to-square's position rows and its promotion.
   c.model.square_bias = 'relative'  # A learned attention bias per head by the two squares' displacement.

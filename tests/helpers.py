@@ -26,11 +26,11 @@ def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed
   """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
   import optax  # Test-time imports: only checkpoint tests pay for JAX.
 
-  from searchless.core import config as config_lib
+  from searchless import configs
   from searchless.model import transformer as model_lib
   from searchless.training import checkpoint as checkpoint_lib
 
-  experiment = config_lib.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
+  experiment = configs.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
   params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
   opt_state = optax.adam(1e-3).init(params)
   with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:

@@ -48,7 +48,7 @@ from searchless import samples
 from searchless.commands import cli
 from searchless.commands import errors
 from searchless.core import artefacts
-from searchless.core import config as config_lib
+from searchless import configs
 
 STEPS = ('annotate', 'train', 'evaluate', 'mine', 'puzzles', 'match', 'analyse_game', 'report')
 
@@ -109,9 +109,9 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   train_dir, eval_dir = run_dir / 'train', run_dir / 'eval'
   puzzle_dir, match_dir = run_dir / 'puzzles', run_dir / 'match'
   pretrained_eval_dir, pretrained_puzzle_dir = run_dir / 'eval_pretrained', run_dir / 'puzzles_pretrained'
-  experiment = config_lib.load(args.config)  # A shipped name or a .py file (else a one-line error).
-  config = args.config if args.config in config_lib.names() else str(pathlib.Path(args.config).absolute())
-  job = experiment.demo if 'demo' in experiment else config_lib.load('demo').demo
+  experiment = configs.load(args.config)  # A shipped name or a .py file (else a one-line error).
+  config = args.config if args.config in configs.names() else str(pathlib.Path(args.config).absolute())
+  job = experiment.demo if 'demo' in experiment else configs.load('demo').demo
   for flag in ('annotate_args', 'mine_limit', 'max_puzzles', 'match_opponent', 'match_games', 'match_max_plies'):
     if getattr(args, flag) is None:
       setattr(args, flag, job[flag])

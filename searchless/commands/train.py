@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-train', description=__doc__.split('\n\n')[0])
   p.add_argument('--config', required=True,
-                 help=f'a shipped config ({", ".join(config_lib.names())}) or a .py file with get_config()')
+                 help=f'a shipped config ({", ".join(configs.names())}) or a .py file with get_config()')
   p.add_argument('--workdir', required=True, type=cli.output_dir, help='all outputs go here; rerun to resume')
   p.add_argument('--data', default=None, help='training records: bag file, @N spec or glob (sets data.train)')
   p.add_argument('--eval_data', default=None, help='held-out records (sets data.eval)')

@@ -139,6 +139,22 @@ def _count(data: bytes, pos: int, item_bytes: int) -> tuple[int, int]:
   return count, pos + 4
 
 
+def fen_of(data: bytes) -> str:
+  """The FEN of one record of any kind (its first field), read without decoding the rest.
+
+  >>> fen_of(encode('board_value', BoardValue('8/8/8/8/8/8/8/K1k5 w - - 3 70', (), (), 0.5)))
+  '8/8/8/8/8/8/8/K1k5 w - - 3 70'
+  >>> fen_of(b'\\x85')
+  Traceback (most recent call last):
+  ...
+  ValueError: truncated or overlong length prefix
+  """
+  length, pos = _varint(data, 0)
+  if pos + length > len(data):
+    raise ValueError('truncated string')
+  return data[pos:pos + length].decode('utf-8')
+
+
 def decode(kind: str, data: bytes) -> NamedTuple:
   """Decodes the bytes of one bag record of `kind`, strictly: malformed bytes raise ValueError.
 

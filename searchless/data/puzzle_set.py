@@ -21,10 +21,8 @@ A plain streaming job, not a Beam one: a puzzle file has at most a few million
 rows, so only the puzzles' start-board keys are held in memory and the training
 records are streamed once past them (an action_value set repeats a board once
 per legal move; each distinct board is looked up once, so nothing is counted
-twice). Paths go through Beam's `FileSystems`, so ``gs://`` works.
-
->>> board_key('8/8/8/8/8/8/8/K1k5 w - - 12 40')
-'8/8/8/8/8/8/8/K1k5 w - -'
+twice). Paths go through Beam's `FileSystems`, so ``gs://`` works. A board's key is its position
+(`splits.dedup_key`: the FEN without the move clocks).
 """
 
 import collections
@@ -42,6 +40,7 @@ from searchless.core import progress_bars
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import puzzles as puzzles_lib
+from searchless.data import splits
 
 # The order a training directory is searched in: fewest records per board first.
 TRAIN_KINDS = ('state_value', 'behavioral_cloning', 'action_value')
@@ -78,15 +77,6 @@ class PuzzleSetSummary:
                    f'removed {self.removed}')
     lines.append(f'summary: {self.output}.json')
     return '\n'.join(lines)
-
-
-def board_key(fen: str) -> str:
-  """The FEN without its halfmove clock and fullmove number.
-
-  >>> board_key('r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24')
-  'r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - -'
-  """
-  return ' '.join(fen.split(' ', 4)[:4])
 
 
 def _is_spec(path: str) -> bool:
@@ -129,7 +119,7 @@ def overlapping_keys(spec: str, kind: str, keys: Collection[str], progress: bool
       continue
     previous = fen
     boards += 1
-    key = board_key(fen)
+    key = splits.dedup_key(fen, 'position')
     if key in keys:
       found.add(key)
   return found, read, boards
@@ -180,7 +170,7 @@ def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: 
 
   def rows_counting_keys() -> Iterator[dict[str, str]]:
     for puzzle in read('puzzles'):
-      keys[board_key(puzzle.start_fen)] += 1
+      keys[splits.dedup_key(puzzle.start_fen, 'position')] += 1
       yield puzzle.lichess_row()
 
   if remove_train_overlap:
@@ -197,7 +187,7 @@ def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: 
 
   kept = read_count
   if remove_train_overlap:  # Pass 2: write the puzzles whose start board is not in train.
-    kept = write_lichess_csv(output, (p.lichess_row() for p in read('writing') if board_key(p.start_fen) not in found))
+    kept = write_lichess_csv(output, (p.lichess_row() for p in read('writing') if splits.dedup_key(p.start_fen, 'position') not in found))
   summary = PuzzleSetSummary(
       puzzles=puzzles,
       output=output,

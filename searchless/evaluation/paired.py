@@ -6,8 +6,8 @@ difference has a far narrower interval. The same holds for the dev puzzles (each
 by one, both or neither) and for matches played from the same openings (game N of one
 match starts where game N of the other does).
 
-An evaluation folder is what `searchless.commands.campaign` writes per checkpoint
-(``eval/STEP/``): ``heldout/boards.jsonl`` (`searchless.evaluation.evaluate`),
+An evaluation folder is what `searchless.evaluation.strength.measure` writes
+(``searchless-strength measure``): ``heldout/boards.jsonl`` (`searchless.evaluation.evaluate`),
 ``puzzles/results.csv`` (`searchless.evaluation.puzzles`) and ``match/games.pgn``
 (`searchless.evaluation.tournament`); a part missing from either folder is left out.
 

@@ -207,7 +207,7 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
     # Each board's own copy of the type indices: the gradient is then one scatter-add from [B, P, De], not a
     # reduction over the batch of a broadcast [1, P, De] first (XLA:CPU's was 4% of a training step).
     e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[jnp.broadcast_to(types, legal.shape)]  # [B, P, De]
-    if config.graph_open_lines:  # Off only to measure what the flag is worth (issue 28).
+    if config.graph_open_lines:  # Off only to measure what the flag is worth (an ablation).
       e = e + open_line[..., None] * table('open', 1, edge_width)
     e = e + legal[..., None] * table('legal', 1, edge_width)  # [B, P, De]
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]

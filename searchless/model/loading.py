@@ -16,6 +16,7 @@ them; `export` writes a model to play (``params_ema`` in bfloat16 + its config).
 
 import importlib.resources
 import json
+from collections.abc import Mapping
 import os
 from typing import Any
 
@@ -34,6 +35,8 @@ PARAMS, PARAMS_EMA, CONFIG = 'params', 'params_ema', 'config'  # A step's items 
 CONFIG_FILE = 'config.json'
 PROBE, PROBE_FILE = 'probe', 'probe.json'  # `model.probe` of each parameter item, checked on loading.
 PROBE_TOLERANCE = 0.02  # Largest total variation distance between a saved and a recomputed probe.
+RUN_FILES = ('summary.json', 'metrics.jsonl', 'config.json')  # A run's record, exported with it (`export`).
+EXPORT_METADATA = 'export.json'  # Where and how an exported model was trained (`export`'s metadata).
 PRETRAINED = 'pretrained'  # The name of the model shipped in the package: the strongest one.
 PRETRAINED_TRANSFORMER = 'pretrained-transformer'  # The strongest shipped model of the paper's architecture.
 # Each shipped model's name -> its folder of package data (searchless/<folder>/).
@@ -69,8 +72,8 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   if str(path) in SHIPPED:
     root = pretrained_dir(str(path))
     if not (root / PARAMS_EMA).exists():
-      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): reinstall '
-                              'searchless, or make it with `python -m searchless.commands.pretrained ... --install`')
+      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): it ships as package '
+                              'data; reinstall searchless')
     return root / PARAMS_EMA
   root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
   if not root.exists():
@@ -119,9 +122,15 @@ def _restore_numpy(directory: epath.Path) -> dict:
   return jax.tree.map(lambda a: a.astype(np.float32) if a.dtype == jax.numpy.bfloat16 else a, restored)
 
 
-def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: str = 'bfloat16') -> epath.Path:
+def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: str = 'bfloat16',
+           run: str | None = None, metadata: Mapping[str, Any] | None = None) -> epath.Path:
   """Writes a model to play: `params` cast to `dtype` as ``params_ema`` and `config` as
-  ``config/config.json`` (the layout `load_model` reads). Returns the directory."""
+  ``config/config.json`` (the layout `load_model` reads). Returns the directory.
+
+  With `run` (a training workdir), the run's record travels with it: its ``summary.json``, ``metrics.jsonl``
+  and ``config.json`` as ``train_summary.json``, ``train_metrics.jsonl`` and ``train_config.json``. `metadata`
+  (where and how it was trained, e.g. the device and its seconds) is written as ``export.json``.
+  """
   out = epath.Path(os.path.abspath(directory))
   if out.exists():
     raise FileExistsError(f'{out} exists: export writes a new directory')
@@ -135,6 +144,11 @@ def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: 
   (out / PROBE).mkdir()
   (out / PROBE / PROBE_FILE).write_text(
       json.dumps({PARAMS_EMA: model_lib.probe(model_lib.ModelConfig.from_config(config), as_loaded)}))
+  if run is not None:
+    for name in RUN_FILES:
+      (out / f'train_{name}').write_bytes((epath.Path(run) / name).read_bytes())
+  if metadata is not None:
+    (out / EXPORT_METADATA).write_text(json.dumps(dict(metadata), indent=2) + '\n')
   return out
 
 

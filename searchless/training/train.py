@@ -27,6 +27,7 @@ import numpy as np
 
 from searchless.core import artefacts
 from searchless.core import atomic
+from searchless import configs
 from searchless.core import config as config_lib
 from searchless.core import progress_bars
 from searchless.core import records
@@ -327,7 +328,7 @@ def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | 
   if eval_data:
     overrides.append(f'data.eval={eval_data}')
   try:
-    experiment = config_lib.load(config, overrides)
+    experiment = configs.load(config, overrides)
   except KeyError as error:  # An unknown field: a user's mistake, as a ValueError.
     raise ValueError(str(error).strip('"')) from None
   train(experiment, workdir, overrides=overrides)

@@ -7,7 +7,7 @@ import chess.engine
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.evaluation import evaluate
 from searchless.model import loading
 from searchless.play import player as player_lib
@@ -24,7 +24,7 @@ SMALL = ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'm
 @pytest.fixture(scope='module')
 def graph_run(board_bag, tmp_path_factory):
   workdir = tmp_path_factory.mktemp('graph_run')
-  config = config_lib.load('graph_tiny', SMALL + [f'data.train={board_bag}', f'data.eval={board_bag}'])
+  config = configs.load('graph_tiny', SMALL + [f'data.train={board_bag}', f'data.eval={board_bag}'])
   state = train.train(config, workdir)
   return workdir, state
 

@@ -138,10 +138,10 @@ def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):
 
 
 def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
-  from searchless.core import config as config_lib
+  from searchless import configs
   from searchless.training import train
   out, _ = imported
-  config = config_lib.load('graph_tiny', [
+  config = configs.load('graph_tiny', [
       'model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'model.graph_edge_dim=8',
       'data.batch_size=8', 'train.num_steps=2', 'train.log_every=1', 'train.ckpt_every=2', 'train.eval_every=1000',
       f'data.train={out / "train" / "partial_board_value_data.bag"}'])

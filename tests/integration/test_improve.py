@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from searchless.core import bags
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.model import loading
 from searchless.training import improve
 from searchless.training import train
@@ -140,12 +140,12 @@ def test_init_from_starts_training_from_a_checkpoint(tmp_path, compat):
   small = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
            'train.num_steps=1', 'train.ckpt_every=1', 'train.log_every=1', 'train.compute_dtype=float32',
            f'data.train={compat / "action_value_sample.bag"}', 'optim.learning_rate=1e-12']
-  state = train.train(config_lib.load('tiny', [*small, f'train.init_from={start}']), tmp_path / 'tuned')
+  state = train.train(configs.load('tiny', [*small, f'train.init_from={start}']), tmp_path / 'tuned')
   for a, b in zip(_leaves(state.params), _leaves(loading.load_params(str(start)))):
     np.testing.assert_allclose(a, b, atol=1e-6)
-  fresh = train.train(config_lib.load('tiny', small), tmp_path / 'fresh')
+  fresh = train.train(configs.load('tiny', small), tmp_path / 'fresh')
   assert any(not np.allclose(a, b, atol=1e-3) for a, b in zip(_leaves(fresh.params), _leaves(state.params)))
   with pytest.raises(ValueError, match=r"does not fit this config's model: \['embed'\]\['embeddings'\] is "
                                        r"\(1968, 32\) there, \(1968, 16\) here"):
-    train.train(config_lib.load('tiny', [*small, 'model.embedding_dim=16', f'train.init_from={start}']),
+    train.train(configs.load('tiny', [*small, 'model.embedding_dim=16', f'train.init_from={start}']),
                 tmp_path / 'misfit')

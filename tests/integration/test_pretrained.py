@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.model import loading
 from searchless.model import transformer as model
 from searchless.play import agents
@@ -24,7 +24,7 @@ MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 
 def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(tmp_path):
-  config = config_lib.load('tiny_packed', ['data.train=unused'])
+  config = configs.load('tiny_packed', ['data.train=unused'])
   params = model.init_params(model.ModelConfig.from_config(config))
   out = loading.export(str(tmp_path / 'model'), params, config)
   handler = loading.ocp.PyTreeCheckpointHandler()

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.evaluation import evaluate
 from searchless.evaluation import puzzles
 from searchless.model import export
@@ -46,14 +46,14 @@ OWNED = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square'
 def test_options_that_read_the_move_token_need_action_values(policy, option):
   what = 'move_gather reads' if option == 'gather' else 'move_squares embeds'
   with pytest.raises(ValueError, match=f"{what} the input's move token: it needs policy action_value, not '{policy}'"):
-    transformer.ModelConfig.from_config(config_lib.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
+    transformer.ModelConfig.from_config(configs.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
 
 
 @pytest.mark.parametrize('group', [0, 1])
 @pytest.mark.parametrize('policy', sorted(GROUPS))
 def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, policy, group):
   options = GROUPS[policy][group]
-  config = config_lib.load('tiny', SMALL + [o for option in options for o in OPTIONS[option]] + [
+  config = configs.load('tiny', SMALL + [o for option in options for o in OPTIONS[option]] + [
       f'policy={policy}', f'data.train={compat / f"{policy}_sample.bag"}', 'train.num_steps=1'])
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
@@ -70,7 +70,7 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
 @pytest.fixture(scope='module')
 def priors_run(board_bag, tmp_path_factory):
   workdir = tmp_path_factory.mktemp('priors_run')
-  config = config_lib.load('tiny_packed_priors', SMALL + ['model.smolgen=4', f'data.train={board_bag}'])  # All 5 priors.
+  config = configs.load('tiny_packed_priors', SMALL + ['model.smolgen=4', f'data.train={board_bag}'])  # All 5 priors.
   train.train(config, workdir)
   return workdir
 

@@ -17,6 +17,7 @@ from PIL import Image
 from searchless.commands import analyse_game as analyse_command
 from searchless.commands import report as report_command
 from searchless.core import artefacts
+from searchless import configs
 from searchless.core import config as config_lib
 from searchless.evaluation import elo as elo_lib
 from searchless.evaluation import openings as openings_lib
@@ -71,7 +72,7 @@ def write_training(run_dir: pathlib.Path, overrides: tuple[str, ...] = (), num_p
   searchless.training.train writes them."""
   train = run_dir / 'train'
   (train / 'checkpoints').mkdir(parents=True, exist_ok=True)
-  config = config_lib.load('tiny', TRAIN_OVERRIDES + list(overrides))
+  config = configs.load('tiny', TRAIN_OVERRIDES + list(overrides))
   (train / 'config.json').write_text(config_lib.to_json(config))
   artefacts.TrainingSummary(
       step=20, num_steps=config.train.num_steps, complete=True, num_params=num_params,
@@ -430,7 +431,7 @@ def test_training_reads_buckets_and_size_from_the_run(tmp_path):
 
   from searchless.model import transformer as model_lib
 
-  config = config_lib.load('tiny')
+  config = configs.load('tiny')
   shapes = jax.eval_shape(lambda: model_lib.init_params(model_lib.ModelConfig.from_config(config)))
   assert model_lib.num_params(shapes) == TINY_PARAMS  # The fixtures' summary.json tells the truth.
   run_dir = tmp_path / 'run'

@@ -18,6 +18,7 @@ import pytest
 
 from searchless.model import loading
 
+from searchless import configs
 from searchless.core import config as config_lib
 from searchless.model import transformer as model
 from searchless.training import checkpoint
@@ -115,7 +116,7 @@ def one_adam_step(params):
 
 def tiny_state(seed: int):
   """(params, params_ema, opt_state, experiment config) of the tiny model after one Adam step."""
-  experiment = config_lib.load(TINY, [f'model.seed={seed}'])
+  experiment = configs.load(TINY, [f'model.seed={seed}'])
   params_ema = model.init_params(model.ModelConfig.from_config(experiment))
   params, opt_state = one_adam_step(params_ema)
   return params, params_ema, opt_state, experiment
@@ -176,7 +177,7 @@ def test_restore_without_targets_and_load_model(tmp_path):
 
 def test_load_model_rejects_parameters_that_do_not_fit_their_config(tmp_path):
   params, params_ema, opt_state, _ = tiny_state(seed=1)
-  wrong = config_lib.load(TINY, ['model.num_layers=3'])
+  wrong = configs.load(TINY, ['model.num_layers=3'])
   save(str(tmp_path), 1, params=params, params_ema=params_ema, opt_state=opt_state, config=wrong)
   with pytest.raises(ValueError, match='num_layers 4 != 3'):
     loading.load_model(str(tmp_path))
@@ -271,7 +272,7 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
       from searchless.model import transformer as model
       from searchless.core import config as config_lib
       from searchless.training import checkpoint
-      experiment = config_lib.load({TINY!r})
+      experiment = configs.load({TINY!r})
       params = model.init_params(model.ModelConfig.from_config(experiment))
       with checkpoint.Checkpointer({str(tmp_path)!r}, async_save=False) as c:
         c.save(1, params=params, params_ema=params, opt_state={{'count': np.zeros((), np.int32)}}, config=experiment)

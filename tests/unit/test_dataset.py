@@ -13,7 +13,7 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import codecs
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import tokenizer
@@ -449,7 +449,7 @@ def test_bad_options(compat, options, message):
 
 def test_config_loader(compat):
   spec = _bag(compat, 'action_value')
-  config = config_lib.load('tiny',
+  config = configs.load('tiny',
                            [f'data.train={spec}', 'data.batch_size=64', 'data.num_records=1000'])
   batch = next(iter(loader_lib.config_loader(config)))
   assert batch.shape == (64, 79) and batch.dtype == np.int32
@@ -457,7 +457,7 @@ def test_config_loader(compat):
   np.testing.assert_array_equal(second, batch[32:])
   with pytest.raises(ValueError, match='config.data.eval is empty'):
     loader_lib.config_loader(config, split='eval')
-  config = config_lib.load('tiny', [f'data.eval={spec}', 'data.batch_size=64'])
+  config = configs.load('tiny', [f'data.eval={spec}', 'data.batch_size=64'])
   first_eval = [next(iter(loader_lib.config_loader(config, split='eval'))) for _ in range(2)]
   np.testing.assert_array_equal(*first_eval)  # Every evaluation sees the same batches.
 

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import board_graph
@@ -184,24 +184,24 @@ def test_without_open_lines_the_graph_is_the_graph_with_a_zero_open_flag(small):
   out = np.asarray(jax.jit(model.build(ablated).apply)(without, None, tokens))
   np.testing.assert_array_equal(out, np.asarray(apply(zeroed, None, tokens)))
   assert not np.allclose(out, np.asarray(apply(params, None, tokens)), atol=1e-4)  # The flag is used when on.
-  config = config_lib.load('graph_tiny', ['data.train=unused', 'model.graph_open_lines=False'])
+  config = configs.load('graph_tiny', ['data.train=unused', 'model.graph_open_lines=False'])
   assert not model.ModelConfig.from_config(config).graph_open_lines
   with pytest.raises(ValueError, match='graph_open_lines is a graph option'):
     dataclasses.replace(SMALL, kind='transformer', packing='board', graph_open_lines=False)
 
 
 def test_graph_configs():
-  config = config_lib.load('graph_tiny', ['data.train=unused'])
+  config = configs.load('graph_tiny', ['data.train=unused'])
   model_config = model.ModelConfig.from_config(config)
   assert (model_config.kind, model_config.packed, model_config.graph_edge_dim) == ('graph', True, 32)
   with pytest.raises(ValueError, match="model.kind='graph' scores moves"):
-    model.ModelConfig.from_config(config_lib.load('graph_tiny', ['data.train=unused', 'policy=state_value']))
+    model.ModelConfig.from_config(configs.load('graph_tiny', ['data.train=unused', 'policy=state_value']))
   with pytest.raises(ValueError, match="packing 'none'"):
     dataclasses.replace(SMALL, packing='board')
   with pytest.raises(ValueError, match='model kind must be one of'):
     dataclasses.replace(SMALL, kind='gnn')
   with pytest.raises(ValueError, match='model.graph_edge_dim must be >= 1'):
-    config_lib.load('graph_tiny', ['model.graph_edge_dim=0'])
+    configs.load('graph_tiny', ['model.graph_edge_dim=0'])
 
 
 def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():

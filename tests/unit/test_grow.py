@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.model import loading
 from searchless.model import transformer as model
 from searchless.play import player as player_lib
@@ -24,7 +24,7 @@ FENS = (chess.STARTING_FEN,
 def _grown(overrides):
   """The shipped graph model grown into graph_tiny with `overrides`: (its experiment config, grown params)."""
   small_config, small, _ = loading.load_model('pretrained')
-  big = config_lib.load('graph_tiny', overrides)
+  big = configs.load('graph_tiny', overrides)
   big_config = model.ModelConfig.from_config(big)
   fresh = jax.device_get(model.init_params(big_config))
   grown = grow.grow(small, fresh)
@@ -54,8 +54,8 @@ def test_a_wider_residual_stream_is_refused_naming_the_weight():
 
 
 def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modules: layer 1's are named anew.
-  small_config = model.ModelConfig.from_config(config_lib.load('tiny', ['model.num_layers=1']))
-  big_config = model.ModelConfig.from_config(config_lib.load('tiny', ['model.num_layers=2']))
+  small_config = model.ModelConfig.from_config(configs.load('tiny', ['model.num_layers=1']))
+  big_config = model.ModelConfig.from_config(configs.load('tiny', ['model.num_layers=2']))
   with pytest.raises(ValueError, match='^cannot grow a model into one without its weights: linear_3/b is missing '
                                        'from the bigger model$'):
     grow.grow(jax.device_get(model.init_params(small_config)), jax.device_get(model.init_params(big_config)))
@@ -63,7 +63,7 @@ def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modul
 
 def test_a_grown_model_that_computes_something_else_is_refused():
   small_config, small, _ = loading.load_model('pretrained')
-  big_config = model.ModelConfig.from_config(config_lib.load('graph_tiny', ['model.num_layers=5']))
+  big_config = model.ModelConfig.from_config(configs.load('graph_tiny', ['model.num_layers=5']))
   fresh = jax.device_get(model.init_params(big_config))
   grown = grow.grow(small, fresh)
   grown['gateau_4/out']['w'] = np.asarray(fresh['gateau_4/out']['w'])  # The new layer writes into the stream.
@@ -79,9 +79,9 @@ def test_training_from_a_grown_model_starts_where_the_small_one_is(tmp_path, boa
   wide = [*base, 'model.widening_factor=8']
   with pytest.raises(ValueError, match="^train.init_from 'pretrained' does not fit this config's model: "
                                        r"\['mlp_0/linear'\]\['w'\] is \(64, 256\) there, \(64, 512\) here$"):
-    train.train(config_lib.load('graph_tiny', wide), tmp_path / 'refused')  # Without init_grow shapes must match.
-  grown = train.train(config_lib.load('graph_tiny', [*wide, 'train.init_grow=True']), tmp_path / 'grown')
-  small = train.train(config_lib.load('graph_tiny', base), tmp_path / 'small')
+    train.train(configs.load('graph_tiny', wide), tmp_path / 'refused')  # Without init_grow shapes must match.
+  grown = train.train(configs.load('graph_tiny', [*wide, 'train.init_grow=True']), tmp_path / 'grown')
+  small = train.train(configs.load('graph_tiny', base), tmp_path / 'small')
   assert grown.params['mlp_3/linear_2']['w'].shape == (512, 64) and small.params['mlp_3/linear_2']['w'].shape == (256, 64)
   # The first step's loss is computed before its update, on the same batch: the grown model's is the small one's.
   first = lambda run: json.loads((tmp_path / run / 'metrics.jsonl').read_text().splitlines()[0])['loss']

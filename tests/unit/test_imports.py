@@ -1,7 +1,9 @@
 """The package's imports flow one way: no circles, and no import from a lower layer to a higher one.
 
 Every ``import searchless...`` / ``from searchless... import ...`` in the package's
-source counts, wherever it stands (module top, a function, ``if TYPE_CHECKING``).
+source counts, wherever it stands (module top, a function, ``if TYPE_CHECKING``), and so
+does every module the source loads by name through `importlib`
+(``importlib.import_module('searchless.x')``, ``importlib.resources.files('searchless.x')``).
 """
 
 import ast
@@ -13,11 +15,12 @@ import pathlib
 LAYERS = (
     ('core',),
     ('engines', 'model'),
+    ('configs',),  # The experiment configs: config values (core) and the model's fields (model).
     ('data',),
     ('play',),
     ('evaluation',),
     ('training',),
-    ('configs', 'report'),
+    ('report',),
     ('pipelines', 'commands'),
 )
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
@@ -50,11 +53,26 @@ def _resolve(name: str) -> str:
   return name
 
 
+IMPORTLIB_LOADS = ('import_module', 'files')  # importlib.import_module(NAME), importlib.resources.files(NAME).
+
+
+def _loaded_by_name(node: ast.Call) -> str | None:
+  """The module an importlib call loads by a literal name, if `node` is one."""
+  func = node.func
+  called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
+  if called in IMPORTLIB_LOADS and node.args and isinstance(node.args[0], ast.Constant):
+    name = node.args[0].value
+    return name if isinstance(name, str) and name.startswith('searchless') else None
+  return None
+
+
 def _imports(name: str, path: pathlib.Path) -> set[str]:
   package = name if path.name == '__init__.py' else name.rpartition('.')[0]
   found = set()
   for node in ast.walk(ast.parse(path.read_text(), str(path))):
-    if isinstance(node, ast.Import):
+    if isinstance(node, ast.Call) and (loaded := _loaded_by_name(node)):
+      found.add(_resolve(loaded))
+    elif isinstance(node, ast.Import):
       found |= {_resolve(a.name) for a in node.names if a.name.startswith('searchless')}
     elif isinstance(node, ast.ImportFrom):
       base = node.module or ''
@@ -119,6 +137,40 @@ def test_no_circle_of_imports():
   assert _cycle(GRAPH) is None
 
 
+def test_the_walk_follows_importlib_loads(tmp_path):
+  source = tmp_path / 'm.py'
+  source.write_text("import importlib.resources\nimportlib.resources.files('searchless.configs').iterdir()\n"
+                    "importlib.import_module('searchless.play.player')\n")
+  assert _imports('searchless.core.m', source) == {'searchless.configs', 'searchless.play.player'}
+  assert _upward({'searchless.core.m': _imports('searchless.core.m', source)}) == [
+      'searchless.core.m -> searchless.configs', 'searchless.core.m -> searchless.play.player']
+
+
+def _repository_tools_named(path: pathlib.Path) -> list[str]:
+  """The repository's own tools (`campaign`, `benchmarks`) that `path` imports, or names in a string outside its
+  docstrings (a script it would run)."""
+  tree = ast.parse(path.read_text(), str(path))
+  docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      found += [a.name for a in node.names if a.name.split('.')[0] in ('campaign', 'benchmarks')]
+    elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or '').split('.')[0] in (
+        'campaign', 'benchmarks'):
+      found.append(node.module or '')
+    elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+          and 'benchmarks/' in node.value and '.py' in node.value):
+      found.append(node.value)
+  return found
+
+
+def test_the_package_uses_none_of_the_repository_tools():
+  """The wheel holds what a user runs: no module imports the campaign or a benchmark, or runs a benchmark script."""
+  assert {name: used for name, path in MODULES.items() if (used := _repository_tools_named(path))} == {}
+
+
 def test_the_checks_find_what_they_look_for():
   looped = {'searchless.model.a': {'searchless.model.b'}, 'searchless.model.b': {'searchless.model.a'}}
   assert _cycle(looped) == ['searchless.model.a', 'searchless.model.b', 'searchless.model.a']
@@ -127,7 +179,7 @@ def test_the_checks_find_what_they_look_for():
 
 def test_the_walk_sees_imports_wherever_they_stand():
   assert 'searchless.model.transformer' in GRAPH['searchless.training.step']  # At the top.
-  assert 'searchless.training.train' in GRAPH['searchless.commands.campaign']  # Inside a function.
+  assert 'searchless.training.train' in GRAPH['searchless.commands.train']  # Inside a function.
   assert 'searchless.model.config' in GRAPH['searchless.model.graph']  # from a module import a name.
   assert 'searchless.data.annotation_job' in GRAPH['searchless.pipelines.annotate']  # A mapped package.
 

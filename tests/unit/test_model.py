@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves
 from searchless.core import records
 from searchless.model import transformer as model
@@ -17,7 +17,7 @@ CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
 
 
 def model_config(name: str, overrides=()) -> model.ModelConfig:
-  experiment = config_lib.load(CONFIG_FILES[name], list(overrides))
+  experiment = configs.load(CONFIG_FILES[name], list(overrides))
   return model.ModelConfig.from_config(experiment)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import codecs
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves as moves_lib
 from searchless.core import records
 from searchless.core import tokenizer
@@ -256,15 +256,15 @@ def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
 
 
 def _packed_config(data, *extra):
-  return config_lib.load(TINY_PACKED, SMALL + [f'data.train={data}', *extra])
+  return configs.load(TINY_PACKED, SMALL + [f'data.train={data}', *extra])
 
 
 @pytest.mark.parametrize('loss', ['log_loss', 'hl_gauss'])
 def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   """One block: the packed model's outputs are the per-move model's, so the losses agree exactly."""
   one_block = ['model.num_layers=1', f'loss.kind={loss}', 'data.train=unused']
-  packed_config = config_lib.load(TINY_PACKED, SMALL + one_block)
-  per_move_config = config_lib.load('tiny', SMALL + one_block)
+  packed_config = configs.load(TINY_PACKED, SMALL + one_block)
+  per_move_config = configs.load('tiny', SMALL + one_block)
   params = model.init_params(model.ModelConfig.from_config(per_move_config))
   boards = bags.read_records(board_bag, 'board_value')[:5]  # 5 boards, 24-45 moves each, 64 slots.
   edges, _ = values.uniform_buckets(128)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from searchless.core import codecs
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import values
@@ -47,7 +47,7 @@ def test_a_valued_move_that_is_not_legal_is_a_bad_record_naming_it():
 
 @pytest.mark.parametrize('name', ['tiny_packed', 'graph_tiny'])
 def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
-  config = config_lib.load(name, ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
+  config = configs.load(name, ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
                                   'model.graph_edge_dim=8' if name == 'graph_tiny' else 'model.seed=1',
                                   'data.train=unused', 'data.max_moves=64'])
   model_config = transformer.ModelConfig.from_config(config)
@@ -77,7 +77,7 @@ def test_an_eval_set_of_partial_boards_is_refused(tmp_path):
   from searchless.training import eval_set
   path = tmp_path / 'partial_board_value_data.bag'
   bags.write_records(str(path), records.PARTIAL_BOARD_VALUE, [PARTIAL])
-  config = config_lib.load('tiny_packed', ['data.train=unused', f'data.eval={path}'])
+  config = configs.load('tiny_packed', ['data.train=unused', f'data.eval={path}'])
   with pytest.raises(ValueError, match=r"record 0: a partial board \('r3k2r/.*' has more legal moves than values\)"):
     eval_set.load_eval_set(config)
 

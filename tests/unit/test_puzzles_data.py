@@ -12,6 +12,7 @@ from searchless.commands import puzzles_data as command
 from searchless.core import bags
 from searchless.data import puzzle_set as pipeline
 from searchless.data import puzzles
+from searchless.data import splits
 
 HEADER = 'PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags'
 
@@ -133,7 +134,7 @@ def _with_clocks(fen: str, halfmove: int, fullmove: int) -> str:
 def train(tmp_path, dev_rows) -> tuple[pathlib.Path, set[str]]:
   rows = dev_rows[:N]
   starts = [_start_fen(r['FEN'], r['Moves'].split()[0]) for r in rows]
-  assert len({pipeline.board_key(f) for f in starts}) == N  # So overlap = len(OVERLAP) exactly.
+  assert len({splits.dedup_key(f, 'position') for f in starts}) == N  # So overlap = len(OVERLAP) exactly.
   inside = [_with_clocks(starts[i], 7, 99) for i in OVERLAP]  # Clocks differ: still the same board.
   others = [r['FEN'] for r in rows] + [chess.STARTING_FEN]  # Boards before Moves[0]: not start boards.
   directory = tmp_path / 'train'

@@ -15,6 +15,7 @@ import pytest
 
 from searchless.model import loading
 
+from searchless import configs
 from searchless.core import config as config_lib
 from searchless.training import checkpoint
 from searchless.training import train
@@ -28,7 +29,7 @@ SMALL = ['model.embedding_dim=32', 'model.num_layers=1', 'model.num_heads=2', 'd
 
 
 def small_config(data, *extra):
-  return config_lib.load(TINY, SMALL + [f'data.train={data}', *extra])
+  return configs.load(TINY, SMALL + [f'data.train={data}', *extra])
 
 
 @pytest.fixture(scope='module')
@@ -43,10 +44,10 @@ def _losses(workdir):
 @pytest.mark.parametrize('packed', [False, True, 'graph'], ids=['per_move', 'board_packed', 'graph'])
 def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
   if packed == 'graph':
-    config = config_lib.load('graph_tiny', SMALL + ['model.graph_edge_dim=8', f'data.train={board_bag}',
+    config = configs.load('graph_tiny', SMALL + ['model.graph_edge_dim=8', f'data.train={board_bag}',
                                                     'train.num_steps=6'])
   elif packed:
-    config = config_lib.load('tiny_packed', SMALL + [f'data.train={board_bag}',
+    config = configs.load('tiny_packed', SMALL + [f'data.train={board_bag}',
                                                                                   'train.num_steps=6'])
   else:
     config = small_config(av_bag, 'train.num_steps=6')
@@ -101,11 +102,11 @@ def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
   base = SMALL + ['model.graph_edge_dim=8', f'data.train={data}', 'data.worker_count=0', 'loss.value_weight=0.5']
   if name == 'tiny':
     base.remove('model.graph_edge_dim=8')
-  whole_config = config_lib.load(name, base)
+  whole_config = configs.load(name, base)
   batch = next(iter(loader.config_loader(whole_config, split='train')))  # [16, T] real rows.
   results = []
   for micro in (0, 4):
-    fns = step_lib.make_functions(config_lib.load(name, [*base, f'train.micro_batch={micro}']), sharding.make_mesh(1))
+    fns = step_lib.make_functions(configs.load(name, [*base, f'train.micro_batch={micro}']), sharding.make_mesh(1))
     state, metrics = fns.update(fns.init(jax.random.PRNGKey(0)), jax.device_put(batch, fns.batch_sharding))
     results.append((state, metrics))
   (whole, whole_metrics), (micro, micro_metrics) = results
@@ -137,10 +138,10 @@ def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_ba
   from searchless.training import sharding
   from searchless.training import step as step_lib
   base = [*SMALL, f'data.train={av_bag}', 'data.worker_count=0', 'train.num_steps=10']
-  batch = next(iter(loader.config_loader(config_lib.load(TINY, base), split='train')))  # [16, T] real rows.
+  batch = next(iter(loader.config_loader(configs.load(TINY, base), split='train')))  # [16, T] real rows.
   moves = {}
   for cooldown, at in ((0, 9), (4, 9), (4, 7), (4, 6)):
-    fns = step_lib.make_functions(config_lib.load(TINY, [*base, f'optim.cooldown_steps={cooldown}']),
+    fns = step_lib.make_functions(configs.load(TINY, [*base, f'optim.cooldown_steps={cooldown}']),
                                   sharding.make_mesh(1))
     start = fns.init(jax.random.PRNGKey(0))
     start = start._replace(step=jax.device_put(np.int32(at), fns.state_sharding.step))  # Steps taken so far.
@@ -163,7 +164,7 @@ def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_ba
 ])
 def test_a_cooldown_longer_than_the_run_is_an_error(override, message):
   with pytest.raises(ValueError, match=f'^{message}$'):
-    config_lib.load(TINY, ['train.num_steps=10', override])
+    configs.load(TINY, ['train.num_steps=10', override])
 
 
 @pytest.mark.slow
@@ -315,7 +316,7 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
 ])
 def test_out_of_range_config_values_are_errors_naming_the_field(override, message):
   with pytest.raises(ValueError, match=f'^{message}$'):
-    config_lib.load(TINY, [override])
+    configs.load(TINY, [override])
 
 
 def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):

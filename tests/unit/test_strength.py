@@ -1,4 +1,5 @@
-"""Paired comparisons of two evaluation folders: held-out boards, puzzles and matches, and the command's lines."""
+"""The strength protocol: what it measures and keeps, and paired comparisons of two evaluation folders (held-out
+boards, puzzles and matches) with `searchless-strength compare`'s lines."""
 
 import json
 import math
@@ -9,8 +10,9 @@ import sys
 import chess.pgn
 import pytest
 
-from searchless.commands import campaign_compare
+from searchless.commands import strength as command
 from searchless.evaluation import paired
+from searchless.evaluation import strength
 
 
 def _heldout(folder, rows):
@@ -67,14 +69,14 @@ def test_two_folders_pair_their_boards_puzzles_and_games_and_leave_out_the_unsha
   m = result['match']  # Rounds 1-3: base 1, 1 (black won as black), 0.5; new 0, 1, 0.5.
   assert (m.games, m.base_score, m.new_score, m.new_better, m.new_worse) == (3, 2.5, 1.5, 0, 1)
   assert m.per_game.mean == pytest.approx(-1 / 3)
-  campaign_compare.main([str(base), str(new)])
+  command.main(['compare', str(base), str(new)])
   out = capsys.readouterr().out.splitlines()
   assert out[0] == 'held-out boards: 3 in both; new - base (95%):'
   assert out[1].startswith('  log_loss         -0.3333 ± ')
   assert out[4] == 'puzzles: 4 in both; base 2, new 3; new alone 2, base alone 1 (z +0.58)'
   assert out[5].startswith('match: 3 games in both; base 2.5, new 1.5; per game -0.333 ± ')
   assert out[5].endswith('new better in 0, worse in 1')
-  campaign_compare.main([str(base), str(new), '--json'])
+  command.main(['compare', str(base), str(new), '--json'])
   assert json.loads(capsys.readouterr().out)['puzzles'] == {'n': 4, 'base_solved': 2, 'new_solved': 3,
                                                             'new_only': 2, 'base_only': 1, 'z': 1 / 3 ** 0.5}
 
@@ -87,18 +89,62 @@ def test_a_match_the_player_did_not_play_and_folders_with_nothing_shared_are_err
   with pytest.raises(ValueError, match=r"games.pgn, round 1: 'searchless' did not play \(White 'x', Black 'y'\)"):
     paired.compare(base, new)
   with pytest.raises(SystemExit):
-    campaign_compare.main([str(base), str(tmp_path / 'missing')])
+    command.main(['compare', str(base), str(tmp_path / 'missing')])
   assert 'share no evaluation' in capsys.readouterr().err
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
-  """`campaign_compare A B | head -1`: the pipe closed before its lines are written is no traceback."""
+  """`searchless-strength compare A B | head -1`: the pipe closed before its lines are written is no traceback."""
   base, new = tmp_path / 'base', tmp_path / 'new'
   _puzzles(base, {'p1': True})
   _puzzles(new, {'p1': False})
   read, write = os.pipe()
   os.close(read)  # The reader is gone before the command writes.
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.campaign_compare', str(base), str(new)],
+  result = subprocess.run([sys.executable, '-m', 'searchless.commands.strength', 'compare', str(base), str(new)],
                           stdout=write, stderr=subprocess.PIPE, text=True)
   os.close(write)
   assert (result.returncode, result.stderr) == (1, '')
+
+
+def test_a_protocol_measures_only_what_it_is_given_and_refuses_a_missing_file(tmp_path):
+  with pytest.raises(ValueError, match='^nothing to measure: give --puzzles, --sts, --heldout or --ladder$'):
+    strength.Protocol()
+  with pytest.raises(FileNotFoundError, match=f'^--puzzles {tmp_path}/none.csv: no such file$'):
+    strength.Protocol(puzzles=str(tmp_path / 'none.csv'))
+  with pytest.raises(ValueError, match='^--games must be >= 1 for a ladder, got 0$'):
+    strength.Protocol(ladder=(1350,), games=0)
+  assert strength.opponents(strength.Protocol(ladder=(1350, 1800), opponent_limit='nodes=100')) == [
+      'stockfish:nodes=100,elo=1350,name=stockfish-elo1350', 'stockfish:nodes=100,elo=1800,name=stockfish-elo1800']
+
+
+@pytest.mark.slow
+def test_measure_keeps_each_part_and_measures_again_only_what_changed(model_checkpoint, tmp_path, capsys):
+  """Puzzles and an EPD suite on a small model: strength.json and the card's lines; a rerun with the same settings
+  measures nothing, another puzzle file measures the puzzles again and keeps the suite."""
+  from helpers import ROOT
+  lines = (ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)
+  few, other = tmp_path / 'few.csv', tmp_path / 'other.csv'
+  few.write_text(''.join(lines[:6]))
+  other.write_text(''.join(lines[:1] + lines[6:9]))
+  suite = tmp_path / 'suite.epd'
+  suite.write_text('6k1/5ppp/8/8/8/8/8/R5K1 w - - bm Ra8#; id "one";\n')
+  out = tmp_path / 'eval'
+  argv = ['measure', '--checkpoint', str(model_checkpoint), '--out', str(out), '--sts', str(suite), '--no_progress']
+  command.main([*argv, '--puzzles', str(few)])
+  done = json.loads((out / 'strength.json').read_text())
+  assert (done['puzzles']['n'], done['sts']['n']) == (5, 1) and 'match' not in done and 'heldout' not in done
+  low, high = done['puzzles']['wilson95']
+  assert low <= done['puzzles']['solved'] / 5 <= high
+  assert sum(b['n'] for b in done['puzzles']['bands']) == 5
+  printed = capsys.readouterr().out
+  assert printed.strip() == (out / 'strength.md').read_text().strip() == strength.markdown(done)
+  assert printed.startswith(f"- Puzzles (`few.csv`, every move of the solution): **{20 * done['puzzles']['solved']:.1f}%**")
+  assert '- suite (1 positions): ' in printed
+  assert (out / 'puzzles' / 'results.csv').exists()  # The paired comparison's input.
+  stamps = {part: done[part]['seconds'] for part in ('puzzles', 'sts')}
+  command.main([*argv, '--puzzles', str(few)])
+  again = json.loads((out / 'strength.json').read_text())
+  assert again == done  # Nothing measured again.
+  command.main([*argv, '--puzzles', str(other)])
+  changed = json.loads((out / 'strength.json').read_text())
+  assert changed['puzzles']['n'] == 3 and changed['sts'] == done['sts'] and stamps['sts'] == changed['sts']['seconds']

@@ -10,13 +10,22 @@ import time
 import psutil
 import pytest
 
-from searchless.commands import campaign
-from searchless.commands import campaign_labels
-from searchless.commands import campaign_log
+from campaign import games as campaign_games
+from campaign import labels as campaign_labels
+from campaign import log as campaign_log
+from campaign import model as campaign_model
+from campaign import run as campaign
+from campaign import ship as campaign_ship
+from searchless import configs
 from searchless.core import bags
+from searchless.core import config as config_lib
 from searchless.core import records
+from searchless.data import pgn
+from searchless.evaluation import strength
+from searchless.model import loading
 
 from helpers import ROOT, alive
+
 
 # A graph model small enough that a step takes milliseconds.
 SMALL = ['model.embedding_dim=16', 'model.graph_edge_dim=8', 'model.num_layers=1', 'model.num_heads=2',
@@ -43,6 +52,22 @@ def _shared_labels(board_bag, tmp_path) -> pathlib.Path:
   return shared
 
 
+def _no_sources(tmp_path) -> pathlib.Path:
+  """A sources file with no game files: the steps run on the shared labels alone."""
+  path = tmp_path / 'no_sources.json'
+  path.write_text(json.dumps({'sources': [], 'games_per_chunk': 500}))
+  return path
+
+
+def _games(path: pathlib.Path) -> list[str]:
+  return [game.text for game in pgn.iter_raw_games(str(path))]
+
+
+def _env():
+  import os
+  return {**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])}
+
+
 def _few_puzzles(tmp_path) -> pathlib.Path:
   """The first 10 sample puzzles: an evaluation's puzzles in seconds."""
   puzzles = tmp_path / 'puzzles.csv'
@@ -51,8 +76,9 @@ def _few_puzzles(tmp_path) -> pathlib.Path:
 
 
 def test_the_46k_file_is_cut_into_the_shared_labels_chunks_byte_for_byte(shared_data, tmp_path):
-  source = campaign.SOURCES[2]
-  todo = campaign.write_games(shared_data.parent, tmp_path / 'games', [source])
+  sources, games_per_chunk = campaign_games.read_sources()
+  assert [s.name for s in sources] == ['lichess999', 'bfx3970', 'magnus46k'] and games_per_chunk == 500
+  todo = campaign_games.write_games(shared_data.parent, tmp_path / 'games', [sources[2]], games_per_chunk)
   assert [p.name for p in todo[:2]] == ['magnus46k_006.pgn', 'magnus46k_007.pgn'] and len(todo) == 87
   assert json.loads((tmp_path / 'games' / 'magnus46k.json').read_text())['games'] == 46177
   subprocess.run([sys.executable, str(shared_data / 'labels' / 'make_chunks.py'), str(tmp_path / 'ref'), '6', '6'],
@@ -90,11 +116,11 @@ def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labe
 
 @pytest.mark.engine
 def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(stockfish, lichess_999, tmp_path):
-  games = campaign.split_games(lichess_999.read_text())
+  games = _games(lichess_999)
   short = [g for g in games if g.count('.') < 12][:2]  # Two short real games: a few dozen boards.
   chunk = tmp_path / 'games' / 'lichess999_000.pgn'
   chunk.parent.mkdir()
-  chunk.write_text(campaign.chunk_texts(short)[0])
+  chunk.write_text(campaign_games.chunk_texts(short, 500)[0])
   (tmp_path / 'logs').mkdir()
   (tmp_path / 'labels' / 'lichess999_000' / 'train').mkdir(parents=True)  # A job killed part-way.
   (tmp_path / 'labels' / 'lichess999_000' / 'train' / 'board_value_data.bagz').write_bytes(b'half')
@@ -115,11 +141,11 @@ def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfis
   chunk = tmp_path / 'games' / 'lichess999_000.pgn'
   chunk.parent.mkdir()
   (tmp_path / 'logs').mkdir()
-  chunk.write_text(campaign.chunk_texts(campaign.split_games(lichess_999.read_text())[:20])[0])  # Minutes of labels.
-  script = ('import pathlib, sys\nfrom searchless.commands import campaign_labels\nw = pathlib.Path(sys.argv[1])\n'
-            'list(campaign_labels.label_chunks([w / "games" / "lichess999_000.pgn"], w / "labels", w, workers=1))\n')
+  chunk.write_text(campaign_games.chunk_texts(_games(lichess_999)[:20], 500)[0])  # Minutes of labels.
+  script = ('import pathlib, sys\nfrom campaign import labels\nw = pathlib.Path(sys.argv[1])\n'
+            'list(labels.label_chunks([w / "games" / "lichess999_000.pgn"], w / "labels", w, workers=1))\n')
   proc = subprocess.Popen([sys.executable, '-c', script, str(tmp_path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, env=_env())
   campaign_process, deadline = psutil.Process(proc.pid), time.monotonic() + 300
   while time.monotonic() < deadline:  # Until the label job's engine runs.
     group = campaign_process.children(recursive=True)
@@ -143,7 +169,7 @@ def test_a_signal_stops_the_label_job_with_its_engines_and_logs_nothing(stockfis
 def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
   shared = _shared_labels(board_bag, tmp_path)
   workdir = tmp_path / 'campaign'
-  kwargs = dict(steps=['train', 'evaluate'], config_name='graph_tiny', sources=[],
+  kwargs = dict(steps=['train', 'evaluate'], config_name='graph_tiny', sources=_no_sources(tmp_path), start_from='',
                 overrides=[*SMALL, 'train.num_steps=2'],
                 heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
   campaign.run(workdir, shared, **kwargs)
@@ -164,17 +190,15 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
 
 @pytest.mark.slow
 def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_bag, tmp_path):
-  from searchless.commands import campaign_model
-  from searchless.core import config as config_lib
   from searchless.training import train
   shared = _shared_labels(board_bag, tmp_path)
   workdir = tmp_path / 'campaign'
-  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
+  kwargs = dict(config_name='graph_tiny', sources=_no_sources(tmp_path), start_from='', heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
   campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=2'], **kwargs)
   with pytest.raises(ValueError, match='^the adopt step needs the model'):
     campaign.run(workdir, shared, steps=['adopt'], **kwargs)
-  # A run elsewhere (as benchmarks/device_campaign.py makes on a GPU), exported as the adopt step takes it.
-  train.train(config_lib.load('graph_tiny', [*SMALL, 'train.num_steps=3', f'data.train={board_bag}']), tmp_path / 'gpu')
+  # A run elsewhere (as the GPU playbook makes on a GPU), exported as the adopt step takes it.
+  train.train(configs.load('graph_tiny', [*SMALL, 'train.num_steps=3', f'data.train={board_bag}']), tmp_path / 'gpu')
   export = campaign_model.export_run(tmp_path / 'gpu', tmp_path / 'out' / 'wide', {'device': 'NVIDIA H200', 'cpu_cores': 16,
                                                                                  'models': 3, 'seconds': 420})
   with pytest.raises(FileNotFoundError, match='gpu/train_summary.json: not an exported run'):
@@ -207,86 +231,21 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
       (runs[0]['wall_seconds'] + 420) / 3600, 4) == adopted_point['train_wall_hours']
   assert adopted_point['train_device_hours'] == round(420 / 3600, 4)
   assert campaign_model.current_model(workdir) == (workdir / 'train', 'train', 1)
-  from searchless.commands import campaign_ship
   with pytest.raises(ValueError, match='is a graph model: pretrained-transformer ships the paper\'s architecture'):
     campaign_ship.ship(workdir, {**campaign_log.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000},
-                       pathlib.Path(kwargs['puzzles']), {}, model_dir=export, name='pretrained-transformer')
-
-
-@pytest.mark.slow
-def test_a_kept_campaign_is_restored_in_a_new_folder_and_its_next_run_starts_from_its_model(board_bag, tmp_path):
-  """What a new machine does: the model and records kept (e.g. in the checkout) come back; the labels do not."""
-  import numpy as np
-  import jax
-  from searchless.model import loading
-  shared = _shared_labels(board_bag, tmp_path)
-  kept = tmp_path / 'checkout' / 'campaign_kept'
-  kwargs = dict(config_name='graph_tiny', sources=[], heldout_boards=5, puzzles=str(_few_puzzles(tmp_path)))
-  old = tmp_path / 'old'
-  with pytest.raises(ValueError, match='^the keep step needs its folder: --steps keep --keep_dir DIR$'):
-    campaign.run(old, shared, steps=['keep'], **kwargs)
-  with pytest.raises(FileNotFoundError, match='the campaign has no model to keep yet'):
-    campaign.run(old, shared, steps=['keep'], keep_dir=str(kept), **kwargs)
-  campaign.run(old, shared, steps=['train', 'evaluate', 'keep'], overrides=[*SMALL, 'train.num_steps=2'],
-               keep_dir=str(kept), **kwargs)
-  assert sorted(p.name for p in kept.iterdir()) == ['README.md', 'curve.jsonl', 'model', 'runs.jsonl']
-  assert json.loads((kept / 'model' / 'train_summary.json').read_text())['step'] == 2
-  keep_record = campaign_log.read_runs(old)[-1]
-  assert (keep_record['step'], keep_record['model'], keep_record['checkpoint_step']) == ('keep', 'train', 2)
-  assert f'--keep_dir {kept}' in (old / 'README.md').read_text()
-  # A new folder restores them before any step: the records go on, the kept model is the one trained from.
-  new = tmp_path / 'new'
-  campaign.run(new, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=1'], keep_dir=str(kept), **kwargs)
-  runs = campaign_log.read_runs(new)
-  assert [r['step'] for r in runs] == ['train', 'evaluate', 'restore', 'train']  # Kept before the keep record.
-  assert (runs[2]['model'], runs[2]['checkpoint_step']) == ('adopted/kept_2', 2)
-  assert runs[3]['started_from'] == 'adopted/kept_2' and len(campaign_log.read_curve(new)) == 1
-  ema = loading.load_params(str(old / 'train'), ema=True)
-  restored = loading.load_params(str(new / 'adopted' / 'kept_2'))
-  assert jax.tree.all(jax.tree.map(np.array_equal, ema, restored))  # float32: the very parameters.
-  # Once the folder has records of its own, it is not restored again; keeping replaces what was kept.
-  campaign.run(new, shared, steps=['keep'], keep_dir=str(kept), **kwargs)
-  assert [r['step'] for r in campaign_log.read_runs(new)] == ['train', 'evaluate', 'restore', 'train', 'keep']
-  assert json.loads((kept / 'model' / 'train_summary.json').read_text())['step'] == 1
-  kept_runs = [json.loads(line) for line in (kept / 'runs.jsonl').read_text().splitlines()]
-  assert kept_runs == campaign_log.read_runs(new)[:4]  # The keep step's own record comes after the copy.
-
-
-def test_a_keep_that_crashed_between_its_renames_is_mended_before_the_next_keep_or_restore(tmp_path):
-  """The previous kept folder, set aside as `.NAME.PID.old`, goes back when the kept folder is missing; it is
-  removed when the new one is in place."""
-  import os
-  from searchless.commands import campaign_model
-  kept = tmp_path / 'checkout' / 'campaign_kept'
-  kept.parent.mkdir()
-  older, newer = (kept.with_name(f'.campaign_kept.{pid}.old') for pid in (11, 12))
-  for folder, mtime in ((older, 1_000), (newer, 2_000)):
-    folder.mkdir()
-    (folder / 'runs.jsonl').write_text(folder.name)
-    os.utime(folder, (mtime, mtime))
-  campaign_model.recover_kept(kept)
-  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
-  assert (kept / 'runs.jsonl').read_text() == '.campaign_kept.12.old'
-  newer.mkdir()  # A crash after the new folder was in place: the one set aside is only removed.
-  campaign_model.recover_kept(kept)
-  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
-  assert (kept / 'runs.jsonl').read_text() == '.campaign_kept.12.old'
-  kept.rename(older)  # Restore mends it too (here the folder holds no model: nothing to restore).
-  assert campaign_model.restore(tmp_path / 'new', kept) is None
-  assert sorted(p.name for p in kept.parent.iterdir()) == ['campaign_kept']
+                       pathlib.Path(kwargs['puzzles']), {}, strength.Protocol(puzzles=kwargs['puzzles']),
+                       model_dir=export, name='pretrained-transformer')
 
 
 def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_path):
   """CPU runs, the GPU run adopted from them, the CPU runs since with their rates; an A/B's losing arm left out."""
-  from searchless.commands import campaign_ship
-  from searchless.core import config as config_lib
   workdir = tmp_path / 'campaign'
   gpu = workdir / 'adopted' / 'gpu'
   gpu.mkdir(parents=True)
-  experiment = config_lib.load('campaign', ['data.train=unused'])
-  (gpu / 'train_config.json').write_text(config_lib.to_json(config_lib.load('graph_tiny', ['data.train=unused'])))
+  experiment = configs.load('pretrained', ['data.train=unused'])
+  (gpu / 'train_config.json').write_text(config_lib.to_json(configs.load('graph_tiny', ['data.train=unused'])))
   (gpu / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 60}))
-  (gpu / 'device.json').write_text(json.dumps({'device': 'NVIDIA H200', 'cpu_cores': 16, 'models': 1, 'seconds': 600}))
+  (gpu / loading.EXPORT_METADATA).write_text(json.dumps({'device': 'NVIDIA H200', 'cpu_cores': 16, 'models': 1, 'seconds': 600}))
   cpu = lambda steps, seconds, **rates: {'step': 'train', 'steps': steps, 'wall_seconds': seconds, 'core_hours': 1.0,
                                          **rates}
   runs = [cpu(100, 3600), cpu(200, 3600), {'step': 'evaluate'},
@@ -298,7 +257,7 @@ def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_pat
       '- First on 2 CPU cores: 200 steps in resumed runs, 2.0 h of wall-clock, 2.0 core-hours; then, from those '
       'parameters:',
       '- 300 steps of 256 boards on a lent NVIDIA H200 (600 s of wall-clock; 16 CPU cores feeding it), learning rate '
-      '0.001, EMA 0.99, float32 compute (`benchmarks/device_campaign.py`).',
+      '0.001, EMA 0.99, float32 compute (the GPU playbook).',
       "- Then, from those parameters (the campaign's `adopted/gpu`): 24 steps of 32 boards, learning rate 0.001 to "
       'step 20, then 0.0003, EMA 0.99 to step 10, then 0.999, on 2 CPU cores in resumed runs: 1.2 h of wall-clock, '
       '3.0 core-hours.']
@@ -307,18 +266,15 @@ def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_pat
 def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_so(tmp_path):
   """An A/B's winning arm (one CPU core, a model grown from the campaign's) adopted: core-hours, no accelerator hours;
   its card line says where it ran and that it was grown."""
-  from searchless.commands import campaign_model
-  from searchless.commands import campaign_ship
-  from searchless.core import config as config_lib
   workdir, arm = tmp_path / 'campaign', tmp_path / 'grow_ab' / 'wide8'
   (workdir / 'train' / 'checkpoints' / '500').mkdir(parents=True)
   arm.mkdir(parents=True)
-  grown = config_lib.load('campaign', ['data.train=unused', 'train.init_from=/c/train', 'train.init_grow=True',
+  grown = configs.load('pretrained', ['data.train=unused', 'train.init_from=/c/train', 'train.init_grow=True',
                                        'model.widening_factor=8'])
   (arm / 'train_config.json').write_text(config_lib.to_json(grown))
   (arm / 'train_summary.json').write_text(json.dumps({'step': 4000, 'batch_size': 32, 'wall_seconds': 2401.5}))
   (arm / 'train_metrics.jsonl').write_text(json.dumps({'step': 4000, 'loss': 3.0, 'targets': 1000}) + '\n')
-  (arm / 'device.json').write_text(json.dumps({'device': campaign_model.CPU, 'cpu_cores': 1, 'models': 2,
+  (arm / loading.EXPORT_METADATA).write_text(json.dumps({'device': campaign_model.CPU, 'cpu_cores': 1, 'models': 2,
                                                'seconds': 2400, 'note': 'the A/B grow_ab/wide8'}))
   record = campaign_model.adopt(workdir, arm, 1000)
   assert campaign_model.latest_step(workdir / 'train_until_500') == 500
@@ -336,15 +292,15 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
   # A chain: CPU runs, a GPU run adopted, CPU runs from it, the grown arm adopted, the campaign's run from it.
   gpu = workdir / 'adopted' / 'gpu'
   gpu.mkdir()
-  (gpu / 'train_config.json').write_text(config_lib.to_json(config_lib.load('campaign', ['data.train=unused'])))
+  (gpu / 'train_config.json').write_text(config_lib.to_json(configs.load('pretrained', ['data.train=unused'])))
   (gpu / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 60}))
-  (gpu / 'device.json').write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 1, 'seconds': 460}))
+  (gpu / loading.EXPORT_METADATA).write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 1, 'seconds': 460}))
   runs = [cpu, {'step': 'train', 'model': 'adopted/gpu', 'device': 'NVIDIA H100', 'steps': 300, 'wall_seconds': 460},
           {**cpu, 'steps': 700, 'core_hours': 1.0}, record, {**cpu, 'steps': 90, 'wall_seconds': 1800}]
-  lines = campaign_ship.training_lines(workdir / 'train', config_lib.load('campaign', ['data.train=unused']), runs)
+  lines = campaign_ship.training_lines(workdir / 'train', configs.load('pretrained', ['data.train=unused']), runs)
   assert lines[1:3] == [
       '- 300 steps of 256 boards on a lent NVIDIA H100 (460 s of wall-clock; 16 CPU cores feeding it), learning rate '
-      '0.0003, EMA 0.999, float32 compute (`benchmarks/device_campaign.py`).',
+      '0.0003, EMA 0.999, float32 compute (the GPU playbook).',
       "- Then, from those parameters (the campaign's `adopted/gpu`): 700 steps of 32 boards, learning rate 0.0003, EMA "
       '0.999, on 2 CPU cores in resumed runs: 1.0 h of wall-clock, 1.0 core-hours; then, from those parameters:']
   assert lines[0] == campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[0]
@@ -356,10 +312,9 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
 def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp_path, monkeypatch):
   """A GPU run from the shipped transformer (train.init_from its package folder): the card it replaces says how that
   model was made, and its own line says it went on from there."""
-  from searchless.commands import campaign_ship
-  from searchless.commands import pretrained
-  from searchless.core import config as config_lib
-  monkeypatch.setattr(pretrained, 'ROOT', tmp_path / 'repo')
+  from etils import epath
+  monkeypatch.setattr(loading, 'pretrained_dir', lambda name='pretrained': epath.Path(
+      tmp_path / 'repo' / 'searchless' / loading.SHIPPED[name]))
   shipped = tmp_path / 'repo' / 'searchless' / 'pretrained_transformer'
   shipped.mkdir(parents=True)
   (shipped / 'MODEL_CARD.md').write_text('# card\n\n## Training\n\n- First, 10 steps on a CPU.\n- Then 20 more.\n\n'
@@ -367,24 +322,23 @@ def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp
   side = tmp_path / 'run2' / 'packed'
   side.mkdir(parents=True)
   (side / 'train_summary.json').write_text(json.dumps({'step': 300, 'batch_size': 256, 'wall_seconds': 470}))
-  (side / 'device.json').write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 2, 'seconds': 460,
+  (side / loading.EXPORT_METADATA).write_text(json.dumps({'device': 'NVIDIA H100', 'cpu_cores': 16, 'models': 2, 'seconds': 460,
                                                 'note': 'on boards carried as columns'}))
   run = ('300 steps of 256 boards on a lent NVIDIA H100 (460 s of wall-clock, 2 models sharing it; 16 CPU cores '
-         'feeding it), learning rate 0.001, EMA 0.99, float32 compute (`benchmarks/device_campaign.py`). On boards '
+         'feeding it), learning rate 0.001, EMA 0.99, float32 compute (the GPU playbook). On boards '
          'carried as columns.')
-  from_shipped = config_lib.load('tiny_packed', ['data.train=unused',
+  from_shipped = configs.load('tiny_packed', ['data.train=unused',
                                                  'train.init_from=/elsewhere/searchless/pretrained_transformer'])
   assert campaign_ship.training_lines(side, from_shipped, []) == [
       '- First, 10 steps on a CPU.', '- Then 20 more.',
       f'- Then, from those parameters (the `pretrained-transformer` they made) with a new optimiser: {run}']
   # From random parameters, or from a folder that only looks like a shipped model's: its own line alone.
   for init in ('', '/elsewhere/pretrained_transformer'):
-    experiment = config_lib.load('tiny_packed', ['data.train=unused', f'train.init_from={init}'])
+    experiment = configs.load('tiny_packed', ['data.train=unused', f'train.init_from={init}'])
     assert campaign_ship.training_lines(side, experiment, []) == [f'- {run}']
 
 
 def test_a_side_model_is_named_by_its_path_with_the_steps_of_its_export_or_its_workdir(tmp_path):
-  from searchless.commands import campaign_model
   export, workdir, bare = (tmp_path / name for name in ('export', 'workdir', 'bare'))
   for directory, summary, step in ((export, 'train_summary.json', 19927), (workdir, 'summary.json', 6000)):
     directory.mkdir()
@@ -399,47 +353,39 @@ def test_a_side_model_is_named_by_its_path_with_the_steps_of_its_export_or_its_w
 def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_and_installs(board_bag, stockfish,
                                                                                             shared_data, tmp_path,
                                                                                             monkeypatch):
-  from searchless.commands import campaign_ship
-  from searchless.commands import pretrained
-  from searchless.model import loading
+  import shutil
+  from etils import epath
   shared = _shared_labels(board_bag, tmp_path)
   workdir, puzzles = tmp_path / 'campaign', _few_puzzles(tmp_path)
-  campaign.run(workdir, shared, steps=['train', 'evaluate', 'ship'], config_name='graph_tiny', sources=[],
-               overrides=[*SMALL, 'train.num_steps=2'], heldout_boards=5, puzzles=str(puzzles))
+  campaign.run(workdir, shared, steps=['train', 'evaluate', 'ship'], config_name='graph_tiny',
+               sources=_no_sources(tmp_path), start_from='', overrides=[*SMALL, 'train.num_steps=2'],
+               heldout_boards=5, puzzles=str(puzzles))
   ship = [json.loads(line) for line in (workdir / 'runs.jsonl').read_text().splitlines()][-1]
   shipped = json.loads((workdir / 'ship' / 'shipped.json').read_text())['result']
   assert ship['step'] == 'ship' and not ship['shipped_now'] and ship['shipped'] == [shipped['solved'], 10]
   assert not (workdir / 'ship' / '2').exists()  # Not beaten: nothing exported.
-  # A candidate that solved everything beats it: exported, measured, carded and installed (into a copy of the tree).
-  monkeypatch.setattr(pretrained, 'ROOT', tmp_path / 'tree')
+  # A candidate that solved everything beats it: exported, measured, carded and installed (into a copy of the
+  # shipped model, where the package's would be).
+  tree = tmp_path / 'tree' / 'searchless'
+  shutil.copytree(str(loading.pretrained_dir('pretrained')), tree / 'pretrained')
+  monkeypatch.setattr(loading, 'pretrained_dir', lambda name='pretrained': epath.Path(tree / loading.SHIPPED[name]))
   evaluation = {**campaign_log.read_curve(workdir)[-1], 'puzzles_solved': 1000, 'puzzles': 1000}
-  sts = tmp_path / 'sts.epd'
+  sts = tmp_path / 'sts01_undermine.epd'
   sts.write_text(''.join((shared_data / 'epd' / 'sts01_undermine.epd').read_text().splitlines(True)[:2]))
-  done = campaign_ship.ship(workdir, evaluation, puzzles, campaign_log.totals(campaign_log.read_runs(workdir)), install=True,
-                            strength_args=['--puzzles', str(puzzles), '--sts', str(sts), '--games', '2', '--elos',
-                                           '1350', '--stockfish_limit', 'nodes=100', '--workers', '1'])
+  protocol = strength.Protocol(puzzles=str(puzzles), sts=str(sts), ladder=(1350,), games=2, opponent_limit='nodes=100',
+                               workers=1)
+  done = campaign_ship.ship(workdir, evaluation, puzzles, campaign_log.totals(campaign_log.read_runs(workdir)),
+                            protocol, install=True)
   assert done['shipped_now'] and done['installed'] and done['checkpoint_step'] == 2
-  installed = tmp_path / 'tree' / 'searchless' / 'pretrained'
+  installed = tree / 'pretrained'
   card = (installed / 'MODEL_CARD.md').read_text()
   assert card.startswith('# searchless pretrained model') and '40 distinct train boards' in card
-  assert 'Dev puzzles at export: 1000/1000' in card and 'Against stockfish-elo1350' in card and 'STS1' in card
-  model_config, _, _ = loading.load_model(str(installed))
+  assert 'Dev puzzles at export: 1000/1000' in card and 'Against stockfish-elo1350' in card
+  assert '- sts01_undermine (2 positions)' in card
+  model_config, _, experiment = loading.load_model(str(installed))
   assert model_config.kind == 'graph' and model_config.num_layers == 1
-
-
-def test_the_campaign_config_is_the_graph_model_trained_in_resumable_stretches():
-  from searchless.core import config as config_lib
-  config = config_lib.load('campaign', ['data.train=unused'])
-  assert (config.model.kind, config.model.embedding_dim, config.model.num_layers) == ('graph', 64, 4)
-  assert (config.train.max_seconds, config.train.ckpt_every, config.loss.value_weight) == (10800.0, 2000, 0.0)
-  # The small-scale sweep's batch and loss; EMA 0.999 and lr 3e-4 from late A/Bs (issue 27 section 2; the config's
-  # comments have all three).
-  assert (config.optim.learning_rate, config.optim.ema_decay, config.data.batch_size, config.loss.kind) == (
-      3e-4, 0.999, 32, 'log_loss')
-  assert config.train.micro_batch == 2  # The same step, 1.83x faster on 2 CPU cores (benchmarks/graph.py).
-  # The campaign's model from session 18 on: 6 layers, and from session 23 an EMA with the GPU's window in boards.
-  deep6 = config_lib.load('campaign_deep6', ['data.train=unused'])
-  assert (deep6.model.num_layers, deep6.optim.learning_rate, deep6.optim.ema_decay) == (6, 3e-4, 0.99987)
+  # The shipped config names its data relative to the campaign's folder: no path of this machine.
+  assert experiment.data.train == 'boards/train_board_value_data.bag'
 
 
 @pytest.mark.engine
@@ -464,15 +410,51 @@ def test_two_campaign_processes_rewrite_the_readme_and_the_plot_at_once(tmp_path
   point = {'step': 'evaluate', 'checkpoint_step': 5, 'model': 'train', 'puzzles_solved': 3, 'puzzles': 10,
            'puzzles_wilson95': [0.1, 0.6], 'kendall_tau': 0.2, 'action_accuracy': 0.3}
   (workdir / 'curve.jsonl').write_text(json.dumps({**point, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
-  script = ('import pathlib, sys\nfrom searchless.commands import campaign_log\nw = pathlib.Path(sys.argv[1])\n'
-            'for _ in range(int(sys.argv[2])):\n  campaign_log.write_readme(w, w, "campaign")\n'
-            '  if int(sys.argv[3]): campaign_log.plot_curve(w)\n')
-  jobs = [subprocess.Popen([sys.executable, '-c', script, str(workdir), '400', '0'], stderr=subprocess.PIPE, text=True),
-          subprocess.Popen([sys.executable, '-c', script, str(workdir), '400', '0'], stderr=subprocess.PIPE, text=True),
-          subprocess.Popen([sys.executable, '-c', script, str(workdir), '5', '1'], stderr=subprocess.PIPE, text=True)]
+  script = ('import pathlib, sys\nfrom campaign import log\nw = pathlib.Path(sys.argv[1])\n'
+            'for _ in range(int(sys.argv[2])):\n  log.write_readme(w, w, "campaign")\n'
+            '  if int(sys.argv[3]): log.plot_curve(w)\n')
+  jobs = [subprocess.Popen([sys.executable, '-c', script, str(workdir), n, plot], stderr=subprocess.PIPE, text=True,
+                           env=_env()) for n, plot in (('400', '0'), ('400', '0'), ('5', '1'))]
   for job in jobs:
     assert job.wait(timeout=120) == 0, job.stderr.read()
   readme = (workdir / 'README.md').read_text()
-  assert readme.startswith('# The strength campaign (issue 27)\n') and readme.endswith('| labels | chunk=x_000 | 1.0 | 0.0005 |\n')
+  assert readme.startswith('# The strength campaign\n') and readme.endswith('| labels | chunk=x_000 | 1.0 | 0.0005 |\n')
   assert (workdir / 'curve.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
   assert sorted(p.name for p in workdir.iterdir()) == ['README.md', 'curve.jsonl', 'curve.png', 'runs.jsonl']
+
+
+def _pgn_games(path):
+  import chess.pgn
+  with open(path) as f:
+    return list(iter(lambda: chess.pgn.read_game(f), None))
+
+
+@pytest.mark.slow
+@pytest.mark.engine
+def test_the_match_step_plays_stockfish_1350_from_the_named_openings_logs_the_score_and_resumes(
+    model_checkpoint, shared_data, stockfish, tmp_path):
+  workdir = tmp_path / 'campaign'
+  kwargs = dict(steps=['match'], sources=_no_sources(tmp_path), model=str(model_checkpoint), games=2, workers=1)
+  campaign.run(workdir, shared_data.parent, **kwargs)
+  match_dir = workdir / 'eval' / model_checkpoint.name / 'match'
+  games = _pgn_games(match_dir / 'games.pgn')
+  # One opening sampled from the named ones, played with each colour.
+  assert sorted((g.headers['White'], g.headers['Black']) for g in games) == [
+      ('searchless', 'stockfish-elo1350'), ('stockfish-elo1350', 'searchless')]
+  assert [m.uci() for m in games[0].mainline_moves()][:4] == [m.uci() for m in games[1].mainline_moves()][:4]
+  first = campaign_log.read_runs(workdir)[-1]
+  assert first['opponent'] == 'stockfish:nodes=100000,elo=1350,name=stockfish-elo1350'
+  # A random 2-layer model loses both; BayesElo puts it below the anchor.
+  assert (first['step'], first['games'], first['wins'], first['draws'], first['losses'], first['score']) == (
+      'match', 2, 0, 0, 2, 0.0)
+  assert first['bayeselo'] < first['bayeselo95'][1] and first['bayeselo95'][0] < first['bayeselo'] < 1350
+  assert first['model'] == str(model_checkpoint) and first['core_hours'] > 0
+  assert 'matches against Stockfish: ' in (workdir / 'README.md').read_text()
+  # A rerun keeps the measured match: nothing is played again.
+  campaign.run(workdir, shared_data.parent, **kwargs)
+  again = campaign_log.read_runs(workdir)[-1]
+  keys = ('games', 'wins', 'draws', 'losses', 'score', 'bayeselo', 'bayeselo95')
+  assert {k: again[k] for k in keys} == {k: first[k] for k in keys} and len(_pgn_games(match_dir / 'games.pgn')) == 2
+  assert again['wall_seconds'] < first['wall_seconds']
+  with pytest.raises(ValueError, match='--games must be >= 1'):
+    campaign.run(workdir, shared_data.parent, **{**kwargs, 'games': 0})

@@ -1,10 +1,14 @@
 """The campaign's labels step: each chunk of games labelled by ``searchless-annotate`` with the shipped recipe.
 
+The recipe (`ANNOTATE_RECIPE`): one MultiPV search of 20k nodes per board scores every legal move, the most
+labels and the best move ranking per engine core-hour (benchmarks/RESULTS.md, "The label-cost frontier").
+
 A label job runs in its own process group, and its wall-clock and CPU (annotate, its workers and their engines)
 go into WORKDIR/runs.jsonl. A SIGTERM or Ctrl-C to the campaign stops the whole group, so no job outlives it.
 """
 
 from collections.abc import Iterator, Sequence
+import dataclasses
 import os
 import pathlib
 import signal
@@ -12,9 +16,31 @@ import subprocess
 import sys
 import time
 
-from searchless.commands import campaign_log
-from searchless.commands import pretrained
+from campaign import log as campaign_log
 from searchless.core import artefacts
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnotateRecipe:
+  """searchless-annotate's flags of the labels, in flag order."""
+
+  mode: str
+  limit: str
+  state_value: str
+  records: str
+  test_fraction: float
+
+  def flags(self) -> list[str]:
+    """The recipe as searchless-annotate arguments.
+
+    >>> AnnotateRecipe('multipv', 'nodes=1', 'best_move', 'board', 0.5).flags()[:4]
+    ['--mode', 'multipv', '--limit', 'nodes=1']
+    """
+    return [arg for key, value in dataclasses.asdict(self).items() for arg in (f'--{key}', str(value))]
+
+
+ANNOTATE_RECIPE = AnnotateRecipe(mode='multipv', limit='nodes=20000', state_value='best_move', records='board',
+                                 test_fraction=0.05)
 
 
 class _Stopped(Exception):
@@ -58,8 +84,8 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
   todo = [c for c in chunks if not (labels_dir / c.stem / artefacts.AnnotationManifest.FILE).exists()]
   for n, chunk in enumerate(todo[:max_chunks]):
     out = labels_dir / chunk.stem
-    argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--output_dir', str(out),
-            *pretrained.ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
+    argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--out', str(out),
+            *ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
             '--overwrite']
     print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
     start, cpu = time.time(), campaign_log.children_cpu_seconds()

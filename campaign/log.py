@@ -1,6 +1,6 @@
 """The strength campaign's records: WORKDIR/runs.jsonl (every step and its cost), curve.jsonl, curve.png, README.md.
 
-`searchless.commands.campaign` appends to them after every step; the ship step reads them.
+`campaign.run` appends to them after every step; the ship step reads them.
 """
 
 from collections.abc import Sequence
@@ -111,29 +111,23 @@ def totals(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
   return out
 
 
-def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str, keep_dir: str | None = None) -> None:
-  """WORKDIR/README.md: what each folder is, the resume command (with `keep_dir`: restoring from and keeping
-  to it), the totals and the log of runs."""
+def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) -> None:
+  """WORKDIR/README.md: what each folder is, the resume command, the totals and the log of runs."""
   runs = read_runs(workdir)
   t = totals(runs)
   boards = workdir / 'boards' / 'train.json'
   distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
   lines = [
-      '# The strength campaign (issue 27)', '',
-      'Written by `python -m searchless.commands.campaign` after every step; do not edit by hand.', '',
-      '## Resume everything (in the background)', '',
-      '    cd /work/main && make setup stockfish',
-      f'    nohup setsid .venv/bin/python -m searchless.commands.campaign --workdir {workdir} --shared {shared} '
-      f'--config {config_name}' + (f' --keep_dir {keep_dir}' if keep_dir else '')
-      + f' > {workdir}/logs/campaign.log 2>&1 &', '',
-      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train'
-      + (', and `keep` to the steps at the end of a working stretch (then commit the kept folder)' if keep_dir else '')
-      + '. Every step continues where it stopped; a new machine starts again from `--shared` (games, the shared '
-      'labels) and ' + ('the model and records kept in the `--keep_dir` folder.' if keep_dir else
-                        'the last checkpoint, if this folder was kept.')
-      + ' On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps games,labels '
-      '--workers 1` beside `taskset -c 0 ... --steps train,evaluate,keep`): one core trains at 0.75x and labels at '
-      '0.47x what two do (benchmarks/RESULTS.md, "The campaign, session 21").', '',
+      '# The strength campaign', '',
+      'Written by `python -m campaign` after every step; do not edit by hand.', '',
+      '## Resume everything (in the background, from the repository\'s root)', '',
+      '    make setup stockfish',
+      f'    nohup setsid .venv/bin/python -m campaign --workdir {workdir} --shared {shared} --config {config_name} '
+      f'> {workdir}/logs/campaign.log 2>&1 &', '',
+      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
+      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and the '
+      'shipped model. On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps '
+      'games,labels --workers 1` beside `taskset -c 0 ... --steps train,evaluate`).', '',
       '## Folders', '',
       '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
       '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
@@ -143,11 +137,10 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str, 
       '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
       'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
       'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
-      'step starts from its parameters. A campaign restored from a keep folder (`--keep_dir`) adopted its model '
-      'as `adopted/kept_STEP/`.',
-      '- `eval/STEP/`: held-out metrics and dev puzzles of the checkpoint at STEP (`eval/NAME/`: of an adopted '
-      'or side model); `curve.jsonl` one line each, with the model\'s name; `curve.png` the campaign\'s own '
-      'points (`campaign_log.plot_curve`).',
+      'step starts from its parameters.',
+      '- `eval/STEP/`: the evaluation folder (`searchless-strength measure`) of the checkpoint at STEP '
+      '(`eval/NAME/`: of an adopted or side model); `curve.jsonl` one line each, with the model\'s name; '
+      '`curve.png` the campaign\'s own points (`plot_curve`).',
       '- `logs/`: each label job\'s output, the campaign\'s own log.',
       '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
       '## Totals', '',

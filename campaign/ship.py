@@ -1,31 +1,34 @@
-r"""The strength campaign's ship step: its model replaces the shipped `pretrained` when significantly stronger.
+r"""The strength campaign's ship step: its model replaces a shipped model when significantly stronger.
 
-    python -m searchless.commands.campaign --workdir /root/searchless-data/campaign --steps evaluate,ship --install
+    python -m campaign --workdir DIR --steps evaluate,ship --install
 
 Stronger means: on the same puzzles (the dev puzzles), the lower end of the campaign
 checkpoint's 95% Wilson interval lies above the upper end of the shipped model's
 (`better`). Then the checkpoint's EMA parameters are exported in bfloat16
-(WORKDIR/ship/STEP/export), measured as the shipped models are measured
-(``benchmarks/pretrained_strength.py``: puzzles by rating band, games against Stockfish
-at UCI_Elo 1350/1500/1800, STS1) and given a model card; with ``install`` the export
-replaces the package's ``searchless/pretrained/``. The shipped transformer keeps its
-own name, ``pretrained-transformer``, so the paper's architecture keeps a model that plays.
-A repository tool, as `searchless.commands.pretrained` is: it writes into the source tree.
+(WORKDIR/ship/STEP/export), measured as the shipped models are measured (`SHIP_LADDER`
+with `searchless.evaluation.strength`: puzzles by rating band, games against Stockfish at
+UCI_Elo 1350/1500/1800, STS1) and given a model card; with ``install`` the export replaces
+the shipped model in the package (`loading.pretrained_dir`), the one place the campaign
+writes into the package. The shipped transformer keeps its own name,
+``pretrained-transformer``, so the paper's architecture keeps a model that plays.
 """
 
 from collections.abc import Sequence
+import dataclasses
 import json
 import pathlib
 import shutil
-import subprocess
-import sys
 import time
 from typing import Any
 
-from searchless.commands import campaign_model
-from searchless.commands import pretrained
+from campaign import labels
+from campaign import log as campaign_log
+from campaign import model as campaign_model
+from searchless.evaluation import strength
+from searchless.model import loading
 
-STRENGTH = pretrained.ROOT / 'benchmarks' / 'pretrained_strength.py'
+SHIP_LADDER = (1350, 1500, 1800)  # The shipped models' games: 20 against each level (`ship`'s protocol).
+SHIP_GAMES = 20
 
 
 def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
@@ -41,7 +44,6 @@ def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
 def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path, name: str = 'pretrained') -> dict[str, Any]:
   """The shipped model `name` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
   from searchless.evaluation import puzzles as puzzle_eval
-  from searchless.model import loading
   card = (pathlib.Path(str(loading.pretrained_dir(name))) / 'MODEL_CARD.md').read_text()
   key = {'card': card, 'puzzles': str(puzzles)}
   cache = out / ('shipped.json' if name == loading.PRETRAINED else f'shipped_{name}.json')
@@ -77,8 +79,8 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       f'# searchless {name} model', '',
       f'Shipped as `{name}`: ' + ('the strongest model this project has made.' if name == 'pretrained' else
                                   'the strongest model of the paper\'s architecture this project has made.'),
-      ("The strength campaign's model (issue 27), a " if name == 'pretrained' else
-       'Made by the strength campaign (issue 27) beside its model: a ') + f"{m.kind} model "
+      ("The strength campaign's model, a " if name == 'pretrained' else
+       'Made by the strength campaign beside its model: a ') + f"{m.kind} model "
       f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
       + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(m))
       + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
@@ -87,8 +89,8 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       '## Data and labels', '',
       f"- Boards: {boards['distinct_boards']:,} distinct train boards (de-duplicated by position across "
       f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
-      f"- Labels: Stockfish, one MultiPV search of {pretrained.ANNOTATE_RECIPE.limit} per board scoring every legal move "
-      f"(`searchless-annotate {' '.join(pretrained.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
+      f"- Labels: Stockfish, one MultiPV search of {labels.ANNOTATE_RECIPE.limit} per board scoring every legal move "
+      f"(`searchless-annotate {' '.join(labels.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
       f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).", '',
       '## Training', '', *training, '',
       '## Measured strength', '',
@@ -97,23 +99,21 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       f"{evaluation.get('action_accuracy', float('nan')):.3f}, Kendall tau-b {evaluation.get('kendall_tau', float('nan')):.3f}.",
       '', strength_md.strip(), '',
       '## Reproduce', '',
-      '    python -m searchless.commands.campaign --workdir DIR --steps games,labels,train,evaluate   # resumable, '
+      '    python -m campaign --workdir DIR --steps games,labels,train,evaluate   # from the checkout; resumable, '
       'a few hours at a time']
-  if device_run:  # The GPU part: DIR/boards' bag packed as columns (its docstring: what travels, how).
-    lines += ['    python3 benchmarks/device_campaign.py --pack DIR/boards/train_board_value_data.bag --data COLUMNS',
-              '    python3 benchmarks/device_campaign.py --data COLUMNS --out OUT --seconds 460 [--models NAME ...] '
-              '[--init NAME=EXPORT]   # on a GPU machine',
-              '    python -m searchless.commands.campaign --workdir DIR ' + (
+  if device_run:  # The GPU part: the playbook (campaign/README.md says how it travels and comes back).
+    lines += ['    # on a lent GPU: the GPU playbook (campaign/README.md), which exports OUT/NAME',
+              '    python -m campaign --workdir DIR ' + (
                   '--steps adopt,evaluate,ship --install --model OUT/NAME' if name == 'pretrained' else
                   f'--steps evaluate,ship --install --ship_as {name} --model OUT/NAME'), '']
   else:
-    lines += ['    python -m searchless.commands.campaign --workdir DIR --steps ship --install', '']
+    lines += ['    python -m campaign --workdir DIR --steps ship --install', '']
   return '\n'.join(lines)
 
 
 def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
   """An exported run's training (`campaign_model.export_run`), in words."""
-  summary, device = (json.loads((model_dir / f).read_text()) for f in ('train_summary.json', 'device.json'))
+  summary, device = json.loads((model_dir / 'train_summary.json').read_text()), campaign_model.device_of(model_dir)
   seconds = f"{device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock"
   on_cpu = device['device'] == campaign_model.CPU
   if on_cpu:
@@ -128,7 +128,7 @@ def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
            if experiment.train.get('init_grow') else '')
   return (f"{summary['step']:,} steps of {summary['batch_size']} boards{grown} {where}, learning rate "
           f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, {experiment.train.compute_dtype} compute"
-          + ('' if on_cpu else ' (`benchmarks/device_campaign.py`)')
+          + ('' if on_cpu else ' (the GPU playbook)')
           + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
 
 
@@ -136,13 +136,14 @@ def _shipped_history(experiment: Any) -> tuple[str, list[str]]:
   """(name, the training lines of its model card) of the shipped model a run started from, else ('', []).
 
   A run started from one when its ``train.init_from`` is a package folder of a shipped model (`loading.SHIPPED`:
-  ``.../searchless/pretrained_transformer``); the card read is the source tree's, before the ship step replaces it.
+  ``.../searchless/pretrained_transformer``, or the shipped name itself); the card read is the installed one,
+  before the ship step replaces it.
   """
-  from searchless.model import loading
   init = pathlib.PurePath(experiment.train.get('init_from') or '')
   for name, folder in loading.SHIPPED.items():
-    card = pretrained.ROOT / 'searchless' / folder / 'MODEL_CARD.md'
-    text = card.read_text() if init.parts[-2:] == ('searchless', folder) and card.exists() else ''
+    card = pathlib.Path(str(loading.pretrained_dir(name))) / 'MODEL_CARD.md'
+    started_here = str(init) == name or init.parts[-2:] == ('searchless', folder)
+    text = card.read_text() if started_here and card.exists() else ''
     if '\n## Training\n' in text:
       section = text.split('\n## Training\n', 1)[1].split('\n## ', 1)[0]
       return name, [line for line in section.splitlines() if line.startswith('- ')]
@@ -229,7 +230,7 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
   shipped: left out.
   """
   train = [r for r in runs if r.get('step') == 'train' and not r.get('superseded')]
-  if (model_dir / 'device.json').exists():  # An exported run: adopted (after the runs before it) or a side model.
+  if (model_dir / loading.EXPORT_METADATA).exists():  # An exported run: adopted (after the runs before it) or a side model.
     here = [i for i, r in enumerate(train) if 'device' in r and pathlib.Path(r['model']).name == model_dir.name]
     if here:
       return _lineage(model_dir.parent.parent, train[:here[-1] + 1], experiment, tail=False)
@@ -237,17 +238,48 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
   return _lineage(model_dir.parent, train, experiment, tail=True)
 
 
-def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float], *,
-         install: bool = False, strength_args: Sequence[str] = (), model_dir: pathlib.Path | None = None,
+def portable(experiment: Any, workdir: pathlib.Path) -> Any:
+  """`experiment` as a shipped config records it: no path of this machine. Its data is named relative to the
+  campaign's folder, and a model it started from by its shipped name (or its path in the campaign's folder).
+
+  >>> import ml_collections
+  >>> c = portable(ml_collections.ConfigDict({'data': {'train': '/w/boards/train.bag'},
+  ...                                         'train': {'init_from': '/x/searchless/pretrained'}}), pathlib.Path('/w'))
+  >>> c.data.train, c.train.init_from
+  ('boards/train.bag', 'pretrained')
+  """
+  import ml_collections
+  out = ml_collections.ConfigDict(experiment.to_dict() if hasattr(experiment, 'to_dict') else dict(experiment))
+
+  def named(path: str) -> str:
+    if not path or not pathlib.PurePath(path).is_absolute():
+      return path
+    parts = pathlib.PurePath(path).parts
+    for name, folder in loading.SHIPPED.items():
+      if parts[-2:] == ('searchless', folder):
+        return name
+    try:
+      return str(pathlib.PurePath(path).relative_to(workdir))
+    except ValueError:
+      return pathlib.PurePath(path).name
+  out.data.train = ','.join(named(p) for p in str(out.data.train).split(','))
+  if 'eval' in out.data:
+    out.data.eval = named(str(out.data.eval))
+  if 'init_from' in out.get('train', {}):
+    out.train.init_from = named(str(out.train.init_from))
+  return out
+
+
+def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float],
+         protocol: strength.Protocol, *, install: bool = False, model_dir: pathlib.Path | None = None,
          name: str = 'pretrained') -> dict[str, Any]:
   """The ship step for the model `evaluation` measured (a line of curve.jsonl); returns what it did.
 
   `model_dir`: the model (default WORKDIR/train, its latest checkpoint; an adopted export).
   `name`: the shipped model it must beat and replaces (`loading.SHIPPED`; a transformer can replace
   `pretrained-transformer`).
-  `strength_args`: more flags of ``benchmarks/pretrained_strength.py`` (default: its own, the shipped models').
+  `protocol`: how the export is measured for its card (`strength.measure`: the shipped models' protocol).
   """
-  from searchless.model import loading
   start = time.time()
   candidate = (evaluation['puzzles_solved'], evaluation['puzzles'])
   shipped = shipped_puzzles(puzzles, workdir / 'ship', name)
@@ -266,18 +298,16 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
     raise ValueError(f'{model_dir} is a {experiment.model.kind} model: {name} ships the paper\'s architecture')
   if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
-    loading.export(str(export), params, experiment)
-  subprocess.run([sys.executable, str(STRENGTH), '--checkpoint', str(export), '--workdir', str(out), *strength_args],
-                 check=True)
-  from searchless.model import transformer
+    loading.export(str(export), params, portable(experiment, workdir))
+  measured = strength.measure(str(export), out / 'strength', dataclasses.replace(protocol, heldout=None))
+  from searchless.model import network
   boards = json.loads((workdir / 'boards' / 'train.json').read_text())
-  from searchless.commands import campaign_log
   training = training_lines(model_dir, experiment, campaign_log.read_runs(workdir))
-  (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
-                                             (out / 'strength.md').read_text(), name, training,
-                                             (model_dir / 'device.json').exists()))
+  (export / 'MODEL_CARD.md').write_text(card(experiment, network.num_params(params), evaluation, totals, boards,
+                                             strength.markdown(measured), name, training,
+                                             (model_dir / loading.EXPORT_METADATA).exists()))
   if install:
-    target = pretrained.ROOT / 'searchless' / loading.SHIPPED[name]
+    target = pathlib.Path(str(loading.pretrained_dir(name)))
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(export, target)
   return {**record, 'shipped_now': True, 'export': str(export), 'installed': install,

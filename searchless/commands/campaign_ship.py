@@ -269,11 +269,11 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
     loading.export(str(export), params, experiment)
   subprocess.run([sys.executable, str(STRENGTH), '--checkpoint', str(export), '--workdir', str(out), *strength_args],
                  check=True)
-  from searchless.model import transformer
+  from searchless.model import network
   boards = json.loads((workdir / 'boards' / 'train.json').read_text())
   from searchless.commands import campaign_log
   training = training_lines(model_dir, experiment, campaign_log.read_runs(workdir))
-  (export / 'MODEL_CARD.md').write_text(card(experiment, transformer.num_params(params), evaluation, totals, boards,
+  (export / 'MODEL_CARD.md').write_text(card(experiment, network.num_params(params), evaluation, totals, boards,
                                              (out / 'strength.md').read_text(), name, training,
                                              (model_dir / 'device.json').exists()))
   if install:

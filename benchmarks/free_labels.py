@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
 
 from campaign import games as campaign_games  # noqa: E402
+from campaign import run as campaign  # noqa: E402
 from searchless.core import bags  # noqa: E402
 from searchless.core import records  # noqa: E402
 from searchless.data import pgn  # noqa: E402

@@ -45,7 +45,8 @@ from searchless.data import packing as packing_lib  # noqa: E402
 from searchless.data import sequences as sequences_lib  # noqa: E402
 from searchless.data.boards import from_action_values, to_chessbench  # noqa: E402
 from searchless.evaluation import metrics  # noqa: E402
-from searchless.model import transformer as model  # noqa: E402
+from searchless.model import network  # noqa: E402
+from searchless.model.config import ModelConfig  # noqa: E402
 from searchless.play import player as player_lib  # noqa: E402
 from searchless.play import policy as policy_lib  # noqa: E402
 from searchless.play import predictor as predictor_lib  # noqa: E402
@@ -92,7 +93,7 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
     jax.block_until_ready(metrics)
     runs[name] = {'fns': fns, 'state': state, 'put': put, 'batch': batch, 'seconds': [],
                   'done': sum(targets[i % len(put)] for i in range(steps)),  # Action-values in a round.
-                  'params': model.num_params(state.params)}
+                  'params': network.num_params(state.params)}
   for _ in range(rounds):
     for run in runs.values():
       state, start = run['state'], time.perf_counter()
@@ -112,8 +113,8 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
 
 def _random_player(config_name: str) -> player_lib.Player:
   config = config_files.load(config_name, ['data.train=unused'])
-  model_config = model.ModelConfig.from_config(config)
-  params = model.init_params(model_config)  # Transformers: the same values for both (same shapes, same seed).
+  model_config = ModelConfig.from_config(config)
+  params = network.init_params(model_config)  # Transformers: the same values for both (same shapes, same seed).
   predictor = predictor_lib.predictor_for(model_config, params)
   policy = policy_lib.make_policy('action_value', predictor)
   policy.warm_up()

@@ -16,7 +16,7 @@ the first games: ~35 legal moves on average) go through:
   rule. With `--reference_src` the reference's own `neural_engines` module is
   imported from that checkout (it is not part of this project) and timed too;
 * the compute bound: the reference's FLOPs per move (legal moves x
-  `model.flops_per_sequence`) / the f32 (or bf16) matmul rate this device
+  `transformer.flops_per_sequence`) / the f32 (or bf16) matmul rate this device
   sustains, measured in the same run. Ours does less than that work (the last
   block runs one query per sequence), so it can beat the bound.
 
@@ -39,7 +39,9 @@ from searchless import configs
 from searchless.core import moves as moves_lib
 from searchless.core import tokenizer
 from searchless.core import values
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model import transformer
+from searchless.model.config import ModelConfig
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
@@ -69,7 +71,7 @@ class ReferenceLoop:
 
   def __init__(self, model_config, params, compute_dtype):
     self._params = params
-    self._predict = jax.jit(model.build(model_config, compute_dtype).apply)  # [1, 79] -> [1, 79, 128]
+    self._predict = jax.jit(network.build(model_config, compute_dtype).apply)  # [1, 79] -> [1, 79, 128]
     _, self._centres = values.uniform_buckets(model_config.output_size)
 
   def play(self, board: chess.Board) -> chess.Move:
@@ -132,9 +134,9 @@ def time_moves(play, boards) -> list[float]:
 
 def measure(name: str, dtype_name: str, boards, reference_boards, reference_src, rate) -> dict:
   experiment = configs.load(name)
-  model_config = model.ModelConfig.from_config(experiment)
-  params = jax.device_put(model.init_params(model_config))
-  dtype = model.resolve_dtype(dtype_name)
+  model_config = ModelConfig.from_config(experiment)
+  params = jax.device_put(network.init_params(model_config))
+  dtype = network.resolve_dtype(dtype_name)
   predictor = predictor_lib.Predictor(model_config, params, compute_dtype=dtype)
   predictor.warm_up(policy_lib.ActionValuePolicy.sequence_length)
   ours = player_lib.Player(policy_lib.make_policy('action_value', predictor))
@@ -146,9 +148,9 @@ def measure(name: str, dtype_name: str, boards, reference_boards, reference_src,
   agree = sum(ours.play(b) == reference.play(b) for b in reference_boards) / len(reference_boards)
   legal = np.mean([b.legal_moves.count() for b in boards])
   legal_ref = np.mean([b.legal_moves.count() for b in reference_boards])
-  flops = model.flops_per_sequence(model_config, policy_lib.ActionValuePolicy.sequence_length)
+  flops = transformer.flops_per_sequence(model_config, policy_lib.ActionValuePolicy.sequence_length)
   result = {
-      'config': name, 'dtype': str(dtype), 'params': model.num_params(params), 'boards': len(boards),
+      'config': name, 'dtype': str(dtype), 'params': network.num_params(params), 'boards': len(boards),
       'legal_moves': float(legal),
       'ours_median_ms': 1000 * statistics.median(ours_s), 'ours_p95_ms': 1000 * float(np.percentile(ours_s, 95)),
       'ours_seq_per_s': legal * len(boards) / sum(ours_s),
@@ -178,7 +180,7 @@ def main(argv=None):
   args = p.parse_args(argv)
   boards = sample_boards(args.boards)
   reference_boards = boards[:args.reference_boards]
-  rate = matmul_rate(model.resolve_dtype(args.dtype))
+  rate = matmul_rate(network.resolve_dtype(args.dtype))
   print(f'device: {jax.devices()[0].device_kind} x{jax.device_count()}, matmul rate {rate / 1e9:.1f} GFLOP/s '
         f'({args.dtype}); {len(boards)} boards (reference: {len(reference_boards)}), '
         f'{np.mean([b.legal_moves.count() for b in boards]):.1f} legal moves on average')

@@ -5,7 +5,7 @@
 
 Random token batches (the step's cost does not depend on the data), the real
 `searchless.training.step.make_functions` update (loss, grads, Adam, clip, EMA) on all local
-devices. MFU = 3 x forward FLOPs (model.flops_per_sequence) x examples/s /
+devices. MFU = 3 x forward FLOPs (transformer.flops_per_sequence) x examples/s /
 peak; the peak is the device's dense peak for the dtype (GPU/TPU table) or,
 on CPU, the f32 matmul rate this CPU sustains, measured in the same run.
 Also prints the memory one device holds for the training state.
@@ -20,7 +20,8 @@ import numpy as np
 
 from searchless import configs
 from searchless.core import records
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model import transformer
 from searchless.training import sharding
 from searchless.training import step as step_lib
 
@@ -46,10 +47,10 @@ def measure(name: str, dtype: str, batch: int, steps: int) -> dict:
   jax.block_until_ready(metrics)
   seconds = (time.perf_counter() - start) / steps
   examples = batch / seconds
-  flops = 3 * model.flops_per_sequence(fns.model_config, seq_len)
-  peak = step_lib.peak_flops_per_device(model.resolve_dtype(dtype))
+  flops = 3 * transformer.flops_per_sequence(fns.model_config, seq_len)
+  peak = step_lib.peak_flops_per_device(network.resolve_dtype(dtype))
   state_bytes = sum(x.addressable_shards[0].data.nbytes for x in jax.tree.leaves(state))
-  return {'config': name, 'dtype': dtype, 'batch': batch, 'params': model.num_params(state.params),
+  return {'config': name, 'dtype': dtype, 'batch': batch, 'params': network.num_params(state.params),
           'step_ms': 1000 * seconds, 'examples_per_s': examples, 'tokens_per_s': examples * seq_len,
           'mfu': examples * flops / (peak * jax.device_count()) if peak else None,
           'peak_tflops': peak / 1e12 if peak else None, 'state_mib_per_device': state_bytes / 2**20}

@@ -27,11 +27,12 @@ def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed
   import optax  # Test-time imports: only checkpoint tests pay for JAX.
 
   from searchless import configs
-  from searchless.model import transformer as model_lib
+  from searchless.model import network
+  from searchless.model.config import ModelConfig
   from searchless.training import checkpoint as checkpoint_lib
 
   experiment = configs.load(str(TINY_CONFIG), [f'policy={policy}', f'model.seed={seed}', *overrides])
-  params = model_lib.init_params(model_lib.ModelConfig.from_config(experiment))
+  params = network.init_params(ModelConfig.from_config(experiment))
   opt_state = optax.adam(1e-3).init(params)
   with checkpoint_lib.Checkpointer(str(directory / 'checkpoints'), async_save=False) as checkpointer:
     assert checkpointer.save(1, params=params, params_ema=params, opt_state=opt_state, config=experiment)

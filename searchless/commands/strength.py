@@ -19,13 +19,13 @@ from typing import Any
 
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.evaluation import paired
 from searchless.evaluation import strength
 
 
 def lines(result: dict[str, Any]) -> list[str]:
   """`strength.compare`'s result, as the command prints it.
 
+  >>> from searchless.evaluation import paired
   >>> print('\\n'.join(lines({'puzzles': paired.Puzzles(1500, 418, 409, 31, 40)})))
   puzzles: 1500 in both; base 418, new 409; new alone 31, base alone 40 (z -1.07)
   """

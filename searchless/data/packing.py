@@ -33,11 +33,12 @@ from searchless.core import records
 from searchless.core import tokenizer
 from searchless.core import values
 from searchless.data import sequences
+from searchless.model.config import ModelConfig
 
 
 def packed(config: Any) -> bool:
   """Whether an experiment config trains a per-board model (board_value records): packed or graph."""
-  return config.model.get('packing', 'none') == 'board' or config.model.get('kind', 'transformer') == 'graph'
+  return ModelConfig.from_config(config).packed
 
 
 def _completed(board: records.BoardValue, position: int) -> tuple[records.BoardValue, np.ndarray] | None:

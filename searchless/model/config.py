@@ -1,18 +1,20 @@
 """The predictor's architecture: `ModelConfig`, for the transformer (the paper's) and the graph model.
 
-`searchless.model.transformer.build` builds either from it; `ModelConfig.from_config`
-reads it from an experiment config (`searchless.core.config`).
+The one home of the model's fields, their defaults (the paper's 9M model) and their checks.
+`searchless.model.network.build` builds either kind from it; `ModelConfig.from_config`
+reads it from an experiment config (`searchless.core.config`), whose ``model`` section
+holds `ModelConfig.experiment_defaults()`.
 
->>> ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128, max_sequence_length=79).packed
-False
->>> ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2, output_size=128,
-...             max_sequence_length=79, graph_edge_dim=0)
+>>> ModelConfig().packed, ModelConfig().num_layers
+(False, 8)
+>>> ModelConfig(kind='graph', graph_edge_dim=0)
 Traceback (most recent call last):
 ...
-ValueError: graph_edge_dim must be >= 1, got 0
+ValueError: model.graph_edge_dim must be >= 1, got 0
 """
 
 import dataclasses
+from typing import Any
 
 import ml_collections
 
@@ -34,63 +36,62 @@ MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besid
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-  """Architecture of the predictor (the reference's TransformerConfig, narrowed)."""
+  """Architecture of the predictor (the reference's TransformerConfig, narrowed); the defaults are the paper's 9M."""
 
-  embedding_dim: int  # Width d of the residual stream.
-  num_layers: int  # Transformer blocks.
-  num_heads: int  # Attention heads; d / num_heads features per head.
-  output_size: int  # Classes per position: return buckets or NUM_ACTIONS.
-  max_sequence_length: int  # Rows of the learned position table.
+  embedding_dim: int = 256  # Width d of the residual stream.
+  num_layers: int = 8  # Transformer blocks (graph: GATEAU layers).
+  num_heads: int = 8  # Attention heads; d / num_heads features per head.
+  output_size: int = 128  # Classes per position: return buckets or NUM_ACTIONS (from the policy and buckets).
+  max_sequence_length: int = POSITION_ROWS  # Rows of the learned position table.
   widening_factor: int = 4  # SwiGLU hidden size = widening_factor * d.
   emb_init_scale: float = 0.02  # Std of the truncated-normal token-embedding init.
   apply_post_ln: bool = True  # Final LayerNorm before the output layer.
   apply_qk_layernorm: bool = False  # LayerNorm on queries and keys.
-  use_causal_mask: bool = False  # The reference attends over the whole board.
-  seed: int = 1  # Parameter initialisation seed (`init_params`).
-  packing: str = 'none'  # 'none': one sequence per move (the paper); 'board': one per board.
-  move_attention: str = 'self'  # Packed: a move token sees the board and itself | all real moves.
-  joint_layers: int = 0  # Packed: blocks before the last in which board tokens also see the real moves.
-  kind: str = 'transformer'  # 'transformer' | 'graph' (searchless.model.graph: per board, like packing='board').
-  graph_edge_dim: int = 32  # Graph: width of the edge features (nodes have embedding_dim).
-  graph_open_lines: bool = True  # Graph: each edge is told whether its line is open (False: an ablation).
+  use_causal_mask: bool = False  # The reference predicts from the whole board.
+  seed: int = 1  # Parameter initialisation seed (`network.init_params`).
+  # 'none': one sequence per move (the paper) | 'board': one per board (board_value records).
+  packing: str = 'none'
+  move_attention: str = 'self'  # packing='board': a move token sees the board and itself | 'moves': all real moves.
+  joint_layers: int = 0  # packing='board': blocks before the last in which board tokens also see the real moves.
+  # 'transformer' (the paper) | 'graph': AlphaGateau's graph network (`searchless.model.graph`), per board
+  # like packing='board' (board_value records).
+  kind: str = 'transformer'
+  graph_edge_dim: int = 32  # kind='graph': width of the edge features (nodes have embedding_dim; heads num_heads).
+  graph_open_lines: bool = True  # kind='graph': each edge is told whether its line is open (False: an ablation).
   # Structural priors (`searchless.model.priors`), transformer only, each off by default:
   mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
   move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
-  square_bias: str = 'none'  # 'none' | 'relative' | 'open_lines': learned attention biases by square displacement (priors).
+  square_bias: str = 'none'  # 'none' | 'relative' | 'open_lines': learned attention biases by square displacement.
   smolgen: int = 0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
   move_gather: bool = False  # Before every block a move token adds a map of its from- and to-square's states (action-value).
 
   def __post_init__(self):
+    for name, low, inclusive in _RANGES:
+      value = getattr(self, name)
+      if not (value >= low if inclusive else value > low):  # NaN fails both.
+        raise ValueError(f"model.{name} must be {'>=' if inclusive else '>'} {low}, got {value}")
     if self.kind not in KINDS:
       raise ValueError(f'model kind must be one of {KINDS}, got {self.kind!r}')
     if self.move_squares not in priors.MOVE_SQUARES:
       raise ValueError(f'move_squares must be one of {priors.MOVE_SQUARES}, got {self.move_squares!r}')
-    if self.smolgen < 0:
-      raise ValueError(f'smolgen must be >= 0 (0: off), got {self.smolgen}')
     if self.square_bias not in priors.SQUARE_BIASES:
       raise ValueError(f'square_bias must be one of {priors.SQUARE_BIASES}, got {self.square_bias!r}')
+    if self.embedding_dim % self.num_heads:
+      raise ValueError(f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}')
     if self.kind == 'graph':
       if self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen or self.move_gather:
         raise ValueError('mover_view, move_squares, square_bias, smolgen and move_gather are transformer options '
                          '(the graph model has its own)')
       if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
         raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
-      if self.embedding_dim % self.num_heads:
-        raise ValueError(f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}')
-      if self.graph_edge_dim < 1:
-        raise ValueError(f'graph_edge_dim must be >= 1, got {self.graph_edge_dim}')
       return
     if not self.graph_open_lines:
       raise ValueError('graph_open_lines is a graph option (the transformer has no edges)')
-    if self.embedding_dim % self.num_heads:
-      raise ValueError(
-          f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}'
-      )
     if self.packing not in PACKINGS:
       raise ValueError(f'packing must be one of {PACKINGS}, got {self.packing!r}')
     if self.move_attention not in MOVE_ATTENTIONS:
       raise ValueError(f'move_attention must be one of {MOVE_ATTENTIONS}, got {self.move_attention!r}')
-    if not 0 <= self.joint_layers < self.num_layers:
+    if not self.joint_layers < self.num_layers:
       raise ValueError(f'joint_layers must be in [0, num_layers - 1 = {self.num_layers - 1}], got {self.joint_layers}')
     if self.packing == 'board' and (self.use_causal_mask or self.output_size == moves.NUM_ACTIONS):
       raise ValueError('board packing is an action-value model: no causal mask, value buckets as outputs')
@@ -101,42 +102,51 @@ class ModelConfig:
     return self.packing == 'board' or self.kind == 'graph'
 
   @classmethod
+  def experiment_defaults(cls) -> dict[str, Any]:
+    """The fields of an experiment config's ``model`` section, with their defaults.
+
+    Every field but those `from_config` derives from the policy and the buckets.
+
+    >>> defaults = ModelConfig.experiment_defaults()
+    >>> defaults['embedding_dim'], defaults['kind'], 'output_size' in defaults
+    (256, 'transformer', False)
+    """
+    return {field.name: field.default for field in dataclasses.fields(cls) if field.name not in _FROM_POLICY}
+
+  @classmethod
   def from_config(cls, config: ml_collections.ConfigDict | ml_collections.FrozenConfigDict) -> 'ModelConfig':
-    """Returns the model of an experiment config (`config.model`, policy, buckets)."""
+    """Returns the model of an experiment config (`config.model`, policy, buckets).
+
+    A field missing from ``config.model`` (a config saved before the field existed) takes its default.
+
+    >>> config = ml_collections.ConfigDict({'policy': 'action_value', 'num_return_buckets': 32,
+    ...                                     'model': {'num_layers': 2, 'foo': 1}})
+    >>> ModelConfig.from_config(config)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown model field 'foo'
+    """
     policy = config.policy
     if policy not in SEQUENCE_LENGTHS:
       raise ValueError(f'unknown policy {policy!r} (expected one of {sorted(SEQUENCE_LENGTHS)})')
-    m = config.model
-    if m.get('packing', 'none') == 'board' and policy != 'action_value':
+    defaults = cls.experiment_defaults()
+    for name in config.model.keys():
+      if name not in defaults:
+        raise ValueError(f'unknown model field {name!r}')
+    fields = {**defaults, **config.model}
+    if fields['packing'] == 'board' and policy != 'action_value':
       raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
-    if m.get('move_squares', 'none') != 'none' and policy != 'action_value':
+    if fields['move_squares'] != 'none' and policy != 'action_value':
       raise ValueError(f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}")
-    if m.get('move_gather', False) and policy != 'action_value':
+    if fields['move_gather'] and policy != 'action_value':
       raise ValueError(f"model.move_gather reads the input's move token: it needs policy action_value, not {policy!r}")
-    if m.get('kind', 'transformer') == 'graph' and policy != 'action_value':
+    if fields['kind'] == 'graph' and policy != 'action_value':
       raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
-    return cls(
-        embedding_dim=m.embedding_dim,
-        num_layers=m.num_layers,
-        num_heads=m.num_heads,
-        widening_factor=m.widening_factor,
-        emb_init_scale=m.emb_init_scale,
-        apply_post_ln=m.apply_post_ln,
-        apply_qk_layernorm=m.apply_qk_layernorm,
-        use_causal_mask=m.use_causal_mask,
-        output_size=moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets,
-        max_sequence_length=POSITION_ROWS,
-        seed=m.seed,
-        # Configs saved before board packing existed have none of these fields.
-        packing=m.get('packing', 'none'),
-        move_attention=m.get('move_attention', 'self'),
-        joint_layers=m.get('joint_layers', 0),
-        kind=m.get('kind', 'transformer'),
-        graph_edge_dim=m.get('graph_edge_dim', 32),
-        graph_open_lines=m.get('graph_open_lines', True),
-        mover_view=m.get('mover_view', False),
-        move_squares=m.get('move_squares', 'none'),
-        square_bias=m.get('square_bias', 'none'),
-        smolgen=m.get('smolgen', 0),
-        move_gather=m.get('move_gather', False),
-    )
+    output_size = moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets
+    return cls(**fields, output_size=output_size, max_sequence_length=POSITION_ROWS)
+
+
+_FROM_POLICY = ('output_size', 'max_sequence_length')  # `from_config` derives them from the policy and the buckets.
+# The smallest value of each numeric field, and whether it is allowed.
+_RANGES = (('embedding_dim', 1, True), ('num_layers', 1, True), ('num_heads', 1, True), ('widening_factor', 0, False),
+           ('joint_layers', 0, True), ('graph_edge_dim', 1, True), ('smolgen', 0, True))

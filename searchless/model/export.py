@@ -18,9 +18,9 @@
 `load_safetensors` reads the weights back as the nested dict haiku uses.
 
 >>> import tempfile
->>> from searchless.model import transformer
->>> cfg = transformer.ModelConfig(embedding_dim=16, num_layers=1, num_heads=2, output_size=8, max_sequence_length=79)
->>> params = transformer.init_params(cfg)
+>>> from searchless.model import network
+>>> cfg = ModelConfig(embedding_dim=16, num_layers=1, num_heads=2, output_size=8, max_sequence_length=79)
+>>> params = network.init_params(cfg)
 >>> out = export(tempfile.mkdtemp(), cfg, params, None, jax_forward=False)
 >>> weights, saved = load_safetensors(out / WEIGHTS)
 >>> saved == cfg, sorted(weights) == sorted(params)
@@ -43,14 +43,15 @@ import safetensors.numpy
 from searchless.core import atomic
 from searchless.core import config as config_lib
 from searchless.core import tokenizer
-from searchless.model import transformer
+from searchless.model import network
+from searchless.model.config import ModelConfig
 
 WEIGHTS, CONFIG, FORWARD = 'model.safetensors', 'config.json', 'forward.jax'
 MOVE_SLOTS = 218  # A packed model's exported move slots: the most legal moves of any chess position.
 _CONFIG_KEY = 'searchless.model_config'  # safetensors metadata key of the ModelConfig JSON.
 
 
-def export(out: str | os.PathLike, model_config: transformer.ModelConfig, params: Mapping[str, Any],
+def export(out: str | os.PathLike, model_config: ModelConfig, params: Mapping[str, Any],
            experiment: Any, *, jax_forward: bool = True) -> pathlib.Path:
   """Writes the folder described in the module docstring; returns it. `experiment`: a config or None."""
   out_dir = pathlib.Path(out)
@@ -69,8 +70,8 @@ def export(out: str | os.PathLike, model_config: transformer.ModelConfig, params
   return out_dir
 
 
-def _exported_forward(model_config: transformer.ModelConfig, params: Mapping[str, Any]) -> jax_export.Exported:
-  net = transformer.build(model_config)
+def _exported_forward(model_config: ModelConfig, params: Mapping[str, Any]) -> jax_export.Exported:
+  net = network.build(model_config)
   frozen = jax.tree.map(jnp.asarray, params)
   (batch,) = jax_export.symbolic_shape('b')
   length = tokenizer.SEQUENCE_LENGTH + MOVE_SLOTS if model_config.packed else model_config.max_sequence_length
@@ -79,12 +80,12 @@ def _exported_forward(model_config: transformer.ModelConfig, params: Mapping[str
   return jax_export.export(forward)(jax.ShapeDtypeStruct(shape, jnp.int32))
 
 
-def load_safetensors(path: str | os.PathLike) -> tuple[dict[str, dict[str, np.ndarray]], transformer.ModelConfig]:
+def load_safetensors(path: str | os.PathLike) -> tuple[dict[str, dict[str, np.ndarray]], ModelConfig]:
   """(haiku params as {module: {name: array}}, ModelConfig) from an exported ``model.safetensors``."""
   flat = safetensors.numpy.load_file(str(path))
   with open(path, 'rb') as f:  # The header: 8 bytes of length, then JSON with __metadata__.
     header = json.loads(f.read(int.from_bytes(f.read(8), 'little')))
-  model_config = transformer.ModelConfig(**json.loads(header['__metadata__'][_CONFIG_KEY]))
+  model_config = ModelConfig(**json.loads(header['__metadata__'][_CONFIG_KEY]))
   params: dict[str, dict[str, np.ndarray]] = {}
   for key, value in flat.items():
     module, name = key.rsplit('/', 1)

@@ -18,14 +18,14 @@ promotion piece). With ``with_value`` the model also returns the board's
 state value ``[B, V]`` from the mean of its nodes. So the trainer, loader,
 checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 
->>> from searchless.model import transformer
->>> cfg = transformer.ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2,
-...                               output_size=128, max_sequence_length=79, graph_edge_dim=8)
->>> params = transformer.init_params(cfg)
->>> transformer.num_params(params)
+>>> from searchless.model import network
+>>> cfg = ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2,
+...                   output_size=128, max_sequence_length=79, graph_edge_dim=8)
+>>> params = network.init_params(cfg)
+>>> network.num_params(params)
 15968
 >>> tokens = np.zeros((2, 77 + 3), np.int32); tokens[:, -1] = -1  # 2 boards, 3 move slots, 1 unused.
->>> transformer.build(cfg).apply(params, None, tokens).shape  # [B, M, V]
+>>> network.build(cfg).apply(params, None, tokens).shape  # [B, M, V]
 (2, 3, 128)
 """
 
@@ -163,7 +163,7 @@ class Gateau(hk.Module):
       activations.append(jax.nn.gelu(z))  # [B, n, K, De]
     h = h + hk.Linear(width, with_bias=False, name='out')(jnp.concatenate(pooled, axis=1)).astype(jnp.float32)
     # Made after `out`, as the hk.Linear it replaces was (the same initial values); in the compute dtype, as
-    # `transformer.build` casts an hk.Linear's weights.
+    # `network.build` casts an hk.Linear's weights.
     edge_out = _LinearWeights(name='edge_out')(edge_width, edge_width).astype(dtype)  # [De, De]
     return h, tuple(e + (a @ edge_out).astype(jnp.float32) for e, a in zip(edges, activations))
 
@@ -247,9 +247,8 @@ def flops_per_board(config: ModelConfig, num_moves: int, boards_per_pass: int | 
   test (S * 64). Passes of at most `ONE_GRID_ROWS` boards (`boards_per_pass`, e.g.
   the trainer's micro-batch) run the one padded grid: S = 64 x 36 = 2304.
 
-  >>> from searchless.model import transformer
-  >>> cfg = transformer.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
-  ...                               output_size=128, max_sequence_length=79, graph_edge_dim=32)
+  >>> cfg = ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
+  ...                   output_size=128, max_sequence_length=79, graph_edge_dim=32)
   >>> flops_per_board(cfg, 64), flops_per_board(cfg, 64, boards_per_pass=2)  # Three grids; the one grid.
   (72300544, 79673344)
   """

@@ -27,7 +27,9 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
-from searchless.model import transformer as model_lib
+from searchless.model import network
+from searchless.model import transformer
+from searchless.model.config import ModelConfig
 
 PyTree = Any  # Nested dicts of arrays (haiku params).
 
@@ -143,7 +145,7 @@ def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: 
   as_loaded = jax.tree.map(lambda a: np.asarray(a, np.float32), cast)  # What `load_model` will compute with.
   (out / PROBE).mkdir()
   (out / PROBE / PROBE_FILE).write_text(
-      json.dumps({PARAMS_EMA: model_lib.probe(model_lib.ModelConfig.from_config(config), as_loaded)}))
+      json.dumps({PARAMS_EMA: network.probe(ModelConfig.from_config(config), as_loaded)}))
   if run is not None:
     for name in RUN_FILES:
       (out / f'train_{name}').write_bytes((epath.Path(run) / name).read_bytes())
@@ -171,7 +173,7 @@ def experiment_config(params_dir: epath.Path) -> ml_collections.FrozenConfigDict
 
 def load_model(
     path: str, *, ema: bool = True, num_heads: int | None = None
-) -> tuple[model_lib.ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
+) -> tuple[ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
   """Returns (ModelConfig, params, experiment config or None) of a checkpoint.
 
   Our checkpoints carry their experiment config, which defines the model. A
@@ -183,13 +185,13 @@ def load_model(
   params = _restore_numpy(params_dir)
   experiment = experiment_config(params_dir)
   if experiment is None:
-    return model_lib.infer_config(params, num_heads=num_heads), params, None
-  model_config = model_lib.ModelConfig.from_config(experiment)
+    return transformer.infer_config(params, num_heads=num_heads), params, None
+  model_config = ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
     _check_shapes(params_dir, model_config, params)
     _check_probe(params_dir, model_config, params)
     return model_config, params, experiment
-  inferred = model_lib.infer_config(params, num_heads=model_config.num_heads)
+  inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
   shape_fields = ('embedding_dim', 'num_layers', 'widening_factor', 'output_size',
                   'max_sequence_length', 'apply_post_ln', 'apply_qk_layernorm')
   mismatched = [f for f in shape_fields if getattr(inferred, f) != getattr(model_config, f)]
@@ -206,10 +208,10 @@ def load_model(
   return model_config, params, experiment
 
 
-def _check_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+def _check_shapes(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
   """Refuses parameters whose names or shapes are not those of their config's model."""
   want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
-          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: model_lib.init_params(model_config)))}
+          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: network.init_params(model_config)))}
   got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
@@ -217,7 +219,7 @@ def _check_shapes(params_dir: epath.Path, model_config: model_lib.ModelConfig, p
                      f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's {model_config.kind} model")
 
 
-def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, params: dict) -> None:
+def _check_probe(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
   """Refuses parameters whose saved `model.probe` output this config does not reproduce."""
   probe_file = params_dir.parent / PROBE / PROBE_FILE
   if not probe_file.exists():  # Saved before probes existed.
@@ -225,7 +227,7 @@ def _check_probe(params_dir: epath.Path, model_config: model_lib.ModelConfig, pa
   saved = json.loads(probe_file.read_text()).get(params_dir.name)
   if saved is None:
     return
-  distance = model_lib.probe_distance(saved, model_lib.probe(model_config, params))
+  distance = network.probe_distance(saved, network.probe(model_config, params))
   if distance > PROBE_TOLERANCE:
     raise ValueError(
         f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'

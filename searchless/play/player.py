@@ -33,7 +33,7 @@ import numpy as np
 from searchless.core import legality
 from searchless.engines import launch
 from searchless.model import loading
-from searchless.model import transformer as model
+from searchless.model import network
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 
@@ -97,7 +97,7 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
     raise ValueError(f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
                      'it never learned (leave the policy unset)')
   kind = policy or trained or policy_lib.ACTION_VALUE
-  predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=model.resolve_dtype(compute_dtype))
+  predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=network.resolve_dtype(compute_dtype))
   return policy_lib.make_policy(kind, predictor)
 
 

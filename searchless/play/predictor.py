@@ -19,7 +19,8 @@ from jax.typing import DTypeLike
 import numpy as np
 
 from searchless.core import tokenizer
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.play import shapes as shapes_lib
 
 # Batch shapes the predictor is compiled for (218 legal moves at most). A board's
@@ -41,11 +42,11 @@ class Predictor:
   into chunks of the bucket sizes, trading padding against calls (`_chunks`).
   """
 
-  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
+  def __init__(self, model_config: ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
                batch_buckets: Sequence[int] = BATCH_BUCKETS):
     self.model_config = model_config
     self._params = jax.device_put(params)
-    self._apply = jax.jit(model.build(model_config, compute_dtype, last_only=True).apply)
+    self._apply = jax.jit(network.build(model_config, compute_dtype, last_only=True).apply)
     self._buckets = tuple(sorted(batch_buckets))
     self.sequences_run = 0  # Rows sent through the model, padding included.
     self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
@@ -135,13 +136,13 @@ class PackedPredictor:
   empty boards), so nothing recompiles per board.
   """
 
-  def __init__(self, model_config: model.ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
+  def __init__(self, model_config: ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
                move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
     if not model_config.packed:
       raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
     self.model_config = model_config
     self._params = jax.device_put(params)
-    self._apply = jax.jit(model.build(model_config, compute_dtype).apply)
+    self._apply = jax.jit(network.build(model_config, compute_dtype).apply)
     self._move_buckets = tuple(sorted(move_buckets))
     self._board_buckets = tuple(sorted(board_buckets))
     self.rows_run = 0  # Rows (boards) sent through the model, padding included.
@@ -231,7 +232,7 @@ class PackedPredictor:
     self.shapes.close()
 
 
-def predictor_for(model_config: model.ModelConfig, params: hk.Params, *,
+def predictor_for(model_config: ModelConfig, params: hk.Params, *,
                   compute_dtype: DTypeLike = jnp.float32) -> Predictor | PackedPredictor:
   """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
   cls = PackedPredictor if model_config.packed else Predictor

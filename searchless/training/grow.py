@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from searchless.model import graph
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 
 TOLERANCE = 1e-5  # Largest total-variation distance between the two models' probe outputs (float32 rounding).
 
@@ -72,10 +73,10 @@ def _widened(name: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
   return new
 
 
-def check_same_function(small_config: model.ModelConfig, small: Any, big_config: model.ModelConfig, big: Any,
+def check_same_function(small_config: ModelConfig, small: Any, big_config: ModelConfig, big: Any,
                         source: str) -> None:
   """Refuses a grown model whose probe output is not the small one's (`source` names the small checkpoint)."""
-  distance = model.probe_distance(model.probe(small_config, small), model.probe(big_config, big))
+  distance = network.probe_distance(network.probe(small_config, small), network.probe(big_config, big))
   if distance > TOLERANCE:
     changed = [f'{f} {getattr(small_config, f)} -> {getattr(big_config, f)}' for f in small_config.__dataclass_fields__
                if getattr(small_config, f) != getattr(big_config, f)]

@@ -21,7 +21,8 @@ from searchless.core import records
 from searchless.core import tokenizer
 from searchless.data import packing
 from searchless.model import losses
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.training import sharding
 
 
@@ -155,15 +156,15 @@ class Functions(NamedTuple):
   last_log_probs: Callable[..., Any]  # (params, sequences [B, T]) -> [B, V] at the last position; packed: [B, M, V]
   state_sharding: TrainingState
   batch_sharding: jax.sharding.NamedSharding
-  model_config: model.ModelConfig
+  model_config: ModelConfig
 
 
 def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functions:
-  model_config = model.ModelConfig.from_config(config)
-  dtype = model.resolve_dtype(config.train.compute_dtype)
-  net = model.build(model_config, compute_dtype=dtype)
+  model_config = ModelConfig.from_config(config)
+  dtype = network.resolve_dtype(config.train.compute_dtype)
+  net = network.build(model_config, compute_dtype=dtype)
   optimizer = make_optimizer(config)
-  trained = model.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
+  trained = network.build(model_config, compute_dtype=dtype, with_value=True) if model_config.kind == 'graph' else net
   decay = config.optim.ema_decay
   cooldown = config.optim.get('cooldown_steps') or 0  # Absent from configs saved before it existed.
 

@@ -36,7 +36,9 @@ from searchless.data import loader as dataset
 from searchless.data import packing
 from searchless.model import graph as graph_model
 from searchless.model import loading
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model import transformer
+from searchless.model.config import ModelConfig
 from searchless.training import checkpoint
 from searchless.training import eval_set as eval_set_lib
 from searchless.training import grow
@@ -183,16 +185,16 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
   num_steps = config.train.num_steps
   end = num_steps if stop_after is None else min(num_steps, start + stop_after)
-  dtype = model.resolve_dtype(config.train.compute_dtype)
+  dtype = network.resolve_dtype(config.train.compute_dtype)
   if packing.packed(config):  # A row: 78 board tokens + max_moves move tokens.
-    seq_len = model.BOARD_TOKENS + config.data.max_moves
+    seq_len = transformer.BOARD_TOKENS + config.data.max_moves
   else:
     seq_len = records.SEQUENCE_LENGTHS[config.policy]
   if functions.model_config.kind == 'graph':
     flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves,
                                             config.train.get('micro_batch') or config.data.batch_size)
   else:
-    flops = 3 * model.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
+    flops = 3 * transformer.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = step_lib.peak_flops_per_device(dtype)
   bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=not progress or jax.process_index() != 0,
                   dynamic_ncols=True)
@@ -232,7 +234,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
         bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
       if done % config.train.ckpt_every == 0 or done == end or signalled:
-        probes = {name: model.probe(functions.model_config, tree)
+        probes = {name: network.probe(functions.model_config, tree)
                   for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))}
         manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
                      config=config, data_iter_state=data_iter.get_state(), probes=probes)
@@ -250,7 +252,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     step = int(jax.device_get(state.step))
     artefacts.TrainingSummary(
         step=step, num_steps=num_steps, complete=step >= num_steps,
-        num_params=model.num_params(state.params),
+        num_params=network.num_params(state.params),
         num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
         overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
     ).write(work / artefacts.TrainingSummary.FILE)
@@ -260,7 +262,7 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
 
 
 def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: step_lib.TrainingState, *,
-                      model_config: model.ModelConfig, grow_from: bool = False) -> step_lib.TrainingState:
+                      model_config: ModelConfig, grow_from: bool = False) -> step_lib.TrainingState:
   """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them); with
   `grow_from`, that checkpoint's smaller model grown into this run's (`model_config`) as the same function."""
   if grow_from:

@@ -12,7 +12,7 @@ import safetensors.numpy
 
 from searchless.model import export
 from searchless.model import loading
-from searchless.model import transformer
+from searchless.model import network
 
 
 def _round_trip(tmp_path, source, tokens):
@@ -30,7 +30,7 @@ def _round_trip(tmp_path, source, tokens):
   assert {name: a.shape for name, a in flat.items()} == {
       f'{module}/{name}': np.shape(a) for module, leaves in params.items() for name, a in leaves.items()}
   forward = export.load_forward(tmp_path / 'out' / 'forward.jax')
-  want = transformer.build(model_config).apply(params, None, tokens)
+  want = network.build(model_config).apply(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)
   umask = os.umask(0)
   os.umask(umask)

@@ -13,7 +13,8 @@ import pytest
 
 from searchless import configs
 from searchless.model import loading
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.play import agents
 from searchless.play import player as player_lib
 
@@ -25,7 +26,7 @@ MATE_IN_ONE = '6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1'
 
 def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(tmp_path):
   config = configs.load('tiny_packed', ['data.train=unused'])
-  params = model.init_params(model.ModelConfig.from_config(config))
+  params = network.init_params(ModelConfig.from_config(config))
   out = loading.export(str(tmp_path / 'model'), params, config)
   handler = loading.ocp.PyTreeCheckpointHandler()
   saved = loading.metadata_tree(handler.metadata(out / 'params_ema'))
@@ -33,7 +34,7 @@ def test_export_writes_bfloat16_parameters_and_the_config_that_load_model_reads(
   assert {str(m.dtype) for m in jax.tree.leaves(saved)} == {'bfloat16'}
   assert sorted(json.loads((out / 'probe' / 'probe.json').read_text())) == ['params_ema']  # Checked on loading.
   model_config, restored, experiment = loading.load_model(str(out))
-  assert model_config == model.ModelConfig.from_config(config) and experiment.model.packing == 'board'
+  assert model_config == ModelConfig.from_config(config) and experiment.model.packing == 'board'
   for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(params)):
     assert a.dtype == np.float32 and a.shape == b.shape
     np.testing.assert_array_equal(a, np.asarray(b).astype(jax.numpy.bfloat16).astype(np.float32))

@@ -13,7 +13,8 @@ from searchless.evaluation import evaluate
 from searchless.evaluation import puzzles
 from searchless.model import export
 from searchless.model import loading
-from searchless.model import transformer
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.play import player as player_lib
 from searchless.training import train
 
@@ -46,7 +47,7 @@ OWNED = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square'
 def test_options_that_read_the_move_token_need_action_values(policy, option):
   what = 'move_gather reads' if option == 'gather' else 'move_squares embeds'
   with pytest.raises(ValueError, match=f"{what} the input's move token: it needs policy action_value, not '{policy}'"):
-    transformer.ModelConfig.from_config(configs.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
+    ModelConfig.from_config(configs.load('tiny', SMALL + OPTIONS[option] + [f'policy={policy}']))
 
 
 @pytest.mark.parametrize('group', [0, 1])
@@ -60,7 +61,7 @@ def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, poli
   assert int(state.step) == 1 and np.isfinite(lines[0]['loss'])
   model_config, params, _ = loading.load_model(str(tmp_path))
   assert [getattr(model_config, SETS[o][0]) for o in options] == [SETS[o][1] for o in options]
-  initial = transformer.init_params(model_config)
+  initial = network.init_params(model_config)
   for option in set(options) - {'mover_view'}:  # Parameters each option owns moved in the step.
     name, leaf = OWNED[option]
     assert np.abs(np.asarray(params[name][leaf]) - np.asarray(initial[name][leaf])).max() > 0, option
@@ -119,6 +120,6 @@ def test_export_carries_them(priors_run, tmp_path):
   tokens[0, 0] = 11  # Black to move: the mirrored path runs inside the exported function too.
   tokens[:, 77:80] = [[1, 2, 3], [4, 5, 6]]
   forward = export.load_forward(out / export.FORWARD)
-  want = transformer.build(model_config).apply(params, None, tokens)
+  want = network.build(model_config).apply(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)
   assert jax.tree.structure(weights) == jax.tree.structure(params)

@@ -429,11 +429,12 @@ def test_training_reads_buckets_and_size_from_the_run(tmp_path):
   """The bucket count and the parameter count are the run's (train/summary.json), never assumed or re-derived."""
   import jax
 
-  from searchless.model import transformer as model_lib
+  from searchless.model import network
+  from searchless.model.config import ModelConfig
 
   config = configs.load('tiny')
-  shapes = jax.eval_shape(lambda: model_lib.init_params(model_lib.ModelConfig.from_config(config)))
-  assert model_lib.num_params(shapes) == TINY_PARAMS  # The fixtures' summary.json tells the truth.
+  shapes = jax.eval_shape(lambda: network.init_params(ModelConfig.from_config(config)))
+  assert network.num_params(shapes) == TINY_PARAMS  # The fixtures' summary.json tells the truth.
   run_dir = tmp_path / 'run'
   write_training(run_dir, overrides=('num_return_buckets=32',), num_params=12_345)
   md = section(report.build(run_dir).markdown.read_text(), 'Training')

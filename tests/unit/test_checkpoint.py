@@ -20,7 +20,8 @@ from searchless.model import loading
 
 from searchless import configs
 from searchless.core import config as config_lib
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.training import checkpoint
 
 from helpers import ROOT
@@ -70,9 +71,9 @@ def test_published_checkpoint_reproduces_reference_log_probs(published, referenc
   _, sequences, last_log_probs = reference
   config, params, experiment = loading.load_model(str(published))
   assert experiment is None
-  assert config == model.ModelConfig(embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
-                                     max_sequence_length=79)
-  log_probs = jax.jit(model.build(config).apply)(params, None, sequences)
+  assert config == ModelConfig(embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
+                               max_sequence_length=79)
+  log_probs = jax.jit(network.build(config).apply)(params, None, sequences)
   assert np.abs(np.asarray(log_probs[:, -1]) - last_log_probs).max() <= 1e-5
 
 
@@ -117,7 +118,7 @@ def one_adam_step(params):
 def tiny_state(seed: int):
   """(params, params_ema, opt_state, experiment config) of the tiny model after one Adam step."""
   experiment = configs.load(TINY, [f'model.seed={seed}'])
-  params_ema = model.init_params(model.ModelConfig.from_config(experiment))
+  params_ema = network.init_params(ModelConfig.from_config(experiment))
   params, opt_state = one_adam_step(params_ema)
   return params, params_ema, opt_state, experiment
 
@@ -168,7 +169,7 @@ def test_restore_without_targets_and_load_model(tmp_path):
   assert jax.tree.leaves(restored.opt_state)[0].shape == jax.tree.leaves(opt_state)[0].shape
   # Evaluation reads the EMA (default) or the raw parameters, from the workdir.
   config, loaded, loaded_experiment = loading.load_model(str(tmp_path))
-  assert config == model.ModelConfig.from_config(experiment)
+  assert config == ModelConfig.from_config(experiment)
   assert config_lib.to_json(loaded_experiment) == config_lib.to_json(experiment)
   assert_trees_equal(loaded, jax.device_get(params_ema))
   _, loaded, _ = loading.load_model(str(tmp_path / 'checkpoints' / '5' / 'params'), ema=False)
@@ -269,11 +270,12 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   """A replicated save restores straight into an FSDP-style sharding (2 CPU devices)."""
   script = textwrap.dedent(f'''
       import jax, numpy as np
-      from searchless.model import transformer as model
+      from searchless.model import network
+      from searchless.model.config import ModelConfig
       from searchless.core import config as config_lib
       from searchless.training import checkpoint
       experiment = configs.load({TINY!r})
-      params = model.init_params(model.ModelConfig.from_config(experiment))
+      params = network.init_params(ModelConfig.from_config(experiment))
       with checkpoint.Checkpointer({str(tmp_path)!r}, async_save=False) as c:
         c.save(1, params=params, params_ema=params, opt_state={{'count': np.zeros((), np.int32)}}, config=experiment)
       mesh = jax.make_mesh((2,), ('fsdp',))

@@ -13,18 +13,19 @@ from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import board_graph
 from searchless.model import graph
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
 PROMOTIONS = '1r5k/P7/8/8/8/8/6pp/4K3 w - - 0 50'  # a7a8 / a7b8 in four pieces each.
-SMALL = model.ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2, output_size=32,
-                          max_sequence_length=79, graph_edge_dim=8, seed=3)
+SMALL = ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2, output_size=32,
+                    max_sequence_length=79, graph_edge_dim=8, seed=3)
 
 
 @pytest.fixture(scope='module')
 def small():
-  params = model.init_params(SMALL)
-  return params, jax.jit(model.build(SMALL).apply)
+  params = network.init_params(SMALL)
+  return params, jax.jit(network.build(SMALL).apply)
 
 
 def _row(fen: str, board_moves) -> np.ndarray:
@@ -165,43 +166,43 @@ def test_the_edge_head_scores_exactly_the_given_moves(small):
 def test_state_value_head_and_parameters(small):
   params, _ = small
   tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
-  actions, state = model.build(SMALL, with_value=True).apply(params, None, tokens)
+  actions, state = network.build(SMALL, with_value=True).apply(params, None, tokens)
   assert actions.shape == (1, 48, 32) and state.shape == (1, 32)
   assert {'value_in', 'value_out', 'move_in', 'move_out', 'inputs', 'gateau_1'} <= set(params)
   with pytest.raises(ValueError, match='only the graph model'):
-    model.build(dataclasses.replace(SMALL, kind='transformer'), with_value=True)
+    network.build(dataclasses.replace(SMALL, kind='transformer'), with_value=True)
 
 
 def test_without_open_lines_the_graph_is_the_graph_with_a_zero_open_flag(small):
   """The ablation `graph_open_lines=False` (issue 28) has no `open` table and computes what a zero table does."""
   params, apply = small
   ablated = dataclasses.replace(SMALL, graph_open_lines=False)
-  ablated_params = model.init_params(ablated)
+  ablated_params = network.init_params(ablated)
   assert set(ablated_params['inputs']) == set(params['inputs']) - {'open'}
   tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
   zeroed = {**params, 'inputs': {**params['inputs'], 'open': np.zeros_like(params['inputs']['open'])}}
   without = {**params, 'inputs': {k: v for k, v in params['inputs'].items() if k != 'open'}}
-  out = np.asarray(jax.jit(model.build(ablated).apply)(without, None, tokens))
+  out = np.asarray(jax.jit(network.build(ablated).apply)(without, None, tokens))
   np.testing.assert_array_equal(out, np.asarray(apply(zeroed, None, tokens)))
   assert not np.allclose(out, np.asarray(apply(params, None, tokens)), atol=1e-4)  # The flag is used when on.
   config = configs.load('graph_tiny', ['data.train=unused', 'model.graph_open_lines=False'])
-  assert not model.ModelConfig.from_config(config).graph_open_lines
+  assert not ModelConfig.from_config(config).graph_open_lines
   with pytest.raises(ValueError, match='graph_open_lines is a graph option'):
     dataclasses.replace(SMALL, kind='transformer', packing='board', graph_open_lines=False)
 
 
 def test_graph_configs():
   config = configs.load('graph_tiny', ['data.train=unused'])
-  model_config = model.ModelConfig.from_config(config)
+  model_config = ModelConfig.from_config(config)
   assert (model_config.kind, model_config.packed, model_config.graph_edge_dim) == ('graph', True, 32)
   with pytest.raises(ValueError, match="model.kind='graph' scores moves"):
-    model.ModelConfig.from_config(configs.load('graph_tiny', ['data.train=unused', 'policy=state_value']))
+    ModelConfig.from_config(configs.load('graph_tiny', ['data.train=unused', 'policy=state_value']))
   with pytest.raises(ValueError, match="packing 'none'"):
     dataclasses.replace(SMALL, packing='board')
   with pytest.raises(ValueError, match='model kind must be one of'):
     dataclasses.replace(SMALL, kind='gnn')
   with pytest.raises(ValueError, match='model.graph_edge_dim must be >= 1'):
-    configs.load('graph_tiny', ['model.graph_edge_dim=0'])
+    ModelConfig.from_config(configs.load('graph_tiny', ['data.train=unused', 'model.graph_edge_dim=0']))
 
 
 def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
@@ -209,8 +210,8 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
 
   Parameters are the seeded init plus seeded noise (so no layer-norm scale is 1 and no offset 0).
   """
-  config = model.ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
-                             max_sequence_length=79, graph_edge_dim=32, seed=0)
+  config = ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
+                       max_sequence_length=79, graph_edge_dim=32, seed=0)
   fens = [KIWIPETE, KIWIPETE.replace(' w KQkq - 0 1', ' b KQkq - 3 1'), PROMOTIONS, chess.STARTING_FEN]
   rows, valid = [], []
   for fen in fens:
@@ -218,8 +219,9 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
     rows.append(np.concatenate([tokenizer.tokenize(fen), actions, [-1] * (48 - len(actions))]))
     valid.append(len(actions))
   rng = np.random.default_rng(27)
-  params = jax.tree.map(lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32), model.init_params(config))
-  action_values, state_values = (np.asarray(x) for x in model.build(config, with_value=True).apply(
+  params = jax.tree.map(lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32),
+                        network.init_params(config))
+  action_values, state_values = (np.asarray(x) for x in network.build(config, with_value=True).apply(
       params, None, np.array(rows, np.int32)))
   assert valid == [48, 43, 12, 20]
   np.testing.assert_allclose([action_values[i, :n].sum() for i, n in enumerate(valid)],
@@ -231,5 +233,5 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   # function.
   assert graph.ONE_GRID_ROWS == 2
   for part in (slice(0, 2), slice(2, 3)):
-    got = model.build(config).apply(params, None, np.array(rows[part], np.int32))
+    got = network.build(config).apply(params, None, np.array(rows[part], np.int32))
     np.testing.assert_allclose(np.asarray(got), action_values[part], rtol=1e-5, atol=1e-4)

@@ -9,7 +9,8 @@ import pytest
 
 from searchless import configs
 from searchless.model import loading
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.play import player as player_lib
 from searchless.training import grow
 from searchless.training import train
@@ -25,8 +26,8 @@ def _grown(overrides):
   """The shipped graph model grown into graph_tiny with `overrides`: (its experiment config, grown params)."""
   small_config, small, _ = loading.load_model('pretrained')
   big = configs.load('graph_tiny', overrides)
-  big_config = model.ModelConfig.from_config(big)
-  fresh = jax.device_get(model.init_params(big_config))
+  big_config = ModelConfig.from_config(big)
+  fresh = jax.device_get(network.init_params(big_config))
   grown = grow.grow(small, fresh)
   grow.check_same_function(small_config, small, big_config, grown, 'pretrained')
   return big, grown
@@ -35,7 +36,7 @@ def _grown(overrides):
 def test_a_graph_with_wider_mlps_and_two_more_layers_plays_exactly_as_the_small_one(tmp_path):
   big, grown = _grown(['model.widening_factor=8', 'model.num_layers=6', 'model.seed=1'])
   assert grown['mlp_0/linear']['w'].shape == (64, 512) and 'gateau_5/out' in grown
-  assert model.num_params(grown) == 730_624  # 303,936 + 4 x 49,152 (wider MLPs) + 2 x 115,040 (new layers).
+  assert network.num_params(grown) == 730_624  # 303,936 + 4 x 49,152 (wider MLPs) + 2 x 115,040 (new layers).
   assert np.abs(grown['mlp_5/linear_2']['w']).max() == 0 < np.abs(grown['mlp_5/linear']['w']).max()
   loading.export(str(tmp_path / 'grown'), grown, big, dtype='float32')
   small_player = player_lib.Player.load('pretrained', compute_dtype='float32')
@@ -54,17 +55,17 @@ def test_a_wider_residual_stream_is_refused_naming_the_weight():
 
 
 def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modules: layer 1's are named anew.
-  small_config = model.ModelConfig.from_config(configs.load('tiny', ['model.num_layers=1']))
-  big_config = model.ModelConfig.from_config(configs.load('tiny', ['model.num_layers=2']))
+  small_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=1']))
+  big_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=2']))
   with pytest.raises(ValueError, match='^cannot grow a model into one without its weights: linear_3/b is missing '
                                        'from the bigger model$'):
-    grow.grow(jax.device_get(model.init_params(small_config)), jax.device_get(model.init_params(big_config)))
+    grow.grow(jax.device_get(network.init_params(small_config)), jax.device_get(network.init_params(big_config)))
 
 
 def test_a_grown_model_that_computes_something_else_is_refused():
   small_config, small, _ = loading.load_model('pretrained')
-  big_config = model.ModelConfig.from_config(configs.load('graph_tiny', ['model.num_layers=5']))
-  fresh = jax.device_get(model.init_params(big_config))
+  big_config = ModelConfig.from_config(configs.load('graph_tiny', ['model.num_layers=5']))
+  fresh = jax.device_get(network.init_params(big_config))
   grown = grow.grow(small, fresh)
   grown['gateau_4/out']['w'] = np.asarray(fresh['gateau_4/out']['w'])  # The new layer writes into the stream.
   with pytest.raises(ValueError, match=r'^growing pretrained into this config changes what it computes \(probe '

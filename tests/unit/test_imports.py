@@ -178,10 +178,18 @@ def test_the_checks_find_what_they_look_for():
 
 
 def test_the_walk_sees_imports_wherever_they_stand():
-  assert 'searchless.model.transformer' in GRAPH['searchless.training.step']  # At the top.
+  assert 'searchless.model.network' in GRAPH['searchless.training.step']  # At the top.
   assert 'searchless.training.train' in GRAPH['searchless.commands.train']  # Inside a function.
   assert 'searchless.model.config' in GRAPH['searchless.model.graph']  # from a module import a name.
   assert 'searchless.data.annotation_job' in GRAPH['searchless.pipelines.annotate']  # A mapped package.
+
+
+def test_one_module_knows_the_models_kinds():
+  """`model.network` builds either kind; the transformer and the graph model do not know each other."""
+  assert {'searchless.model.transformer', 'searchless.model.graph'} <= GRAPH['searchless.model.network']
+  kinds = {'searchless.model.transformer', 'searchless.model.graph', 'searchless.model.network'}
+  assert GRAPH['searchless.model.transformer'] & kinds == set()
+  assert GRAPH['searchless.model.graph'] & kinds == set()
 
 
 def test_every_module_is_at_most_400_lines():

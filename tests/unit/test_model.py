@@ -1,28 +1,33 @@
 """The predictor against the reference: parameter names and shapes, outputs, sizes."""
 
 import json
+import re
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import pytest
 
 from searchless import configs
+from searchless.core import config as config_lib
 from searchless.core import moves
 from searchless.core import records
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model import transformer
+from searchless.model.config import ModelConfig
 
 # Published model name -> our config file.
 CONFIG_FILES = {'local': 'tiny', '9M': '9m', '136M': '136m', '270M': '270m'}
 
 
-def model_config(name: str, overrides=()) -> model.ModelConfig:
+def model_config(name: str, overrides=()) -> ModelConfig:
   experiment = configs.load(CONFIG_FILES[name], list(overrides))
-  return model.ModelConfig.from_config(experiment)
+  return ModelConfig.from_config(experiment)
 
 
-def abstract_params(config: model.ModelConfig):
-  return jax.eval_shape(lambda: model.init_params(config))
+def abstract_params(config: ModelConfig):
+  return jax.eval_shape(lambda: network.init_params(config))
 
 
 def flat_shapes(params) -> dict[str, list[int]]:
@@ -52,7 +57,7 @@ def reference(compat):
 
 @pytest.fixture(scope='module')
 def local_apply():
-  return jax.jit(model.build(model_config('local')).apply)
+  return jax.jit(network.build(model_config('local')).apply)
 
 
 @pytest.mark.parametrize('name', list(CONFIG_FILES))
@@ -61,8 +66,8 @@ def test_param_names_shapes_and_count_match_reference(name, reference_shapes):
   expected = reference_shapes[name]
   assert flat_shapes(params) == expected['params']
   assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(params))
-  assert model.num_params(params) == expected['num_params']
-  assert model.num_params(params) == {'local': 402_624, '9M': 8_954_240, '136M': 136_479_872,
+  assert network.num_params(params) == expected['num_params']
+  assert network.num_params(params) == {'local': 402_624, '9M': 8_954_240, '136M': 136_479_872,
                                       '270M': 270_730_368}[name]
 
 
@@ -76,7 +81,7 @@ def test_reproduces_reference_log_probs(reference, local_apply):
   assert error <= 1e-5, error
   # Not vacuous: the reference outputs differ between boards and from fresh params.
   assert np.abs(last_log_probs - last_log_probs[0]).max() > 0.1
-  fresh = local_apply(model.init_params(model_config('local')), None, sequences)
+  fresh = local_apply(network.init_params(model_config('local')), None, sequences)
   assert np.abs(np.asarray(fresh[:, -1]) - last_log_probs).max() > 0.1
 
 
@@ -93,7 +98,7 @@ def test_input_is_shifted_right(reference, local_apply):
 def test_bfloat16_compute_is_close_to_float32(reference):
   params, sequences, last_log_probs = reference
   config = model_config('local')
-  bf16 = model.build(config, compute_dtype=jnp.bfloat16)
+  bf16 = network.build(config, compute_dtype=jnp.bfloat16)
   log_probs = jax.jit(bf16.apply)(params, None, sequences)
   assert log_probs.dtype == jnp.float32
   # Measured on CPU: 0.035 max |log-prob error| (mostly in unlikely buckets),
@@ -108,27 +113,27 @@ def test_bfloat16_compute_is_close_to_float32(reference):
   # Parameters stay float32 and identical to the fp32 model's initialisation.
   dummy = jnp.zeros((1, 79), jnp.int32)
   init_bf16 = jax.jit(bf16.init)(jax.random.PRNGKey(1), dummy)
-  init_fp32 = model.init_params(config)
+  init_fp32 = network.init_params(config)
   assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(init_bf16))
   jax.tree.map(np.testing.assert_array_equal, init_bf16, init_fp32)
 
 
 def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
-  config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                             max_sequence_length=10, apply_qk_layernorm=True, use_causal_mask=True)
-  params = model.init_params(config)
+  config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                       max_sequence_length=10, apply_qk_layernorm=True, use_causal_mask=True)
+  params = network.init_params(config)
   tokens = np.arange(20, dtype=np.int32).reshape(2, 10)
-  fp32 = jax.jit(model.build(config).apply)(params, None, tokens)
-  bf16 = jax.jit(model.build(config, jnp.bfloat16).apply)(params, None, tokens)
+  fp32 = jax.jit(network.build(config).apply)(params, None, tokens)
+  bf16 = jax.jit(network.build(config, jnp.bfloat16).apply)(params, None, tokens)
   assert bf16.dtype == jnp.float32 and bf16.shape == (2, 10, 16)
   assert np.abs(np.asarray(bf16) - np.asarray(fp32)).max() < 0.05
 
 
 def test_causal_mask_hides_later_tokens():
-  config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                             max_sequence_length=10, use_causal_mask=True)
-  params = model.init_params(config)
-  apply = jax.jit(model.build(config).apply)
+  config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                       max_sequence_length=10, use_causal_mask=True)
+  params = network.init_params(config)
+  apply = jax.jit(network.build(config).apply)
   tokens = np.arange(10, dtype=np.int32)[None]
   changed = tokens.copy()
   changed[0, 6] = 500
@@ -136,9 +141,9 @@ def test_causal_mask_hides_later_tokens():
   np.testing.assert_array_equal(before[:, :7], after[:, :7])  # Position t sees tokens < t.
   assert np.abs(before[:, 7:] - after[:, 7:]).max() > 1e-4
   # Without the mask (the reference models) every position sees the whole board.
-  open_config = model.ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                                  max_sequence_length=10)
-  apply = jax.jit(model.build(open_config).apply)
+  open_config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
+                            max_sequence_length=10)
+  apply = jax.jit(network.build(open_config).apply)
   assert np.abs(apply(params, None, tokens)[:, :7] - apply(params, None, changed)[:, :7]).max() > 1e-4
 
 
@@ -149,8 +154,8 @@ def test_from_config_policies(policy, output_size, length):
   assert (config.output_size, config.max_sequence_length) == (output_size, 79)  # As the reference, any policy.
   assert records.SEQUENCE_LENGTHS[policy] == length
   assert (config.embedding_dim, config.num_layers, config.num_heads, config.widening_factor) == (64, 4, 4, 4)
-  apply = jax.jit(model.build(config).apply)
-  log_probs = apply(model.init_params(config), None, np.zeros((3, length), np.int32))
+  apply = jax.jit(network.build(config).apply)
+  log_probs = apply(network.init_params(config), None, np.zeros((3, length), np.int32))
   assert log_probs.shape == (3, length, output_size)
 
 
@@ -161,31 +166,87 @@ def test_from_config_rejects_bad_settings():
     model_config('local', ['model.num_heads=5'])
   config = model_config('local')
   with pytest.raises(ValueError, match='exceeds max_sequence_length 79'):
-    model.build(config).apply(model.init_params(config), None, np.zeros((1, 80), np.int32))
+    network.build(config).apply(network.init_params(config), None, np.zeros((1, 80), np.int32))
+
+
+def test_the_defaults_are_the_papers_9m(reference_shapes):
+  assert ModelConfig() == model_config('9M')
+  shapes = {}
+  for key, shape in reference_shapes['9M']['params'].items():
+    module, leaf = key.rsplit('/', 1)
+    shapes.setdefault(module, {})[leaf] = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
+  assert transformer.infer_config(shapes) == ModelConfig()  # The published 9M checkpoint's shapes.
+  config = ModelConfig()
+  assert (config.embedding_dim, config.num_layers, config.num_heads, config.output_size,
+          config.max_sequence_length) == (256, 8, 8, 128, 79)
+
+
+def test_experiment_defaults_are_the_model_section_of_an_experiment_config():
+  defaults = ModelConfig.experiment_defaults()
+  assert 'output_size' not in defaults and 'max_sequence_length' not in defaults  # From the policy and buckets.
+  assert defaults == configs.base().model.to_dict()
+  assert ModelConfig(**defaults) == ModelConfig()
+
+
+def _experiment(**model) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict({'policy': 'action_value', 'num_return_buckets': 128, 'model': model})
+
+
+@pytest.mark.parametrize('field', ['foo', 'output_size', 'max_sequence_length'])
+def test_from_config_refuses_an_unknown_model_field(field):
+  with pytest.raises(ValueError, match=f"^unknown model field '{field}'$"):
+    ModelConfig.from_config(_experiment(num_layers=2, **{field: 1}))
+
+
+def test_a_config_saved_before_a_field_existed_loads_with_its_default():
+  saved = json.loads(config_lib.to_json(configs.load('tiny')))
+  newer = ('emb_init_scale', 'packing', 'move_attention', 'joint_layers', 'kind', 'graph_edge_dim', 'graph_open_lines',
+           'mover_view', 'move_squares', 'square_bias', 'smolgen', 'move_gather')
+  for name in newer:
+    del saved['model'][name]
+  old = ModelConfig.from_config(config_lib.from_json(json.dumps(saved)))
+  assert old == model_config('local')
+  assert ModelConfig.from_config(_experiment()) == ModelConfig()  # An empty model section: the 9M model.
+
+
+@pytest.mark.parametrize('field, value, message', [
+    ('embedding_dim', 0, 'model.embedding_dim must be >= 1, got 0'),
+    ('num_layers', 0, 'model.num_layers must be >= 1, got 0'),
+    ('num_heads', 0, 'model.num_heads must be >= 1, got 0'),
+    ('widening_factor', 0, 'model.widening_factor must be > 0, got 0'),
+    ('joint_layers', -1, 'model.joint_layers must be >= 0, got -1'),
+    ('graph_edge_dim', 0, 'model.graph_edge_dim must be >= 1, got 0'),
+    ('smolgen', -1, 'model.smolgen must be >= 0, got -1'),
+])
+def test_ranges_name_the_experiment_field(field, value, message):
+  with pytest.raises(ValueError, match=f'^{re.escape(message)}$'):
+    ModelConfig(**{field: value})
+  with pytest.raises(ValueError, match=f'^{re.escape(message)}$'):
+    configs.load('tiny', [f'model.{field}={value}'])
 
 
 @pytest.mark.parametrize('name', list(CONFIG_FILES))
 def test_infer_config_recovers_published_models(name, reference_shapes):
   expected = model_config(name)
-  assert model.infer_config(abstract_params(expected)) == expected
+  assert transformer.infer_config(abstract_params(expected)) == expected
   # Straight from the reference's shapes, without our initialiser.
   shapes = {}
   for key, shape in reference_shapes[name]['params'].items():
     module, leaf = key.rsplit('/', 1)
     shapes.setdefault(module, {})[leaf] = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
-  assert model.infer_config(shapes) == expected
+  assert transformer.infer_config(shapes) == expected
 
 
 def test_infer_config_needs_heads_outside_the_published_table():
-  config = model.ModelConfig(embedding_dim=64, num_layers=3, num_heads=2, widening_factor=2,
-                             output_size=32, max_sequence_length=78, apply_post_ln=False,
-                             apply_qk_layernorm=True)
+  config = ModelConfig(embedding_dim=64, num_layers=3, num_heads=2, widening_factor=2,
+                       output_size=32, max_sequence_length=78, apply_post_ln=False,
+                       apply_qk_layernorm=True)
   params = abstract_params(config)
   with pytest.raises(ValueError, match='cannot infer num_heads of a 3-layer, d=64 model'):
-    model.infer_config(params)
-  assert model.infer_config(params, num_heads=2) == config
+    transformer.infer_config(params)
+  assert transformer.infer_config(params, num_heads=2) == config
   with pytest.raises(ValueError, match='not predictor parameters'):
-    model.infer_config({'linear': {'w': np.zeros((2, 2))}})
+    transformer.infer_config({'linear': {'w': np.zeros((2, 2))}})
 
 
 def test_flops_per_sequence_counts_every_weight_matmul():
@@ -196,16 +257,16 @@ def test_flops_per_sequence_counts_every_weight_matmul():
     # biases), plus q.k and attention.v: 2 * 2 * T^2 * d per layer.
     weights = sum(int(np.prod(p['w'].shape)) for p in params.values() if 'w' in p)
     count = 2 * 79 * weights + config.num_layers * 4 * 79 * 79 * config.embedding_dim
-    assert model.flops_per_sequence(config, 79) == count
-  assert model.flops_per_sequence(model_config('local'), 79) == 49_103_872
-  assert model.flops_per_sequence(model_config('9M'), 79) == 1_381_703_680
-  assert model.flops_per_sequence(model_config('270M'), 79) == 42_842_521_600
+    assert transformer.flops_per_sequence(config, 79) == count
+  assert transformer.flops_per_sequence(model_config('local'), 79) == 49_103_872
+  assert transformer.flops_per_sequence(model_config('9M'), 79) == 1_381_703_680
+  assert transformer.flops_per_sequence(model_config('270M'), 79) == 42_842_521_600
 
 
 def test_resolve_dtype():
-  assert model.resolve_dtype('auto', 'cpu') == jnp.float32
-  assert model.resolve_dtype('auto', 'gpu') == jnp.bfloat16
-  assert model.resolve_dtype('auto', 'tpu') == jnp.bfloat16
-  assert model.resolve_dtype('float32', 'gpu') == jnp.float32
+  assert network.resolve_dtype('auto', 'cpu') == jnp.float32
+  assert network.resolve_dtype('auto', 'gpu') == jnp.bfloat16
+  assert network.resolve_dtype('auto', 'tpu') == jnp.bfloat16
+  assert network.resolve_dtype('float32', 'gpu') == jnp.float32
   with pytest.raises(ValueError, match='float16'):
-    model.resolve_dtype('float16')
+    network.resolve_dtype('float16')

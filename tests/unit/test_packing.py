@@ -23,7 +23,8 @@ from searchless.data import boards as boards_lib
 from searchless.data import loader as loader_lib
 from searchless.data import packing
 from searchless.data import sequences as sequences_lib
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.play import policy as policy_lib
 from searchless.training import step as step_lib
 from searchless.training import train
@@ -42,7 +43,7 @@ ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
 # Board records and conversion.
 
 
-@pytest.mark.parametrize('module', [boards_lib, records, model, packing])
+@pytest.mark.parametrize('module', [boards_lib, records, network, packing])
 def test_docstring_examples(module):
   import doctest
   result = doctest.testmod(module)
@@ -164,10 +165,10 @@ def test_converter_cli_errors_are_one_line(tmp_path, compat):
 
 @pytest.fixture(scope='module')
 def small_model():
-  config = model.ModelConfig(embedding_dim=32, num_layers=3, num_heads=4, output_size=128, max_sequence_length=79)
+  config = ModelConfig(embedding_dim=32, num_layers=3, num_heads=4, output_size=128, max_sequence_length=79)
   rng = np.random.default_rng(0)
   params = jax.tree.map(lambda x: x + 0.05 * rng.standard_normal(x.shape).astype(np.float32),
-                        model.init_params(config))  # Away from the symmetric init.
+                        network.init_params(config))  # Away from the symmetric init.
   return config, params
 
 
@@ -178,7 +179,7 @@ def _row(fen, actions, slots):
 @pytest.mark.parametrize('fen', [MIDDLEGAME, MOST_MOVES, ONE_MOVE])
 def test_packed_logits_equal_each_move_alone(small_model, fen):
   config, params = small_model
-  packed = jax.jit(model.build(dataclasses.replace(config, packing='board')).apply)
+  packed = jax.jit(network.build(dataclasses.replace(config, packing='board')).apply)
   actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(fen).legal_moves]
   assert len(actions) in (43, 218, 1)
   slots = max(16, -(-len(actions) // 16) * 16 + 16)  # Always some padded slots.
@@ -194,11 +195,12 @@ def test_one_block_packed_model_is_the_per_move_model(small_model):
   """With one block nothing the board computes depends on the move: both models agree."""
   config, params = small_model
   config = dataclasses.replace(config, num_layers=1)
-  params = model.init_params(config)
+  params = network.init_params(config)
   actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]
-  packed = model.build(dataclasses.replace(config, packing='board')).apply(params, None, _row(MIDDLEGAME, actions, 48)[None])
+  packed_config = dataclasses.replace(config, packing='board')
+  packed = network.build(packed_config).apply(params, None, _row(MIDDLEGAME, actions, 48)[None])
   sequences = np.stack([np.concatenate([tokenizer.tokenize(MIDDLEGAME), [a, 0]]) for a in actions]).astype(np.int32)
-  per_move = model.build(config, last_only=True).apply(params, None, sequences)
+  per_move = network.build(config, last_only=True).apply(params, None, sequences)
   np.testing.assert_allclose(packed[0, :len(actions)], per_move, atol=1e-5)
 
 
@@ -206,9 +208,9 @@ def test_packed_variants(small_model):
   config, params = small_model
   actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]
   row = _row(MIDDLEGAME, actions, 48)
-  moves_view = model.build(dataclasses.replace(config, packing='board', move_attention='moves')).apply
-  joint = model.build(dataclasses.replace(config, packing='board', joint_layers=1)).apply
-  plain_apply = model.build(dataclasses.replace(config, packing='board')).apply
+  moves_view = network.build(dataclasses.replace(config, packing='board', move_attention='moves')).apply
+  joint = network.build(dataclasses.replace(config, packing='board', joint_layers=1)).apply
+  plain_apply = network.build(dataclasses.replace(config, packing='board')).apply
   plain = plain_apply(params, None, row[None])
   # One real move: seeing every real move is seeing itself, so the masked attention of the
   # 'moves' variant and the default's mask-free board-and-self attention must agree.
@@ -227,7 +229,7 @@ def test_packed_variants(small_model):
 
 def test_packed_and_per_move_models_share_parameters(small_model):
   config, _ = small_model
-  shapes = lambda c: jax.tree.map(lambda x: x.shape, jax.eval_shape(lambda: model.init_params(c)))
+  shapes = lambda c: jax.tree.map(lambda x: x.shape, jax.eval_shape(lambda: network.init_params(c)))
   assert shapes(config) == shapes(dataclasses.replace(config, packing='board'))
 
 
@@ -265,14 +267,14 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   one_block = ['model.num_layers=1', f'loss.kind={loss}', 'data.train=unused']
   packed_config = configs.load(TINY_PACKED, SMALL + one_block)
   per_move_config = configs.load('tiny', SMALL + one_block)
-  params = model.init_params(model.ModelConfig.from_config(per_move_config))
+  params = network.init_params(ModelConfig.from_config(per_move_config))
   boards = bags.read_records(board_bag, 'board_value')[:5]  # 5 boards, 24-45 moves each, 64 slots.
   edges, _ = values.uniform_buckets(128)
   rows = packing.packed_rows(boards, 64, edges)  # [5, 77 + 128]
   raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
   sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
-  packed_fn = step_lib.make_loss_fn(model.build(model.ModelConfig.from_config(packed_config)).apply, packed_config)
-  per_move_fn = step_lib.make_loss_fn(model.build(model.ModelConfig.from_config(per_move_config)).apply, per_move_config)
+  packed_fn = step_lib.make_loss_fn(network.build(ModelConfig.from_config(packed_config)).apply, packed_config)
+  per_move_fn = step_lib.make_loss_fn(network.build(ModelConfig.from_config(per_move_config)).apply, per_move_config)
   (packed_loss, packed_count), (per_move_loss, per_move_count) = packed_fn(params, rows), per_move_fn(params, sequences)
   assert int(packed_count) == int(per_move_count) == len(raw) == sum(len(b.moves) for b in boards)
   assert float(packed_loss) == pytest.approx(float(per_move_loss), rel=1e-5)
@@ -343,7 +345,7 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
   player.policy.analyse_many([chess.Board()] * 3)
   assert player.policy.predictor.rows_run - before == 4 + 4  # 3 boards of 32 slots: one call of 4 rows.
   model_config, params, _ = loading.load_model(str(packed_checkpoint))
-  apply = jax.jit(model.build(model_config).apply)
+  apply = jax.jit(network.build(model_config).apply)
   for board, analysis in zip(boards, together):
     legal = policy_lib.ordered_legal_moves(board)
     assert analysis.moves == tuple(legal)

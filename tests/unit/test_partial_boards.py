@@ -12,7 +12,8 @@ from searchless.core import moves
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
-from searchless.model import transformer
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.training import step as step_lib
 
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'  # 48 legal moves.
@@ -50,10 +51,10 @@ def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
   config = configs.load(name, ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
                                   'model.graph_edge_dim=8' if name == 'graph_tiny' else 'model.seed=1',
                                   'data.train=unused', 'data.max_moves=64'])
-  model_config = transformer.ModelConfig.from_config(config)
-  params = transformer.init_params(model_config)
+  model_config = ModelConfig.from_config(config)
+  params = network.init_params(model_config)
   with_value = model_config.kind == 'graph'
-  apply = transformer.build(model_config, with_value=with_value).apply
+  apply = network.build(model_config, with_value=with_value).apply
   loss_fn = step_lib.make_loss_fn(apply, config)
   rows = packing.packed_rows([PARTIAL], 64, EDGES)
   loss, count = loss_fn(params, jnp.asarray(rows))

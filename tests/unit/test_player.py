@@ -151,10 +151,11 @@ def _small_export(tmp_path, *overrides):
   """A small board-packed transformer (random parameters), exported as a shipped model is (config and probe)."""
   from searchless import configs
   from searchless.model import loading
-  from searchless.model import transformer
+  from searchless.model import network
+  from searchless.model.config import ModelConfig
   config = configs.load('tiny_packed', ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
                                            *overrides])
-  params = transformer.init_params(transformer.ModelConfig.from_config(config))
+  params = network.init_params(ModelConfig.from_config(config))
   return loading.export(str(tmp_path / 'model'), params, config, dtype='float32')
 
 

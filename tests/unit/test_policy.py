@@ -9,7 +9,7 @@ from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.core import values
 from searchless.model import loading
-from searchless.model import transformer as model
+from searchless.model import network
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 from helpers import write_checkpoint
@@ -29,7 +29,7 @@ def av(model_checkpoint):
 
 def batch1_action_values(model_config, params, board):
   """The reference engine's way: each legal move alone through the full model, last position."""
-  apply = model.build(model_config).apply
+  apply = network.build(model_config).apply
   state = tokenizer.tokenize(board.fen()).astype(np.int32)
   _, centres = values.uniform_buckets(model_config.output_size)
   result = {}
@@ -85,7 +85,7 @@ def test_state_value_policy_flips_the_next_boards_value(tmp_path):
   model_config, params, _ = loading.load_model(str(workdir))
   policy = policy_lib.make_policy('state_value', predictor_lib.Predictor(model_config, params))
   analysis = policy.analyse(START)
-  apply = model.build(model_config).apply
+  apply = network.build(model_config).apply
   _, centres = values.uniform_buckets(model_config.output_size)
 
   def value(board):
@@ -107,7 +107,7 @@ def test_behavioral_cloning_renormalises_over_legal_moves(tmp_path):
   policy = policy_lib.make_policy('behavioral_cloning', predictor_lib.Predictor(model_config, params))
   analysis = policy.analyse(BUSY)
   sequence = np.concatenate([tokenizer.tokenize(BUSY.fen()), [0]])[None].astype(np.int32)
-  full = np.asarray(model.build(model_config).apply(params, None, sequence))[0, -1]  # [1968]
+  full = np.asarray(network.build(model_config).apply(params, None, sequence))[0, -1]  # [1968]
   legal = full[[moves.MOVE_TO_ACTION[m.uci()] for m in analysis.moves]]
   expected = np.exp(legal) / np.exp(legal).sum()
   np.testing.assert_allclose(analysis.scores, expected, rtol=1e-5)

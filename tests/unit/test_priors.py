@@ -13,9 +13,10 @@ import pytest
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import priors
-from searchless.model import transformer
+from searchless.model import network
+from searchless.model.config import ModelConfig
 
-BASE = transformer.ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128, max_sequence_length=79)
+BASE = ModelConfig(embedding_dim=16, num_layers=2, num_heads=2, output_size=128, max_sequence_length=79)
 ALL = dict(mover_view=True, move_squares='untied', square_bias='relative', smolgen=4)
 KIWIPETE_BLACK = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq a3 0 1'
 
@@ -141,16 +142,16 @@ def test_open_line_biases_are_added_where_a_line_is_open_only():
 
 
 def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers():
-  default = transformer.init_params(BASE)
-  assert sorted(default) == sorted(transformer.init_params(dataclasses.replace(BASE, mover_view=True)))
-  added = lambda **kw: sorted(set(transformer.init_params(dataclasses.replace(BASE, **kw))) - set(default))
+  default = network.init_params(BASE)
+  assert sorted(default) == sorted(network.init_params(dataclasses.replace(BASE, mover_view=True)))
+  added = lambda **kw: sorted(set(network.init_params(dataclasses.replace(BASE, **kw))) - set(default))
   assert added(move_squares='tied') == ['move_promotion']
   assert added(move_squares='untied') == ['move_from_square', 'move_promotion', 'move_to_square']
-  biased = transformer.init_params(dataclasses.replace(BASE, square_bias='relative'))
+  biased = network.init_params(dataclasses.replace(BASE, square_bias='relative'))
   assert {k: {n: v.shape for n, v in biased[k].items()} for k in set(biased) - set(default)} == {
       'multi_head_dot_product_attention': {'square_bias': (2, 225), 'move_square_bias': (2, 2)},
       'multi_head_dot_product_attention_1': {'square_bias': (2, 225), 'move_square_bias': (2, 2)}}
-  smolgen = transformer.init_params(dataclasses.replace(BASE, smolgen=4))
+  smolgen = network.init_params(dataclasses.replace(BASE, smolgen=4))
   assert {k: {n: v.shape for n, v in smolgen[k].items()} for k in set(smolgen) - set(default)} == {
       'smolgen_generator': {'w': (4, 4096), 'b': (4096,)},
       **{f'multi_head_dot_product_attention{layer}/{name}': shapes for layer in ('', '_1') for name, shapes in {
@@ -159,18 +160,18 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
           'smolgen_heads_norm': {'scale': (4,), 'offset': (4,)}}.items()}}
   # Zero biases (and a zero smolgen map) at first: the same function as without them.
   tokens = np.concatenate([tokenizer.tokenize(KIWIPETE_BLACK), [moves.MOVE_TO_ACTION['e7e5'], 0]])[None]
-  plain = transformer.build(BASE).apply(default, None, tokens.astype(np.int32))
-  lines = transformer.init_params(dataclasses.replace(BASE, square_bias='open_lines'))
+  plain = network.build(BASE).apply(default, None, tokens.astype(np.int32))
+  lines = network.init_params(dataclasses.replace(BASE, square_bias='open_lines'))
   assert {k: {n: v.shape for n, v in lines[k].items()} for k in set(lines) - set(default)} == {
       f'multi_head_dot_product_attention{layer}': {
           'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)} for layer in ('', '_1')}
-  gather = transformer.init_params(dataclasses.replace(BASE, move_gather=True))
+  gather = network.init_params(dataclasses.replace(BASE, move_gather=True))
   assert {k: {n: v.shape for n, v in gather[k].items()} for k in set(gather) - set(default)} == {
       **{f'move_gather{layer}': {'w': (32, 16)} for layer in ('', '_1')},
       **{f'move_gather_norm{layer}': {'scale': (32,), 'offset': (32,)} for layer in ('', '_1')}}
   for options, params in ((dict(square_bias='relative'), biased), (dict(square_bias='open_lines'), lines),
                           (dict(smolgen=4), smolgen), (dict(move_gather=True), gather)):
-    with_bias = transformer.build(dataclasses.replace(BASE, **options)).apply(
+    with_bias = network.build(dataclasses.replace(BASE, **options)).apply(
         {**params, **default}, None, tokens.astype(np.int32))
     np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
 
@@ -180,7 +181,7 @@ def test_options_are_refused_where_they_do_not_apply():
     dataclasses.replace(BASE, move_squares='both')
   with pytest.raises(ValueError, match="square_bias must be one of \\('none', 'relative', 'open_lines'\\), got 'shaw'"):
     dataclasses.replace(BASE, square_bias='shaw')
-  with pytest.raises(ValueError, match='smolgen must be >= 0 \\(0: off\\), got -1'):
+  with pytest.raises(ValueError, match='model.smolgen must be >= 0, got -1'):
     dataclasses.replace(BASE, smolgen=-1)
   for option in (dict(mover_view=True), dict(smolgen=8), dict(move_gather=True)):
     with pytest.raises(ValueError, match='transformer options'):
@@ -194,15 +195,15 @@ def _packed_row(board, legal):
 @pytest.mark.parametrize('move_attention,move_squares', [('self', 'untied'), ('moves', 'tied')])
 def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, move_squares):
   config = dataclasses.replace(BASE, packing='board', move_attention=move_attention, **{**ALL, 'move_squares': move_squares})
-  params = _noisy(transformer.init_params(config))
+  params = _noisy(network.init_params(config))
   board = chess.Board(KIWIPETE_BLACK)
   legal = list(board.legal_moves)
   mirrored = board.mirror()
   rows = np.stack([_packed_row(board, legal),
                    _packed_row(mirrored, [chess.Move.from_uci(priors._mirror_move(m.uci())) for m in legal])])
-  out = np.asarray(transformer.build(config).apply(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
+  out = np.asarray(network.build(config).apply(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
   np.testing.assert_allclose(out[0, :-1], out[1, :-1], atol=1e-5)
-  without = np.asarray(transformer.build(dataclasses.replace(config, mover_view=False)).apply(
+  without = np.asarray(network.build(dataclasses.replace(config, mover_view=False)).apply(
       params, None, rows.astype(np.int32)))
   assert np.abs(without[0, :-1] - without[1, :-1]).max() > 1e-2  # Not so without the mover's view.
 
@@ -211,15 +212,15 @@ def test_per_move_models_see_black_as_white_and_behavioral_cloning_mirrors_its_m
   board = chess.Board(KIWIPETE_BLACK)
   mirrored = board.mirror()
   value = dataclasses.replace(BASE, **ALL)
-  params = _noisy(transformer.init_params(value))
+  params = _noisy(network.init_params(value))
   move = moves.MOVE_TO_ACTION['e7e5']
   rows = np.array([np.concatenate([tokenizer.tokenize(board.fen()), [move, 5]]),
                    np.concatenate([tokenizer.tokenize(mirrored.fen()), [priors.MIRROR_ACTION[move], 5]])], np.int32)
-  out = np.asarray(transformer.build(value).apply(params, None, rows))  # [2, 79, V]
+  out = np.asarray(network.build(value).apply(params, None, rows))  # [2, 79, V]
   np.testing.assert_allclose(out[0], out[1], atol=1e-5)
 
   cloning = dataclasses.replace(BASE, output_size=moves.NUM_ACTIONS, max_sequence_length=79, mover_view=True)
-  params = _noisy(transformer.init_params(cloning))
-  out = np.asarray(transformer.build(cloning, last_only=True).apply(params, None, rows[:, :78]))  # [2, 1968]
+  params = _noisy(network.init_params(cloning))
+  out = np.asarray(network.build(cloning, last_only=True).apply(params, None, rows[:, :78]))  # [2, 1968]
   np.testing.assert_allclose(out[0], out[1, priors.MIRROR_ACTION], atol=1e-5)
   assert out[0].argmax() != out[1].argmax()  # A real move distribution, per board.

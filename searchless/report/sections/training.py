@@ -70,7 +70,7 @@ def training_section(ctx: Context) -> Section:
   blocks = section.blocks
   blocks.append(Facts([
       ('Model', f"{policy} transformer: {m['num_layers']} layers, d={m['embedding_dim']}, "
-                f"{m['num_heads']} heads, SwiGLU ×{m.get('widening_factor', 4)}, {buckets} value buckets"),
+                f"{m['num_heads']} heads, SwiGLU ×{m['widening_factor']}, {buckets} value buckets"),
       ('Parameters', format_params(params)),
       ('Optimiser', f"Adam, learning rate {config['optim']['learning_rate']:g}, batch {batch}, "
                     f"clip {config['optim']['max_grad_norm']:g}, EMA {config['optim']['ema_decay']:g}, "

@@ -8,9 +8,9 @@ from the shipped `pretrained`, grown: `train.init_grow`, two new layers that sta
 Why: the 4-layer graph had stopped learning (held-out and training boards scored alike); of the
 grown arms of an A/B the deeper one has the new capacity where chess needs it (two more rounds of
 messages between squares). The EMA window matches a GPU run's in boards (~256k), so CPU hours
-after a GPU run do not undo it (benchmarks/RESULTS.md, "The strength campaign").
+after a GPU run do not undo it (benchmarks/RESULTS.md, the strength campaign).
 
-Should reach: WORKDIR/curve.jsonl; the campaign's last point is in RESULTS (406/1500 dev puzzles
+Should reach: WORKDIR/curve.jsonl; the campaign's last points are in RESULTS (406/1500 dev puzzles
 after its GPU run, 397 after 4.6 h more on one core).
 """
 

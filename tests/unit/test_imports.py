@@ -62,7 +62,8 @@ def _loaded_by_name(node: ast.Call) -> str | None:
   called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ''
   if called in IMPORTLIB_LOADS and node.args and isinstance(node.args[0], ast.Constant):
     name = node.args[0].value
-    return name if isinstance(name, str) and name.startswith('searchless') else None
+    # The package itself (`files('searchless')`: its data) is no dependency of one layer on another.
+    return name if isinstance(name, str) and name.startswith('searchless.') else None
   return None
 
 

@@ -458,3 +458,22 @@ def test_the_match_step_plays_stockfish_1350_from_the_named_openings_logs_the_sc
   assert again['wall_seconds'] < first['wall_seconds']
   with pytest.raises(ValueError, match='--games must be >= 1'):
     campaign.run(workdir, shared_data.parent, **{**kwargs, 'games': 0})
+
+
+def test_the_game_files_it_labels_are_data_it_reads(tmp_path):
+  """A sources file names the game files (relative to --shared) and the chunk size: here the 50 sample games."""
+  sources = tmp_path / 'sources.json'
+  sources.write_text(json.dumps({'games_per_chunk': 20, 'sources': [
+      {'name': 'sample', 'path': 'sample_games.pgn', 'shared_labels': 1}]}))
+  files, per_chunk = campaign_games.read_sources(sources)
+  todo = campaign_games.write_games(ROOT / 'searchless' / 'samples', tmp_path / 'games', files, per_chunk)
+  # 50 games, 20 a chunk at most: a stride of 3, chunk i holds games i, i + 3, ...; the first is labelled already.
+  assert [p.name for p in todo] == ['sample_001.pgn', 'sample_002.pgn']
+  assert json.loads((tmp_path / 'games' / 'sample.json').read_text()) == {'source': 'sample_games.pgn', 'chunks': 3,
+                                                                          'games': 50}
+  chunks = [_games(tmp_path / 'games' / f'sample_{i:03d}.pgn') for i in range(3)]
+  every = _games(ROOT / 'searchless' / 'samples' / 'sample_games.pgn')
+  assert [len(c) for c in chunks] == [17, 17, 16] and chunks[1][0].strip() == every[1].strip()
+  sources.write_text(json.dumps({'sources': [{'file': 'x.pgn'}]}))
+  with pytest.raises(ValueError, match=f'^{sources}: not a sources file'):
+    campaign_games.read_sources(sources)

@@ -29,6 +29,7 @@ from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotation_job
+from searchless.data import beam_job
 from searchless.data import free_labels
 from searchless.data import games
 from searchless.data import manifest as manifest_lib
@@ -301,29 +302,30 @@ def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
 def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
         ) -> artefacts.ImportManifest:
   """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
-  pipeline_options, _ = annotation_job.beam_options(beam_args)
+  pipeline_options, _ = beam_job.beam_options(beam_args)
   if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=annotation_job.parallelism(pipeline_options))
+    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
   graph = ImportLabels(options)  # Matches the inputs: a glob that matches nothing fails before the folder is made.
   _ = pipeline | 'Import' >> graph
-  annotation_job.claim(options.output_dir, options.overwrite)
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
-  for root in roots:
-    shards.clean(root)
-  result = pipeline.run()
-  result.wait_until_finish()
-  client = getattr(result, 'client', None)
-  if client is not None:
-    client.close()
-  counts, _, pieces = results.read_results(graph.results_path)
-  if not counts.get('lines_kept', 0) and not counts.get('games_with_evals', 0):
-    annotation_job.abandon(options.output_dir, roots)
-    files = ', '.join(p for paths in graph.inputs.values() for p in paths)
-    raise ValueError(f'no evaluations in {files}: no [%eval] comments in a kept game and no usable database line '
-                     f'({", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if "skipped" in k) or "nothing skipped"})')
-  shards.commit([o.spec for o in graph.outputs], pieces, roots)
+
+  def finish(_) -> artefacts.ImportManifest:
+    counts, _, pieces = results.read_results(graph.results_path)
+    if not counts.get('lines_kept', 0) and not counts.get('games_with_evals', 0):
+      files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+      raise ValueError(f'no evaluations in {files}: no [%eval] comments in a kept game and no usable database line '
+                       f'({", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if "skipped" in k) or "nothing skipped"})')
+    shards.commit([o.spec for o in graph.outputs], pieces, roots)
+    return _write_manifest(counts, options, graph, time.time() - start, command)
+
+  return beam_job.run(pipeline, finish, output_dir=options.output_dir, roots=roots,
+                      existing=annotation_job.existing_dataset(options.output_dir), overwrite=options.overwrite)
+
+
+def _write_manifest(counts: dict[str, int], options: ImportOptions, graph: ImportLabels, wall: float,
+                    command: Sequence[str] | None) -> artefacts.ImportManifest:
   per_split = {split: {name: counts.get(f'{name}/{split}', 0)
                        for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
                for split in graph.split_names}
@@ -348,8 +350,8 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
       split={'test_fraction': options.test_fraction, 'by': 'hash of game; database boards: hash of board',
              'dedup_by': options.dedup_by},
       splits=per_split,
-      outputs=annotation_job.outputs(options.output_dir, graph.split_names, options.kinds),
-      timings={'wall_seconds': round(time.time() - start, 3)},
+      outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
+      timings={'wall_seconds': round(wall, 3)},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.ImportManifest.FILE))
   return manifest

@@ -29,6 +29,9 @@ HANG_SECONDS = 60.0  # Wall-clock cap on a node- or depth-limited search (python
 _INSTALL_HINT = f'install it (Debian/Ubuntu: apt-get install stockfish) or set {STOCKFISH_ENV}'
 
 
+HANDSHAKE_SECONDS = 5.0  # For a UCI engine to answer "uci" with "uciok" (Stockfish takes milliseconds).
+
+
 class EngineNotFound(FileNotFoundError):
   """The engine binary is missing or cannot be started."""
 
@@ -125,9 +128,13 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
   """
   binary = resolve(require_stockfish(path))
   try:
-    engine = chess.engine.SimpleEngine.popen_uci(binary)
+    engine = chess.engine.SimpleEngine.popen_uci(binary, timeout=HANDSHAKE_SECONDS)
+  except TimeoutError:  # Before OSError: it is one, with no message.
+    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
+  except chess.engine.EngineTerminatedError as error:
+    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
   except (FileNotFoundError, PermissionError, OSError) as error:
-    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error}') from None
+    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error.strerror or error}') from None
   wanted = {'Threads': threads, 'Hash': hash_mb}
   try:
     engine.configure({k: v for k, v in wanted.items() if k in engine.options})

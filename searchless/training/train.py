@@ -327,12 +327,13 @@ def _restore_state(manager: checkpoint.Checkpointer, state_sharding: step_lib.Tr
 
 def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | None = None,
         overrides: Sequence[str] = (), distributed: bool = False, coordinator: str | None = None,
-        num_processes: int | None = None, process_id: int | None = None) -> artefacts.TrainingSummary:
+        num_processes: int | None = None, process_id: int | None = None,
+        progress: bool = True) -> artefacts.TrainingSummary:
   """Loads `config` (a shipped name or a file) with `overrides`, trains (or resumes) in `workdir`.
 
   `data` / `eval_data` set data.train / data.eval. Multi-host: `distributed`
   (auto-detected cluster) or `coordinator` host:port with `num_processes` and
-  `process_id` start jax.distributed first. Returns the run's summary (also
+  `process_id` start jax.distributed first; `progress`: False draws no progress bar. Returns the run's summary (also
   WORKDIR/summary.json).
   """
   if distributed or coordinator or os.environ.get('JAX_COORDINATOR_ADDRESS'):
@@ -346,5 +347,5 @@ def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | 
     experiment = config_lib.load(config, overrides)
   except KeyError as error:  # An unknown field: a user's mistake, as a ValueError.
     raise ValueError(str(error).strip('"')) from None
-  train(experiment, workdir, overrides=overrides)
+  train(experiment, workdir, overrides=overrides, progress=progress)
   return artefacts.TrainingSummary.read(pathlib.Path(workdir) / artefacts.TrainingSummary.FILE)

@@ -339,3 +339,8 @@ def test_gauntlet_checkpoint_against_stockfish(tmp_path, stockfish, model_checkp
     assert not game.errors and int(game.headers['PlyCount']) >= 4 + 10
   assert results['elo'] is not None and results['anchors'] == {}
   assert abs(sum(p['elo'] for p in results['elo']['players'])) < 1e-6  # Mean 0 without anchors.
+
+
+def test_the_shipped_model_goes_by_the_name_the_user_gave():
+  entrants = tournament.resolve_entrants(['checkpoint:pretrained', 'stockfish:nodes=1,name=sf'])
+  assert [e.name for e in entrants] == ['pretrained', 'sf']

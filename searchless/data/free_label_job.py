@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import os
 import time
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -242,7 +243,7 @@ class ImportLabels(beam.PTransform):
           lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
       parsed = (read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
                 | 'DistributeGames' >> games.Distribute(lambda raw: raw.location, o.parallelism)
-                | 'ParseGames' >> beam.Map(_parse_with_evals, game_filter))
+                | 'ParseGames' >> beam.Map(_parse_with_evals, game_filter).with_output_types(Any))
       counts.append(parsed | 'CountGames' >> beam.Map(
           lambda g: (f'games_skipped/{g.reason}', 1) if isinstance(g, pgn.Skip) else ('games_kept', 1)))
       from_games = parsed | 'GameBoards' >> beam.FlatMap(game_boards)

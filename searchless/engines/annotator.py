@@ -215,8 +215,8 @@ class BoardAnnotator:
       ucis = [m.uci() for m in moves]
       probs = {u: values.score_to_win_probability(score) for u, score in scores.items()}
       position = f'position fen {board.fen()}'
-      for move in (u for u in ucis if u not in probs):  # A limit too small for MultiPV to reach every move:
-        probs[move] = await self._search_move(position, move)  # that move gets a search of its own.
+      for uci in (u for u in ucis if u not in probs):  # A limit too small for MultiPV to reach every move:
+        probs[uci] = await self._search_move(position, uci)  # that move gets a search of its own.
       action_values = [(u, probs[u]) for u in ucis]
     best_value = max(v for _, v in action_values)
     if self.config.state_value == 'search':

@@ -41,8 +41,9 @@ def output_file(value: str) -> str:
   return value
 
 
-_BAD_VALUE = re.compile(r'^argument [^:]+: ')  # argparse's error about one argument ...
-_WRONG_FLAG = re.compile(r'^argument [^:]+: (expected .* argument|not allowed with|ignored explicit argument)')  # ... its use
+# argparse's error about one argument's value, and those about the flag's use (which show the usage).
+_BAD_VALUE = re.compile(r'^argument [^:]+: ')
+_WRONG_FLAG = re.compile(r'^argument [^:]+: (expected .* argument|not allowed with|ignored explicit argument)')
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -327,8 +327,9 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
     counts, _, pieces = results.read_results(graph.results_path)
     if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
       files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+      skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
       raise ValueError(f'no evaluations in {files}: no game with [%eval] comments and no usable database line '
-                       f'({", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if "skipped" in k) or "nothing skipped"})')
+                       f'({skipped})')
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     return _write_manifest(counts, options, graph, time.time() - start, command)
 
@@ -347,7 +348,8 @@ def _write_manifest(counts: dict[str, int], options: ImportOptions, graph: Impor
       inputs=graph.inputs,
       output_dir=options.output_dir,
       games={'read': counts.get('games_read', 0), 'kept': counts.get('games_kept', 0),
-             'skipped': {r: counts[f'games_skipped/{r}'] for r in GAME_SKIP_REASONS if counts.get(f'games_skipped/{r}')},
+             'skipped': {r: counts[f'games_skipped/{r}'] for r in GAME_SKIP_REASONS
+                         if counts.get(f'games_skipped/{r}')},
              'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
                          'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games}},
       lines={'read': counts.get('lines_read', 0), 'kept': counts.get('lines_kept', 0),

@@ -132,7 +132,8 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
   except TimeoutError:  # Before OSError: it is one, with no message.
     raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
   except chess.engine.EngineTerminatedError as error:
-    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
+    raise EngineUnresponsive(
+        f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
   except (FileNotFoundError, PermissionError, OSError) as error:
     raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error.strerror or error}') from None
   wanted = {'Threads': threads, 'Hash': hash_mb}

@@ -114,8 +114,9 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   plain.write_text('[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n')
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels']
   result = subprocess.run([*cmd, str(plain), '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
-  assert result.returncode == 2 and result.stderr == (f'error: no evaluations in {plain}: no game with [%eval] '
-                                                      'comments and no usable database line (1 games_skipped/no_evals)\n')
+  assert result.returncode == 2 and result.stderr == (
+      f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
+      '(1 games_skipped/no_evals)\n')
   assert not (tmp_path / 'a').exists()
   done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout

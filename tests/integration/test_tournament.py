@@ -173,7 +173,8 @@ def test_a_program_that_is_no_uci_engine_is_one_line_soon_and_made_openings_are_
     tournament_command.main(['--agent', 'uci:/bin/cat,nodes=1', '--agent', 'stockfish:nodes=100', '--make_openings',
                              '2', '--engine_path', stockfish, '--out', str(tmp_path / 'out'), '--no_progress'])
   assert exit_info.value.code == 2
-  assert capsys.readouterr().err == f"error: '/bin/cat' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n"
+  assert capsys.readouterr().err == (
+      f"error: '/bin/cat' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n")
   assert time.monotonic() - start < 3 * launch.HANDSHAKE_SECONDS
   assert not (tmp_path / 'out').exists()  # Not even the openings it made.
 

@@ -14,6 +14,8 @@ SearchLimit(kind='nodes', value=20000)
 
 import asyncio
 from collections.abc import Mapping
+import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -128,7 +130,7 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
   """
   binary = resolve(require_stockfish(path))
   try:
-    engine = chess.engine.SimpleEngine.popen_uci(binary, timeout=HANDSHAKE_SECONDS)
+    engine = _popen_uci(binary, HANDSHAKE_SECONDS)
   except TimeoutError:  # Before OSError: it is one, with no message.
     raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
   except chess.engine.EngineTerminatedError as error:
@@ -146,6 +148,29 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
     close_engine(engine)
     raise ValueError(f'{name}: {error}') from None
   return engine
+
+
+def _popen_uci(binary: str, timeout: float) -> chess.engine.SimpleEngine:
+  """python-chess' `SimpleEngine.popen_uci`, except that a program failing the handshake is killed and reaped
+  before its event loop ends (else asyncio warns, when it exits later, that its loop is closed)."""
+  async def background(future: concurrent.futures.Future) -> None:
+    transport, protocol = await chess.engine.UciProtocol.popen(binary)
+    engine = chess.engine.SimpleEngine(transport, protocol, timeout=timeout)
+    try:
+      try:
+        await asyncio.wait_for(protocol.initialize(), timeout)
+      except BaseException:
+        transport.kill()
+        with contextlib.suppress(Exception):
+          await asyncio.wait_for(protocol.returncode, timeout)
+        raise
+      future.set_result(engine)
+      engine.returncode.set_result(await protocol.returncode)
+    finally:
+      engine.close()
+    await engine.shutdown_event.wait()
+
+  return chess.engine.run_in_background(background, name=f'SimpleEngine (command={binary!r})')
 
 
 async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,

@@ -80,6 +80,27 @@ def test_missing_engine_is_a_clear_error():
   annotator.close()
 
 
+def test_a_program_that_is_no_uci_engine_started_synchronously_is_named_killed_and_reaped(tmp_path):
+  import subprocess
+  cat = _script(tmp_path, 'cat-engine', 'exec cat')
+  code = ('from searchless.engines import launch\n'
+          'try:\n  launch.open_engine(%r)\nexcept launch.EngineUnresponsive as e:\n  print(e)\n' % cat)
+  start = time.monotonic()
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60,
+                        env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)})
+  assert time.monotonic() - start < launch.HANDSHAKE_SECONDS + 10
+  assert done.stdout == f"'{cat}' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n"
+  assert done.stderr == ''  # No asyncio warning about a loop closed before the program was reaped.
+
+
+def test_a_real_engine_started_synchronously_answers(stockfish):
+  engine_ = launch.open_engine(stockfish)
+  try:
+    assert engine_.play(chess.Board(), chess.engine.Limit(nodes=100)).move in chess.Board().legal_moves
+  finally:
+    launch.close_engine(engine_)
+
+
 def test_multipv_mode_covers_every_move(stockfish):
   cfg = config(stockfish, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=5000'))
   with engine.BoardAnnotator(cfg) as annotator:

@@ -38,7 +38,8 @@ def _interrupt_when(cmd: list[str], ready, timeout: float = 300) -> tuple[int, s
   return proc.returncode, out, err
 
 
-def test_ctrl_c_in_annotate_is_one_line_and_leaves_no_output_folder(tmp_path, stockfish):
+@pytest.mark.parametrize('command', ['annotate', 'import_labels'])
+def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, stockfish, lichess_999, command):
   out = tmp_path / 'out'
   started = []
 
@@ -47,9 +48,11 @@ def test_ctrl_c_in_annotate_is_one_line_and_leaves_no_output_folder(tmp_path, st
       started.append(time.monotonic())
     return bool(started) and time.monotonic() - started[0] > 3
 
+  args = {'annotate': ['--input', str(SAMPLE_GAMES), '--limit', 'nodes=20000', '--engine_path', stockfish,
+                       '--no_progress'],
+          'import_labels': [str(lichess_999)] * 20}[command]  # The same games 20 times: a job of some seconds.
   status, stdout, stderr = _interrupt_when(
-      [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(SAMPLE_GAMES), '--out', str(out),
-       '--limit', 'nodes=20000', '--engine_path', stockfish, '--no_progress'], ready)
+      [sys.executable, '-m', f'searchless.commands.{command}', *args, '--out', str(out)], ready)
   assert (status, stdout, stderr) == (130, '', f'interrupted; nothing written to {out}\n')
   assert not out.exists()
 

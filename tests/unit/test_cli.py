@@ -95,3 +95,13 @@ def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_p
   err = capsys.readouterr().err
   assert exit.value.code == 2 and len(err.splitlines()) == 1
   assert err.startswith(f"error: {suite}:2: not UTF-8 text ('utf-8' codec can't decode byte 0xff in position 0")
+
+
+def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
+  from searchless.commands import errors
+  for raised, said in ((KeyboardInterrupt(), 'stopped before the end'),
+                       (KeyboardInterrupt('saved: rerun'), 'saved: rerun')):
+    with pytest.raises(SystemExit) as exit:
+      with errors.one_line_errors():
+        raise raised
+    assert exit.value.code == 130 and capsys.readouterr().err == f'interrupted; {said}\n'

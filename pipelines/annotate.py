@@ -1,7 +1,7 @@
 r"""Annotate Lichess PGN games with Stockfish into ChessBench bag files.
 
-    searchless-annotate --input 'games/*.pgn.zst' --output_dir out --limit time=0.05
-    searchless.pipelines.annotate.run(['--input', ..., '--output_dir', 'out'])   # the same, from Python
+    searchless-annotate --input 'games/*.pgn.zst' --out out --limit time=0.05
+    searchless.pipelines.annotate.run(['--input', ..., '--out', 'out'])   # the same, from Python
 
 writes, per split (train, test), ChessBench-named record sets
 ``out/<split>/<kind>_data.bag`` (or shards ``<kind>-SSSSS-of-NNNNN_data.bag``)
@@ -37,9 +37,10 @@ _OPTION_FIELDS = [f for f in annotate.AnnotateOptions.__dataclass_fields__ if f 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(annotate.AnnotateOptions)}
 _ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig)}
 
+PROG = 'searchless-annotate'  # The command's name, in its usage and the manifest's command line.
 
 def _parser() -> argparse.ArgumentParser:
-  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
   io = p.add_argument_group('input and output')
   io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
   io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
@@ -47,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
   io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each at most --records_per_shard), N = exactly N shards, each record\'s shard fixed by a hash of its board')
   io.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
   io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
-  io.add_argument('--overwrite', action='store_true', help='replace the dataset already in --output_dir (its manifest, logs and record files); without it such a folder is an error')
+  io.add_argument('--overwrite', action='store_true', help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is an error')
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
   games = p.add_argument_group('games')
@@ -94,6 +95,6 @@ def run(argv: Sequence[str] | None = None, *, command: Sequence[str] | None = No
   `command`: the command line the manifest records (default: ``searchless-annotate`` and `argv`).
   """
   if command is None and argv is not None:
-    command = ['searchless-annotate', *argv]
+    command = [PROG, *argv]
   options, engine_config, beam_args, progress = parse(argv)
   return annotation_job.run(options, engine_config, beam_args=beam_args, progress=progress, command=command)

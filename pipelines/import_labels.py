@@ -1,6 +1,6 @@
 r"""Import Lichess's own evaluations as ChessBench records: no engine time.
 
-    searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --output_dir free
+    searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --out free
 
 reads game dumps whose games carry ``[%eval]`` comments (.pgn, .pgn.zst, .bz2, .gz)
 and Lichess's evaluation database (``lichess_db_eval.jsonl.zst``, from
@@ -30,16 +30,17 @@ from searchless.data import splits  # noqa: E402
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportOptions)}  # The defaults' one home.
 
+PROG = 'searchless-import'  # The command's name, in its usage and the manifest's command line.
 
 def _parser() -> argparse.ArgumentParser:
-  p = cli.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
   p.add_argument('input', nargs='+', help='game dumps with [%%eval] comments (.pgn[.zst|.bz2|.gz]) and/or evaluation databases (.jsonl[.zst]), or globs')
   p.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and skips go (local path, gs://, s3://)')
   p.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
   p.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size, N = exactly N')
   p.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
   p.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
-  p.add_argument('--overwrite', action='store_true', help='replace the dataset already in --output_dir')
+  p.add_argument('--overwrite', action='store_true', help='replace the dataset already in --out')
   p.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep what was read from it, instead of failing')
   cli.add_game_filters(p.add_argument_group('games'), _OPTIONS)
   p.add_argument('--max_lines', type=int, default=_OPTIONS['max_lines'], help='read at most this many lines from each evaluation database')
@@ -58,4 +59,4 @@ def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefac
   args, beam_args = _parser().parse_known_args(argv)
   fields = {f.name for f in dataclasses.fields(free_label_job.ImportOptions)} - {'input'}
   options = free_label_job.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
-  return free_label_job.run(options, beam_args=beam_args, command=command or ['searchless-import', *argv])
+  return free_label_job.run(options, beam_args=beam_args, command=command or [PROG, *argv])

@@ -1,7 +1,7 @@
 """``searchless-annotate``: the annotation pipeline (`searchless.pipelines.annotate`, whose docstring says what
 it writes) as a console script: quiet Beam, one-line errors, a summary at the end.
 
-    python -m searchless.commands.annotate --input 'games/*.pgn.zst' --output_dir out --limit time=0.05
+    python -m searchless.commands.annotate --input 'games/*.pgn.zst' --out out --limit time=0.05
 """
 
 from collections.abc import Sequence

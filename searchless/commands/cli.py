@@ -13,7 +13,18 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 import argparse
 from collections.abc import Mapping, Sequence
 import os
-from typing import Any
+import re
+from typing import Any, NoReturn
+
+
+def input_file(value: str) -> str:
+  """An argparse type: a file to read; a missing one, or a folder, is refused (gs://... is left to the reader)."""
+  if '://' not in value:
+    if os.path.isdir(value):
+      raise argparse.ArgumentTypeError(f'{value!r} is a folder, not a file')
+    if not os.path.exists(value):
+      raise argparse.ArgumentTypeError(f'{value!r}: no such file')
+  return value
 
 
 def output_dir(value: str) -> str:
@@ -28,6 +39,11 @@ def output_file(value: str) -> str:
   if '://' not in value and os.path.isdir(value):
     raise argparse.ArgumentTypeError(f'{value!r} is a folder, not a file')
   return value
+
+
+# argparse's error about one argument's value, and those about the flag's use (which show the usage).
+_BAD_VALUE = re.compile(r'^argument [^:]+: ')
+_WRONG_FLAG = re.compile(r'^argument [^:]+: (expected .* argument|not allowed with|ignored explicit argument)')
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -46,6 +62,13 @@ class ArgumentParser(argparse.ArgumentParser):
   def __init__(self, *args, **kwargs):
     kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
     super().__init__(*args, **kwargs)
+
+  def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    """A bad value for a flag is one line naming the flag; the usage is printed only for a wrong flag (unknown,
+    missing, or without its value)."""
+    if _BAD_VALUE.match(message) and not _WRONG_FLAG.search(message):
+      self.exit(2, f'error: {message}\n')
+    super().error(message)
 
   def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # parse_args calls it.
                        namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:

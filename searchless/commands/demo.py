@@ -145,7 +145,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   manifest_file = data / artefacts.AnnotationManifest.FILE  # Written last by annotate: the data is complete.
   # --overwrite: this step runs only while data/ has no manifest, so what is there is a crashed run's.
   step(1, 'annotate', ['searchless-annotate', *_repeated('--input', args.input), '--output_dir', str(data),
-                       '--overwrite', *engine,
+                       '--overwrite', *engine, *progress,
                        *shlex.split(args.annotate_args)], manifest_file, annotate)
 
   train_args = shlex.split(args.train_args)
@@ -160,7 +160,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
       o for o in summary.overrides if not o.startswith(('data.train=', 'data.eval='))] == train_args
   step(2, 'train', ['searchless-train', '--config', config, '--workdir', str(train_dir),
                     '--data', str(data / 'train' / 'action_value*'), '--eval_data', str(data / 'test' / 'action_value*'),
-                    *train_args], train_done if finished else None, train, after=(manifest_file,))
+                    *progress, *train_args], train_done if finished else None, train, after=(manifest_file,))
 
   def evaluate(argv):
     from searchless.commands import evaluate as command

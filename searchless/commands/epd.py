@@ -18,7 +18,8 @@ from searchless.evaluation import epd
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-epd', description=__doc__.split('\n\n')[0])
-  p.add_argument('--suite', action='append', required=True, help='EPD file (repeat for several suites)')
+  p.add_argument('--suite', action='append', required=True, type=cli.input_file,
+                 help='EPD file (repeat for several suites)')
   p.add_argument('--agent', required=True,
                  help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...')
   p.add_argument('--num', type=int, default=None, help='evaluate only the first NUM positions of each suite')

@@ -10,8 +10,9 @@ Each command's `main(argv)` parses its flags and calls the library's typed
       errors.print_out(str(result))
 
 A user's mistake (a missing file, a bad value, an engine that will not start or
-dies) becomes ``error: <message>`` and exit status 2; a bug still shows its
-traceback. Output goes through `print_out`, so a reader that goes away (``| head``) ends
+dies) becomes ``error: <message>`` and exit status 2; Ctrl-C becomes
+``interrupted; <what was kept>`` and exit status 130 (the shell's 128 + SIGINT);
+a bug still shows its traceback. Output goes through `print_out`, so a reader that goes away (``| head``) ends
 the command quietly.
 
 >>> try:
@@ -30,6 +31,8 @@ import os
 import re
 import sys
 import tempfile
+import threading
+import traceback
 from typing import Any, NoReturn
 
 import chess.engine
@@ -43,6 +46,17 @@ def fail(message: object, status: int = 2) -> NoReturn:
   """Ends the command with ``error: <message>`` (one line) on stderr and exit `status`."""
   print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
   raise SystemExit(status)
+
+
+INTERRUPTED = 130  # The exit status of a command stopped by Ctrl-C (the shell's 128 + SIGINT).
+
+
+def interrupted(error: KeyboardInterrupt) -> NoReturn:
+  """Ends the command with ``interrupted; <message>`` (one line) on stderr and exit status 130; the message is
+  the interrupt's own (what the library kept or removed: ``raise KeyboardInterrupt('checkpoint saved ...')``)."""
+  said = ' '.join(str(error).split())
+  print(f'interrupted; {said or "stopped before the end"}', file=sys.stderr, flush=True)
+  raise SystemExit(INTERRUPTED)
 
 
 def print_out(text: str) -> None:
@@ -84,11 +98,14 @@ def beam_command(command: str) -> None:
 
 @contextlib.contextmanager
 def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
-  """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`."""
+  """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`, and Ctrl-C (KeyboardInterrupt)
+  into `interrupted(...)`: the one place a command handles either."""
   try:
     yield
   except (*USER_ERRORS, *extra) as error:
     fail(error)
+  except KeyboardInterrupt as error:
+    interrupted(error)
 
 
 @contextlib.contextmanager
@@ -165,19 +182,38 @@ def beam_main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name:
       argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
   fd, worker_log = tempfile.mkstemp(prefix=f'{name}-', suffix='.log')
   os.close(fd)
-  quiet = contextlib.nullcontext() if verbose else child_stderr_to(worker_log)
+  quiet = contextlib.nullcontext() if verbose else _quiet_beam(worker_log)
   keep_log = False
   try:
-    try:
-      with quiet:
-        return run(argv)
-    except (*USER_ERRORS, *extra) as error:  # Raised here or by an in-process runner (with the step's name).
-      fail(_WHILE_RUNNING.sub('', str(error)))
-    except Exception as error:  # pylint: disable=broad-except
-      if verbose or (message := worker_error(error)) is None:
-        raise
-      keep_log = os.path.getsize(worker_log) > 0
-      fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
+    with one_line_errors(*extra):
+      try:
+        with quiet:
+          return run(argv)
+      except (*USER_ERRORS, *extra) as error:  # Raised here or by an in-process runner (with the step's name).
+        fail(_WHILE_RUNNING.sub('', str(error)))
+      except Exception as error:  # pylint: disable=broad-except
+        if verbose or (message := worker_error(error)) is None:
+          raise
+        keep_log = os.path.getsize(worker_log) > 0
+        fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
   finally:
     if not keep_log:
       os.remove(worker_log)
+
+
+@contextlib.contextmanager
+def _quiet_beam(log: str) -> Iterator[None]:
+  """Inside the block, child processes' stderr (`child_stderr_to`) and the tracebacks of this process's other
+  threads (Beam's job service reports a worker killed by Ctrl-C from its own thread) go to `log`."""
+  previous = threading.excepthook
+
+  def to_log(hook_args: threading.ExceptHookArgs) -> None:
+    with open(log, 'a', encoding='utf-8') as f:
+      traceback.print_exception(hook_args.exc_type, hook_args.exc_value, hook_args.exc_traceback, file=f)
+
+  threading.excepthook = to_log
+  try:
+    with child_stderr_to(log):
+      yield
+  finally:
+    threading.excepthook = previous

@@ -1,7 +1,7 @@
 """``searchless-import``: the free-label import (`searchless.pipelines.import_labels`, whose docstring says what
 it reads and writes) as a console script: quiet Beam, one-line errors, a summary at the end.
 
-    searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --output_dir free
+    searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --out free
 """
 
 from collections.abc import Sequence

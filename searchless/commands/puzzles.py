@@ -18,7 +18,7 @@ from searchless.evaluation import puzzles
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-puzzles', description=__doc__.split('\n\n')[0])
-  p.add_argument('--puzzles', required=True, help='puzzle CSV (Lichess or ChessBench layout)')
+  p.add_argument('--puzzles', required=True, type=cli.input_file, help='puzzle CSV (Lichess or ChessBench layout)')
   p.add_argument('--agent', required=True,
                  help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...')
   p.add_argument('--num', type=int, default=None, help='evaluate only the first NUM puzzles')

@@ -22,7 +22,7 @@ from searchless.data import puzzle_set  # noqa: E402
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-puzzles-data', description=__doc__.split('\n\n')[0])
-  p.add_argument('--puzzles', required=True, help='puzzle CSV (Lichess lichess_db_puzzle.csv[.zst] or ChessBench puzzles.csv)')
+  p.add_argument('--puzzles', required=True, type=cli.input_file, help='puzzle CSV (Lichess lichess_db_puzzle.csv[.zst] or ChessBench puzzles.csv)')
   p.add_argument('--out', '--output', dest='output', required=True, type=cli.output_file, help='the evaluation set to write (CSV in the Lichess columns); the summary goes to OUTPUT.json')
   p.add_argument('--train_dir', default=None, help='ChessBench training records: a directory, a bag file, an @N spec, a glob or a comma list')
   p.add_argument('--train_kind', choices=records.KINDS, default=None, help='record kind of a --train_dir bag spec (default: from its file name)')

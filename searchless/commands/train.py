@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--coordinator', default=None, help='multi-host: jax.distributed coordinator host:port')
   p.add_argument('--num_processes', type=int, default=None, help='multi-host: number of processes')
   p.add_argument('--process_id', type=int, default=None, help='multi-host: this process')
+  p.add_argument('--no_progress', action='store_true', help='no progress bar')
   p.add_argument('overrides', nargs='*', help='key=value config overrides, type-checked, e.g. optim.learning_rate=3e-4')
   return p
 
@@ -36,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     summary = train.run(args.config, args.workdir, data=args.data, eval_data=args.eval_data,
                         overrides=args.overrides, distributed=args.distributed, coordinator=args.coordinator,
-                        num_processes=args.num_processes, process_id=args.process_id)
+                        num_processes=args.num_processes, process_id=args.process_id, progress=not args.no_progress)
   state = 'complete' if summary.complete else 'stopped'
   print(f'{state} at step {summary.step}/{summary.num_steps} ({summary.num_params:,} parameters); '
         f'summary: {args.workdir}/summary.json')

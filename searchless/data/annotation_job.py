@@ -18,19 +18,18 @@ about lanes² tasks.
 from collections.abc import Sequence
 import dataclasses
 import json
-import logging
 import os
 import shutil
 import time
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotate
+from searchless.data import beam_job
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
@@ -38,68 +37,6 @@ from searchless.data import results
 from searchless.data import shards
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
-
-
-def is_local_direct(options: PipelineOptions) -> bool:
-  runner = options.view_as(StandardOptions).runner
-  return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
-
-
-def _is_dask(options: PipelineOptions) -> bool:
-  runner = options.view_as(StandardOptions).runner
-  return isinstance(runner, str) and runner.split('.')[-1] == 'DaskRunner'
-
-
-DEFAULT_PARALLELISM = 16  # Lanes on runners that rebalance work themselves (there they only add a few elements).
-
-
-def parallelism(options: PipelineOptions) -> int:
-  """The default lanes: on Beam's Dask runner 4x the cluster's worker threads, else DEFAULT_PARALLELISM."""
-  if not _is_dask(options):
-    return DEFAULT_PARALLELISM
-  from apache_beam.runners.dask.dask_runner import DaskOptions  # Needs the 'dask' extra.
-  import distributed
-  dask = options.view_as(DaskOptions)
-  if not (dask.address or dask.scheduler_file):
-    return 4 * (os.cpu_count() or 1)  # The runner starts a local cluster.
-  with distributed.Client(address=dask.address, scheduler_file=dask.scheduler_file, timeout=60) as client:
-    return 4 * max(1, sum(client.nthreads().values()))
-
-
-def outputs(out: str, splits: list[str], kinds: Sequence[str] = records.ALL_KINDS) -> dict:
-  """{split/kind: {files, records}} of the record sets of `kinds` found in `out`'s split folders."""
-  found = {}
-  for split in splits:
-    for kind in kinds:
-      try:
-        spec = bags.find(FileSystems.join(out, split), kind)
-      except FileNotFoundError:
-        continue
-      found[f'{split}/{kind}'] = {'files': spec.split(','), 'records': len(bags.reader(spec))}
-  return found
-
-
-def beam_options(beam_args: Sequence[str]) -> tuple[PipelineOptions, bool]:
-  """The job's pipeline options, and whether it runs here: locally the DirectRunner gets one worker process
-  per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise."""
-  pipeline_options = PipelineOptions(list(beam_args))
-  local = is_local_direct(pipeline_options)
-  joined = ' '.join(beam_args)
-  if local:
-    direct = pipeline_options.view_as(DirectOptions)
-    if '--direct_running_mode' not in joined:
-      direct.direct_running_mode = 'multi_processing'
-    if not direct.direct_num_workers:
-      direct.direct_num_workers = os.cpu_count() or 1
-    if '--default_sdk_harness_log_level' not in joined:
-      pipeline_options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
-    # Beam's local job service relays the workers' start-up warnings; they are noise here.
-    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
-    if relay.getEffectiveLevel() < logging.ERROR:
-      relay.setLevel(logging.ERROR)
-  if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
-    pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
-  return pipeline_options, local
 
 
 SPLITS = ('train', 'test')  # The split folders a job writes.
@@ -116,25 +53,6 @@ def existing_dataset(output_dir: str) -> list[str]:
   return found
 
 
-def claim(output_dir: str, overwrite: bool) -> None:
-  """Refuses an output folder that holds a dataset, or (overwrite) deletes that dataset's files."""
-  existing = existing_dataset(output_dir)
-  if existing and not overwrite:
-    names = ', '.join(os.path.relpath(p, output_dir) if '://' not in p else p for p in existing[:4])
-    more = f' and {len(existing) - 4} more' if len(existing) > 4 else ''
-    raise FileExistsError(f'{output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace it, '
-                          'or choose another --output_dir')
-  if existing:
-    FileSystems.delete(existing)
-  if '://' not in output_dir:  # A local folder that cannot be made fails now, not inside a worker.
-    try:
-      os.makedirs(output_dir, exist_ok=True)
-    except OSError as error:
-      raise OSError(f'--output_dir {output_dir}: cannot create it ({error.strerror})') from None
-    if not os.access(output_dir, os.W_OK | os.X_OK):
-      raise PermissionError(f'--output_dir {output_dir}: not writable')
-
-
 def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,
         beam_args: Sequence[str] = (), progress: bool = True,
         command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
@@ -143,12 +61,12 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   `command` is recorded in the manifest (default: this process's command line).
   """
   annotate.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
-  pipeline_options, local = beam_options(beam_args)
+  pipeline_options, local = beam_job.beam_options(beam_args)
   if local and not os.access(engine_config.path, os.X_OK):
     raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
                             '(Debian: apt-get install stockfish) or pass --engine_path')
   if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=parallelism(pipeline_options))
+    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None
   bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 
@@ -156,31 +74,27 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   pipeline = beam.Pipeline(options=pipeline_options)
   graph = annotate.AnnotateGames(options, engine_config, progress_dir)
   _ = pipeline | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
-  claim(options.output_dir, options.overwrite)  # Before anything runs: old and new shards never mix.
+
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
-  for root in roots:
-    shards.clean(root)  # What a crashed earlier job left.
+
+  def finish(result) -> artefacts.AnnotationManifest:
+    timings = _metric_timings(result)
+    counts, engine_ids, pieces = results.read_results(graph.results_path)
+    if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
+      raise ValueError(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
+    shards.commit([o.spec for o in graph.outputs], pieces, roots)
+    wall = time.time() - start
+    return _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+
   if bar:
     bar.start()
-  result = None
   try:
-    result = pipeline.run()
-    result.wait_until_finish()
-    timings = _metric_timings(result)
+    return beam_job.run(pipeline, finish, output_dir=options.output_dir, roots=roots,
+                        existing=existing_dataset(options.output_dir), overwrite=options.overwrite)
   finally:
     if bar and progress_dir:
       bar.stop()
       shutil.rmtree(progress_dir, ignore_errors=True)
-    client = getattr(result, 'client', None)  # Beam's Dask runner opens a client and leaves it.
-    if client is not None:
-      client.close()
-  counts, engine_ids, pieces = results.read_results(graph.results_path)
-  if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
-    abandon(options.output_dir, roots)  # A run that fails leaves no dataset that looks finished.
-    raise ValueError(_no_games(counts, graph.inputs))
-  shards.commit([o.spec for o in graph.outputs], pieces, roots)
-  wall = time.time() - start
-  return _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
 
 
 def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
@@ -191,19 +105,6 @@ def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
     return f'no games in {files}: nothing to annotate'
   skipped = ', '.join(f'{counts[k]} {k.split("/", 1)[1]}' for k in sorted(counts) if k.startswith('games_skipped/'))
   return f'all {read} games in {files} were skipped ({skipped}): nothing to annotate'
-
-
-def abandon(output_dir: str, roots: Sequence[str]) -> None:
-  """Deletes what this job wrote (its uncommitted pieces), and its output folders where that leaves them empty."""
-  for root in roots:
-    shards.clean(root)
-  if '://' in output_dir:
-    return
-  for folder in sorted({*roots, output_dir}, key=len, reverse=True):
-    try:
-      os.rmdir(folder)  # Only when empty: never what the user had there.
-    except OSError:
-      pass
 
 
 def _metric_timings(result) -> dict[str, dict]:
@@ -255,7 +156,7 @@ def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[st
       },
       splits=per_split,
       engine_restarts=counts.get('engine_restarts', 0),
-      outputs=outputs(options.output_dir, graph.split_names),
+      outputs=beam_job.outputs(options.output_dir, graph.split_names, records.ALL_KINDS),
       timings={'wall_seconds': round(wall, 3), **timings},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))

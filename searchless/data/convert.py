@@ -27,7 +27,7 @@ Traceback (most recent call last):
 ValueError: to must be one of ('board', 'chessbench'), got 'tensors'
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 import dataclasses
 import json
 import time
@@ -43,6 +43,7 @@ from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
 from searchless.core import records
+from searchless.data import beam_job
 from searchless.data import boards as boards_lib
 from searchless.data import manifest as manifest_lib
 
@@ -219,48 +220,64 @@ def run(input: str, output_dir: str, *, to: str, state_values: str | None = None
   if state_values:
     _count_checking_kind(state_values, 'state_value')
   start = time.time()
+  pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
+  if to == 'board':
+    values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
+    grouped = (pipeline | 'Read[action_value]' >> ReadRecords(input, 'action_value')
+               | 'GroupIntoBoards' >> GroupIntoBoards(values))
+    outputs = {records.BOARD_VALUE: grouped.boards}
+    _ = grouped[BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
+  else:
+    outputs = (pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE)
+               | 'ToChessBench' >> BoardsToChessBench())
+  for kind, pcoll in outputs.items():
+    _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
+        bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind))
 
-  with beam.Pipeline(options=PipelineOptions(list(beam_args))) as pipeline:
-    if to == 'board':
-      values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
-      grouped = (pipeline | 'Read[action_value]' >> ReadRecords(input, 'action_value')
-                 | 'GroupIntoBoards' >> GroupIntoBoards(values))
-      outputs = {records.BOARD_VALUE: grouped.boards}
-      _ = grouped[BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
-    else:
-      outputs = (pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE)
-                 | 'ToChessBench' >> BoardsToChessBench())
-    for kind, pcoll in outputs.items():
-      _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
-          bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind))
+  def finish(_) -> ConversionSummary:
+    written = {kind: bags.find(output_dir, kind) for kind in outputs}
+    counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}
+    bad = _read_bad_boards(output_dir) if to == 'board' else []
+    action_values = in_records if to == 'board' else counts['action_value']
+    board_spec = written.get(records.BOARD_VALUE, input)
+    av_spec = input if to == 'board' else written['action_value']
+    summary = ConversionSummary(
+        code=manifest_lib.code_version(),
+        input=input,
+        output_dir=output_dir,
+        to=to,
+        input_records=in_records,
+        outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
+        bad_boards=len(bad),
+        action_values=action_values,
+        bytes_per_action_value={
+            'action_value': _size(av_spec) / max(action_values, 1),
+            'board_value': _size(board_spec) / max(action_values, 1),
+        },
+        wall_seconds=round(time.time() - start, 3),
+    )
+    if bad and not skip_bad_boards:
+      FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
+      first = bad[0]
+      raise ValueError(
+          f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
+          f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
+          f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others')
+    summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
+    return summary
 
-  written = {kind: bags.find(output_dir, kind) for kind in outputs}
-  counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}
-  bad = _read_bad_boards(output_dir) if to == 'board' else []
-  action_values = in_records if to == 'board' else counts['action_value']
-  board_spec = written.get(records.BOARD_VALUE, input)
-  av_spec = input if to == 'board' else written['action_value']
-  summary = ConversionSummary(
-      code=manifest_lib.code_version(),
-      input=input,
-      output_dir=output_dir,
-      to=to,
-      input_records=in_records,
-      outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
-      bad_boards=len(bad),
-      action_values=action_values,
-      bytes_per_action_value={
-          'action_value': _size(av_spec) / max(action_values, 1),
-          'board_value': _size(board_spec) / max(action_values, 1),
-      },
-      wall_seconds=round(time.time() - start, 3),
-  )
-  if bad and not skip_bad_boards:
-    FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
-    first = bad[0]
-    raise ValueError(
-        f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
-        f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
-        f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others')
-  summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
-  return summary
+  # A conversion replaces the one already in output_dir (its files only).
+  return beam_job.run(pipeline, finish, output_dir=output_dir, existing=_existing(output_dir, outputs),
+                      overwrite=True, flag='output_dir')
+
+
+def _existing(output_dir: str, kinds: Iterable[str]) -> list[str]:
+  """The files of an earlier conversion of `kinds` into `output_dir`."""
+  found = [FileSystems.join(output_dir, name) for name in (ConversionSummary.FILE, BAD_BOARDS)]
+  found = [path for path in found if FileSystems.exists(path)]
+  for kind in kinds:
+    try:
+      found += bags.find(output_dir, kind).split(',')
+    except FileNotFoundError:
+      pass
+  return found

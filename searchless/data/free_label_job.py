@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import os
 import time
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -29,6 +30,7 @@ from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotation_job
+from searchless.data import beam_job
 from searchless.data import free_labels
 from searchless.data import games
 from searchless.data import manifest as manifest_lib
@@ -184,6 +186,18 @@ def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[resu
     yield f'best_moves/{split}', 1
 
 
+NO_EVALS = 'no_evals'  # The skip reason of a game without an [%eval] comment: nothing to import from it.
+GAME_SKIP_REASONS = (*pgn.SKIP_REASONS, NO_EVALS)
+
+
+def _parse_with_evals(raw: pgn.RawGame, game_filter: pgn.GameFilter) -> pgn.Game | pgn.Skip:
+  """A game with its [%eval] comments, or why it was skipped (a game with none is skipped as NO_EVALS)."""
+  game = pgn.parse_game(raw, game_filter, with_evals=True)
+  if isinstance(game, pgn.Skip) or any(game.evals):
+    return game
+  return pgn.Skip(NO_EVALS, raw.location, 'no [%eval] comment')
+
+
 class ImportLabels(beam.PTransform):
   """The whole import graph, from the input files to the pieces of every output set.
 
@@ -197,7 +211,7 @@ class ImportLabels(beam.PTransform):
 
   def expand(self, pbegin: PBegin) -> PDone:
     o = self.options
-    paths = streams.match_files([part for value in o.input for part in value.split(',') if part])
+    paths = streams.match_files([part for value in o.input for part in value.split(',') if part], 'input')
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
     self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, results.RESULTS)
@@ -229,10 +243,9 @@ class ImportLabels(beam.PTransform):
           lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
       parsed = (read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
                 | 'DistributeGames' >> games.Distribute(lambda raw: raw.location, o.parallelism)
-                | 'ParseGames' >> beam.Map(lambda raw, f: pgn.parse_game(raw, f, with_evals=True), game_filter))
-      counts.append(parsed | 'CountGames' >> beam.FlatMap(
-          lambda g: [(f'games_skipped/{g.reason}', 1)] if isinstance(g, pgn.Skip) else
-          [('games_kept', 1)] + ([('games_with_evals', 1)] if any(g.evals) else [])))
+                | 'ParseGames' >> beam.Map(_parse_with_evals, game_filter).with_output_types(Any))
+      counts.append(parsed | 'CountGames' >> beam.Map(
+          lambda g: (f'games_skipped/{g.reason}', 1) if isinstance(g, pgn.Skip) else ('games_kept', 1)))
       from_games = parsed | 'GameBoards' >> beam.FlatMap(game_boards)
       labelled.append(from_games | 'GameLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
       skipped.append(from_games | 'GameSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
@@ -301,29 +314,31 @@ def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
 def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
         ) -> artefacts.ImportManifest:
   """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
-  pipeline_options, _ = annotation_job.beam_options(beam_args)
+  pipeline_options, _ = beam_job.beam_options(beam_args)
   if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=annotation_job.parallelism(pipeline_options))
+    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
   graph = ImportLabels(options)  # Matches the inputs: a glob that matches nothing fails before the folder is made.
   _ = pipeline | 'Import' >> graph
-  annotation_job.claim(options.output_dir, options.overwrite)
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
-  for root in roots:
-    shards.clean(root)
-  result = pipeline.run()
-  result.wait_until_finish()
-  client = getattr(result, 'client', None)
-  if client is not None:
-    client.close()
-  counts, _, pieces = results.read_results(graph.results_path)
-  if not counts.get('lines_kept', 0) and not counts.get('games_with_evals', 0):
-    annotation_job.abandon(options.output_dir, roots)
-    files = ', '.join(p for paths in graph.inputs.values() for p in paths)
-    raise ValueError(f'no evaluations in {files}: no [%eval] comments in a kept game and no usable database line '
-                     f'({", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if "skipped" in k) or "nothing skipped"})')
-  shards.commit([o.spec for o in graph.outputs], pieces, roots)
+
+  def finish(_) -> artefacts.ImportManifest:
+    counts, _, pieces = results.read_results(graph.results_path)
+    if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
+      files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+      skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
+      raise ValueError(f'no evaluations in {files}: no game with [%eval] comments and no usable database line '
+                       f'({skipped})')
+    shards.commit([o.spec for o in graph.outputs], pieces, roots)
+    return _write_manifest(counts, options, graph, time.time() - start, command)
+
+  return beam_job.run(pipeline, finish, output_dir=options.output_dir, roots=roots,
+                      existing=annotation_job.existing_dataset(options.output_dir), overwrite=options.overwrite)
+
+
+def _write_manifest(counts: dict[str, int], options: ImportOptions, graph: ImportLabels, wall: float,
+                    command: Sequence[str] | None) -> artefacts.ImportManifest:
   per_split = {split: {name: counts.get(f'{name}/{split}', 0)
                        for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
                for split in graph.split_names}
@@ -333,8 +348,8 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
       inputs=graph.inputs,
       output_dir=options.output_dir,
       games={'read': counts.get('games_read', 0), 'kept': counts.get('games_kept', 0),
-             'with_evals': counts.get('games_with_evals', 0),
-             'skipped': {r: counts[f'games_skipped/{r}'] for r in pgn.SKIP_REASONS if counts.get(f'games_skipped/{r}')},
+             'skipped': {r: counts[f'games_skipped/{r}'] for r in GAME_SKIP_REASONS
+                         if counts.get(f'games_skipped/{r}')},
              'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
                          'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games}},
       lines={'read': counts.get('lines_read', 0), 'kept': counts.get('lines_kept', 0),
@@ -348,8 +363,8 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
       split={'test_fraction': options.test_fraction, 'by': 'hash of game; database boards: hash of board',
              'dedup_by': options.dedup_by},
       splits=per_split,
-      outputs=annotation_job.outputs(options.output_dir, graph.split_names, options.kinds),
-      timings={'wall_seconds': round(time.time() - start, 3)},
+      outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
+      timings={'wall_seconds': round(wall, 3)},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.ImportManifest.FILE))
   return manifest
@@ -360,7 +375,7 @@ def summary(manifest: artefacts.ImportManifest) -> str:
   g, l = manifest.games, manifest.lines
   lines = []
   if manifest.inputs['games']:
-    lines.append(f"games: {g['read']} read, {g['kept']} kept, {g['with_evals']} with evals"
+    lines.append(f"games: {g['read']} read, {g['kept']} kept (with evals)"
                  + (f", skipped {g['skipped']}" if g['skipped'] else ''))
   if manifest.inputs['eval_db']:
     lines.append(f"database lines: {l['read']} read, {l['kept']} kept" + (f", skipped {l['skipped']}" if l['skipped'] else ''))

@@ -5,14 +5,18 @@ win probability for every legal move, the board's own value and the best
 move. Faults are handled here, not by the caller: an engine that dies, hangs
 past its deadline or answers without a usable score is killed, restarted and
 the whole board retried (all moves again, so a board is never half-annotated);
-after `max_attempts` the board raises `BoardFailed`.
+after `max_attempts` the board raises `BoardFailed`. An unusable answer to a
+node- or depth-limited search on one thread is not retried (it would be the
+same): the board fails at once, its reason naming the limit to raise.
 
 Two ways to value the moves (`mode`):
 
 * ``per_move`` (the paper): one search per legal move, restricted to that move
   (UCI ``go ... searchmoves <move>``), each at the full limit.
 * ``multipv``: one search with MultiPV = number of legal moves, which scores
-  every root move in a single search at the limit (much cheaper).
+  every root move in a single search at the limit (much cheaper); a move that
+  search left unscored (a node or depth limit too small to reach every line)
+  gets a ``searchmoves`` search of its own at the same limit.
 * ``board``: one ordinary search of the board at the limit: its value and best
   move only, no move values (``action_values`` is empty), for state-value and
   behavioral-cloning data at one search per board.
@@ -122,6 +126,8 @@ class BoardAnnotator:
     self._limit = config.limit.to_chess()
     self._go = f'go {config.limit.uci_go()}'
     self._timeout = (config.limit.value if config.limit.kind == 'time' else 0.0) + config.deadline
+    # A node or depth limit on one thread: a search's answer is the same every time it is asked.
+    self._deterministic = config.limit.kind != 'time' and config.threads == 1
 
   @property
   def pid(self) -> int | None:
@@ -207,10 +213,11 @@ class BoardAnnotator:
       scores = await asyncio.wait_for(
           self._protocol().communicate(lambda e: commands.MultiPVSearch(e, board, self._go, len(moves))), self._timeout)
       ucis = [m.uci() for m in moves]
-      missing = [u for u in ucis if u not in scores]
-      if missing:
-        raise commands.BadAnswer(f'MultiPV search left moves unscored: {missing[:5]}')
-      action_values = [(u, values.score_to_win_probability(scores[u])) for u in ucis]
+      probs = {u: values.score_to_win_probability(score) for u, score in scores.items()}
+      position = f'position fen {board.fen()}'
+      for uci in (u for u in ucis if u not in probs):  # A limit too small for MultiPV to reach every move:
+        probs[uci] = await self._search_move(position, uci)  # that move gets a search of its own.
+      action_values = [(u, probs[u]) for u in ucis]
     best_value = max(v for _, v in action_values)
     if self.config.state_value == 'search':
       info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
@@ -253,7 +260,12 @@ class BoardAnnotator:
         reason = f'no answer within the deadline ({self._timeout:g} s)'
       except chess.engine.EngineTerminatedError as e:
         reason = f'engine terminated: {e}'
-      except (chess.engine.EngineError, commands.BadAnswer) as e:
+      except commands.BadAnswer as e:
+        reason = f'bad engine answer: {e}'
+        if self._deterministic:  # The same search again would give the same answer: no retry, no restart.
+          raise BoardFailed(fen, f'{reason} (a {self.config.limit.kind}-limited search gives the same answer every '
+                                 f'time: raise --limit {self.config.limit})', attempt) from None
+      except chess.engine.EngineError as e:
         reason = f'bad engine answer: {e}'
       except (OSError, ValueError, RuntimeError) as e:
         reason = f'{type(e).__name__}: {e}'

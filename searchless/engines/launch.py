@@ -14,6 +14,8 @@ SearchLimit(kind='nodes', value=20000)
 
 import asyncio
 from collections.abc import Mapping
+import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -27,6 +29,9 @@ DEFAULT_THREADS = 1  # UCI Threads: one per engine process (workers give the par
 DEFAULT_HASH_MB = 16  # UCI Hash (MiB) per engine process.
 HANG_SECONDS = 60.0  # Wall-clock cap on a node- or depth-limited search (python-chess sets none).
 _INSTALL_HINT = f'install it (Debian/Ubuntu: apt-get install stockfish) or set {STOCKFISH_ENV}'
+
+
+HANDSHAKE_SECONDS = 5.0  # For a UCI engine to answer "uci" with "uciok" (Stockfish takes milliseconds).
 
 
 class EngineNotFound(FileNotFoundError):
@@ -125,9 +130,14 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
   """
   binary = resolve(require_stockfish(path))
   try:
-    engine = chess.engine.SimpleEngine.popen_uci(binary)
+    engine = _popen_uci(binary, HANDSHAKE_SECONDS)
+  except TimeoutError:  # Before OSError: it is one, with no message.
+    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
+  except chess.engine.EngineTerminatedError as error:
+    raise EngineUnresponsive(
+        f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
   except (FileNotFoundError, PermissionError, OSError) as error:
-    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error}') from None
+    raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error.strerror or error}') from None
   wanted = {'Threads': threads, 'Hash': hash_mb}
   try:
     engine.configure({k: v for k, v in wanted.items() if k in engine.options})
@@ -138,6 +148,29 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
     close_engine(engine)
     raise ValueError(f'{name}: {error}') from None
   return engine
+
+
+def _popen_uci(binary: str, timeout: float) -> chess.engine.SimpleEngine:
+  """python-chess' `SimpleEngine.popen_uci`, except that a program failing the handshake is killed and reaped
+  before its event loop ends (else asyncio warns, when it exits later, that its loop is closed)."""
+  async def background(future: concurrent.futures.Future) -> None:
+    transport, protocol = await chess.engine.UciProtocol.popen(binary)
+    engine = chess.engine.SimpleEngine(transport, protocol, timeout=timeout)
+    try:
+      try:
+        await asyncio.wait_for(protocol.initialize(), timeout)
+      except BaseException:
+        transport.kill()
+        with contextlib.suppress(Exception):
+          await asyncio.wait_for(protocol.returncode, timeout)
+        raise
+      future.set_result(engine)
+      engine.returncode.set_result(await protocol.returncode)
+    finally:
+      engine.close()
+    await engine.shutdown_event.wait()
+
+  return chess.engine.run_in_background(background, name=f'SimpleEngine (command={binary!r})')
 
 
 async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,

@@ -201,11 +201,14 @@ def read_epd(path: str | os.PathLike, limit: int | None = None) -> list[EpdPosit
   path = os.fspath(path)
   stem = os.path.splitext(os.path.basename(path))[0]
   positions: list[EpdPosition] = []
-  with open(path, encoding='utf-8') as f:
-    for number, text in enumerate(f, start=1):
+  with open(path, 'rb') as f:
+    for number, data in enumerate(f, start=1):
       if limit is not None and len(positions) >= limit:
         break
-      text = text.strip()
+      try:
+        text = data.decode('utf-8').strip()
+      except UnicodeDecodeError as e:
+        raise EpdFormatError(f'{path}:{number}: not UTF-8 text ({e})') from None
       if not text or text.startswith('#'):
         continue
       try:

@@ -25,28 +25,46 @@ def series(records: Iterable[Mapping[str, Any]], key: str) -> tuple[list[int], l
   return [p[0] for p in points], [p[1] for p in points]
 
 
+PANELS = (  # (keys and their labels, y label, title) of each panel.
+    ((('loss', 'train loss'), ('eval_loss', 'eval loss')), 'log-loss (nats)', 'loss'),
+    ((('grad_norm', None),), 'global norm', 'gradient norm (before clipping)'),
+    ((('examples_per_s', None),), 'examples/s', 'throughput'),
+)
+
+
+def figure(records: Iterable[Mapping[str, Any]], title: str) -> Figure:
+  """The curves of `records` (metrics.jsonl's lines); a short run's few points are drawn as points, and a panel
+  with none says so. Raises ValueError when no record has a value to draw."""
+  records = list(records)
+  if not any(series(records, key)[0] for keys, _, _ in PANELS for key, _ in keys):
+    raise ValueError('no step logged yet: too little to plot')
+  fig = Figure(figsize=(15, 4))
+  for ax, (keys, ylabel, name) in zip(fig.subplots(1, len(PANELS)), PANELS):
+    drawn = False
+    for key, label in keys:
+      steps, values = series(records, key)
+      if steps:
+        ax.plot(steps, values, label=label, marker='.' if len(steps) < 30 else None)
+        drawn = True
+    if not drawn:
+      ax.text(0.5, 0.5, 'not logged yet', ha='center', va='center', transform=ax.transAxes)
+    elif any(label for _, label in keys):
+      ax.legend()
+    ax.set(xlabel='step', ylabel=ylabel, title=name)
+    ax.grid(alpha=0.3)
+  fig.suptitle(title)
+  fig.tight_layout()
+  return fig
+
+
 def plot(workdir: str | pathlib.Path) -> pathlib.Path:
   """Writes and returns ``<workdir>/curves.png``."""
   workdir = pathlib.Path(workdir)
   records = read_metrics(workdir)
-  fig = Figure(figsize=(15, 4))
-  axes = fig.subplots(1, 3)
-  for key, label in (('loss', 'train loss'), ('eval_loss', 'eval loss')):
-    steps, values = series(records, key)
-    if steps:
-      axes[0].plot(steps, values, label=label, marker='.' if len(steps) < 30 else None)
-  axes[0].set(xlabel='step', ylabel='log-loss (nats)', title='loss')
-  axes[0].legend()
-  steps, values = series(records, 'grad_norm')
-  axes[1].plot(steps, values)
-  axes[1].set(xlabel='step', ylabel='global norm', title='gradient norm (before clipping)')
-  steps, values = series(records, 'examples_per_s')
-  axes[2].plot(steps, values)
-  axes[2].set(xlabel='step', ylabel='examples/s', title='throughput')
-  for ax in axes:
-    ax.grid(alpha=0.3)
-  fig.suptitle(str(workdir))
-  fig.tight_layout()
+  try:
+    fig = figure(records, str(workdir))
+  except ValueError as error:
+    raise ValueError(f'{workdir / "metrics.jsonl"}: {error}') from None
   out = workdir / 'curves.png'
   fig.savefig(out, dpi=100)
   return out

@@ -50,10 +50,11 @@ ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other
 
 
 class _Stop:
-  """SIGTERM / SIGINT set a flag; the loop checkpoints and exits cleanly."""
+  """SIGTERM / SIGINT set a flag; the loop checkpoints and exits cleanly (`interrupted`: whether by SIGINT)."""
 
   def __init__(self):
     self.requested = False
+    self.interrupted = False
     self._previous = {}
 
   def __enter__(self):
@@ -66,6 +67,7 @@ class _Stop:
 
   def _handle(self, signum, frame):
     self.requested = True
+    self.interrupted = self.interrupted or signum == signal.SIGINT
 
   def __exit__(self, *exc):
     for sig, handler in self._previous.items():
@@ -103,11 +105,21 @@ def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: 
 
   `stop_after`: stop (with a checkpoint) after this many steps in this call,
   as an interruption would; used by the resume tests. `progress`: False draws no progress bar.
+  Ctrl-C (SIGINT) saves a checkpoint and the summary, then raises KeyboardInterrupt saying how to resume.
   """
   work = pathlib.Path(workdir)
+  fresh = not work.exists()
+  had_lock = (work / '.lock').exists()
   work.mkdir(parents=True, exist_ok=True)
-  with _WorkdirLock(work):
-    return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
+  try:
+    with _WorkdirLock(work):
+      return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
+  except BaseException:
+    if not had_lock and {p.name for p in work.iterdir()} == {'.lock'}:  # Refused before anything was written.
+      (work / '.lock').unlink(missing_ok=True)
+      if fresh:
+        work.rmdir()
+    raise
 
 
 class WorkdirInUse(OSError):
@@ -239,7 +251,8 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
                      config=config, data_iter_state=data_iter.get_state(), probes=probes)
       if signalled:
-        bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
+        if not stop.interrupted:  # Ctrl-C: the KeyboardInterrupt below says it.
+          bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
         break
       if out_of_time:
         bar.write(f'train.max_seconds={config.train.max_seconds:g} reached at step {done}; checkpoint saved')
@@ -258,6 +271,9 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
     ).write(work / artefacts.TrainingSummary.FILE)
   if jax.process_count() > 1:  # Every process returns only once process 0's summary is on disk (`run` reads it).
     multihost_utils.sync_global_devices('searchless-train-summary')
+  if stop.interrupted:  # Ctrl-C: saved, and the caller (a command: exit status 130) told so.
+    raise KeyboardInterrupt(f'checkpoint saved at step {int(jax.device_get(state.step))}/{num_steps}; '
+                            'rerun the same command to resume')
   return state
 
 
@@ -314,12 +330,13 @@ def _restore_state(manager: checkpoint.Checkpointer, state_sharding: step_lib.Tr
 
 def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | None = None,
         overrides: Sequence[str] = (), distributed: bool = False, coordinator: str | None = None,
-        num_processes: int | None = None, process_id: int | None = None) -> artefacts.TrainingSummary:
+        num_processes: int | None = None, process_id: int | None = None,
+        progress: bool = True) -> artefacts.TrainingSummary:
   """Loads `config` (a shipped name or a file) with `overrides`, trains (or resumes) in `workdir`.
 
   `data` / `eval_data` set data.train / data.eval. Multi-host: `distributed`
   (auto-detected cluster) or `coordinator` host:port with `num_processes` and
-  `process_id` start jax.distributed first. Returns the run's summary (also
+  `process_id` start jax.distributed first; `progress`: False draws no progress bar. Returns the run's summary (also
   WORKDIR/summary.json).
   """
   if distributed or coordinator or os.environ.get('JAX_COORDINATOR_ADDRESS'):
@@ -333,5 +350,5 @@ def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | 
     experiment = configs.load(config, overrides)
   except KeyError as error:  # An unknown field: a user's mistake, as a ValueError.
     raise ValueError(str(error).strip('"')) from None
-  train(experiment, workdir, overrides=overrides)
+  train(experiment, workdir, overrides=overrides, progress=progress)
   return artefacts.TrainingSummary.read(pathlib.Path(workdir) / artefacts.TrainingSummary.FILE)

@@ -247,6 +247,7 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
           '--direct_running_mode', 'in_memory', '--no_progress']
   with pytest.raises(Exception, match=f'{cut}: zstd stream is truncated'):
     driver.run(args + ['--output_dir', str(tmp_path / 'a')])
+  assert not (tmp_path / 'a').exists()  # A failed job leaves no empty --out.
   manifest = driver.run(args + ['--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs'])
   assert manifest.games['corrupt_input_files'] == 1
   assert manifest.games['read'] == len(before_error) > 10
@@ -375,10 +376,10 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
   readonly = tmp_path / 'readonly'
   readonly.mkdir(mode=0o555)
   cases.append((['--input', str(lichess_999), *engine, '--output_dir', '/proc/out'],
-                'error: --output_dir /proc/out: cannot create it (No such file or directory)'))
+                'error: --out /proc/out: cannot create it (No such file or directory)'))
   if os.geteuid() != 0:  # root may write anywhere else.
     cases.append((['--input', str(lichess_999), *engine, '--output_dir', str(readonly / 'out')],
-                  f'error: --output_dir {readonly / "out"}: cannot create it (Permission denied)'))
+                  f'error: --out {readonly / "out"}: cannot create it (Permission denied)'))
   for i, (args, first_line) in enumerate(cases):
     if '--output_dir' not in args:
       args = [*args, '--output_dir', str(tmp_path / f'out{i}')]
@@ -389,6 +390,7 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]
     line = result.stderr.strip()
     assert line.startswith(first_line), line
+    assert not os.path.exists(args[args.index('--output_dir') + 1])  # Nothing left behind, not even the folder.
     if (log := re.search(r"\(workers' log: (\S+)\)$", line)):
       assert 'Traceback' in pathlib.Path(log[1]).read_text()
       pathlib.Path(log[1]).unlink()

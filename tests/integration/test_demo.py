@@ -92,3 +92,18 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
 def test_unknown_preset_is_an_error(tmp_path):
   with pytest.raises(FileNotFoundError, match="no config named 'huge'"):
     demo.run(['--input', 'x.pgn', '--run_dir', str(tmp_path), '--preset', 'huge'])
+
+
+def test_no_progress_is_passed_on_to_the_steps_that_draw_progress(tmp_path):
+  run_dir = tmp_path / 'run'
+  (run_dir / 'data').mkdir(parents=True)
+  (run_dir / 'data' / 'manifest.json').write_text('{}')  # Steps whose output exists are skipped: only recorded.
+  (run_dir / 'train').mkdir()
+  from searchless.core import artefacts
+  artefacts.TrainingSummary(step=1, num_steps=1, complete=True, num_params=1, num_return_buckets=128,
+                            policy='action_value', batch_size=1, overrides=[], wall_seconds=0.0,
+                            ).write(run_dir / 'train' / artefacts.TrainingSummary.FILE)
+  demo.run(['--input', str(SAMPLE_GAMES), '--run_dir', str(run_dir), '--no_progress', '--steps', 'annotate', 'train'])
+  commands = json.loads((run_dir / 'commands.json').read_text())
+  assert sorted(commands) == ['annotate', 'train']
+  assert all('--no_progress' in command.split() for command in commands.values()), commands

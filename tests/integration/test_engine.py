@@ -80,6 +80,27 @@ def test_missing_engine_is_a_clear_error():
   annotator.close()
 
 
+def test_a_program_that_is_no_uci_engine_started_synchronously_is_named_killed_and_reaped(tmp_path):
+  import subprocess
+  cat = _script(tmp_path, 'cat-engine', 'exec cat')
+  code = ('from searchless.engines import launch\n'
+          'try:\n  launch.open_engine(%r)\nexcept launch.EngineUnresponsive as e:\n  print(e)\n' % cat)
+  start = time.monotonic()
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60,
+                        env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)})
+  assert time.monotonic() - start < launch.HANDSHAKE_SECONDS + 10
+  assert done.stdout == f"'{cat}' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n"
+  assert done.stderr == ''  # No asyncio warning about a loop closed before the program was reaped.
+
+
+def test_a_real_engine_started_synchronously_answers(stockfish):
+  engine_ = launch.open_engine(stockfish)
+  try:
+    assert engine_.play(chess.Board(), chess.engine.Limit(nodes=100)).move in chess.Board().legal_moves
+  finally:
+    launch.close_engine(engine_)
+
+
 def test_multipv_mode_covers_every_move(stockfish):
   cfg = config(stockfish, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=5000'))
   with engine.BoardAnnotator(cfg) as annotator:
@@ -144,22 +165,35 @@ def test_hung_engine_hits_the_deadline(stockfish):
     assert annotator.restarts == 1 and len(a.action_values) == 20
 
 
-@pytest.mark.parametrize('mode, message', [
-    ('noscore', 'bad engine answer: the engine gave no score'),
-    ('banana', "bad engine answer: unknown score kind in 'info depth 1 score banana 17 nodes -3'"),
-    ('badmove', "bad engine answer: engine answered 'bestmove z9z9' to searchmoves"),
+@pytest.mark.parametrize('mode, message, attempts', [
+    # A node- or depth-limited search answers the same every time: not retried, and the reason names the limit.
+    ('noscore', 'bad engine answer: the engine gave no score \\(a depth-limited search gives the same answer every '
+                'time: raise --limit depth=3\\)', 1),
+    ('banana', "bad engine answer: unknown score kind in 'info depth 1 score banana 17 nodes -3'", 2),
+    ('badmove', "bad engine answer: engine answered 'bestmove z9z9' to searchmoves", 2),
 ])
-def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, message):
+def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, message, attempts):
   wrapper = tmp_path / 'garbage-engine'
   script = str(FAKE_ENGINES / 'garbage_uci.py')
   wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} {mode}\n')
   wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
   with engine.BoardAnnotator(config(str(wrapper), max_attempts=2, deadline=1.0)) as annotator:
     assert annotator.engine_id['name'] == 'GarbageEngine 1.0'
-    with pytest.raises(engine.BoardFailed, match=f'{message}.*after 2 attempts') as failure:
+    with pytest.raises(engine.BoardFailed, match=f'{message}.*after {attempts} attempts') as failure:
       annotator.annotate(START)
-    assert failure.value.attempts == 2
-    assert annotator.restarts == 2
+    assert failure.value.attempts == attempts
+    assert annotator.restarts == (0 if attempts == 1 else 2)
+
+
+def test_multipv_at_a_small_node_limit_searches_the_moves_it_left_unscored_on_their_own(stockfish, lichess_999):
+  """At nodes=1000 MultiPV cannot reach every line of a board with many moves; no board is lost for it."""
+  fens = _real_boards(lichess_999, 30)
+  cfg = config(stockfish, mode='multipv', state_value='best_move', limit=launch.SearchLimit.parse('nodes=1000'))
+  with engine.BoardAnnotator(cfg) as annotator:
+    labels = [annotator.annotate(fen) for fen in fens]
+    assert annotator.restarts == 0
+  for fen, label in zip(fens, labels):
+    assert sorted(m for m, _ in label.action_values) == sorted(m.uci() for m in chess.Board(fen).legal_moves)
 
 
 def _engine_script(tmp_path, name):
@@ -207,14 +241,19 @@ def test_multipv_labels_match_python_chess_analyse_on_real_boards(stockfish, lic
   assert ours == [_analyse_multipv(stockfish, fen, chess.engine.Limit(nodes=20000)) for fen in fens]
 
 
-@pytest.mark.parametrize('mode', ['noscore', 'banana'])
-def test_multipv_answers_without_scored_lines_fail_the_board(tmp_path, mode):
+@pytest.mark.parametrize('mode, message', [
+    ('noscore', 'the engine gave no score \\(a depth-limited search gives the same answer every time: raise --limit '
+                'depth=3\\) \\(after 1 attempts\\)'),
+    ('banana', "unknown score kind in 'info depth 1 score banana 17 nodes -3' \\(after 2 attempts\\)"),
+])
+def test_multipv_answers_without_scored_lines_fail_the_board(tmp_path, mode, message):
+  """The moves a MultiPV search left unscored are searched on their own; an engine that scores none fails the board."""
   wrapper = tmp_path / 'garbage-engine'
   wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_ENGINES / "garbage_uci.py"} {mode}\n')
   wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
   cfg = config(str(wrapper), mode='multipv', state_value='best_move', max_attempts=2, deadline=1.0)
   with engine.BoardAnnotator(cfg) as annotator:
-    with pytest.raises(engine.BoardFailed, match="MultiPV search left moves unscored: \\['g1h3', 'g1f3'"):
+    with pytest.raises(engine.BoardFailed, match=message):
       annotator.annotate(START)
 
 
@@ -276,5 +315,6 @@ def test_an_engine_failing_every_board_stops_the_job_naming_it(tmp_path):
       with pytest.raises(engine.BoardFailed):
         annotator.annotate(fen)
     with pytest.raises(engine.EngineBroken, match=f"^engine '{wrapper}': 3 boards in a row failed after 1 attempts "
-                       'each \\(the last: bad engine answer: the engine gave no score\\); stopping$'):
+                       'each \\(the last: bad engine answer: the engine gave no score \\(a depth-limited search '
+                       'gives the same answer every time: raise --limit depth=3\\)\\); stopping$'):
       annotator.annotate(boards[2])

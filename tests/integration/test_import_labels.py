@@ -40,7 +40,7 @@ def _read(out, split, kind):
 
 def test_the_manifest_counts_every_game_line_and_board(imported, lichess_999):
   out, manifest = imported
-  assert manifest.games == {'read': 999, 'kept': 999, 'with_evals': 96, 'skipped': {},
+  assert manifest.games == {'read': 999, 'kept': 96, 'skipped': {'no_evals': 903},
                             'filters': {'min_elo': None, 'max_elo': None, 'speeds': '', 'exclude_bots': False,
                                         'max_games_per_file': None}}
   assert manifest.lines == {'read': 31, 'kept': 31, 'skipped': {}, 'max_lines_per_file': None}
@@ -54,7 +54,9 @@ def test_the_manifest_counts_every_game_line_and_board(imported, lichess_999):
     assert len(_read(out, split, 'behavioral_cloning')) == counts['best_moves']
     partial = _read(out, split, records.PARTIAL_BOARD_VALUE)
     assert sum(len(b.moves) for b in partial) == counts['moves_valued']
-  assert (out / 'skipped.jsonl').read_text() == ''
+  skipped = [json.loads(line) for line in (out / 'skipped.jsonl').read_text().splitlines()]
+  assert len(skipped) == 903 and {s['reason'] for s in skipped} == {'no_evals'}  # Each with its file and line.
+  assert all(s['location'].startswith(f'{lichess_999}:') for s in skipped)
 
 
 def test_a_database_board_keeps_its_lines_best_first(imported):
@@ -112,15 +114,17 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   plain.write_text('[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n')
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels']
   result = subprocess.run([*cmd, str(plain), '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
-  assert result.returncode == 2 and result.stderr.startswith(f'error: no evaluations in {plain}: no [%eval]')
-  assert not (tmp_path / 'a').exists() or not any((tmp_path / 'a').rglob('*.bag'))
+  assert result.returncode == 2 and result.stderr == (
+      f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
+      '(1 games_skipped/no_evals)\n')
+  assert not (tmp_path / 'a').exists()
   done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout
   again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert again.returncode == 2 and 'already holds a dataset (manifest.json, skipped.jsonl' in again.stderr
   nothing = subprocess.run([*cmd, str(tmp_path / 'none-*.jsonl'), '--out', str(tmp_path / 'c')], capture_output=True,
                            text=True)
-  assert nothing.returncode == 2 and nothing.stderr == f"error: --input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
+  assert nothing.returncode == 2 and nothing.stderr == f"error: input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
   assert not (tmp_path / 'c').exists()  # A failed run leaves no folder behind.
   with pytest.raises(ValueError, match="--records 'state_value,moves': expected a comma-separated subset of"):
     free_label_job.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
@@ -164,6 +168,7 @@ def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path)
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels', str(cut), '--direct_running_mode', 'in_memory']
   failed = subprocess.run([*cmd, '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
   assert failed.returncode == 2 and failed.stderr.strip() == f'error: {cut}: zstd stream is truncated (the file ends inside a frame)'
+  assert not (tmp_path / 'a').exists()  # A failed import leaves no empty --out.
   manifest = import_labels.run([str(cut), '--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs', *IN_MEMORY])
   assert manifest.corrupt_input_files == 1 and manifest.lines['read'] == readable > 100
 

@@ -6,6 +6,7 @@ import os
 import pathlib
 import stat
 import sys
+import time
 
 import chess
 import chess.engine
@@ -15,6 +16,7 @@ import pytest
 from helpers import FAKE_ENGINES
 
 from searchless.commands import tournament as tournament_command
+from searchless.engines import launch
 from searchless.evaluation import openings
 from searchless.evaluation import tournament
 
@@ -165,6 +167,18 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
   assert not (tmp_path / 'out').exists()  # A failed run leaves no empty folder behind.
 
 
+def test_a_program_that_is_no_uci_engine_is_one_line_soon_and_made_openings_are_not_left(tmp_path, capsys, stockfish):
+  start = time.monotonic()
+  with pytest.raises(SystemExit) as exit_info:
+    tournament_command.main(['--agent', 'uci:/bin/cat,nodes=1', '--agent', 'stockfish:nodes=100', '--make_openings',
+                             '2', '--engine_path', stockfish, '--out', str(tmp_path / 'out'), '--no_progress'])
+  assert exit_info.value.code == 2
+  assert capsys.readouterr().err == (
+      f"error: '/bin/cat' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n")
+  assert time.monotonic() - start < 3 * launch.HANDSHAKE_SECONDS
+  assert not (tmp_path / 'out').exists()  # Not even the openings it made.
+
+
 def test_cli_needs_openings(tmp_path, capsys):
   with pytest.raises(SystemExit):
     tournament_command.main(['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=1,name=Y',
@@ -185,6 +199,7 @@ def test_worker_uci_illegal_move_and_crashed_engine_rebuilt(tmp_path):
                         f'#!/bin/sh\necho garbage >> {log}\nexec {sys.executable} {GARBAGE_UCI}\n')
   dying = _executable(tmp_path / 'dying.py', f'''#!{sys.executable}
 import sys
+import time
 open({str(log)!r}, 'a').write('dying\\n')
 for line in sys.stdin:
   if line.strip() == 'uci':
@@ -325,3 +340,8 @@ def test_gauntlet_checkpoint_against_stockfish(tmp_path, stockfish, model_checkp
     assert not game.errors and int(game.headers['PlyCount']) >= 4 + 10
   assert results['elo'] is not None and results['anchors'] == {}
   assert abs(sum(p['elo'] for p in results['elo']['players'])) < 1e-6  # Mean 0 without anchors.
+
+
+def test_the_shipped_model_goes_by_the_name_the_user_gave():
+  entrants = tournament.resolve_entrants(['checkpoint:pretrained', 'stockfish:nodes=1,name=sf'])
+  assert [e.name for e in entrants] == ['pretrained', 'sf']

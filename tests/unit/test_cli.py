@@ -39,7 +39,9 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys
   with pytest.raises(SystemExit) as exit:
     module.main([a.format(**paths) for a in argv])
   assert exit.value.code == 2
-  last = capsys.readouterr().err.strip().splitlines()[-1]
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert len(lines) == 1, lines  # The one line, without the usage (only a wrong flag shows it).
+  last = lines[0]
   assert last.endswith(f"error: argument {flag}: {paths['file' if 'file,' in kind else 'folder']!r} is a {kind}")
 
 
@@ -58,3 +60,48 @@ def test_one_vocabulary_and_the_old_spellings_still_accepted(command, canonical,
   option = next(a for a in parser._actions if dest == a.dest and canonical in a.option_strings)  # pylint: disable=protected-access
   assert option.option_strings == [canonical, old]  # The new spelling first, as --help shows it.
   assert parser._option_string_actions[old] is option  # pylint: disable=protected-access
+
+
+def test_a_wrong_flag_still_shows_the_usage(tmp_path, capsys):
+  (tmp_path / 'a.epd').write_text('')
+  module = importlib.import_module('searchless.commands.epd')
+  with pytest.raises(SystemExit) as exit:
+    module.main(['--suite', str(tmp_path / 'a.epd'), '--agent', 'random', '--out', 'o', '--bogus'])
+  err = capsys.readouterr().err
+  assert exit.value.code == 2 and err.startswith('usage: searchless-epd') and 'unrecognized arguments: --bogus' in err
+
+
+@pytest.mark.parametrize('command, argv, flag', [
+    ('epd', ['--suite', '{missing}', '--agent', 'random', '--out', '{out}'], '--suite'),
+    ('puzzles', ['--puzzles', '{missing}', '--agent', 'random', '--out', '{out}'], '--puzzles'),
+    ('puzzles_data', ['--puzzles', '{missing}', '--out', '{out}/p.csv'], '--puzzles'),
+])
+def test_a_missing_input_file_is_one_line_naming_its_flag_and_leaves_no_output(tmp_path, capsys, command, argv, flag):
+  paths = {'missing': str(tmp_path / 'nope.txt'), 'out': str(tmp_path / 'out')}
+  module = importlib.import_module(f'searchless.commands.{command}')
+  with pytest.raises(SystemExit) as exit:
+    module.main([a.format(**paths) for a in argv])
+  assert exit.value.code == 2
+  assert capsys.readouterr().err == f"error: argument {flag}: {paths['missing']!r}: no such file\n"
+  assert not (tmp_path / 'out').exists()
+
+
+def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_path, capsys):
+  suite = tmp_path / 'bad.epd'
+  suite.write_bytes(b'8/8/8/8/8/8/8/K6k w - - bm Kb1; id "a";\n\xff\xfe not text\n')
+  module = importlib.import_module('searchless.commands.epd')
+  with pytest.raises(SystemExit) as exit:
+    module.main(['--suite', str(suite), '--agent', 'random', '--out', str(tmp_path / 'out'), '--no_progress'])
+  err = capsys.readouterr().err
+  assert exit.value.code == 2 and len(err.splitlines()) == 1
+  assert err.startswith(f"error: {suite}:2: not UTF-8 text ('utf-8' codec can't decode byte 0xff in position 0")
+
+
+def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
+  from searchless.commands import errors
+  for raised, said in ((KeyboardInterrupt(), 'stopped before the end'),
+                       (KeyboardInterrupt('saved: rerun'), 'saved: rerun')):
+    with pytest.raises(SystemExit) as exit:
+      with errors.one_line_errors():
+        raise raised
+    assert exit.value.code == 130 and capsys.readouterr().err == f'interrupted; {said}\n'

@@ -26,3 +26,18 @@ def test_plot_writes_curves_png(tmp_path):
 def test_plot_without_metrics_names_the_workdir(tmp_path):
   with pytest.raises(FileNotFoundError, match=f'no metrics.jsonl in {tmp_path}'):
     plot.plot(tmp_path)
+
+
+def test_a_short_run_is_drawn_as_points_in_every_panel():
+  fig = plot.figure([{'step': 1, 'loss': 5.0, 'grad_norm': 1.0, 'examples_per_s': 200.0}], 'run')
+  for ax in fig.axes:
+    [line] = ax.get_lines()
+    assert list(line.get_xdata()) == [1] and line.get_marker() == '.'  # One point, visible.
+
+
+def test_a_panel_with_nothing_logged_says_so_and_a_run_with_no_step_is_refused(tmp_path):
+  fig = plot.figure([{'step': 1, 'loss': 5.0}], 'run')
+  assert [t.get_text() for ax in fig.axes for t in ax.texts] == ['not logged yet', 'not logged yet']
+  (tmp_path / 'metrics.jsonl').write_text('')
+  with pytest.raises(ValueError, match=f'^{tmp_path}/metrics.jsonl: no step logged yet: too little to plot$'):
+    plot.plot(tmp_path)

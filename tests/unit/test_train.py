@@ -323,6 +323,7 @@ def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):
   with pytest.raises(IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. "
                      f"'{tmp_path}/action_value\\*'$"):
     train.train(small_config(str(tmp_path)), tmp_path / 'work')
+  assert not (tmp_path / 'work').exists()  # A refused run leaves no workdir (not even its lock).
 
 
 def test_tensorboard_holds_every_metrics_line(tmp_path, av_bag):

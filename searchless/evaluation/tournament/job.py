@@ -76,6 +76,10 @@ def run(agents: Sequence[str], *, out_dir: str, openings: Sequence[str] | None =
       return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
     return runner.round_robin(agents, chosen, **kwargs)
   except BaseException:
-    if made and os.path.isdir(out_dir) and not os.listdir(out_dir):
-      os.rmdir(out_dir)  # A failed run leaves no empty folder behind (its games, if any, stay: a rerun resumes).
+    if made and os.path.isdir(out_dir) and set(os.listdir(out_dir)) <= {OPENINGS_FILE}:
+      # A failed run leaves nothing behind but its games, if any (a rerun resumes them): not the openings it made.
+      if make_openings is not None and os.path.exists(os.path.join(out_dir, OPENINGS_FILE)):
+        os.remove(os.path.join(out_dir, OPENINGS_FILE))
+      if not os.listdir(out_dir):
+        os.rmdir(out_dir)
     raise

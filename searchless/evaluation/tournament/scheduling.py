@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from searchless.evaluation import openings as openings_lib
+from searchless.model import loading
 from searchless.play import agents as agents_lib
 
 
@@ -64,7 +65,7 @@ def resolve_entrants(specs: Sequence[str]) -> list[Entrant]:
   """
   entrants = []
   for spec in specs:
-    kind, _, params = agents_lib.parse_spec(spec)
+    kind, target, params = agents_lib.parse_spec(spec)
     name = params.get('name')
     elo = int(params['elo']) if kind == 'stockfish' and 'elo' in params else None
     if not name:
@@ -73,6 +74,8 @@ def resolve_entrants(specs: Sequence[str]) -> list[Entrant]:
         name, elo = agent.name, getattr(agent, 'elo', elo)
       finally:
         agent.close()
+      if kind == 'checkpoint' and target in loading.SHIPPED:  # A shipped model goes by the name the user gave.
+        name = target
     entrants.append(Entrant(name, spec, elo))
   by_name = collections.defaultdict(list)
   for entrant in entrants:

@@ -1,0 +1,169 @@
+"""One way to run a Beam job that writes a dataset: annotation, the free-label import and conversion.
+
+`run` claims the output folder (refusing a dataset already there unless told to
+replace it), cleans what a crashed earlier job left, runs the pipeline, closes
+the runner's client (Beam's Dask runner opens one and leaves it) in a
+``finally``, and hands the result to the job's `finish` (which counts, commits
+its files and writes its manifest). A job that fails, or is interrupted
+(Ctrl-C), at any point abandons its output: what it wrote is deleted, and the
+folders it made are removed where that leaves them empty.
+
+The runner's options (`beam_options`) are the same for every job: locally the
+DirectRunner with one worker process per core and quiet workers; on Beam's Dask
+runner one element per partition unless the flags say otherwise, and
+(`parallelism`) four times as many lanes as the cluster has worker threads.
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+import logging
+import os
+from typing import Any, TypeVar
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
+
+from searchless.core import bags
+from searchless.data import shards
+
+T = TypeVar('T')
+BEAM_TEMP = 'beam-temp-*'  # The temporary folders Beam's file sinks make next to their output.
+
+
+def is_local_direct(options: PipelineOptions) -> bool:
+  runner = options.view_as(StandardOptions).runner
+  return runner in (None, 'DirectRunner', 'direct', 'FnApiRunner', 'BundleBasedDirectRunner')
+
+
+def _is_dask(options: PipelineOptions) -> bool:
+  runner = options.view_as(StandardOptions).runner
+  return isinstance(runner, str) and runner.split('.')[-1] == 'DaskRunner'
+
+
+DEFAULT_PARALLELISM = 16  # Lanes on runners that rebalance work themselves (there they only add a few elements).
+
+
+def parallelism(options: PipelineOptions) -> int:
+  """The default lanes: on Beam's Dask runner 4x the cluster's worker threads, else DEFAULT_PARALLELISM."""
+  if not _is_dask(options):
+    return DEFAULT_PARALLELISM
+  from apache_beam.runners.dask.dask_runner import DaskOptions  # Needs the 'dask' extra.
+  import distributed
+  dask = options.view_as(DaskOptions)
+  if not (dask.address or dask.scheduler_file):
+    return 4 * (os.cpu_count() or 1)  # The runner starts a local cluster.
+  with distributed.Client(address=dask.address, scheduler_file=dask.scheduler_file, timeout=60) as client:
+    return 4 * max(1, sum(client.nthreads().values()))
+
+
+def beam_options(beam_args: Sequence[str]) -> tuple[PipelineOptions, bool]:
+  """The job's pipeline options, and whether it runs here: locally the DirectRunner gets one worker process
+  per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise."""
+  pipeline_options = PipelineOptions(list(beam_args))
+  local = is_local_direct(pipeline_options)
+  joined = ' '.join(beam_args)
+  if local:
+    direct = pipeline_options.view_as(DirectOptions)
+    if '--direct_running_mode' not in joined:
+      direct.direct_running_mode = 'multi_processing'
+    if not direct.direct_num_workers:
+      direct.direct_num_workers = os.cpu_count() or 1
+    if '--default_sdk_harness_log_level' not in joined:
+      pipeline_options.view_as(WorkerOptions).default_sdk_harness_log_level = 'WARNING'
+    # Beam's local job service relays the workers' start-up warnings; they are noise here.
+    relay = logging.getLogger('apache_beam.runners.portability.local_job_service')
+    if relay.getEffectiveLevel() < logging.ERROR:
+      relay.setLevel(logging.ERROR)
+  if _is_dask(pipeline_options) and '--dask_partition_size' not in joined and '--dask_npartitions' not in joined:
+    pipeline_options = PipelineOptions([*beam_args, '--dask_partition_size', '1'])
+  return pipeline_options, local
+
+
+def outputs(out: str, splits: Sequence[str], kinds: Sequence[str]) -> dict:
+  """{split/kind: {files, records}} of the record sets of `kinds` found in `out`'s split folders."""
+  found = {}
+  for split in splits:
+    for kind in kinds:
+      try:
+        spec = bags.find(FileSystems.join(out, split), kind)
+      except FileNotFoundError:
+        continue
+      found[f'{split}/{kind}'] = {'files': spec.split(','), 'records': len(bags.reader(spec))}
+  return found
+
+
+def _shown(path: str, output_dir: str) -> str:
+  return os.path.relpath(path, output_dir) if '://' not in path else path
+
+
+def claim(output_dir: str, existing: Sequence[str], overwrite: bool, flag: str = '--out') -> None:
+  """Refuses an output folder that holds `existing` files of a dataset, or (overwrite) deletes them; makes a local
+  folder, failing now (naming `flag`) where it cannot be made or written, not inside a worker."""
+  if existing and not overwrite:
+    names = ', '.join(_shown(p, output_dir) for p in existing[:4])
+    more = f' and {len(existing) - 4} more' if len(existing) > 4 else ''
+    raise FileExistsError(f'{flag} {output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace '
+                          f'it, or choose another {flag}')
+  if existing:
+    FileSystems.delete(list(existing))
+  if '://' not in output_dir:
+    try:
+      os.makedirs(output_dir, exist_ok=True)
+    except OSError as error:
+      raise OSError(f'{flag} {output_dir}: cannot create it ({error.strerror})') from None
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+      raise PermissionError(f'{flag} {output_dir}: not writable')
+
+
+def abandon(output_dir: str, roots: Iterable[str] = ()) -> None:
+  """Deletes what a job wrote and did not commit (`roots`' temporary folders, Beam's file sinks' temporary
+  folders), and its output folders where that leaves them empty (never what the user had there)."""
+  folders = sorted({*roots, output_dir}, key=len, reverse=True)
+  for root in folders:
+    shards.clean(root)
+    try:
+      leftovers = [m.path for m in FileSystems.match([FileSystems.join(root, BEAM_TEMP)])[0].metadata_list]
+    except (OSError, ValueError):  # Nothing there, or a folder that was never made.
+      leftovers = []
+    if leftovers := sorted({os.path.dirname(p) if '://' not in p else p for p in leftovers}):
+      FileSystems.delete(leftovers)
+  if '://' in output_dir:
+    return
+  for folder in folders:
+    try:
+      os.rmdir(folder)  # Only when empty.
+    except OSError:
+      pass
+
+
+def close_client(result: Any) -> None:
+  """Closes the client a runner opened and left (Beam's Dask runner's), if any."""
+  client = getattr(result, 'client', None)
+  if client is not None:
+    client.close()
+
+
+def run(pipeline: beam.Pipeline, finish: Callable[[Any], T], *, output_dir: str, roots: Sequence[str] = (),
+        existing: Sequence[str] = (), overwrite: bool = False, flag: str = '--out') -> T:
+  """Runs a dataset job: claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's
+  temporary pieces), runs `pipeline`, closes its runner's client, and returns `finish(result)`, which commits
+  the job's files and writes its manifest. On any error or interrupt the output is abandoned (`abandon`) and
+  the error raised again; an interrupt (KeyboardInterrupt) then says that nothing was written."""
+  claim(output_dir, existing, overwrite, flag)  # Before anything runs: old and new files never mix.
+  roots = sorted({output_dir, *roots})
+  for root in roots:
+    shards.clean(root)  # What a crashed earlier job left.
+  try:
+    result = None
+    try:
+      result = pipeline.run()
+      result.wait_until_finish()
+    finally:
+      close_client(result)
+    return finish(result)
+  except KeyboardInterrupt:
+    abandon(output_dir, roots)
+    raise KeyboardInterrupt(f'nothing written to {output_dir}') from None
+  except BaseException:
+    abandon(output_dir, roots)
+    raise

@@ -140,7 +140,7 @@ class ImportManifest(Artefact):
   command: list[str]  # The command line that made it.
   inputs: dict[str, list[str]]  # 'games' (dumps with [%eval] comments) and 'eval_db' (lichess_db_eval.jsonl) files.
   output_dir: str  # Where the bags are.
-  games: dict[str, Any]  # read, kept, with evals, skipped by reason, filters.
+  games: dict[str, Any]  # read, kept (with evals), skipped by reason (no_evals among them), filters.
   lines: dict[str, Any]  # Evaluation-database lines: read, kept, skipped by reason.
   corrupt_input_files: int  # Inputs that ended in a corrupt stream (with --skip_corrupt_inputs).
   sources: dict[str, dict[str, dict[str, int]]]  # Per source: boards by depth and by knodes (powers of ten).

@@ -26,7 +26,6 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from searchless.core import artefacts
-from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotate
 from searchless.data import beam_job

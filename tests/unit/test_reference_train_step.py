@@ -18,6 +18,8 @@ from searchless.model import transformer as model
 from searchless.training import sharding
 from searchless.training import step as step_lib
 
+pytestmark = pytest.mark.slow  # Compiles the update: about a minute on 2 busy cores.
+
 VECTOR = pathlib.Path(__file__).resolve().parents[1] / 'fixtures' / 'compat' / 'reference_train_step.npz'
 
 

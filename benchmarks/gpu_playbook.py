@@ -45,7 +45,7 @@ import sys
 import tarfile
 import time
 
-MEASURE = ['9m:bfloat16', '136m:bfloat16', '270m:bfloat16', '9m:float32']
+MEASURE = ['9m:bfloat16', '9m:float32', '136m:bfloat16', '270m:bfloat16']  # In this order; the budget may end it.
 TRAIN_BATCHES = [1024, 2048, 4096, 8192]  # Boards (or sequences) a step tried for the trained model.
 TARGET_MFU = 0.30
 PROFILE_BELOW = 0.45
@@ -85,22 +85,27 @@ def measure_part(args, scratch: pathlib.Path) -> dict:
       result['skipped'].append(f'{item}: out of the measure budget')
       continue
     trace = profiles / f'{name}_{dtype}' if dtype == 'bfloat16' else None
-    try:
-      row = train_step.measure(name, dtype, args.batch, args.steps, [], profile_dir=trace and str(trace))
-    except Exception as error:  # pylint: disable=broad-except  # XLA's out-of-memory is a plain runtime error.
-      if 'RESOURCE_EXHAUSTED' not in str(error) and 'out of memory' not in str(error).lower():
-        raise
-      log(f'{item}: batch {args.batch} does not fit in one pass; micro-batches of {args.batch // 4}')
-      row = train_step.measure(name, dtype, args.batch, args.steps, [f'train.micro_batch={args.batch // 4}'],
-                               profile_dir=trace and str(trace))
+    row, micro = None, args.batch
+    while row is None:  # Over the device's memory in one pass: micro-batches (train.micro_batch), halved until it fits.
+      overrides = [f'train.micro_batch={micro}'] if micro < args.batch else []
+      try:
+        row = train_step.measure(name, dtype, args.batch, args.steps, overrides, trace and str(trace), limit)
+      except Exception as error:  # pylint: disable=broad-except  # XLA's out-of-memory is a plain runtime error.
+        if not (isinstance(error, MemoryError) or 'RESOURCE_EXHAUSTED' in str(error)) or micro <= 64:
+          raise
+        log(f'{item}: {error}'.splitlines()[0][:300])
+        micro = micro // 4 if micro == args.batch else micro // 2
     if trace and row['mfu'] is not None and row['mfu'] >= PROFILE_BELOW:
       shutil.rmtree(trace, ignore_errors=True)  # Profiles only where MFU is low.
     row['profiled'] = bool(trace and trace.exists())
     result['rows'].append(row)
     log(row_line(row))
   result['train'] = train_batch(train_step, args, deadline)  # Then what part b needs.
-  for row in result['rows']:  # Then, in the time left, how far each batch could grow.
-    row['largest_batch'] = largest_batch(train_step, row['config'], row['dtype'], row['batch'], limit, deadline)
+  for row in result['rows']:  # Then, in the time left, how far each batch could grow in one pass.
+    if row['micro_batch']:  # The batch did not fit in one pass; its micro-batch did.
+      row['largest_batch'] = {'batch': row['micro_batch'], 'exact': False, 'note': 'the micro-batch that ran'}
+    else:
+      row['largest_batch'] = largest_batch(train_step, row['config'], row['dtype'], row['batch'], limit, deadline)
   if profiles.exists() and any(profiles.iterdir()):
     with tarfile.open(scratch / 'profiles.tar.gz', 'w:gz') as t:
       t.add(profiles, arcname='profiles')

@@ -62,16 +62,20 @@ def compiled_bytes(name: str, dtype: str, batch: int, overrides: Sequence[str] =
 
 
 def measure(name: str, dtype: str, batch: int, steps: int, overrides: Sequence[str] = (),
-            profile_dir: str | None = None) -> dict:
+            profile_dir: str | None = None, limit: int | None = None) -> dict:
   """One config's update timed over `steps` steps (after one to warm), with its FLOPs two ways and memory.
 
   `mfu` counts the model's matmuls (3 x `model.flops_per_sequence`, forward + backward); `mfu_xla` counts what
   XLA's cost analysis of the compiled update says (every op of the step, the optimiser too). With `profile_dir`,
-  two more steps are traced there (`jax.profiler`).
+  two more steps are traced there (`jax.profiler`). Raises MemoryError, before running anything, when the compiled
+  update needs more than `limit` bytes a device.
   """
   config, fns, state, tokens, seq_len = _setup(name, dtype, batch, overrides)
   dtype = config.train.compute_dtype  # An override may have said otherwise.
   update = fns.update.lower(state, tokens).compile()  # Compiled once: the timed steps run this.
+  if limit and _bytes(update) > limit:
+    raise MemoryError(f'{name} {dtype} batch {batch} {list(overrides)}: needs {_bytes(update) / 2**30:.1f} GiB '
+                      f'a device, over its {limit / 2**30:.1f} GiB')
   cost = update.cost_analysis()
   cost = cost[0] if isinstance(cost, list) else cost  # A list of one dict in older JAX.
   xla_flops = float(cost.get('flops', 0.0)) if cost else 0.0

@@ -96,3 +96,16 @@ def test_a_model_under_the_limit_is_one_tar(run, tmp_path):
   assert playbook.export(tmp / 'scratch' / 'train', tmp_path / 'stage' / 'm', tmp_path) == ['model.tar']
   with tarfile.open(tmp_path / 'model.tar') as t:
     assert 'm/config/config.json' in t.getnames()
+
+
+def test_an_update_over_the_memory_limit_is_refused_before_it_runs():
+  spec = importlib.util.spec_from_file_location('train_step', helpers.ROOT / 'benchmarks' / 'train_step.py')
+  train_step = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(train_step)
+  toy = ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2']
+  needed = train_step.compiled_bytes('tiny', 'float32', 4, toy)
+  assert needed > 0
+  with pytest.raises(MemoryError, match=r'tiny float32 batch 4 .*: needs .* GiB a device'):
+    train_step.measure('tiny', 'float32', 4, 1, toy, limit=needed - 1)
+  # Micro-batches (what the playbook falls back to) need less.
+  assert train_step.compiled_bytes('tiny', 'float32', 4, [*toy, 'train.micro_batch=1']) < needed

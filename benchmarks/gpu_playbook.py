@@ -12,9 +12,10 @@ Here, once, before a device call (both folders git-excluded; together under the 
 
 Then one device call (`run`, carry ['.whl', '.device'], timeout_s 600), the command on one line:
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 && { [ -e searchless/configs ] || cp -r configs searchless/configs; } && python3 benchmarks/gpu_playbook.py --data .device/data --out $OUT --seconds 540
+    python3 benchmarks/gpu_playbook.py --wheels .whl --data .device/data --out $OUT --seconds 540
 
-(two calls: `--parts measure` then `--parts train`, each with its own `--seconds`). In order:
+(`--wheels`: those installed first into a folder of the scratch's, on the path of every process it starts; two
+calls: `--parts measure` then `--parts train`, each with its own `--seconds`). In order:
 
 a. measure (`--measure-seconds`, 120): MEASURE's configs at `--batch` (4096) with the library's own update
    (`benchmarks/train_step.py`: loss, grads, clip, Adam, EMA on random tokens), each in turn: ms a step,
@@ -57,6 +58,7 @@ TRAIN_ON_GPU = ['train.compute_dtype=bfloat16', 'optim.ema_decay=0.999', 'train.
 # --quick: tiny models in float32 (XLA:CPU compiles bfloat16 slowly), a few steps.
 QUICK = {'measure': ['tiny:float32'], 'train': 'tiny_packed', 'batch': 8, 'batches': [4, 8], 'steps': 2,
          'set': ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'train.compute_dtype=float32']}
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # The checkout.
 PART_LIMIT = 16 * 2**20 - 4096  # The device's limit on a returned file, with room to spare.
 EXPORT_SECONDS = 60  # Kept back from training for the export.
 
@@ -171,7 +173,7 @@ def table(result: dict) -> str:
   return '\n'.join(lines) + '\n'
 
 
-def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, seconds: float) -> dict:
+def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, seconds: float, env: dict) -> dict:
   """Part b: the training process for `seconds`, then the export into OUT."""
   data = pathlib.Path(args.data)
   if data.is_dir():
@@ -189,7 +191,7 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
          '--data', str(bag), *overrides]
   log(' '.join(cmd[1:]))
   with open(out / 'playbook.log', 'w') as trainer_log:
-    code = subprocess.run(cmd, stdout=trainer_log, stderr=subprocess.STDOUT, check=False).returncode
+    code = subprocess.run(cmd, stdout=trainer_log, stderr=subprocess.STDOUT, check=False, env=env).returncode
   if code:
     raise SystemExit(f'training failed (exit {code}); see playbook.log:\n' + (out / 'playbook.log').read_text()[-3000:])
   rows = [json.loads(line) for line in (workdir / 'metrics.jsonl').read_text().splitlines() if line.strip()]
@@ -239,6 +241,7 @@ def parse(argv=None) -> argparse.Namespace:
   p.add_argument('--init', default=None, help='start from these parameters (default: the shipped '
                  'pretrained-transformer for --train pretrained_transformer, else none); none: from scratch')
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='overrides of the trained config')
+  p.add_argument('--wheels', help='a folder of wheels the machine lacks: installed first (a device\'s image)')
   p.add_argument('--workers', type=int, default=12, help='loader processes feeding the GPU')
   p.add_argument('--scratch', default=os.path.join(os.environ.get('TMPDIR', '/tmp'), 'gpu_playbook'))
   p.add_argument('--quick', action='store_true', help='a toy run of it all (tiny configs, a few steps): for a CPU')
@@ -248,14 +251,27 @@ def parse(argv=None) -> argparse.Namespace:
     args.measure, args.train, args.batch = QUICK['measure'], QUICK['train'], QUICK['batch']
     args.train_batches, args.steps, args.workers = QUICK['batches'], QUICK['steps'], 0
     args.set = [*QUICK['set'], *args.set]
-  if args.init is None:
-    args.init = 'none'
-    if args.train == 'pretrained_transformer':
-      from searchless.model import loading
-      args.init = str(loading.pretrained_dir(loading.PRETRAINED_TRANSFORMER))
   if 'train' in args.parts and not args.data and args.phase == 'all':
     p.error('--data is needed by part train')
   return args
+
+
+def prepare(wheels: str | None, scratch: pathlib.Path) -> dict[str, str]:
+  """The environment of the processes the playbook starts (and its own path): with `wheels`, those installed into
+  SCRATCH/site first and that and the checkout on the path; the checkout's configs where the package finds them."""
+  env = dict(os.environ, PYTHONUNBUFFERED='1')
+  if not wheels:
+    return env
+  site = scratch / 'site'
+  subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index', '--no-deps', '--no-compile',
+                  '--target', str(site), *map(str, sorted(pathlib.Path(wheels).glob('*.whl')))], check=True)
+  paths = [str(site), str(ROOT)]
+  sys.path[:0] = paths
+  env['PYTHONPATH'] = os.pathsep.join([*paths, *filter(None, [env.get('PYTHONPATH')])])
+  configs = ROOT / 'searchless' / 'configs'
+  if not configs.exists():  # A checkout run from its tree, not installed: configs/ maps to searchless.configs.
+    configs.symlink_to(pathlib.Path('..') / 'configs', target_is_directory=True)
+  return env
 
 
 def main(argv=None) -> dict:
@@ -269,13 +285,18 @@ def main(argv=None) -> dict:
   shutil.rmtree(scratch, ignore_errors=True)
   scratch.mkdir(parents=True)
   out.mkdir(parents=True, exist_ok=True)
+  env = prepare(args.wheels, scratch)
+  if args.init is None:  # The shipped pretrained-transformer for its own config.
+    from searchless.model import loading
+    shipped = args.train == 'pretrained_transformer'
+    args.init = str(loading.pretrained_dir(loading.PRETRAINED_TRANSFORMER)) if shipped else 'none'
   result: dict = {'rows': [], 'skipped': []}
   if 'measure' in args.parts:  # In its own process, so that the GPU is whole again for training.
     cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), '--phase', 'measure',
-           '--scratch', str(scratch), '--init', args.init]
+           '--scratch', str(scratch)]
     if args.quick:
       cmd.append('--quick')
-    code = subprocess.run(cmd, check=False, timeout=args.measure_seconds + 240).returncode
+    code = subprocess.run(cmd, check=False, timeout=args.measure_seconds + 240, env=env).returncode
     if code:
       raise SystemExit(f'part measure failed (exit {code})')
     result = json.loads((scratch / 'measure.json').read_text())
@@ -284,7 +305,7 @@ def main(argv=None) -> dict:
   if 'train' in args.parts:
     batch = args.train_batch or result.get('train', {}).get('batch') or 2048
     seconds = max(10.0, args.seconds - (time.time() - started) - EXPORT_SECONDS)
-    result['training'] = train_part(args, scratch, out, batch, seconds)
+    result['training'] = train_part(args, scratch, out, batch, seconds, env)
     log(f"trained {args.train}: {result['training']['step']} steps, loss {result['training']['loss']:.4f}")
   result['seconds'] = time.time() - started
   (out / 'playbook.json').write_text(json.dumps(result, indent=1) + '\n')

@@ -221,7 +221,8 @@ def main(argv=None) -> int:
   rates = timed({'ours': update, 'reference': ref_update}, {'ours': state, 'reference': ref_state}, args.steps)
   ours_rate, ref_rate = rates['ours'], rates['reference']
   print(f'{jax.device_count()} x {jax.devices()[0].device_kind}: ours {ours_rate:.2f} steps/s, reference '
-        f'{ref_rate:.2f} steps/s, ours / reference {ours_rate / ref_rate:.3f} (median of {args.steps} steps of {args.batch}, in turns)')
+        f'{ref_rate:.2f} steps/s, ours / reference {ours_rate / ref_rate:.3f} '
+        f'(median of {args.steps} steps of {args.batch}, in turns)')
   return 1 if bad else 0
 
 

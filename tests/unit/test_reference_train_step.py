@@ -37,7 +37,8 @@ def vector():
 
 
 def leaves(tree) -> dict[str, np.ndarray]:
-  return {f'{module}/{name}': np.asarray(leaf, np.float64) for module, group in tree.items() for name, leaf in group.items()}
+  return {f'{module}/{name}': np.asarray(leaf, np.float64)
+          for module, group in tree.items() for name, leaf in group.items()}
 
 
 def assert_digest(data: dict, prefix: str, tree, atol: float, rtol: float) -> None:
@@ -49,7 +50,8 @@ def assert_digest(data: dict, prefix: str, tree, atol: float, rtol: float) -> No
     values = leaf.reshape(-1)
     scale = np.sqrt(values.size)  # Sums and norms gather rounding from every element.
     assert values.sum() == pytest.approx(data[f'{prefix}/{name}/sum'], abs=atol * scale, rel=rtol), name
-    assert np.sqrt((values ** 2).sum()) == pytest.approx(data[f'{prefix}/{name}/norm'], abs=atol * scale, rel=rtol), name
+    norm = np.sqrt((values ** 2).sum())
+    assert norm == pytest.approx(data[f'{prefix}/{name}/norm'], abs=atol * scale, rel=rtol), name
     np.testing.assert_allclose(values[:len(data[f'{prefix}/{name}/first'])], data[f'{prefix}/{name}/first'],
                                atol=atol, rtol=rtol, err_msg=name)
     np.testing.assert_allclose(values[data[f'{prefix}/{name}/places']], data[f'{prefix}/{name}/at'],

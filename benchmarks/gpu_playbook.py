@@ -191,14 +191,33 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
          '--data', str(bag), *overrides]
   log(' '.join(cmd[1:]))
   with open(out / 'playbook.log', 'w') as trainer_log:
-    code = subprocess.run(cmd, stdout=trainer_log, stderr=subprocess.STDOUT, check=False, env=env).returncode
-  if code:
-    raise SystemExit(f'training failed (exit {code}); see playbook.log:\n' + (out / 'playbook.log').read_text()[-3000:])
-  rows = [json.loads(line) for line in (workdir / 'metrics.jsonl').read_text().splitlines() if line.strip()]
-  last = [r for r in rows if 'loss' in r][-1]
+    trainer = subprocess.Popen(cmd, stdout=trainer_log, stderr=subprocess.STDOUT, env=env)
+    while trainer.poll() is None:  # Its progress, every 30 s: what the device's output shows.
+      time.sleep(1 if args.quick else 30)
+      last = last_metrics(workdir)
+      if last:
+        log(f"step {last['step']}, loss {last['loss']:.4f}, {last['examples_per_s']:,.0f} examples/s, "
+            f"MFU {last.get('mfu') or 0:.1%}")
+  if trainer.returncode:
+    raise SystemExit(f'training failed (exit {trainer.returncode}); see playbook.log:\n'
+                     + (out / 'playbook.log').read_text()[-3000:])
+  last = last_metrics(workdir) or {}
   return {'config': args.train, 'overrides': overrides, 'batch': batch, 'seconds': seconds,
           **{k: last.get(k) for k in ('step', 'loss', 'examples_per_s', 'mfu', 'targets_per_s')},
           'files': export(workdir, scratch / 'export' / args.train, out)}
+
+
+def last_metrics(workdir: pathlib.Path) -> dict | None:
+  """The run's last logged training metrics (metrics.jsonl), None before the first."""
+  path = workdir / 'metrics.jsonl'
+  for line in reversed(path.read_text().splitlines() if path.exists() else []):
+    try:
+      row = json.loads(line)
+    except json.JSONDecodeError:  # A line the trainer is writing now.
+      continue
+    if 'loss' in row:
+      return row
+  return None
 
 
 def export(workdir: pathlib.Path, stage: pathlib.Path, out: pathlib.Path) -> list[str]:

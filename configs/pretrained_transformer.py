@@ -20,11 +20,11 @@ on an H200 shared with a second model (float32, batch 256, 7 loader workers); a 
 
 import ml_collections
 
-from searchless.core import config as config_lib
+from searchless import configs
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = config_lib.from_file('tiny_packed')
+  c = configs.get('tiny_packed')
   c.model.embedding_dim = 192
   c.model.num_layers = 6
   c.model.num_heads = 6

@@ -25,9 +25,9 @@ a. measure (`--measure-seconds`, 120): MEASURE's configs at `--batch` (4096) wit
    A config over the device's memory at `--batch` runs in micro-batches (`train.micro_batch`). Where bf16 MFU is
    under 45%, two steps are traced (`jax.profiler`) into OUT/profiles.tar.gz. Then the training config at
    TRAIN_BATCHES, for the smallest batch at >= 30% MFU (the largest measured where none is).
-b. train: `--train` (pretrained_transformer: the shipped 4M board-packed transformer with priors, continued
-   from `--init`; `--train 9m --init none` is the paper's 9M from scratch, on per-move data) with TRAIN_ON_GPU's
-   overrides, `--set`'s and that batch, by `searchless.commands.train` for the time left, on the boards carried
+b. train: `--train` (pretrained_transformer_gpu: the shipped 4M board-packed transformer with priors, continued
+   from `--init`, a shipped name or a folder; `--train 9m --init none` is the paper's 9M from scratch, on per-move data) (its GPU variant's
+   settings; `--set`'s and that batch), by `searchless.commands.train` for the time left, on the boards carried
    (`campaign.board_columns`, unpacked with every core). Then exported (`loading.export`: EMA parameters
    in float32, the run's metrics, summary and config beside them) as OUT/model.tar, split in 16 MiB parts
    (model.tar.00, .01, ...) when larger: `cat model.tar.* > model.tar`.
@@ -50,11 +50,9 @@ MEASURE = ['9m:bfloat16', '9m:float32', '136m:bfloat16', '270m:bfloat16']  # In 
 TRAIN_BATCHES = [1024, 2048, 4096, 8192]  # Boards (or sequences) a step tried for the trained model.
 TARGET_MFU = 0.30
 PROFILE_BELOW = 0.45
-# The trained model on the GPU: bfloat16 matmuls, EMA 0.999 (a run is thousands of steps of large batches),
-# no periodic evaluation, one checkpoint kept; the wall-clock ends the run.
-TRAIN_ON_GPU = ['train.compute_dtype=bfloat16', 'optim.ema_decay=0.999', 'train.num_steps=100000000',
-                'train.log_every=100', 'train.eval_every=100000000', 'train.ckpt_every=5000', 'train.ckpt_keep=1',
-                'train.micro_batch=0']
+# The trained model's config: a GPU variant (configs/*_gpu.py: bfloat16, the whole batch, no periodic evaluation,
+# one checkpoint kept); the playbook overrides only the batch, the wall-clock and the loader workers (and `--set`).
+TRAIN_CONFIG = 'pretrained_transformer_gpu'
 # --quick: tiny models in float32 (XLA:CPU compiles bfloat16 slowly), a few steps.
 QUICK = {'measure': ['tiny:float32'], 'train': 'tiny_packed', 'batch': 8, 'batches': [4, 8], 'steps': 2,
          'set': ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'train.compute_dtype=float32']}
@@ -184,10 +182,12 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
   else:
     bag = data
   workdir = scratch / 'train'
-  overrides = [*TRAIN_ON_GPU, f'data.batch_size={batch}', f'train.max_seconds={seconds:.0f}',
+  overrides = [f'data.batch_size={batch}', f'train.max_seconds={seconds:.0f}',
                f'data.worker_count={args.workers}', *args.set]
-  if args.init != 'none':
-    overrides.append(f'train.init_from={pathlib.Path(args.init).resolve()}')
+  if args.init != 'none':  # A shipped model's name, or a folder.
+    from searchless.model import loading
+    init = loading.pretrained_dir(args.init) if args.init in loading.SHIPPED else pathlib.Path(args.init).resolve()
+    overrides.append(f'train.init_from={init}')
   cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', args.train, '--workdir', str(workdir),
          '--data', str(bag), *overrides]
   log(' '.join(cmd[1:]))
@@ -264,7 +264,7 @@ def parse(argv=None) -> argparse.Namespace:
   p.add_argument('--measure', nargs='*', default=MEASURE, metavar='CONFIG:DTYPE')
   p.add_argument('--batch', type=int, default=4096, help='part a\'s batch')
   p.add_argument('--steps', type=int, default=5, help='timed steps a measurement')
-  p.add_argument('--train', default='pretrained_transformer', help='the config part b trains')
+  p.add_argument('--train', default=TRAIN_CONFIG, help='the config part b trains')
   p.add_argument('--train-batches', type=int, nargs='+', default=TRAIN_BATCHES)
   p.add_argument('--train-batch', type=int, help='part b\'s batch (default: part a\'s choice, else 2048)')
   p.add_argument('--init', default=None, help='start from these parameters (default: the shipped '
@@ -317,7 +317,7 @@ def main(argv=None) -> dict:
   env = prepare(args.wheels, scratch)
   if args.init is None:  # The shipped pretrained-transformer for its own config.
     from searchless.model import loading
-    shipped = args.train == 'pretrained_transformer'
+    shipped = args.train in ('pretrained_transformer', TRAIN_CONFIG)
     args.init = str(loading.pretrained_dir(loading.PRETRAINED_TRANSFORMER)) if shipped else 'none'
   result: dict = {'rows': [], 'skipped': []}
   if 'measure' in args.parts:  # In its own process, so that the GPU is whole again for training.

@@ -24,7 +24,6 @@ from searchless.data import loader as loader_lib
 from searchless.data import packing
 from searchless.data import sequences as sequences_lib
 from searchless.model import network
-from searchless.model import transformer
 from searchless.model.config import ModelConfig
 from searchless.play import policy as policy_lib
 from searchless.training import step as step_lib
@@ -44,7 +43,7 @@ ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
 # Board records and conversion.
 
 
-@pytest.mark.parametrize('module', [boards_lib, records, network, transformer, packing])
+@pytest.mark.parametrize('module', [boards_lib, records, network, packing])
 def test_docstring_examples(module):
   import doctest
   result = doctest.testmod(module)

@@ -33,6 +33,11 @@ KINDS = ('transformer', 'graph')  # The ChessBench transformer | the AlphaGateau
 PACKINGS = ('none', 'board')  # One sequence per move (the paper) | per board.
 MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besides the board.
 
+_FROM_POLICY = ('output_size', 'max_sequence_length')  # `from_config` derives them from the policy and the buckets.
+# The smallest value of each numeric field, and whether it is allowed.
+_RANGES = (('embedding_dim', 1, True), ('num_layers', 1, True), ('num_heads', 1, True), ('widening_factor', 0, False),
+           ('joint_layers', 0, True), ('graph_edge_dim', 1, True), ('smolgen', 0, True))
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelConfig:
@@ -145,8 +150,3 @@ class ModelConfig:
     output_size = moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets
     return cls(**fields, output_size=output_size, max_sequence_length=POSITION_ROWS)
 
-
-_FROM_POLICY = ('output_size', 'max_sequence_length')  # `from_config` derives them from the policy and the buckets.
-# The smallest value of each numeric field, and whether it is allowed.
-_RANGES = (('embedding_dim', 1, True), ('num_layers', 1, True), ('num_heads', 1, True), ('widening_factor', 0, False),
-           ('joint_layers', 0, True), ('graph_edge_dim', 1, True), ('smolgen', 0, True))

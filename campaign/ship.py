@@ -57,15 +57,17 @@ def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path, name: str = 'pretr
   return result
 
 
-def _priors(m: Any) -> list[str]:
-  """The transformer's structural priors that `m` (an experiment's model config) switches on, in words."""
+def _priors(experiment: Any) -> list[str]:
+  """The transformer's structural priors that an experiment config switches on, in words."""
+  from searchless.model.config import ModelConfig
+  m = ModelConfig.from_config(experiment)  # The model's fields with their defaults (its one home).
   if m.kind != 'transformer':
     return []
-  return [text for on, text in ((m.get('mover_view'), "the mover's view"),
-                                (m.get('move_squares', 'none') != 'none', f"move squares ({m.get('move_squares')})"),
-                                (m.get('move_gather', False), 'move gather'),
-                                (m.get('square_bias', 'none') != 'none', f"square biases ({m.get('square_bias')})"),
-                                (m.get('smolgen'), f"smolgen ({m.get('smolgen')})")) if on]
+  return [text for on, text in ((m.mover_view, "the mover's view"),
+                                (m.move_squares != 'none', f'move squares ({m.move_squares})'),
+                                (m.move_gather, 'move gather'),
+                                (m.square_bias != 'none', f'square biases ({m.square_bias})'),
+                                (m.smolgen, f'smolgen ({m.smolgen})')) if on]
 
 
 def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: dict[str, float],
@@ -82,7 +84,7 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
       ("The strength campaign's model, a " if name == 'pretrained' else
        'Made by the strength campaign beside its model: a ') + f"{m.kind} model "
       f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
-      + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(m))
+      + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(experiment))
       + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
       'experiment config is `config/config.json`.'
       + (' The paper\'s architecture ships beside it as `pretrained-transformer`.' if name == 'pretrained' else ''), '',

@@ -18,7 +18,7 @@ Should reach: the published 9M model's test loss and play: compare with it
 directly (`searchless.model.loading.load_model('checkpoints/9M')`) and with the 9M
 row of the paper's Table 1 (the weakest of the three sizes; 270M is the one at
 Lichess blitz Elo 2895). Cost: 1.38 GFLOPs per sequence forward
-(`model.flops_per_sequence`), so ~1.7e20 training FLOPs (3x forward) for 10M steps of 4096.
+(`transformer.flops_per_sequence`), so ~1.7e20 training FLOPs (3x forward) for 10M steps of 4096.
 """
 
 import ml_collections

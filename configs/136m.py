@@ -18,7 +18,7 @@ Should reach: the published 136M model's test loss and play: compare with it
 directly (`searchless.model.loading.load_model('checkpoints/136M')`) and with the 136M
 row of the paper's Table 1 (between 9M and 270M; 270M is the one at Lichess
 blitz Elo 2895). Cost: 21.4 GFLOPs per sequence forward
-(`model.flops_per_sequence`), so ~2.6e21 training FLOPs (3x forward) for 10M steps of 4096.
+(`transformer.flops_per_sequence`), so ~2.6e21 training FLOPs (3x forward) for 10M steps of 4096.
 """
 
 import ml_collections

@@ -18,7 +18,7 @@ Should reach: the published 270M model's test loss and play: compare with it
 directly (`searchless.model.loading.load_model('checkpoints/270M')`) and with the
 paper's headline model: Lichess blitz Elo 2895 against humans, the strongest of
 the three sizes on puzzles and action accuracy (Table 1). Cost: 42.8 GFLOPs per
-sequence forward (`model.flops_per_sequence`), so ~5.3e21 training FLOPs (3x forward) for 10M steps of 4096.
+sequence forward (`transformer.flops_per_sequence`), so ~5.3e21 training FLOPs (3x forward) for 10M steps of 4096.
 """
 
 import ml_collections

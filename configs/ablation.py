@@ -16,7 +16,7 @@ are carried over from the main recipe and are not pinned by a published run.
 Should reach: a ranking of variants, not an absolute target: compare test loss,
 action accuracy and puzzle accuracy of runs that differ in one field only (the
 paper's ablation tables). Cost: 1.38 GFLOPs per sequence forward
-(`model.flops_per_sequence`; the 32-bucket head is negligible), ~2.1e19 training
+(`transformer.flops_per_sequence`; the 32-bucket head is negligible), ~2.1e19 training
 FLOPs for 5M steps of 1024.
 """
 

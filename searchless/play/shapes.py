@@ -5,7 +5,8 @@ them all before the first move costs seconds per shape on a CPU; an engine that
 must answer soon compiles one now (`compile`), queues the rest
 (`compile_later`) and meanwhile runs its calls on the shapes already `ready`
 (padding a little more). The worker runs on a daemon thread; `close` stops it
-after the shape it is compiling.
+after the shape it is compiling, and so does the end of the process (a compile
+cut off by the interpreter's exit would abort it).
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -18,13 +19,23 @@ after the shape it is compiling.
 
 from collections.abc import Callable
 from collections.abc import Iterable
+import atexit
 import collections
 import logging
 import threading
+import weakref
 
 Shape = tuple[int, ...]
 
 _LOG = logging.getLogger(__name__)
+
+_OPEN: 'weakref.WeakSet[Shapes]' = weakref.WeakSet()  # Every Shapes, closed at exit.
+
+
+@atexit.register
+def _close_all() -> None:
+  for shapes in list(_OPEN):
+    shapes.close()
 
 
 class Shapes:
@@ -37,6 +48,7 @@ class Shapes:
     self._lock = threading.Lock()
     self._stop = threading.Event()
     self._thread: threading.Thread | None = None
+    _OPEN.add(self)
 
   @property
   def ready(self) -> frozenset[Shape]:

@@ -410,6 +410,21 @@ def test_main_rejects_a_missing_checkpoint(tmp_path, capsys):
   assert re.match('error: .*does not exist', capsys.readouterr().err)
 
 
+def test_a_checkpoint_that_does_not_fit_its_config_stops_the_engine_before_uciok(tmp_path):
+  """The shipped graph model's config over the transformer's parameters: one line and status 2, no uciok, no move."""
+  import shutil
+
+  from searchless.model import loading
+  shutil.copytree(loading.pretrained_dir('pretrained') / 'config', tmp_path / 'config')
+  shutil.copytree(loading.pretrained_dir('pretrained-transformer') / 'params_ema', tmp_path / 'params_ema')
+  done = subprocess.run(uci_argv(tmp_path), input='uci\nisready\nposition startpos\ngo movetime 100\nquit\n',
+                        capture_output=True, text=True, timeout=300)
+  assert (done.returncode, done.stdout) == (2, '')
+  [line] = done.stderr.strip().splitlines()
+  assert line.startswith(f'error: could not load the model {tmp_path}: ValueError: parameters at ')
+  assert 'do not fit their config' in line
+
+
 def test_checkpoint_policy_reads_the_config_only(model_checkpoint, bc_checkpoint, compat):
   assert uci.checkpoint_policy(str(model_checkpoint)) == 'action_value'
   assert uci.checkpoint_policy(str(bc_checkpoint)) == 'behavioral_cloning'

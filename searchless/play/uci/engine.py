@@ -85,6 +85,7 @@ class UciEngine:
     self._threads = min(max(threads, 1), self._max_threads)
     self._clock = clock
     self._player: player_lib.Player | None = None
+    self._warm = False  # Whether the player's first batch shape is compiled (`load` leaves it to first use).
     self._load_lock = threading.RLock()
     self._board: chess.Board | None = chess.Board()  # None after a rejected position: no move is answered.
     self._rejected = ''  # Why the last position was rejected.
@@ -221,7 +222,7 @@ class UciEngine:
       except ValueError as e:
         raise UciError(f'cannot use Policy {value}: {e}; keeping {self._loaded_policy}') from None
       self._player.close()
-      self._player, self._policy, self._loaded_policy = player, value, value
+      self._player, self._policy, self._loaded_policy, self._warm = player, value, value, True
       self._searcher = None
 
   def _set_threads(self, value: str) -> None:
@@ -252,9 +253,22 @@ class UciEngine:
       self._info(f'loaded {policy} in {seconds:.2f} s')
     return player
 
+  def load(self) -> None:
+    """Loads the model now, before any command (its batch shapes compile on first use); raises whatever
+    loading raises, so a checkpoint that cannot play stops the engine before it speaks."""
+    with self._load_lock:
+      if self._player is None:
+        start = self._clock()
+        self._player = self._loader.player(self._policy, self._options, self._threads, warm_up=False)
+        self._loaded_policy, self._warm = self._policy, False
+        _LOG.info('loaded the %s model in %.2f s', self._policy, self._clock() - start)
+
   def _ensure_player(self) -> player_lib.Player:
     """The player, loaded (and warmed up) on first use."""
     with self._load_lock:
+      if self._player is not None and not self._warm:
+        self._loader.warm(self._player)
+        self._warm = True
       if self._player is None:
         try:
           player = self._load(self._policy)
@@ -264,7 +278,7 @@ class UciEngine:
           self._error(f'cannot use Policy {self._policy}: {e}; using {self._initial_policy}')
           self._policy = self._initial_policy
           player = self._load(self._policy)
-        self._player, self._loaded_policy = player, self._policy
+        self._player, self._loaded_policy, self._warm = player, self._policy, True
       return self._player
 
   # Searching.
@@ -324,8 +338,12 @@ class UciEngine:
       move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')
-      legal = policy_lib.ordered_legal_moves(search.board)
-      move = legal[0] if legal else None
+      move = None  # No move without a model; with one, its own move.
+      if self._player is not None:
+        try:
+          move = self._player.choose(search.board)[0]
+        except Exception:  # pylint: disable=broad-except
+          _LOG.exception('the policy failed too')
       self._error(f'search failed: {type(e).__name__}: {e}; playing {move.uci() if move else protocol.NULL_MOVE}')
     if search.holds:
       search.release.wait()

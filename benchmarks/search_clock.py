@@ -8,7 +8,8 @@ process is started and made ready (``isready``); then each limit is sent
 `--repeats` times on positions of a short game (tree reuse included). A go's
 overrun is the time from sending ``go`` to reading ``bestmove`` less its limit:
 ``movetime``, or the share of the clock the engine gives itself
-(`searchless.play.uci.search.budget` with no Move Overhead). The README's
+(`searchless.play.uci.search.budget` with no Move Overhead); ``nodes 1 depth 1``
+(one simulation, one ply) has no time limit: its whole time is the overrun. The README's
 promise is an overrun of at most Move Overhead (10 ms) + 30 ms. Prints a
 table of the worst overrun (ms) per search and limit, and the load average.
 """
@@ -28,7 +29,7 @@ MOVE_OVERHEAD_MS = 10
 ALLOWED_MS = MOVE_OVERHEAD_MS + 30
 LIMITS = ('movetime 50', 'movetime 200', 'movetime 1000', 'wtime 100 btime 100',
           'wtime 1000 btime 1000 winc 100 binc 100', 'wtime 3000 btime 3000 nodes 100000 depth 64',
-          'nodes 1', 'depth 1')
+          'nodes 1 depth 1')
 GAME = 'e2e4 e7e5 g1f3 b8c6 f1b5 a7a6 b5a4 g8f6 e1g1 f8e7 f1e1 b7b5 a4b3 d7d6'.split()
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from searchless.play import agents
 from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
@@ -347,3 +348,14 @@ def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
   result = mcts.Mcts(evaluator_lib.Evaluator(StubPolicy()), mcts.MctsConfig(simulations=64, batch_size=4)).search(lost)
   assert (result.move.uci(), result.mate_in(), result.value) == ('a8b8', -1, pytest.approx(-(MATE - 2 * MATE_STEP)))
   assert result.win_probability == 0.0
+
+
+def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_the_background(model_checkpoint):
+  agent = agents.from_spec(f'search:{model_checkpoint},sims=8,batch=4')
+  try:
+    shapes = agent.evaluator.policy.predictor.shapes
+    assert not shapes.wait(timeout=0)  # Still compiling: from_spec did not wait for every shape.
+    assert agent.play(chess.Board()) in chess.Board().legal_moves
+    assert shapes.wait(timeout=300) and len(shapes.ready) == len(predictor_lib.BATCH_BUCKETS)
+  finally:
+    agent.close()

@@ -43,11 +43,12 @@ def enable(directory: str | None = None) -> str | None:
 
   if directory is None:
     directory = os.environ.get(ENV)
+  current = getattr(jax.config, 'jax_compilation_cache_dir')  # Typed stubs lack the attribute.
   if directory is None:
-    directory = jax.config.jax_compilation_cache_dir or default_dir()
+    directory = current or default_dir()
   if not directory:
     return None
-  if jax.config.jax_compilation_cache_dir != directory:
+  if current != directory:
     jax.config.update('jax_compilation_cache_dir', directory)
   if _MIN_COMPILE_SECONDS_ENV not in os.environ:
     jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)

@@ -56,8 +56,7 @@ class UciEngine:
   the starting option values; `threads` Threads' (at most `max_threads`,
   default: the CPUs this process may use), applied by `thread_limiter` (e.g.
   `process.limit_cpu_threads`; None: never) around the first load.
-  `warm_up=False` skips compiling the batch shapes at load; `clock` times the
-  ``go`` lines.
+  `warm_up=False` skips compiling the batch shapes at load; `clock` times ``go``.
   """
 
   def __init__(self, player_factory: loader_lib.PlayerFactory, output: Output, *,
@@ -243,10 +242,10 @@ class UciEngine:
 
   # Loading.
 
-  def _load(self, policy: str) -> player_lib.Player:
-    """A new player with `policy`, warmed up; raises ValueError when the model does not fit it."""
+  def _load(self, policy: str, *, warm_up: bool = True) -> player_lib.Player:
+    """A new player with `policy`, warmed up unless not `warm_up`; raises ValueError when the model does not fit."""
     start = self._clock()
-    player = self._loader.player(policy, self._options, self._threads)
+    player = self._loader.player(policy, self._options, self._threads, warm_up=warm_up)
     seconds = self._clock() - start
     _LOG.info('loaded the %s model in %.2f s', policy, seconds)
     if self._debug:
@@ -254,21 +253,16 @@ class UciEngine:
     return player
 
   def load(self) -> None:
-    """Loads the model now, before any command (its batch shapes compile on first use); raises whatever
-    loading raises, so a checkpoint that cannot play stops the engine before it speaks."""
+    """Loads the model now (shapes compile on first use); raises what loading raises: a bad checkpoint stops it."""
     with self._load_lock:
       if self._player is None:
-        start = self._clock()
-        self._player = self._loader.player(self._policy, self._options, self._threads, warm_up=False)
-        self._loaded_policy, self._warm = self._policy, False
-        _LOG.info('loaded the %s model in %.2f s', self._policy, self._clock() - start)
+        self._player, self._loaded_policy, self._warm = self._load(self._policy, warm_up=False), self._policy, False
 
   def _ensure_player(self) -> player_lib.Player:
     """The player, loaded (and warmed up) on first use."""
     with self._load_lock:
       if self._player is not None and not self._warm:
         self._loader.warm(self._player)
-        self._warm = True
       if self._player is None:
         try:
           player = self._load(self._policy)
@@ -278,7 +272,8 @@ class UciEngine:
           self._error(f'cannot use Policy {self._policy}: {e}; using {self._initial_policy}')
           self._policy = self._initial_policy
           player = self._load(self._policy)
-        self._player, self._loaded_policy, self._warm = player, self._policy, True
+        self._player, self._loaded_policy = player, self._policy
+      self._warm = True
       return self._player
 
   # Searching.
@@ -338,12 +333,8 @@ class UciEngine:
       move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')
-      move = None  # No move without a model; with one, its own move.
-      if self._player is not None:
-        try:
-          move = self._player.choose(search.board)[0]
-        except Exception:  # pylint: disable=broad-except
-          _LOG.exception('the policy failed too')
+      legal = policy_lib.ordered_legal_moves(search.board) if self._player is not None else []  # No model: no move.
+      move = legal[0] if legal else None
       self._error(f'search failed: {type(e).__name__}: {e}; playing {move.uci() if move else protocol.NULL_MOVE}')
     if search.holds:
       search.release.wait()

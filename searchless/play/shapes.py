@@ -21,7 +21,6 @@ cut off by the interpreter's exit would abort it).
 
 from collections.abc import Callable
 from collections.abc import Iterable
-from collections.abc import Iterator
 import atexit
 import collections
 import contextlib
@@ -51,9 +50,6 @@ class Shapes:
     self._queue: collections.deque[Shape] = collections.deque()
     self._lock = threading.Lock()
     self._compiling = threading.Lock()  # Held while a shape is traced and compiled (`guard`).
-    self._pauses = 0  # `paused` blocks open: the worker starts no new shape while any is.
-    self._resume = threading.Event()
-    self._resume.set()
     self._stop = threading.Event()
     self._thread: threading.Thread | None = None
     _OPEN.add(self)
@@ -80,21 +76,6 @@ class Shapes:
           self._run(shape)
         self._ready.add(shape)
 
-  @contextlib.contextmanager
-  def paused(self) -> Iterator[None]:
-    """Inside the block the worker starts no new shape (it finishes the one it is compiling): a search in a
-    hurry keeps the CPUs (and the interpreter) to itself, and compiling resumes after it."""
-    with self._lock:
-      self._pauses += 1
-      self._resume.clear()
-    try:
-      yield
-    finally:
-      with self._lock:
-        self._pauses -= 1
-        if not self._pauses:
-          self._resume.set()
-
   def compile_later(self, shapes: Iterable[Shape]) -> None:
     """Queues each of `shapes` not compiled yet for the background worker (in order), starting it if idle."""
     with self._lock:
@@ -107,7 +88,6 @@ class Shapes:
 
   def _work(self) -> None:
     while not self._stop.is_set():
-      self._resume.wait()
       with self._lock:
         if not self._queue:
           self._thread = None
@@ -137,7 +117,6 @@ class Shapes:
     self._stop.set()
     with self._lock:
       self._queue.clear()
-      self._resume.set()
     thread = self._thread
     if thread is not None:
       thread.join(timeout)

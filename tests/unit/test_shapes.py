@@ -112,13 +112,3 @@ def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpo
     assert predictor.sequences_run - before == 32 * calls
     np.testing.assert_allclose(got.win_probs, want.win_probs, atol=1e-5)
   assert predictor.shapes.ready == {(32, length)}
-
-
-def test_paused_holds_the_worker_back_until_the_block_ends():
-  done = []
-  shapes = shapes_lib.Shapes(done.append)
-  with shapes.paused():
-    shapes.compile_later([(1, 48), (4, 48)])
-    assert not shapes.wait(timeout=0.2) and done == []  # A go in flight: nothing new starts compiling.
-  assert shapes.wait(timeout=30) and done == [(1, 48), (4, 48)]
-  shapes.close()

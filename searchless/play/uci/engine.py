@@ -240,6 +240,8 @@ class UciEngine:
     if value != self._search_kind:
       self._search_kind, self._searcher = value, None
 
+  # Loading.
+
   def _load(self, policy: str, *, warm_up: bool = True) -> player_lib.Player:
     """A new player with `policy`, warmed up unless not `warm_up`; raises ValueError when the model does not fit."""
     start = self._clock()
@@ -328,8 +330,7 @@ class UciEngine:
 
   def _run_search(self, search: search_lib.Search) -> None:
     try:
-      with loader_lib.compiling_paused(self._player):  # Compiling goes on between the go commands.
-        move = self._choose(search)
+      move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')
       legal = policy_lib.ordered_legal_moves(search.board) if self._player is not None else []  # No model: no move.

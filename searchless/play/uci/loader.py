@@ -5,14 +5,11 @@ first load starts JAX's backend with the process narrowed to ``Threads`` CPUs
 (XLA sizes its thread pools then, so later Threads values cannot act); each
 load compiles one batch shape (the first move's) and leaves the others to a
 background worker (`searchless.play.shapes`), so the first ``bestmove`` comes
-soon and a ``go`` limit holds while the rest compile (`compiling_paused`: between
-``go`` commands). `Loader.searcher` builds the search agent of the ``Search``
-option the same way.
+soon and a ``go`` limit holds while the rest compile. `Loader.searcher` builds
+the search agent of the ``Search`` option the same way.
 """
 
 from collections.abc import Callable
-from collections.abc import Iterator
-import contextlib
 
 import chess
 
@@ -61,11 +58,3 @@ class Loader:
     if self._warm_up:
       searcher.searcher.warm_up(background=True)
     return searcher
-
-
-@contextlib.contextmanager
-def compiling_paused(player: player_lib.Player | None) -> Iterator[None]:
-  """Inside the block `player`'s background compiling starts no new shape (a ``go`` keeps the CPUs)."""
-  shapes = getattr(getattr(getattr(player, 'policy', None), 'predictor', None), 'shapes', None)
-  with shapes.paused() if shapes is not None else contextlib.nullcontext():
-    yield

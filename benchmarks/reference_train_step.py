@@ -30,7 +30,7 @@ import numpy as np
 import optax
 
 from searchless.core import bags
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.data import sequences as sequences_lib
 from searchless.model import transformer as model
 from searchless.training import sharding
@@ -198,7 +198,7 @@ def main(argv=None) -> int:
   p.add_argument('--write-vector', type=pathlib.Path, metavar='NPZ', help='also save the reference\'s numbers here')
   args = p.parse_args(argv)
   ref = import_reference(args.reference)
-  config = config_lib.load(args.config, our_overrides(args.set, args.batch))
+  config = configs.load(args.config, our_overrides(args.set, args.batch))
   m = model.ModelConfig.from_config(config)
   sequences, masks = batches(ref, args.records, args.batch)
   params, ref_loss, ref_grads, ref_update, ref_state = reference_side(ref, m, sequences, masks)

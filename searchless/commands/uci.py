@@ -13,6 +13,7 @@ import sys
 
 from searchless.commands import cli
 from searchless.commands import errors
+from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import uci
 from searchless.play.uci import protocol
@@ -41,9 +42,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
   p.add_argument('--search', default='none', choices=uci.SEARCHES,
                  help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')
-  p.add_argument('--compilation_cache', metavar='DIR', default=uci.default_cache_dir(),
-                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes"
-                      f" ('' turns it off; default: ${uci.CACHE_ENV} if set, else ~/.cache/searchless/xla).")
+  p.add_argument('--compilation_cache', metavar='DIR', default=None,
+                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes ('' turns it"
+                      f" off; default: ${compilation_cache.ENV} if set, else $JAX_COMPILATION_CACHE_DIR if set, else"
+                      f' {compilation_cache.default_dir()}).')
   p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
   return p
 

@@ -34,6 +34,7 @@ from searchless.core import legality
 from searchless.engines import launch
 from searchless.model import loading
 from searchless.model import network
+from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 
@@ -84,13 +85,15 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
 
   `policy` defaults to the checkpoint's experiment config (published
   checkpoints: action_value); one that contradicts that config is a
-  ValueError. `compute_dtype`: float32, bfloat16 or auto.
+  ValueError. `compute_dtype`: float32, bfloat16 or auto. Turns on the persistent compilation cache
+  first (`compilation_cache.enable`), so a new process reuses the shapes an earlier one compiled.
 
   >>> import chess
   >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(chess.Board())
   >>> len(analysis.moves), analysis.best_move().uci()
   (20, 'd2d4')
   """
+  compilation_cache.enable()
   model_config, params, experiment = loading.load_model(path, ema=ema)
   trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
   if policy is not None and trained is not None and policy != trained:

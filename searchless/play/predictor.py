@@ -84,7 +84,8 @@ class Predictor:
     for rows, size in self._chunks(len(sequences), buckets):
       padded = np.zeros((size, length), np.int32)
       padded[:rows] = sequences[start:start + rows]
-      outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
+      with self.shapes.guard((size, length)):
+        outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
       self.shapes.mark((size, length))
       start += rows
       self.sequences_run += size
@@ -195,7 +196,8 @@ class PackedPredictor:
         for row, i in enumerate(chunk):
           batch[row, :tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
           batch[row, tokenizer.SEQUENCE_LENGTH:tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
-        pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
+        with self.shapes.guard((size, length)):
+          pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
         self.shapes.mark((size, length))
         self.rows_run += size
         start += rows

@@ -4,8 +4,11 @@ A predictor calls its model on a few fixed shapes (batch buckets). Compiling
 them all before the first move costs seconds per shape on a CPU; an engine that
 must answer soon compiles one now (`compile`), queues the rest
 (`compile_later`) and meanwhile runs its calls on the shapes already `ready`
-(padding a little more). The worker runs on a daemon thread; `close` stops it
-after the shape it is compiling.
+(padding a little more). One shape is traced and compiled at a time (`guard`:
+tracing the same model from two threads at once can mix the two traces up).
+The worker runs on a daemon thread; `close` stops it
+after the shape it is compiling, and so does the end of the process (a compile
+cut off by the interpreter's exit would abort it).
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -18,13 +21,24 @@ after the shape it is compiling.
 
 from collections.abc import Callable
 from collections.abc import Iterable
+import atexit
 import collections
+import contextlib
 import logging
 import threading
+import weakref
 
 Shape = tuple[int, ...]
 
 _LOG = logging.getLogger(__name__)
+
+_OPEN: 'weakref.WeakSet[Shapes]' = weakref.WeakSet()  # Every Shapes, closed at exit.
+
+
+@atexit.register
+def _close_all() -> None:
+  for shapes in list(_OPEN):
+    shapes.close()
 
 
 class Shapes:
@@ -35,8 +49,10 @@ class Shapes:
     self._ready: set[Shape] = set()  # Compiled: a call of this shape runs without compiling.
     self._queue: collections.deque[Shape] = collections.deque()
     self._lock = threading.Lock()
+    self._compiling = threading.Lock()  # Held while a shape is traced and compiled (`guard`).
     self._stop = threading.Event()
     self._thread: threading.Thread | None = None
+    _OPEN.add(self)
 
   @property
   def ready(self) -> frozenset[Shape]:
@@ -47,11 +63,17 @@ class Shapes:
     """Records that a call of `shape` has run (so it is compiled)."""
     self._ready.add(shape)
 
+  def guard(self, shape: Shape) -> contextlib.AbstractContextManager:
+    """Hold it around a call of `shape`: a shape not compiled yet is traced and compiled under the lock the
+    worker compiles under (a compiled one needs no lock)."""
+    return contextlib.nullcontext() if shape in self._ready else self._compiling
+
   def compile(self, shapes: Iterable[Shape]) -> None:
     """Compiles each of `shapes` not compiled yet, now."""
     for shape in shapes:
       if shape not in self._ready:
-        self._run(shape)
+        with self._compiling:
+          self._run(shape)
         self._ready.add(shape)
 
   def compile_later(self, shapes: Iterable[Shape]) -> None:
@@ -74,7 +96,8 @@ class Shapes:
       if shape in self._ready:
         continue
       try:
-        self._run(shape)
+        with self._compiling:
+          self._run(shape)
       except Exception:  # pylint: disable=broad-except  # A call of this shape compiles (and fails) in the foreground.
         _LOG.exception('compiling shape %s in the background failed', shape)
         continue

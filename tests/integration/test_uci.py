@@ -410,6 +410,21 @@ def test_main_rejects_a_missing_checkpoint(tmp_path, capsys):
   assert re.match('error: .*does not exist', capsys.readouterr().err)
 
 
+def test_a_checkpoint_that_does_not_fit_its_config_stops_the_engine_before_uciok(tmp_path):
+  """The shipped graph model's config over the transformer's parameters: one line and status 2, no uciok, no move."""
+  import shutil
+
+  from searchless.model import loading
+  shutil.copytree(loading.pretrained_dir('pretrained') / 'config', tmp_path / 'config')
+  shutil.copytree(loading.pretrained_dir('pretrained-transformer') / 'params_ema', tmp_path / 'params_ema')
+  done = subprocess.run(uci_argv(tmp_path), input='uci\nisready\nposition startpos\ngo movetime 100\nquit\n',
+                        capture_output=True, text=True, timeout=300)
+  assert (done.returncode, done.stdout) == (2, '')
+  [line] = done.stderr.strip().splitlines()
+  assert line.startswith(f'error: could not load the model {tmp_path}: ValueError: parameters at ')
+  assert 'do not fit their config' in line
+
+
 def test_checkpoint_policy_reads_the_config_only(model_checkpoint, bc_checkpoint, compat):
   assert uci.checkpoint_policy(str(model_checkpoint)) == 'action_value'
   assert uci.checkpoint_policy(str(bc_checkpoint)) == 'behavioral_cloning'
@@ -851,3 +866,42 @@ def test_threads_out_of_the_option_range_are_refused_on_the_command_line(value, 
     uci_command.main(['--checkpoint', 'pretrained', '--threads', value])
   assert exit_info.value.code == 2
   assert capsys.readouterr().err.strip().splitlines()[-1] == f'searchless-uci: error: argument --threads: {message}'
+
+
+# A go's time beyond its limit that the README allows: Move Overhead (10 ms) + 30 ms; plus a margin for a loaded
+# 2-core machine (the searches without clock reading took 240-310 ms on `go wtime 100 btime 100`).
+ALLOWED_OVERRUN_MS = 10 + 30 + 100
+
+
+@pytest.mark.parametrize('search', ['mcts', 'alphabeta'])
+def test_a_search_keeps_every_go_limit_down_to_a_100_ms_clock(search):
+  """The shipped model searching in a real process: each go's time from `go` to `bestmove`, less its limit (a
+  movetime, or the clock's share: 100 ms / 30 moves), stays within the allowance."""
+  proc = subprocess.Popen(uci_argv('pretrained', '--search', search), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+  def send(line):
+    proc.stdin.write(line + '\n')
+    proc.stdin.flush()
+
+  def until(prefix):
+    return next(line for line in proc.stdout if line.startswith(prefix))
+
+  try:
+    send('uci')
+    until('uciok')
+    send('isready')
+    until('readyok')
+    moves, overruns = [], {}
+    for limit, seconds in [('wtime 100 btime 100', 0.1 / 30), ('movetime 50', 0.05), ('movetime 200', 0.2),
+                           ('wtime 500 btime 500 winc 100 binc 100 nodes 100000 depth 64', 0.5 / 30 + 0.075)] * 3:
+      send('position startpos' + (' moves ' + ' '.join(moves) if moves else ''))
+      start = time.perf_counter()
+      send(f'go {limit}')
+      moves.append(until('bestmove').split()[1])
+      overruns[limit] = max(overruns.get(limit, 0), (time.perf_counter() - start - seconds) * 1000)
+    send('quit')
+    assert proc.wait(timeout=60) == 0
+  finally:
+    proc.kill()
+  assert max(overruns.values()) <= ALLOWED_OVERRUN_MS, overruns

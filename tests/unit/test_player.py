@@ -196,3 +196,30 @@ def test_an_illegal_board_is_refused_with_its_reason(fen, problem):
   for call in (player.play, player.analyse):
     with pytest.raises(ValueError, match=f"illegal position '{fen}': {problem}"):
       call(chess.Board(fen))
+
+
+def _cache_files_after_a_move(checkpoint, env_changes: dict[str, str | None]) -> None:
+  """Loads `checkpoint` with the Python API and plays a move in a fresh process with `env_changes`."""
+  import os
+  import subprocess
+  import sys
+  env = {k: v for k, v in os.environ.items() if k not in env_changes}
+  env.update({k: v for k, v in env_changes.items() if v is not None})
+  code = ('import chess; from searchless.play import player; '
+          f'player.Player.load({str(checkpoint)!r}).play(chess.Board())')
+  subprocess.run([sys.executable, '-c', code], env=env, check=True, capture_output=True, timeout=300)
+
+
+def test_the_python_api_keeps_compiled_shapes_in_a_persistent_cache(model_checkpoint, tmp_path):
+  """By default under $XDG_CACHE_HOME/searchless/xla; $SEARCHLESS_COMPILATION_CACHE moves it; a
+  JAX_COMPILATION_CACHE_DIR the user set is used as it is."""
+  _cache_files_after_a_move(model_checkpoint, {'XDG_CACHE_HOME': str(tmp_path / 'xdg'),
+                                               'SEARCHLESS_COMPILATION_CACHE': None, 'JAX_COMPILATION_CACHE_DIR': None})
+  assert any((tmp_path / 'xdg' / 'searchless' / 'xla').iterdir())
+  _cache_files_after_a_move(model_checkpoint, {'XDG_CACHE_HOME': str(tmp_path / 'xdg2'),
+                                               'SEARCHLESS_COMPILATION_CACHE': None,
+                                               'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax')})
+  assert any((tmp_path / 'jax').iterdir()) and not (tmp_path / 'xdg2').exists()
+  _cache_files_after_a_move(model_checkpoint, {'SEARCHLESS_COMPILATION_CACHE': str(tmp_path / 'ours'),
+                                               'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax2')})
+  assert any((tmp_path / 'ours').iterdir()) and not (tmp_path / 'jax2').exists()

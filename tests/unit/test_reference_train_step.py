@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from searchless.core import config as config_lib
+from searchless import configs
 from searchless.model import transformer as model
 from searchless.training import sharding
 from searchless.training import step as step_lib
@@ -32,7 +32,7 @@ def vector():
     if key.startswith('params/'):
       module, name = key.removeprefix('params/').rsplit('/', 1)
       params.setdefault(module, {})[name] = value
-  config = config_lib.load(str(data['config']), [str(o) for o in data['overrides']])
+  config = configs.load(str(data['config']), [str(o) for o in data['overrides']])
   return data, params, config
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from searchless.play import agents
 from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
@@ -177,6 +178,51 @@ def test_time_limit_and_stop_end_a_search():
   assert ab.depth == 1 and ab.move is not None  # Depth 1 always completes.
 
 
+class FakeClock:
+  """Seconds that pass only when the stub model below runs."""
+
+  def __init__(self):
+    self.now = 0.0
+
+  def __call__(self) -> float:
+    return self.now
+
+
+class TimedStubPolicy(StubPolicy):
+  """The stub, taking `fixed` seconds per call plus `per_board` per board on `clock`."""
+
+  def __init__(self, clock: FakeClock, fixed: float, per_board: float, values: dict[str, float] | None = None):
+    super().__init__(values)
+    self.clock, self.fixed, self.per_board = clock, fixed, per_board
+
+  def analyse_many(self, boards):
+    self.clock.now += self.fixed + self.per_board * len(boards)
+    return super().analyse_many(boards)
+
+
+@pytest.mark.parametrize('seconds', [0.02, 0.1, 0.37])
+def test_timed_searches_size_their_model_calls_to_the_time_left_and_never_overrun(seconds):
+  clock = FakeClock()
+  evaluator = evaluator_lib.Evaluator(TimedStubPolicy(clock, 0.005, 0.002, {'g1f3': 0.7}), clock=clock)
+  result = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=seconds, batch_size=16),
+                     clock=clock).search(chess.Board())
+  assert result.seconds <= seconds and result.simulations > 0
+  ab = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=4, seconds=seconds), clock=clock)
+  result = ab.search(chess.Board())
+  assert result.seconds <= seconds and result.move is not None
+
+
+def test_without_time_for_one_model_call_a_search_plays_the_models_move():
+  clock = FakeClock()
+  evaluator = evaluator_lib.Evaluator(TimedStubPolicy(clock, 0.01, 0.001, {'g1f3': 0.7}), clock=clock)
+  search = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=0.012, batch_size=16), clock=clock)
+  result = search.search(chess.Board())  # The root's call takes 0.011 s: no time for a batch.
+  assert (result.move.uci(), result.simulations, result.seconds) == ('g1f3', 0, pytest.approx(0.011))
+  result = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=3, seconds=0.012), clock=clock).search(
+      chess.Board())
+  assert (result.move.uci(), result.depth, result.seconds) == ('g1f3', 1, pytest.approx(0.011))
+
+
 def test_finished_games_have_no_move_and_their_exact_value():
   evaluator = evaluator_lib.Evaluator(StubPolicy())
   mated = chess.Board('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1')
@@ -302,3 +348,14 @@ def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
   result = mcts.Mcts(evaluator_lib.Evaluator(StubPolicy()), mcts.MctsConfig(simulations=64, batch_size=4)).search(lost)
   assert (result.move.uci(), result.mate_in(), result.value) == ('a8b8', -1, pytest.approx(-(MATE - 2 * MATE_STEP)))
   assert result.win_probability == 0.0
+
+
+def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_the_background(model_checkpoint):
+  agent = agents.from_spec(f'search:{model_checkpoint},sims=8,batch=4')
+  try:
+    shapes = agent.evaluator.policy.predictor.shapes
+    assert not shapes.wait(timeout=0)  # Still compiling: from_spec did not wait for every shape.
+    assert agent.play(chess.Board()) in chess.Board().legal_moves
+    assert shapes.wait(timeout=300) and len(shapes.ready) == len(predictor_lib.BATCH_BUCKETS)
+  finally:
+    agent.close()

@@ -43,8 +43,10 @@ class SearchAgent:
   """Plays the move a search finds; satisfies the tournament `Agent` protocol."""
 
   def __init__(self, searcher: Searcher, *, name: str, temperature: float = 0.0,
-               temperature_full_moves: int | None = 5, seed: int | None = None):
+               temperature_full_moves: int | None = 5, seed: int | None = None,
+               owned: Sequence[policy_lib.Policy] = ()):
     self.searcher = searcher
+    self._owned = tuple(owned)  # Policies this agent loaded: `close` stops their background compiling.
     self.name = name
     self.temperature = temperature
     self.temperature_full_moves = temperature_full_moves
@@ -75,6 +77,10 @@ class SearchAgent:
 
   def close(self) -> None:
     self.searcher.reset()
+    for policy in self._owned:
+      close = getattr(policy, 'close', None)
+      if close is not None:
+        close()
 
 
 def _number(params: dict[str, str], key: str, kind: type, spec: str):
@@ -127,9 +133,10 @@ def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', nam
       value_policy=value_policy)
   searcher: Searcher = (mcts.Mcts(evaluator, config) if isinstance(config, mcts.MctsConfig)
                         else alphabeta.AlphaBeta(evaluator, config))
-  searcher.warm_up()
+  searcher.warm_up(background=True)  # One batch shape now, the others on a worker thread: ready as soon as the policy.
   return SearchAgent(searcher, name=name or f'search({algo}, {budget})', temperature=got.get('temperature', 0.0),
-                     temperature_full_moves=got.get('temperature_full_moves', 5), seed=got.get('seed'))
+                     temperature_full_moves=got.get('temperature_full_moves', 5), seed=got.get('seed'),
+                     owned=[p for p in (policy, value_policy) if p is not None])
 
 
 def agent_for(policy: policy_lib.Policy, algo: str = 'mcts', **config) -> SearchAgent:

@@ -18,7 +18,9 @@ first), which is what makes alpha-beta prune.
 * Values are in [-1, 1] from the side to move; a mate the search proves is
   worth ``MATE - plies * MATE_STEP`` (beyond 1, sooner is better), a draw 0.
 * With `seconds` (or a `stop()` callback) the search deepens one ply at a time
-  and plays the deepest depth it completed (depth 1 always completes).
+  and plays the deepest depth it completed (depth 1, the model's own move, always
+  completes). The clock is read before each model call, and a call evaluates
+  only as many boards as the time left allows (`Evaluator.boards_within`).
 
 >>> from searchless.play import player
 >>> from searchless.play.search import evaluator
@@ -93,10 +95,11 @@ class AlphaBeta:
       return SearchResult(None, (), np.zeros(0), np.zeros(0), np.zeros(0),
                           -MATE if value == -1 else 0.0, 0, 0, 0, (), 0.0)
     self._cache, self._nodes = {}, 0
-    self._deadline = None if self.config.seconds is None else start + self.config.seconds
-    self._stop = stop
+    self._deadline, self._stop = None, None  # The root is always evaluated: depth 1 is the model's move.
     work = board.copy()
     root = self._evaluation(work)
+    self._deadline = None if self.config.seconds is None else start + self.config.seconds
+    self._stop = stop
     allowed = [i for i, m in enumerate(root.moves) if not root_moves or m in root_moves] or list(range(len(root.moves)))
     completed: tuple[int, np.ndarray, list[chess.Move]] | None = None
     first: int | None = None
@@ -125,14 +128,31 @@ class AlphaBeta:
   def _evaluation(self, board: chess.Board) -> evaluator_lib.Evaluation:
     key = self._key(board)
     if key not in self._cache:
+      self._fit(1)
       self._cache[key] = self.evaluator.evaluate([board])[0]
     return self._cache[key]
 
   def _evaluate_many(self, boards: list[chess.Board]) -> None:
+    """Evaluates the `boards` not in the cache, in calls sized to the time left (`_fit`)."""
     missing = {self._key(b): b for b in boards}
-    missing = {k: b for k, b in missing.items() if k not in self._cache}
-    for key, evaluation in zip(missing, self.evaluator.evaluate(list(missing.values()))):
-      self._cache[key] = evaluation
+    pending = [(k, b) for k, b in missing.items() if k not in self._cache]
+    while pending:
+      size = self._fit(len(pending))
+      chunk, pending = pending[:size], pending[size:]
+      for (key, _), evaluation in zip(chunk, self.evaluator.evaluate([b for _, b in chunk])):
+        self._cache[key] = evaluation
+
+  def _fit(self, wanted: int) -> int:
+    """How many of `wanted` boards the next model call may evaluate: all without a deadline, else as many as
+    the time left allows; out of time (or stopped): `_OutOfTime`."""
+    if self._stop is not None and self._stop():
+      raise _OutOfTime
+    if self._deadline is None:
+      return wanted
+    fits = self.evaluator.boards_within(self._deadline - self._clock(), wanted)
+    if fits < 1:
+      raise _OutOfTime
+    return fits
 
   def _check_time(self, depth: int) -> None:
     if depth == 1:

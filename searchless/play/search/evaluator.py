@@ -19,8 +19,10 @@ AlphaZero's convention; a model's win probability p reads as 2p - 1.
 (20, 1.0, 'd2d4')
 """
 
+import collections
 import dataclasses
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import chess
 import numpy as np
@@ -28,6 +30,7 @@ import numpy as np
 from searchless.play import policy as policy_lib
 
 DEFAULT_PRIOR_TEMPERATURE = 0.1  # Softmax temperature of win probabilities into priors (value policies).
+TIMED_CALLS = 4  # `Evaluator.boards_within` predicts from this many of the latest calls.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +44,11 @@ class Evaluation:
 
 
 class Evaluator:
-  """Turns a `Policy`'s analyses into `Evaluation`s; counts the boards it evaluates."""
+  """Turns a `Policy`'s analyses into `Evaluation`s; counts the boards it evaluates and times its calls
+  (`clock`), so that a timed search sizes its model calls to the time it has left (`boards_within`)."""
 
   def __init__(self, policy: policy_lib.Policy, *, prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
-               value_policy: policy_lib.Policy | None = None):
+               value_policy: policy_lib.Policy | None = None, clock: Callable[[], float] = time.perf_counter):
     if prior_temperature <= 0:
       raise ValueError(f'prior_temperature must be > 0, got {prior_temperature}')
     if value_policy is not None and value_policy.kind == policy_lib.BEHAVIORAL_CLONING:
@@ -53,6 +57,24 @@ class Evaluator:
     self.value_policy = value_policy
     self.prior_temperature = prior_temperature
     self.boards_evaluated = 0
+    self._clock = clock
+    self._calls: collections.deque[tuple[int, float]] = collections.deque(maxlen=TIMED_CALLS)  # (boards, seconds).
+
+  def boards_within(self, seconds: float, wanted: int) -> int:
+    """How many of `wanted` boards one call evaluates within `seconds`, by the latest calls (0: not even one).
+
+    A call of k boards is predicted to take k times the most any recent call took per board, and no less
+    than the quickest recent call (its fixed cost); before any call, `wanted` when there is time left at all.
+    """
+    if seconds <= 0:
+      return 0
+    if not self._calls:
+      return wanted
+    per_board = max(t / k for k, t in self._calls)
+    fixed = min(t for _, t in self._calls)
+    if fixed > seconds:
+      return 0
+    return max(0, min(wanted, int(seconds / per_board)))
 
   @property
   def has_values(self) -> bool:
@@ -70,6 +92,7 @@ class Evaluator:
     """One `Evaluation` per board (each must have a legal move), in shared model calls."""
     if not boards:
       return []
+    start = self._clock()
     self.boards_evaluated += len(boards)
     analyses = self.policy.analyse_many(boards)
     own_values: list[float | None] = [a.value for a in analyses]
@@ -87,6 +110,7 @@ class Evaluator:
         move_values = 2 * win_probs - 1
       results.append(Evaluation(analysis.moves, priors / priors.sum(), move_values,
                                 0.0 if own is None else 2 * float(own) - 1))
+    self._calls.append((len(boards), self._clock() - start))
     return results
 
 

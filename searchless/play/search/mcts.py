@@ -15,9 +15,11 @@ A finished game (mate, draw, a repeated position) is valued exactly instead.
   path is given a virtual loss while it waits, so the next ones spread out.
   A leaf chosen twice ends the batch early.
 * Budget: `simulations` (leaf evaluations and terminal visits) per move, a time
-  limit in `seconds` (at least one batch runs), or a `stop()` callback (checked
-  before each batch), whichever comes first. ``simulations=0`` plays the
-  model's own best move.
+  limit in `seconds`, or a `stop()` callback (checked before each batch),
+  whichever comes first. The clock is read before each batch, and a batch
+  gathers only as many leaves as the time left evaluates
+  (`Evaluator.boards_within`): with no time for one, the search plays what it
+  holds, at worst the model's own best move (as ``simulations=0`` does).
 * Proven mates (an MCTS-solver): a board is proven won when one of its moves
   leads to a proven loss (a checkmate first), and proven lost when every move
   leads to a proven win. A proven edge reads as `result.MATE` minus a step per ply
@@ -233,9 +235,12 @@ class Mcts:
     while done < config.simulations:
       if stop is not None and stop():
         break
-      if done and config.seconds is not None and self._clock() - start >= config.seconds:
-        break
-      batch_done, batch_depth = self._run_batch(root, work, min(config.batch_size, config.simulations - done))
+      size = min(config.batch_size, config.simulations - done)
+      if config.seconds is not None:  # A batch no bigger than the time left evaluates (none: the model's move).
+        size = self.evaluator.boards_within(start + config.seconds - self._clock(), size)
+        if size < 1:
+          break
+      batch_done, batch_depth = self._run_batch(root, work, size)
       done += batch_done
       depth = max(depth, batch_depth)
     return self._result(root, work, done, self.evaluator.boards_evaluated - evaluations_before,

@@ -8,7 +8,7 @@ model dir, or ``pretrained`` (the model shipped in the package). The modules:
 `protocol` (parsing and formatting), `engine` (`UciEngine`, the protocol
 state), `options` (what ``uci`` declares, what ``setoption`` records),
 `loader` (the model, its batch shapes), `search` (one ``go``), `process`
-(CPUs, stdout, cache dir) and `serve` (`run`: the engine on stdin/stdout).
+(CPUs, stdout) and `serve` (`run`: the engine on stdin/stdout).
 
 Commands: ``uci``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
 ``position startpos|fen FEN [moves ...]``, ``go [wtime|btime|winc|binc|
@@ -16,15 +16,18 @@ movestogo|movetime|depth|nodes|mate N] [infinite] [ponder] [searchmoves ...]``,
 ``stop``, ``ponderhit``, ``debug on|off``, ``register`` (ignored), ``d`` (the
 board, for humans) and ``quit`` (end of input counts as ``quit``).
 
-* The model is loaded on the first ``isready`` or ``go``, not for ``uci``
-  (`loader`). Compiling its batch shapes takes most of that time, so one
-  shape is compiled then (a board of up to 48 moves: the first move's) and the
+* The model is loaded when the engine starts, before it reads ``uci``: a
+  checkpoint that cannot be loaded, whatever the reason, ends the process
+  there with one line on stderr (naming it and the reason) and status 2, so no
+  move is ever played without a model. Its batch shapes compile on the first
+  ``isready`` or ``go`` (`loader`): one shape is compiled then (a board of up to 48 moves: the first move's) and the
   others on a background thread, while ``go`` runs on the shapes already
   compiled (padding a little more); a ``go`` with a time limit counts its time
   from the ``go``, loading included. Compiled shapes are kept on disk for the
-  next start: JAX's persistent cache in ``--compilation_cache DIR``, default
-  ``$SEARCHLESS_COMPILATION_CACHE`` if set, else
-  ``~/.cache/searchless/xla``; ``''`` turns it off. The times to the first
+  next start: JAX's persistent cache in ``--compilation_cache DIR``, by default
+  the folder `searchless.play.compilation_cache` names (``~/.cache/searchless/xla``
+  unless ``$SEARCHLESS_COMPILATION_CACHE`` or ``$JAX_COMPILATION_CACHE_DIR`` says
+  otherwise); ``''`` turns it off. The times to the first
   move, cold and warm, are in benchmarks/RESULTS.md ("The UCI engine's first
   move").
 * Without ``Search`` (below), ``go`` answers at once whatever its limits (a
@@ -65,11 +68,11 @@ Options (``setoption``):
 * ``Threads`` (spin 1-1024, default all available CPUs or ``--threads``; more
   than the CPUs this process may use is clamped to them, with an ``info
   string``): CPU threads for XLA. It acts
-  when the model is first loaded: the process is restricted to that many CPUs
-  while JAX's backend starts and compiles, so XLA sizes its CPU thread pools to
-  it, and the affinity is restored afterwards (Linux; elsewhere a no-op). Once
-  the backend is up it cannot change: later values are accepted and ignored
-  (an ``info string`` says so).
+  when the model is loaded, at start (``--threads``): the process is restricted
+  to that many CPUs while JAX's backend starts, so XLA sizes its CPU thread
+  pools to it, and the affinity is restored afterwards (Linux; elsewhere a
+  no-op). Once the backend is up it cannot change: ``setoption`` values are
+  accepted and ignored (an ``info string`` says so).
 * ``Ponder`` (check): accepted for GUIs that manage it; pondering itself is
   ``go ponder`` above.
 * ``MultiPV`` (spin 1-500, default 1): info lines per ``go``, see above.
@@ -107,9 +110,7 @@ Options (``setoption``):
 
 from searchless.play.uci.engine import SEARCHES
 from searchless.play.uci.engine import UciEngine
-from searchless.play.uci.process import CACHE_ENV
 from searchless.play.uci.process import available_cpus
-from searchless.play.uci.process import default_cache_dir
 from searchless.play.uci.process import limit_cpu_threads
 from searchless.play.uci.protocol import CP_CLIP
 from searchless.play.uci.protocol import GoRequest
@@ -121,6 +122,6 @@ from searchless.play.uci.serve import checkpoint_policy
 from searchless.play.uci.serve import run
 
 __all__ = [
-    'CACHE_ENV', 'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
-    'default_cache_dir', 'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
+    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
+    'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
 ]

@@ -56,8 +56,7 @@ class UciEngine:
   the starting option values; `threads` Threads' (at most `max_threads`,
   default: the CPUs this process may use), applied by `thread_limiter` (e.g.
   `process.limit_cpu_threads`; None: never) around the first load.
-  `warm_up=False` skips compiling the batch shapes at load; `clock` times the
-  ``go`` lines.
+  `warm_up=False` skips compiling the batch shapes at load; `clock` times ``go``.
   """
 
   def __init__(self, player_factory: loader_lib.PlayerFactory, output: Output, *,
@@ -85,6 +84,7 @@ class UciEngine:
     self._threads = min(max(threads, 1), self._max_threads)
     self._clock = clock
     self._player: player_lib.Player | None = None
+    self._warm = False  # Whether the player's first batch shape is compiled (`load` leaves it to first use).
     self._load_lock = threading.RLock()
     self._board: chess.Board | None = chess.Board()  # None after a rejected position: no move is answered.
     self._rejected = ''  # Why the last position was rejected.
@@ -221,7 +221,7 @@ class UciEngine:
       except ValueError as e:
         raise UciError(f'cannot use Policy {value}: {e}; keeping {self._loaded_policy}') from None
       self._player.close()
-      self._player, self._policy, self._loaded_policy = player, value, value
+      self._player, self._policy, self._loaded_policy, self._warm = player, value, value, True
       self._searcher = None
 
   def _set_threads(self, value: str) -> None:
@@ -242,19 +242,27 @@ class UciEngine:
 
   # Loading.
 
-  def _load(self, policy: str) -> player_lib.Player:
-    """A new player with `policy`, warmed up; raises ValueError when the model does not fit it."""
+  def _load(self, policy: str, *, warm_up: bool = True) -> player_lib.Player:
+    """A new player with `policy`, warmed up unless not `warm_up`; raises ValueError when the model does not fit."""
     start = self._clock()
-    player = self._loader.player(policy, self._options, self._threads)
+    player = self._loader.player(policy, self._options, self._threads, warm_up=warm_up)
     seconds = self._clock() - start
     _LOG.info('loaded the %s model in %.2f s', policy, seconds)
     if self._debug:
       self._info(f'loaded {policy} in {seconds:.2f} s')
     return player
 
+  def load(self) -> None:
+    """Loads the model now (shapes compile on first use); raises what loading raises: a bad checkpoint stops it."""
+    with self._load_lock:
+      if self._player is None:
+        self._player, self._loaded_policy, self._warm = self._load(self._policy, warm_up=False), self._policy, False
+
   def _ensure_player(self) -> player_lib.Player:
     """The player, loaded (and warmed up) on first use."""
     with self._load_lock:
+      if self._player is not None and not self._warm:
+        self._loader.warm(self._player)
       if self._player is None:
         try:
           player = self._load(self._policy)
@@ -265,6 +273,7 @@ class UciEngine:
           self._policy = self._initial_policy
           player = self._load(self._policy)
         self._player, self._loaded_policy = player, self._policy
+      self._warm = True
       return self._player
 
   # Searching.
@@ -324,7 +333,7 @@ class UciEngine:
       move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')
-      legal = policy_lib.ordered_legal_moves(search.board)
+      legal = policy_lib.ordered_legal_moves(search.board) if self._player is not None else []  # No model: no move.
       move = legal[0] if legal else None
       self._error(f'search failed: {type(e).__name__}: {e}; playing {move.uci() if move else protocol.NULL_MOVE}')
     if search.holds:

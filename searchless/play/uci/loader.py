@@ -29,21 +29,28 @@ class Loader:
     self._warm_up = warm_up
     self.backend_started = False  # After the first load Threads cannot act.
 
-  def player(self, policy: str, options: player_lib.PlayOptions, threads: int) -> player_lib.Player:
-    """A new player with `policy`; raises ValueError when the model does not fit it."""
+  def player(self, policy: str, options: player_lib.PlayOptions, threads: int, *,
+             warm_up: bool = True) -> player_lib.Player:
+    """A new player with `policy`; raises ValueError when the model does not fit it. `warm_up=False`: only
+    load it (`warm` later)."""
     restore = None
     if not self.backend_started and self._thread_limiter is not None:
       restore = self._thread_limiter(threads)
     try:
       self.backend_started = True
       player = self._factory(policy, options)
-      if self._warm_up:  # One batch shape now (the first move's), the others on a worker thread.
-        player.policy.warm_up(background=True)
-        player.analyse(chess.Board())
+      if warm_up:
+        self.warm(player)
     finally:
       if restore is not None:
         restore()
     return player
+
+  def warm(self, player: player_lib.Player) -> None:
+    """Compiles one batch shape of `player` now (the first move's), the others on a worker thread (unless off)."""
+    if self._warm_up:
+      player.policy.warm_up(background=True)
+      player.analyse(chess.Board())
 
   def searcher(self, player: player_lib.Player, kind: str) -> search_agent.SearchAgent:
     """The `kind` search agent over the player's policy."""

@@ -1,14 +1,12 @@
-"""The UCI engine's process: its CPUs, its protocol stdout and its compilation cache directory.
+"""The UCI engine's process: its CPUs, and its protocol stdout.
 
 XLA sizes its CPU thread pools from the CPUs the process may use when its
 backend starts, so `limit_cpu_threads` narrows the process' CPU affinity for
 the first load (the ``Threads`` option); `uci_stdout` keeps the protocol's
-stdout clean of whatever else prints; `default_cache_dir` is where compiled
-batch shapes are kept between starts.
+stdout clean of whatever else prints. (Where compiled batch shapes are kept
+between starts: `searchless.play.compilation_cache`.)
 
 >>> available_cpus() >= 1
-True
->>> default_cache_dir().endswith(os.path.join('searchless', 'xla'))
 True
 """
 
@@ -51,18 +49,6 @@ def limit_cpu_threads(threads: int) -> Callable[[], None] | None:
 
   set_all(set(sorted(allowed)[:threads]))
   return lambda: set_all(allowed)
-
-
-CACHE_ENV = 'SEARCHLESS_COMPILATION_CACHE'  # Moves the engine's compilation cache; set empty, turns it off.
-
-
-def default_cache_dir() -> str:
-  """JAX's persistent compilation cache of the engine: ``$SEARCHLESS_COMPILATION_CACHE`` when set ('' : none),
-  else ``$XDG_CACHE_HOME/searchless/xla`` (or ``~/.cache/searchless/xla``)."""
-  if CACHE_ENV in os.environ:
-    return os.environ[CACHE_ENV]
-  root = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
-  return os.path.join(root, 'searchless', 'xla')
 
 
 def uci_stdout() -> TextIO:

@@ -10,9 +10,8 @@ import os
 import sys
 import typing
 
-import jax
-
 from searchless.model import loading
+from searchless.play import compilation_cache as compilation_cache_lib
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
 from searchless.play.uci import engine as engine_lib
@@ -32,16 +31,15 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
 
   `policy`: default the checkpoint's; `temperature`, `threads` (default: all
   available CPUs), `seed` and `search`: the options' starting values;
-  `compilation_cache`: JAX's persistent cache directory (None or '': off).
-  Raises FileNotFoundError / ValueError for a bad checkpoint before speaking.
+  `compilation_cache`: JAX's persistent cache directory ('': off; None: `compilation_cache.enable`'s choice).
+  The model is loaded before the first line is read: a checkpoint that cannot be
+  loaded, whatever the reason, raises FileNotFoundError / ValueError before speaking.
   Returns True once the engine has quit; when a search is stuck in the model
   the process exits at once instead (nor does JAX tear down under it).
   """
   policy = policy or checkpoint_policy(checkpoint_path)
   options = player_lib.PlayOptions(temperature=temperature, seed=seed)
-  if compilation_cache:
-    jax.config.update('jax_compilation_cache_dir', compilation_cache)
-    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+  compilation_cache_lib.enable(compilation_cache)
   out = process.uci_stdout()
 
   def output(line: str) -> None:
@@ -58,6 +56,10 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
                                 checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
                                 options=options, threads=threads or process.available_cpus(),
                                 thread_limiter=process.limit_cpu_threads, search=search)
+  try:  # Before speaking: a checkpoint that cannot play ends the process here (one line, status 2).
+    engine.load()
+  except Exception as e:  # pylint: disable=broad-except  # Whatever the reason, no move without a model.
+    raise ValueError(f'could not load the model {checkpoint_path}: {type(e).__name__}: {e}') from None
   if not _serve(engine, sys.stdin.buffer):  # A search stuck in the model: don't wait for it.
     out.flush()
     os._exit(0)  # pylint: disable=protected-access

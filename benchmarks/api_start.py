@@ -1,0 +1,71 @@
+"""How soon the Python API plays its first move in a fresh process, cold and warm, with and without search.
+
+    .venv/bin/python benchmarks/api_start.py                      # the shipped model, 3 starts per case
+    .venv/bin/python benchmarks/api_start.py --spec search:pretrained,sims=64 --repeats 5
+
+Each start is a new process (`python -c`), timed from before its first import:
+``Player.load('pretrained')`` then ``play(chess.Board())``, and an agent spec
+(default ``search:pretrained,sims=256``) built with `agents.from_spec` then its
+first ``play``. Cold: an empty persistent compilation cache (a new temporary
+folder in ``$SEARCHLESS_COMPILATION_CACHE``); warm: the same folder again.
+Prints the medians (seconds) and the load average; the targets on 2 idle cores:
+first move <= 5 s cold, <= 1.5 s warm.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = '''
+import json, sys, time
+start = time.perf_counter()
+import chess
+from searchless.play import agents, player
+out = {}
+p = player.Player.load('pretrained')
+out['player loaded'] = time.perf_counter() - start
+p.play(chess.Board())
+out['player first move'] = time.perf_counter() - start
+if sys.argv[1]:
+  begin = time.perf_counter()
+  agent = agents.from_spec(sys.argv[1])
+  out['agent ready'] = time.perf_counter() - begin
+  agent.play(chess.Board())
+  out['agent first move'] = time.perf_counter() - begin
+  agent.close()
+print(json.dumps(out))
+'''
+
+
+def one(spec: str, cache: str) -> dict[str, float]:
+  env = dict(os.environ, SEARCHLESS_COMPILATION_CACHE=cache)
+  done = subprocess.run([sys.executable, '-c', CHILD, spec], env=env, capture_output=True, text=True, check=True)
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--spec', default='search:pretrained,sims=256', help="an agent spec ('' : the player only)")
+  p.add_argument('--repeats', type=int, default=3)
+  args = p.parse_args(argv)
+  runs: dict[str, list[dict[str, float]]] = {'cold': [], 'warm': []}
+  for _ in range(args.repeats):
+    with tempfile.TemporaryDirectory() as cache:
+      runs['cold'].append(one(args.spec, cache))
+      runs['warm'].append(one(args.spec, cache))
+  keys = list(runs['cold'][0])
+  print('| cache | ' + ' | '.join(f'{k} s' for k in keys) + ' |')
+  print('| --- |' + ' --- |' * len(keys))
+  for state, got in runs.items():
+    print(f'| {state} | ' + ' | '.join(f'{statistics.median(r[k] for r in got):.2f}' for k in keys) + ' |')
+  print(f'\nMedians of {args.repeats} fresh processes; player times from the process start, agent times from'
+        f' from_spec ({args.spec}). {os.cpu_count()} CPUs, load average'
+        f' {" ".join(f"{x:.2f}" for x in os.getloadavg())}.')
+
+
+if __name__ == '__main__':
+  main()

@@ -32,7 +32,8 @@ import optax
 from searchless.core import bags
 from searchless import configs
 from searchless.data import sequences as sequences_lib
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.training import sharding
 from searchless.training import step as step_lib
 
@@ -67,7 +68,7 @@ def our_overrides(overrides: list[str], batch: int) -> list[str]:
   return [*REFERENCE_OPTIM, *overrides, f'data.batch_size={batch}', 'data.train=unused', 'policy=action_value']
 
 
-def reference_predictor(ref: dict, m: model.ModelConfig):
+def reference_predictor(ref: dict, m: ModelConfig):
   t = ref['transformer']
   return t.build_transformer_predictor(t.TransformerConfig(
       vocab_size=ref['utils'].NUM_ACTIONS, output_size=m.output_size, pos_encodings=t.PositionalEncodings.LEARNED,
@@ -90,7 +91,7 @@ def batches(ref: dict, records: pathlib.Path, batch: int) -> tuple[np.ndarray, n
   return ours, masks
 
 
-def reference_side(ref: dict, m: model.ModelConfig, sequences: np.ndarray, masks: np.ndarray):
+def reference_side(ref: dict, m: ModelConfig, sequences: np.ndarray, masks: np.ndarray):
   """(params, loss, grads, update): the reference's init, value_and_grad and jitted update_parameters."""
   predictor = reference_predictor(ref, m)
   params = predictor.initial_params(rng=jax.random.PRNGKey(m.seed), targets=jnp.asarray(sequences[:1]))
@@ -110,7 +111,7 @@ def reference_side(ref: dict, m: model.ModelConfig, sequences: np.ndarray, masks
 def our_side(config, params, sequences: np.ndarray):
   """(loss, grads, update, state) of our library on `params` (a copy) and the batch."""
   fns = step_lib.make_functions(config, sharding.make_mesh(config.train.fsdp))
-  net = model.build(fns.model_config, model.resolve_dtype(config.train.compute_dtype))
+  net = network.build(fns.model_config, network.resolve_dtype(config.train.compute_dtype))
   loss_fn = step_lib.make_loss_fn(net.apply, config)
   (loss, _), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, jnp.asarray(sequences))
   copy = jax.tree.map(jnp.array, params)  # The update donates its state.
@@ -199,11 +200,11 @@ def main(argv=None) -> int:
   args = p.parse_args(argv)
   ref = import_reference(args.reference)
   config = configs.load(args.config, our_overrides(args.set, args.batch))
-  m = model.ModelConfig.from_config(config)
+  m = ModelConfig.from_config(config)
   sequences, masks = batches(ref, args.records, args.batch)
   params, ref_loss, ref_grads, ref_update, ref_state = reference_side(ref, m, sequences, masks)
   loss, grads, update, state = our_side(config, params, sequences)
-  bad = compare('init', model.init_params(m), params, atol=0, rtol=0)  # Same initialiser, same numbers.
+  bad = compare('init', network.init_params(m), params, atol=0, rtol=0)  # Same initialiser, same numbers.
   if not np.isclose(loss, ref_loss, atol=0, rtol=1e-6):
     bad.append(f'loss: ours {float(loss)!r}, reference {float(ref_loss)!r}')
   bad += compare('grad', grads, ref_grads, atol=1e-7)
@@ -211,7 +212,7 @@ def main(argv=None) -> int:
   after, _ = update(jax.tree.map(jnp.array, state))
   bad += compare('params after one step', after.params, ref_after[0], atol=1e-7, rtol=1e-6)
   bad += compare('ema after one step', after.params_ema, ref_after[1], atol=1e-7, rtol=1e-6)
-  print(f'{m.num_layers} layers, d={m.embedding_dim}, {m.num_heads} heads, {model.num_params(params):,} params; '
+  print(f'{m.num_layers} layers, d={m.embedding_dim}, {m.num_heads} heads, {network.num_params(params):,} params; '
         f'batch {args.batch} of {args.records.name}; loss ours {float(loss):.7f} reference {float(ref_loss):.7f}; '
         f'grad norm {float(optax.global_norm(grads)):.6g}')
   print('agreement: ' + ('loss, every gradient, params and EMA after one Adam step agree' if not bad else

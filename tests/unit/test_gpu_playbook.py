@@ -13,6 +13,7 @@ from searchless import configs
 from campaign import board_columns
 from searchless.model import loading
 from searchless.model import transformer as model
+from searchless.model.config import ModelConfig
 import helpers
 
 pytestmark = pytest.mark.slow  # Three processes compile toy models: a few minutes on 2 busy cores.
@@ -56,7 +57,7 @@ def test_writes_the_json_and_table_with_every_field(run):
   assert (row['config'], row['dtype'], row['batch'], row['params']) == ('tiny', 'float32', 8, 402_624)
   assert row['step_ms'] > 0 and 0 < row['mfu'] and row['xla_flops_per_step'] > 0
   assert row['examples_per_s'] == pytest.approx(8 / (row['step_ms'] / 1000))
-  seq_flops = model.flops_per_sequence(model.ModelConfig.from_config(configs.load('tiny')), 79)
+  seq_flops = model.flops_per_sequence(ModelConfig.from_config(configs.load('tiny')), 79)
   assert row['model_flops_per_step'] == 3 * seq_flops * 8
   # The trained config's batch: the smallest tried at >= 30% MFU, else the largest tried.
   train = result['train']

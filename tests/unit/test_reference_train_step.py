@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from searchless import configs
-from searchless.model import transformer as model
+from searchless.model import network
+from searchless.model.config import ModelConfig
 from searchless.training import sharding
 from searchless.training import step as step_lib
 
@@ -62,19 +63,19 @@ def test_vector_is_the_reference_setup(vector):
   data, params, config = vector
   assert data['sequences'].shape == (config.data.batch_size, 79) == (32, 79)
   assert (config.optim.learning_rate, config.optim.max_grad_norm, config.optim.ema_decay) == (1e-4, 1.0, 0.99)
-  assert model.num_params(params) == 102_816
+  assert network.num_params(params) == 102_816
 
 
 def test_initialisation_matches_reference(vector):
   _, params, config = vector
-  ours = model.init_params(model.ModelConfig.from_config(config))
+  ours = network.init_params(ModelConfig.from_config(config))
   for name, leaf in leaves(ours).items():
     np.testing.assert_array_equal(leaf, leaves(params)[name], err_msg=name)
 
 
 def test_loss_and_gradients_match_reference(vector):
   data, params, config = vector
-  net = model.build(model.ModelConfig.from_config(config), jnp.float32)
+  net = network.build(ModelConfig.from_config(config), jnp.float32)
   loss_fn = step_lib.make_loss_fn(net.apply, config)
   gradient = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))
   (loss, targets), grads = gradient(params, jnp.asarray(data['sequences']))

@@ -98,13 +98,21 @@ def test_the_pages_name_no_path_a_plain_install_lacks():
     assert '.venv/bin/searchless' not in page.read_text(), page  # `pip install .` puts the commands on PATH.
 
 
-def test_the_readmes_python_example_runs(capsys):
-  blocks = [body for lang, body in FENCE.findall((ROOT / 'README.md').read_text()) if lang == 'python']
-  assert blocks
-  for block in blocks:
-    exec(compile(block, 'README.md', 'exec'), {'__name__': 'readme'})  # pylint: disable=exec-used
-  printed = capsys.readouterr().out
-  assert printed.strip()  # The example shows its output.
+PYTHON_PAGES = [p for p in PAGES if any(lang == 'python' for lang, _ in FENCE.findall(p.read_text()))]
+
+
+@pytest.mark.parametrize('page', [pytest.param(p, marks=() if p.name == 'README.md' else pytest.mark.slow)
+                                  for p in PYTHON_PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_python_example_runs_as_written(page, capsys):
+  """Each block in a fresh namespace, as a reader pastes it (the shipped models, no files of a run); the README's is
+  fast, the others (search, two players) compile more and are marked slow."""
+  for block in (body for lang, body in FENCE.findall(page.read_text()) if lang == 'python'):
+    exec(compile(block, str(page.relative_to(ROOT)), 'exec'), {'__name__': '__docs__'})  # noqa: S102
+    assert capsys.readouterr().out.strip()  # Each example shows what it computes.
+
+
+def test_the_readme_has_a_python_example():
+  assert ROOT / 'README.md' in PYTHON_PAGES
 
 
 def test_the_pypi_description_stands_alone():

@@ -115,6 +115,31 @@ def test_the_readme_has_a_python_example():
   assert ROOT / 'README.md' in PYTHON_PAGES
 
 
+def _anchor(heading: str) -> str:
+  """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+  return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def test_every_relative_link_and_anchor_resolves():
+  pages = PAGES + [ROOT / 'benchmarks' / 'RESULTS.md', ROOT / 'benchmarks' / 'HISTORY.md']
+  broken = []
+  for page in pages:
+    for target in re.findall(r'\]\(([^)\s]+)\)', FENCE.sub('', page.read_text())):
+      if '://' in target or target.startswith('mailto:'):
+        continue
+      path, _, anchor = target.partition('#')
+      resolved = (page.parent / path).resolve() if path else page
+      if not resolved.exists():
+        if resolved.parts[-2:] != ('campaign', 'README.md'):  # Written by the campaign's own move.
+          broken.append(f'{page.relative_to(ROOT)}: {target}')
+        continue
+      if anchor and resolved.suffix == '.md':
+        headings = re.findall(r'^#+ (.*)$', FENCE.sub('', resolved.read_text()), re.MULTILINE)
+        if anchor not in {_anchor(h) for h in headings}:
+          broken.append(f'{page.relative_to(ROOT)}: {target}')
+  assert not broken
+
+
 def test_the_pypi_description_stands_alone():
   project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
   text = (ROOT / project['readme']['file']).read_text()

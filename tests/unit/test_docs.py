@@ -3,7 +3,6 @@
 import argparse
 import functools
 import importlib
-import pathlib
 import re
 import shlex
 import tomllib
@@ -12,9 +11,10 @@ import pytest
 
 from helpers import ROOT
 
-PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), ROOT / 'benchmarks' / 'README.md',
-         ROOT / 'data' / 'README.md', ROOT / 'tools' / 'README.md', ROOT / 'searchless' / 'samples' / 'README.md',
-         ROOT / 'searchless' / 'pretrained' / 'MODEL_CARD.md', ROOT / 'searchless' / 'pretrained_transformer' / 'MODEL_CARD.md']
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')),
+         *(ROOT / page for page in ('benchmarks/README.md', 'data/README.md', 'tools/README.md',
+                                    'searchless/samples/README.md', 'searchless/pretrained/MODEL_CARD.md',
+                                    'searchless/pretrained_transformer/MODEL_CARD.md'))]
 FENCE = re.compile(r'^```(\w*)\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r'`(searchless-[a-z-]+ [^`]*)`')
 STOP = {'|', '||', '&&', ';', '&', '#', '>', '2>'}  # Where a command line ends.
@@ -49,8 +49,16 @@ def _parsers(script: str) -> tuple[argparse.ArgumentParser, ...]:
 
 
 def _options(parsers: tuple[argparse.ArgumentParser, ...]) -> set[str]:
-  """Each option's current spelling: the first of its strings (the others are older spellings, still accepted)."""
-  return {action.option_strings[0] for p in parsers for action in p._actions if action.option_strings}
+  """Each option's current spelling: the first of its strings (the others are older spellings, still accepted);
+  a command with subcommands (`searchless-strength measure`) has its subcommands' options too."""
+  options = set()
+  for parser in parsers:
+    for action in parser._actions:
+      if isinstance(action, argparse._SubParsersAction):
+        options |= _options(tuple(action.choices.values()))
+      elif action.option_strings:
+        options.add(action.option_strings[0])
+  return options
 
 
 def _command_lines() -> list[tuple[str, str, list[str]]]:
@@ -61,7 +69,8 @@ def _command_lines() -> list[tuple[str, str, list[str]]]:
     snippets = [body for lang, body in FENCE.findall(text) if lang in ('sh', 'bash', '')]
     prose = FENCE.sub('', text)
     lines = [line for snippet in snippets for line in snippet.replace('\\\n', ' ').splitlines()]
-    lines += [line for line in prose.replace('\\\n', ' ').splitlines() if line.startswith('    searchless-')]  # Indented.
+    indented = [line for line in prose.replace('\\\n', ' ').splitlines() if line.startswith('    searchless-')]
+    lines += indented
     lines += INLINE.findall(prose)
     for line in (line for line in lines if 'searchless-' in line):
       try:

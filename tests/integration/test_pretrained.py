@@ -167,16 +167,3 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   summary = json.loads((tmp_path / 'demo' / 'puzzles' / 'summary.json').read_text())
   assert summary['n'] == 194 and summary['puzzles'] == str(target / 'searchless' / 'samples' / 'sample_puzzles.csv')
   assert (tmp_path / 'demo' / 'report' / 'report.html').stat().st_size > 0
-
-
-def test_chunks_interleave_the_files_game_by_game_and_are_made_once(tmp_path):
-  from searchless.commands import pretrained
-  from searchless.data import pgn
-  games = [f'[Event "{name}{i}"]\n\n1. e4 e5 *\n' for name in 'ab' for i in range(3)]
-  (tmp_path / 'a.pgn').write_text('\n'.join(games[:3]))
-  (tmp_path / 'b.pgn').write_text('\n'.join(games[3:5]))
-  chunks = pretrained.make_chunks([str(tmp_path / 'a.pgn'), str(tmp_path / 'b.pgn')], tmp_path / 'chunks', 2)
-  events = [[g.text.split('"')[1] for g in pgn.iter_raw_games(str(c))] for c in chunks]
-  assert events == [['a0', 'b0'], ['a1', 'b1'], ['a2']]
-  (tmp_path / 'a.pgn').write_text('')  # Made once: a rerun reads the chunk list, not the games.
-  assert pretrained.make_chunks([str(tmp_path / 'a.pgn')], tmp_path / 'chunks', 2) == chunks

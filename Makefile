@@ -1,4 +1,5 @@
-# searchless: `make run` (set up + run the main job), `make test` (set up + run the tests).
+# searchless: `make run` (set up + run the main job), `make test` (set up, lint, type-check, every test: what CI runs),
+# `make test-fast` (lint, the unit tests and the docstring examples: minutes), `make lint` (ruff only).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -23,7 +24,7 @@ PYTEST_ARGS ?=
 # runs in one process; TEST_WORKERS=auto uses every core.
 TEST_WORKERS ?= 2
 
-.PHONY: run test setup stockfish stockfish-optional stockfish-native clean
+.PHONY: run test test-fast lint setup stockfish stockfish-optional stockfish-native clean
 
 run: setup stockfish
 	$(PY) -m searchless.commands.demo $(if $(INPUT),--input $(INPUT)) --run_dir $(RUN_DIR) --data_dir $(DATA_DIR) \
@@ -31,9 +32,19 @@ run: setup stockfish
 	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' \
 	  $(if $(PUZZLES),--puzzles '$(PUZZLES)') $(RUN_ARGS)
 
-test: setup stockfish-optional
+test: setup stockfish-optional lint
 	$(PY) -m mypy
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The unit tests (no engine, no Beam job, no process) and the docstring examples of the package, without the
+# tests marked slow.
+test-fast: setup lint
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not slow' tests/unit searchless $(PYTEST_ARGS)
+
+# ruff (settings in pyproject.toml): the linter, and the formatter in check mode (`ruff format .` applies it).
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 setup: $(VENV)/.installed
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: the compat vectors and real data beside the checkout, and Stockfish."""
+"""Shared fixtures: the compat vectors (vendored in tests/fixtures), real data beside the checkout, Stockfish."""
 
 import atexit
 import os
@@ -25,15 +25,14 @@ collect_ignore = ['integration/fake_engines']
 
 @pytest.fixture(scope='session')
 def compat() -> pathlib.Path:
-  if not COMPAT.is_dir():
-    pytest.skip(f'ChessBench compat fixtures not found at {COMPAT}')
+  assert COMPAT.is_dir(), f'the vendored ChessBench compat vectors are missing: {COMPAT}'  # Part of the checkout.
   return COMPAT
 
 
 @pytest.fixture(scope='session')
 def shared_data() -> pathlib.Path:
   if not DATA.is_dir():
-    pytest.skip(f'shared real data not found at {DATA}')
+    pytest.skip(f'shared real data (Lichess games, puzzles) not found at {DATA}: a checkout without ../shared')
   return DATA
 
 

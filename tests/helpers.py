@@ -9,8 +9,9 @@ import chess
 import chess.engine
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # The checkout.
-SHARED = ROOT.parent / 'shared'  # Compat vectors and real data beside the checkout.
-COMPAT = SHARED / 'compat'
+FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures'
+COMPAT = FIXTURES / 'compat'  # The reference implementation's vectors, vendored (fixtures/compat/README.md).
+SHARED = ROOT.parent / 'shared'  # Real Lichess data beside the checkout: tests that read it skip without it.
 DATA = SHARED / 'data'
 LICHESS_999 = DATA / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
 SAMPLE_GAMES = ROOT / 'searchless' / 'samples' / 'sample_games.pgn'  # The shipped self-play games.

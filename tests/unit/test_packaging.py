@@ -1,6 +1,7 @@
 """The package list in pyproject.toml: every package of the repository, from its own folder, nothing else."""
 
 import importlib.resources
+import os
 import pathlib
 import tomllib
 
@@ -18,17 +19,39 @@ def _folder(package: str, mapping: dict[str, str]) -> pathlib.Path:
   return REPO / pathlib.Path(*package.split('.'))
 
 
-def test_every_package_is_listed_with_its_folder():
+def _code_and_data_folders(mapping: dict[str, str]) -> tuple[set[str], set[str]]:
+  """(packages with an __init__.py, folders of package data) as dotted names, from the tree.
+
+  A data folder is one without an __init__.py whose dotted name Python could import (setuptools warns
+  "Package would be ignored" for each that the package list leaves out); names with a dot, such as
+  orbax's `ocdbt.process_0`, are not importable and ship through their parent's package data.
+  """
+  code, data = set(), set()
+  for root, package in [(REPO / 'searchless', 'searchless'), *((REPO / f, p) for p, f in mapping.items())]:
+    for folder, subfolders, files in os.walk(root):  # Symlinks are not followed.
+      subfolders[:] = [d for d in subfolders if d != '__pycache__']
+      parts = pathlib.Path(folder).relative_to(root).parts
+      if not all(part.isidentifier() for part in parts):
+        continue
+      name = '.'.join((package, *parts))
+      (code if '__init__.py' in files else data).add(name)
+  return code, data
+
+
+def test_every_package_and_data_folder_is_listed_with_its_folder():
   setup = _pyproject()['tool']['setuptools']
   mapping = setup['package-dir']
   listed = set(setup['packages'])
-  found = set()
-  for root, package in [(REPO / 'searchless', 'searchless'), *((REPO / f, p) for p, f in mapping.items())]:
-    for init in root.rglob('__init__.py'):
-      parts = init.parent.relative_to(root).parts
-      found.add('.'.join((package, *parts)))
-  assert listed == found
-  assert all((_folder(p, mapping) / '__init__.py').exists() for p in listed)
+  code, data = _code_and_data_folders(mapping)
+  assert listed == code | data
+  assert all((_folder(p, mapping) / '__init__.py').exists() for p in code)
+
+
+def test_the_shipped_models_are_package_data():
+  patterns = _pyproject()['tool']['setuptools']['package-data']['searchless']
+  for name in ('pretrained', 'pretrained_transformer'):
+    assert f'{name}/**/*' in patterns
+    assert (REPO / 'searchless' / name / 'MODEL_CARD.md').exists()
 
 
 def test_mapped_packages_import_from_their_folders():

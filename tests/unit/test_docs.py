@@ -1,0 +1,156 @@
+"""The README and docs/ as a stranger reads them: the Python examples run, every command line's flags exist."""
+
+import argparse
+import functools
+import importlib
+import re
+import shlex
+import tomllib
+
+import pytest
+
+from helpers import ROOT
+
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')),
+         *(ROOT / page for page in ('benchmarks/README.md', 'data/README.md', 'tools/README.md',
+                                    'searchless/samples/README.md', 'searchless/pretrained/MODEL_CARD.md',
+                                    'searchless/pretrained_transformer/MODEL_CARD.md'))]
+FENCE = re.compile(r'^```(\w*)\n(.*?)^```', re.MULTILINE | re.DOTALL)
+INLINE = re.compile(r'`(searchless-[a-z-]+ [^`]*)`')
+STOP = {'|', '||', '&&', ';', '&', '#', '>', '2>'}  # Where a command line ends.
+
+
+def _scripts() -> dict[str, str]:
+  return tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
+
+
+@functools.cache
+def _parsers(script: str) -> tuple[argparse.ArgumentParser, ...]:
+  """The command's own parser; for the Beam jobs, the pipeline's parser and Beam's pipeline options."""
+  module = importlib.import_module(_scripts()[script].partition(':')[0])
+  found = getattr(module, '_parser', None)
+  if found is not None:
+    return (found(),)
+  pipelines = [v for v in vars(module).values()
+               if getattr(v, '__name__', '').startswith('searchless.pipelines.') and hasattr(v, '_parser')]
+  assert len(pipelines) == 1, f'{script}: no argparse parser found in {module.__name__}'
+  from apache_beam.options import pipeline_options
+  import apache_beam.runners.dask.dask_runner  # noqa: F401  # Registers DaskOptions (--dask_client_address).
+  beam = argparse.ArgumentParser(add_help=False)
+  stack = [pipeline_options.PipelineOptions]
+  while stack:
+    cls = stack.pop()
+    stack.extend(cls.__subclasses__())
+    try:
+      cls._add_argparse_args(beam)
+    except argparse.ArgumentError:  # An option two classes declare.
+      pass
+  return (pipelines[0]._parser(), beam)
+
+
+def _options(parsers: tuple[argparse.ArgumentParser, ...]) -> set[str]:
+  """Each option's current spelling: the first of its strings (the others are older spellings, still accepted);
+  a command with subcommands (`searchless-strength measure`) has its subcommands' options too."""
+  options = set()
+  for parser in parsers:
+    for action in parser._actions:
+      if isinstance(action, argparse._SubParsersAction):
+        options |= _options(tuple(action.choices.values()))
+      elif action.option_strings:
+        options.add(action.option_strings[0])
+  return options
+
+
+def _command_lines() -> list[tuple[str, str, list[str]]]:
+  """(page, script, its arguments) of every `searchless-*` command line: in shell blocks and in code spans."""
+  found = []
+  for page in PAGES:
+    text = page.read_text()
+    snippets = [body for lang, body in FENCE.findall(text) if lang in ('sh', 'bash', '')]
+    prose = FENCE.sub('', text)
+    lines = [line for snippet in snippets for line in snippet.replace('\\\n', ' ').splitlines()]
+    indented = [line for line in prose.replace('\\\n', ' ').splitlines() if line.startswith('    searchless-')]
+    lines += indented
+    lines += INLINE.findall(prose)
+    for line in (line for line in lines if 'searchless-' in line):
+      try:
+        words = shlex.split(line.replace('…', ''), comments=True)
+      except ValueError as e:  # A command line a shell would not read either.
+        raise ValueError(f'{page.relative_to(ROOT)}: {line!r}: {e}') from None
+      for i, word in enumerate(words):
+        if re.fullmatch(r'(\S*/)?searchless-[a-z-]+', word) and (i == 0 or words[i - 1] in STOP):
+          args = []
+          for arg in words[i + 1:]:
+            if arg in STOP:
+              break
+            args.append(arg)
+          found.append((page.relative_to(ROOT).as_posix(), word.rsplit('/', 1)[-1], args))
+  return found
+
+
+def test_the_pages_show_command_lines():
+  pages = {page for page, _, _ in _command_lines()}
+  assert 'README.md' in pages and len(pages) >= 5
+
+
+@pytest.mark.parametrize('page, script, args', _command_lines(), ids=lambda v: v if isinstance(v, str) else None)
+def test_every_command_line_names_a_console_script_and_its_flags(page, script, args):
+  assert script in _scripts(), f'{page}: {script} is not a console script of pyproject.toml'
+  options = _options(_parsers(script))
+  flags = [a.split('=', 1)[0] for a in args if a.startswith('--') and a != '--']
+  unknown = [f for f in flags if f not in options]
+  assert not unknown, f'{page}: {script} has no flag {unknown} by that spelling (its flags: {sorted(options)})'
+
+
+def test_the_pages_name_no_path_a_plain_install_lacks():
+  for page in PAGES:
+    assert '.venv/bin/searchless' not in page.read_text(), page  # `pip install .` puts the commands on PATH.
+
+
+PYTHON_PAGES = [p for p in PAGES if any(lang == 'python' for lang, _ in FENCE.findall(p.read_text()))]
+
+
+@pytest.mark.parametrize('page', [pytest.param(p, marks=() if p.name == 'README.md' else pytest.mark.slow)
+                                  for p in PYTHON_PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_python_example_runs_as_written(page, capsys):
+  """Each block in a fresh namespace, as a reader pastes it (the shipped models, no files of a run); the README's is
+  fast, the others (search, two players) compile more and are marked slow."""
+  for block in (body for lang, body in FENCE.findall(page.read_text()) if lang == 'python'):
+    exec(compile(block, str(page.relative_to(ROOT)), 'exec'), {'__name__': '__docs__'})  # noqa: S102
+    assert capsys.readouterr().out.strip()  # Each example shows what it computes.
+
+
+def test_the_readme_has_a_python_example():
+  assert ROOT / 'README.md' in PYTHON_PAGES
+
+
+def _anchor(heading: str) -> str:
+  """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+  return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def test_every_relative_link_and_anchor_resolves():
+  pages = PAGES + [ROOT / 'benchmarks' / 'RESULTS.md', ROOT / 'benchmarks' / 'HISTORY.md']
+  broken = []
+  for page in pages:
+    for target in re.findall(r'\]\(([^)\s]+)\)', FENCE.sub('', page.read_text())):
+      if '://' in target or target.startswith('mailto:'):
+        continue
+      path, _, anchor = target.partition('#')
+      resolved = (page.parent / path).resolve() if path else page
+      if not resolved.exists():
+        if resolved.parts[-2:] != ('campaign', 'README.md'):  # Written by the campaign's own move.
+          broken.append(f'{page.relative_to(ROOT)}: {target}')
+        continue
+      if anchor and resolved.suffix == '.md':
+        headings = re.findall(r'^#+ (.*)$', FENCE.sub('', resolved.read_text()), re.MULTILINE)
+        if anchor not in {_anchor(h) for h in headings}:
+          broken.append(f'{page.relative_to(ROOT)}: {target}')
+  assert not broken
+
+
+def test_the_pypi_description_stands_alone():
+  project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
+  text = (ROOT / project['readme']['file']).read_text()
+  links = re.findall(r'\]\(([^)]+)\)', text)
+  assert links and all(link.startswith('https://') for link in links), links  # No link that breaks on PyPI.

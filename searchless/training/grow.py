@@ -13,7 +13,7 @@ instead of from scratch (``train.init_from`` with ``train.init_grow=True``):
   random init except the weights that write into the node and edge streams
   (`graph.RESIDUAL_WRITERS`), which start at zero: the layer starts as the identity.
 
-The grown model must then give the small model's `transformer.probe` output to within
+The grown model must then give the small model's `network.probe` output to within
 `TOLERANCE`; anything else (a wider residual stream, more heads, another kind) is refused
 with the difference named, before a step is taken.
 """

@@ -79,7 +79,7 @@ def test_each_shipped_model_is_a_probability_over_the_legal_moves_and_finds_mate
   # The shipped weights reproduce the probe saved beside them (load_model checks it; here the distance itself).
   probe_file = pathlib.Path(str(loading.pretrained_dir(name))) / loading.PROBE / loading.PROBE_FILE
   saved = json.loads(probe_file.read_text())[loading.PARAMS_EMA]
-  assert model.probe_distance(saved, model.probe(model_config, params)) <= loading.PROBE_TOLERANCE
+  assert network.probe_distance(saved, network.probe(model_config, params)) <= loading.PROBE_TOLERANCE
   for fen in (chess.STARTING_FEN, 'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',
               '8/8/8/4k3/8/8/4P3/4K3 b - - 0 1'):
     board = chess.Board(fen)

@@ -272,7 +272,7 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
       import jax, numpy as np
       from searchless.model import network
       from searchless.model.config import ModelConfig
-      from searchless.core import config as config_lib
+      from searchless import configs
       from searchless.training import checkpoint
       experiment = configs.load({TINY!r})
       params = network.init_params(ModelConfig.from_config(experiment))

@@ -30,8 +30,19 @@ import psutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_games_Bfx-de-Blr_3970.pgn'
-RECIPE = ['--mode', 'multipv', '--limit', 'nodes=20000', '--state_value', 'best_move', '--records', 'board',
-          '--test_fraction', '0.05', '--no_progress']
+RECIPE = [
+  '--mode',
+  'multipv',
+  '--limit',
+  'nodes=20000',
+  '--state_value',
+  'best_move',
+  '--records',
+  'board',
+  '--test_fraction',
+  '0.05',
+  '--no_progress',
+]
 
 
 def first_games(path: pathlib.Path, n: int) -> str:
@@ -45,8 +56,17 @@ def run_job(pythonpath: str | None, pgn: pathlib.Path, out: pathlib.Path, worker
   env = dict(os.environ)
   if pythonpath:
     env['PYTHONPATH'] = pythonpath
-  command = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(pgn), '--output_dir', str(out),
-             *RECIPE, f'--direct_num_workers={workers}']
+  command = [
+    sys.executable,
+    '-m',
+    'searchless.commands.annotate',
+    '--input',
+    str(pgn),
+    '--output_dir',
+    str(out),
+    *RECIPE,
+    f'--direct_num_workers={workers}',
+  ]
   start = time.perf_counter()
   # cwd: out's parent, not the checkout, which `-m` would put first on sys.path.
   job = psutil.Popen(command, env=env, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -83,26 +103,35 @@ def record_files(out: pathlib.Path) -> dict[str, bytes]:
 
 def boards(out: pathlib.Path) -> int:
   import json
+
   manifest = json.loads((out / 'manifest.json').read_text())
   return sum(s['boards'] for s in manifest['splits'].values())
 
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--games', type=int, default=100, help='first N games of the 3,970-game Lichess file (fewer: start-up dominates)')
+  p.add_argument(
+    '--games', type=int, default=100, help='first N games of the 3,970-game Lichess file (fewer: start-up dominates)'
+  )
   p.add_argument('--before', default='c517391', help='the revision to compare with (default: before the fast path)')
   p.add_argument('--workers', type=int, default=2)
   args = p.parse_args()
-  print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores | {args.games} games of '
-        f'{GAMES.name} | {args.workers} workers | recipe: {" ".join(RECIPE[:8])}', flush=True)
+  print(
+    f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores | {args.games} games of '
+    f'{GAMES.name} | {args.workers} workers | recipe: {" ".join(RECIPE[:8])}',
+    flush=True,
+  )
   results = {}
   with tempfile.TemporaryDirectory() as tmp:
     tmp_path = pathlib.Path(tmp)
     pgn = tmp_path / 'games.pgn'
     pgn.write_text(first_games(GAMES, args.games))
     worktree = tmp_path / 'before'
-    subprocess.run(['git', '-C', str(ROOT), 'worktree', 'add', '--detach', str(worktree), args.before], check=True,
-                   capture_output=True)
+    subprocess.run(
+      ['git', '-C', str(ROOT), 'worktree', 'add', '--detach', str(worktree), args.before],
+      check=True,
+      capture_output=True,
+    )
     try:
       for name, pythonpath in (('before', str(worktree)), ('after', None)):
         out = tmp_path / name
@@ -112,22 +141,30 @@ def main() -> None:
         job['share'] = job['engine'] / total
         job['per_core_hour'] = job['boards'] / (total / 3600)
         job['per_wall_hour'] = job['boards'] / (job['wall'] / 3600)
-        print(f"{name:6s} ({args.before if name == 'before' else 'this checkout'}): {job['boards']} boards in "
-              f"{job['wall']:.0f} s | engine CPU {job['engine']:.0f} s, rest {job['python']:.0f} s (driver "
-              f"{job['driver']:.0f} s, Beam workers {job['workers']:.0f} s), engine share "
-              f"{job['share']:.3f} | {job['per_core_hour']:,.0f} boards per job core-hour, "
-              f"{job['per_wall_hour']:,.0f} per wall-hour", flush=True)
+        print(
+          f'{name:6s} ({args.before if name == "before" else "this checkout"}): {job["boards"]} boards in '
+          f'{job["wall"]:.0f} s | engine CPU {job["engine"]:.0f} s, rest {job["python"]:.0f} s (driver '
+          f'{job["driver"]:.0f} s, Beam workers {job["workers"]:.0f} s), engine share '
+          f'{job["share"]:.3f} | {job["per_core_hour"]:,.0f} boards per job core-hour, '
+          f'{job["per_wall_hour"]:,.0f} per wall-hour',
+          flush=True,
+        )
         results[name] = job
     finally:
-      subprocess.run(['git', '-C', str(ROOT), 'worktree', 'remove', '--force', str(worktree)], check=False,
-                     capture_output=True)
+      subprocess.run(
+        ['git', '-C', str(ROOT), 'worktree', 'remove', '--force', str(worktree)], check=False, capture_output=True
+      )
   before, after = results['before'], results['after']
   same = before['files'] == after['files']
-  print(f"after/before: boards per job core-hour {after['per_core_hour'] / before['per_core_hour']:.2f}x, "
-        f"per wall-hour {after['per_wall_hour'] / before['per_wall_hour']:.2f}x; engine share "
-        f"{before['share']:.3f} -> {after['share']:.3f} (target >= 0.85)")
-  print(f"record files byte for byte identical: {same} ({len(after['files'])} files, "
-        f"{sum(len(b) for b in after['files'].values()):,} bytes)")
+  print(
+    f'after/before: boards per job core-hour {after["per_core_hour"] / before["per_core_hour"]:.2f}x, '
+    f'per wall-hour {after["per_wall_hour"] / before["per_wall_hour"]:.2f}x; engine share '
+    f'{before["share"]:.3f} -> {after["share"]:.3f} (target >= 0.85)'
+  )
+  print(
+    f'record files byte for byte identical: {same} ({len(after["files"])} files, '
+    f'{sum(len(b) for b in after["files"].values()):,} bytes)'
+  )
   if not same:
     raise SystemExit('the labels changed')
 

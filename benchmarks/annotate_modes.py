@@ -38,21 +38,22 @@ from searchless.engines import annotator as engine_lib  # noqa: E402
 from searchless.engines import launch  # noqa: E402
 
 MODES = (  # (name, mode, limit); multipv limits are per board, per_move limits per move.
-    ('per_move time=0.05 (paper)', 'per_move', 'time=0.05'),
-    ('per_move time=0.05 (paper, run 2)', 'per_move', 'time=0.05'),
-    ('per_move nodes=5000', 'per_move', 'nodes=5000'),
-    ('per_move nodes=20000', 'per_move', 'nodes=20000'),
-    ('per_move nodes=50000', 'per_move', 'nodes=50000'),
-    ('multipv nodes=200000', 'multipv', 'nodes=200000'),
-    ('multipv nodes=500000', 'multipv', 'nodes=500000'),
-    ('multipv nodes=1000000', 'multipv', 'nodes=1000000'),
-    ('multipv nodes=2000000', 'multipv', 'nodes=2000000'),
+  ('per_move time=0.05 (paper)', 'per_move', 'time=0.05'),
+  ('per_move time=0.05 (paper, run 2)', 'per_move', 'time=0.05'),
+  ('per_move nodes=5000', 'per_move', 'nodes=5000'),
+  ('per_move nodes=20000', 'per_move', 'nodes=20000'),
+  ('per_move nodes=50000', 'per_move', 'nodes=50000'),
+  ('multipv nodes=200000', 'multipv', 'nodes=200000'),
+  ('multipv nodes=500000', 'multipv', 'nodes=500000'),
+  ('multipv nodes=1000000', 'multipv', 'nodes=1000000'),
+  ('multipv nodes=2000000', 'multipv', 'nodes=2000000'),
 )
 
 
 def annotate(engine_path: str, mode: str, limit: str, fens: list[str]) -> tuple[list[dict], float]:
-  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode=mode,
-                                   state_value='best_move', deadline=120)
+  config = engine_lib.EngineConfig(
+    path=engine_path, limit=launch.SearchLimit.parse(limit), mode=mode, state_value='best_move', deadline=120
+  )
   with engine_lib.BoardAnnotator(config) as annotator:
     start = time.perf_counter()
     values = [dict(annotator.annotate(fen).action_values) for fen in fens]
@@ -89,8 +90,12 @@ def fidelity(values: list[dict], ref: list[dict]) -> dict:
     deltas.extend(np.abs(a - b))
     if np.ptp(a) > 0 and np.ptp(b) > 0:
       taus.append(stats.kendalltau(a, b, variant='b').statistic)
-  return {'best_move_agreement': agree / len(ref), 'mean_abs_delta': float(np.mean(deltas)),
-          'kendall_tau_b': float(np.mean(taus)), 'tau_boards': len(taus)}
+  return {
+    'best_move_agreement': agree / len(ref),
+    'mean_abs_delta': float(np.mean(deltas)),
+    'kendall_tau_b': float(np.mean(taus)),
+    'tau_boards': len(taus),
+  }
 
 
 def main(argv=None):
@@ -100,15 +105,19 @@ def main(argv=None):
   p.add_argument('--reference', default='nodes=400000', help='per-move limit of the deep reference')
   p.add_argument('--engine_path', default=launch.find_stockfish())
   p.add_argument('--cache', type=pathlib.Path, default=pathlib.Path('/tmp/searchless-modes-reference.json'))
-  p.add_argument('--only', nargs='*', help='run only the modes whose name contains one of these words (the paper always runs)')
+  p.add_argument(
+    '--only', nargs='*', help='run only the modes whose name contains one of these words (the paper always runs)'
+  )
   args = p.parse_args(argv)
 
   fens = boards_lib.spread_boards(args.games, args.boards)
   start = time.perf_counter()
   ref = reference(args.engine_path, args.reference, fens, os.cpu_count() or 1, args.cache)
   moves = sum(len(v) for v in ref)
-  print(f'machine: {platform.machine()}, {os.cpu_count()} cores | {len(fens)} boards, {moves} moves | '
-        f'reference: per_move {args.reference} ({time.perf_counter() - start:.0f} s)')
+  print(
+    f'machine: {platform.machine()}, {os.cpu_count()} cores | {len(fens)} boards, {moves} moves | '
+    f'reference: per_move {args.reference} ({time.perf_counter() - start:.0f} s)'
+  )
   print(f'{"mode":36s} {"AV/s":>8s} {"x paper":>8s} {"best-move":>10s} {"mean|dP|":>9s} {"tau-b":>7s}')
   rows, paper_runs = [], []
   for name, mode, limit in MODES:
@@ -121,17 +130,29 @@ def main(argv=None):
     paper_rate = rows[0]['av_per_s'] if rows else rate
     row = {'mode': name, 'av_per_s': rate, 'speedup': rate / paper_rate, **fidelity(values, ref)}
     rows.append(row)
-    print(f'{name:36s} {rate:8.1f} {row["speedup"]:8.2f} {row["best_move_agreement"]:10.3f} '
-          f'{row["mean_abs_delta"]:9.4f} {row["kendall_tau_b"]:7.3f}', flush=True)
+    print(
+      f'{name:36s} {rate:8.1f} {row["speedup"]:8.2f} {row["best_move_agreement"]:10.3f} '
+      f'{row["mean_abs_delta"]:9.4f} {row["kendall_tau_b"]:7.3f}',
+      flush=True,
+    )
   noise = fidelity(paper_runs[1], paper_runs[0])
-  print(f'paper noise (50 ms run 2 vs run 1): best-move agreement {noise["best_move_agreement"]:.3f}, '
-        f'mean|dP| {noise["mean_abs_delta"]:.4f}, tau-b {noise["kendall_tau_b"]:.3f}')
+  print(
+    f'paper noise (50 ms run 2 vs run 1): best-move agreement {noise["best_move_agreement"]:.3f}, '
+    f'mean|dP| {noise["mean_abs_delta"]:.4f}, tau-b {noise["kendall_tau_b"]:.3f}'
+  )
   paper = rows[0]
-  good = [r for r in rows[2:] if r['best_move_agreement'] >= paper['best_move_agreement']
-          and r['kendall_tau_b'] >= paper['kendall_tau_b'] and r['mean_abs_delta'] <= paper['mean_abs_delta']]
+  good = [
+    r
+    for r in rows[2:]
+    if r['best_move_agreement'] >= paper['best_move_agreement']
+    and r['kendall_tau_b'] >= paper['kendall_tau_b']
+    and r['mean_abs_delta'] <= paper['mean_abs_delta']
+  ]
   if good:
     fastest = max(good, key=lambda r: r['speedup'])
-    print(f'fastest mode at least as faithful as the paper on all three: {fastest["mode"]} at {fastest["speedup"]:.2f}x')
+    print(
+      f'fastest mode at least as faithful as the paper on all three: {fastest["mode"]} at {fastest["speedup"]:.2f}x'
+    )
   else:
     print('no cheaper mode is at least as faithful as the paper on all three measures')
 

@@ -47,19 +47,24 @@ def minimal_uci_loop(engine_path: str, fens: list[str], movetime_ms: int) -> tup
       if line.startswith(prefix):
         return line
 
-  send('uci'); wait_for('uciok')
-  send('setoption name Threads value 1'); send('setoption name Hash value 16')
-  send('isready'); wait_for('readyok')
+  send('uci')
+  wait_for('uciok')
+  send('setoption name Threads value 1')
+  send('setoption name Hash value 16')
+  send('isready')
+  wait_for('readyok')
   action_values = searches = 0
   start = time.perf_counter()
   for fen in fens:
     moves = [m.uci() for m in chess.Board(fen).legal_moves]
     for move in moves:
-      send(f'position fen {fen}'); send(f'go movetime {movetime_ms} searchmoves {move}')
+      send(f'position fen {fen}')
+      send(f'go movetime {movetime_ms} searchmoves {move}')
       wait_for('bestmove')
       action_values += 1
     if moves:
-      send(f'position fen {fen}'); send(f'go movetime {movetime_ms}')
+      send(f'position fen {fen}')
+      send(f'go movetime {movetime_ms}')
       wait_for('bestmove')
       searches += 1
   seconds = time.perf_counter() - start
@@ -70,9 +75,23 @@ def minimal_uci_loop(engine_path: str, fens: list[str], movetime_ms: int) -> tup
 
 def pipeline(engine_path: str, games: pathlib.Path, out: pathlib.Path, movetime_ms: int, workers: int) -> dict:
   start = time.perf_counter()
-  manifest = driver.run([
-      '--input', str(games), '--output_dir', str(out), '--limit', f'time={movetime_ms / 1000}',
-      '--test_fraction', '0', '--engine_path', engine_path, '--direct_num_workers', str(workers), '--no_progress'])
+  manifest = driver.run(
+    [
+      '--input',
+      str(games),
+      '--output_dir',
+      str(out),
+      '--limit',
+      f'time={movetime_ms / 1000}',
+      '--test_fraction',
+      '0',
+      '--engine_path',
+      engine_path,
+      '--direct_num_workers',
+      str(workers),
+      '--no_progress',
+    ]
+  )
   wall = time.perf_counter() - start
   av = manifest.splits['train']['action_values']
   stage = manifest.timings['ms_per_board']
@@ -92,26 +111,38 @@ def main(argv=None):
   tmp = pathlib.Path(tempfile.mkdtemp(prefix='overhead-'))
   games = tmp / 'games.pgn'
   games.write_text(text)
-  version = subprocess.run([args.engine_path], input='uci\nquit\n', capture_output=True, text=True).stdout.splitlines()[0]
-  print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores | engine: {version} | '
-        f'{len(fens)} boards | movetime {args.movetime_ms} ms')
+  version = subprocess.run([args.engine_path], input='uci\nquit\n', capture_output=True, text=True).stdout.splitlines()[
+    0
+  ]
+  print(
+    f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores | engine: {version} | '
+    f'{len(fens)} boards | movetime {args.movetime_ms} ms'
+  )
 
   av, searches, seconds = minimal_uci_loop(args.engine_path, fens, args.movetime_ms)
   direct = av / seconds
-  print(f'minimal UCI loop:        {av} action-values ({searches} searches) in {seconds:.1f} s = {direct:.2f} action-values/s')
+  print(
+    f'minimal UCI loop:        {av} action-values ({searches} searches) in {seconds:.1f} s '
+    f'= {direct:.2f} action-values/s'
+  )
 
   one = pipeline(args.engine_path, games, tmp / 'out1', args.movetime_ms, 1)
   assert one['action_values'] == av, (one['action_values'], av)
   e2e, stage = one['action_values'] / one['wall'], one['action_values'] / one['stage_seconds']
-  print(f'pipeline, 1 worker:      {one["action_values"]} action-values in {one["wall"]:.1f} s = {e2e:.2f}/s end to end '
-        f'(ratio {e2e / direct:.3f}), {stage:.2f}/s in the annotation stage (ratio {stage / direct:.3f})')
+  print(
+    f'pipeline, 1 worker:      {one["action_values"]} action-values in {one["wall"]:.1f} s = {e2e:.2f}/s end to end '
+    f'(ratio {e2e / direct:.3f}), {stage:.2f}/s in the annotation stage (ratio {stage / direct:.3f})'
+  )
 
   if args.workers > 1:
     many = pipeline(args.engine_path, games, tmp / 'outN', args.movetime_ms, args.workers)
     e2e_n = many['action_values'] / many['wall']
     stage_n = many['action_values'] / many['stage_seconds']
-    print(f'pipeline, {args.workers} workers:     {many["action_values"]} action-values in {many["wall"]:.1f} s = {e2e_n:.2f}/s end to end '
-          f'= {e2e_n / e2e:.2f}x one worker (target >= {0.95 * args.workers:.2f}); in the annotation stage {stage_n / stage:.2f}x')
+    print(
+      f'pipeline, {args.workers} workers:     {many["action_values"]} action-values in {many["wall"]:.1f} s '
+      f'= {e2e_n:.2f}/s end to end = {e2e_n / e2e:.2f}x one worker (target >= {0.95 * args.workers:.2f}); '
+      f'in the annotation stage {stage_n / stage:.2f}x'
+    )
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-CHILD = '''
+CHILD = """
 import json, sys, time
 start = time.perf_counter()
 import chess
@@ -38,7 +38,7 @@ if sys.argv[1]:
   out['agent first move'] = time.perf_counter() - begin
   agent.close()
 print(json.dumps(out))
-'''
+"""
 
 
 def one(spec: str, cache: str) -> dict[str, float]:
@@ -62,9 +62,11 @@ def main(argv: list[str] | None = None) -> None:
   print('| --- |' + ' --- |' * len(keys))
   for state, got in runs.items():
     print(f'| {state} | ' + ' | '.join(f'{statistics.median(r[k] for r in got):.2f}' for k in keys) + ' |')
-  print(f'\nMedians of {args.repeats} fresh processes; player times from the process start, agent times from'
-        f' from_spec ({args.spec}). {os.cpu_count()} CPUs, load average'
-        f' {" ".join(f"{x:.2f}" for x in os.getloadavg())}.')
+  print(
+    f'\nMedians of {args.repeats} fresh processes; player times from the process start, agent times from'
+    f' from_spec ({args.spec}). {os.cpu_count()} CPUs, load average'
+    f' {" ".join(f"{x:.2f}" for x in os.getloadavg())}.'
+  )
 
 
 if __name__ == '__main__':

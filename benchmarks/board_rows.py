@@ -41,14 +41,17 @@ def _cpu_ms(fn, batches) -> float:
 
 def main(argv=None) -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('--bag', default=str(ROOT.parent / 'shared' / 'data' / 'labels' / 'chunk_000' / 'train' /
-                                      'board_value_data.bagz'), help='board_value records')
+  p.add_argument(
+    '--bag',
+    default=str(ROOT.parent / 'shared' / 'data' / 'labels' / 'chunk_000' / 'train' / 'board_value_data.bagz'),
+    help='board_value records',
+  )
   p.add_argument('--batches', type=int, default=200, help='batches of 32 boards timed')
-  p.add_argument('--max_moves', type=int, default=64, help='move slots per row (the configs\')')
+  p.add_argument('--max_moves', type=int, default=64, help="move slots per row (the configs')")
   args = p.parse_args(argv)
   reader = bags.reader(args.bag)
   raw = [reader[i] for i in range(min(len(reader), 32 * args.batches))]
-  batches = [raw[i:i + 32] for i in range(0, len(raw) - 31, 32)]
+  batches = [raw[i : i + 32] for i in range(0, len(raw) - 31, 32)]
   edges, _ = values.uniform_buckets(128)
   decoded = [codecs.decode_boards(b) for b in batches]
   complete = np.zeros(32, bool)
@@ -58,7 +61,7 @@ def main(argv=None) -> None:
   print(f'machine: {platform.machine()} | {len(batches)} batches of 32 real boards from {args.bag}')
   print(f'decode:                      {decode_ms:6.2f} ms CPU per batch')
   print(f'rows, every board checked:   {checked_ms:6.2f} ms CPU per batch (+ decode: {decode_ms + checked_ms:.2f})')
-  print(f'rows, by the bag\'s kind:     {by_kind_ms:6.2f} ms CPU per batch (+ decode: {decode_ms + by_kind_ms:.2f})')
+  print(f"rows, by the bag's kind:     {by_kind_ms:6.2f} ms CPU per batch (+ decode: {decode_ms + by_kind_ms:.2f})")
   print(f'rows by kind / every board checked: {(decode_ms + by_kind_ms) / (decode_ms + checked_ms):.2f}x CPU per batch')
 
 

@@ -28,6 +28,7 @@ def first_games(path: pathlib.Path, min_boards: int) -> tuple[str, list[str]]:
 def spread_boards(path: pathlib.Path, count: int, stride: int = 7) -> list[str]:
   """`count` unique non-terminal boards, every `stride`-th board across many games."""
   import chess
+
   out, seen, index = [], set(), 0
   for raw in pgn.iter_raw_games(str(path)):
     game = pgn.parse_game(raw)

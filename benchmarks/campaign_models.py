@@ -36,8 +36,12 @@ sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside th
 from campaign import model as campaign_model  # noqa: E402
 from campaign import run as campaign  # noqa: E402
 from searchless.evaluation import metrics  # noqa: E402
-MODELS = ('graph_tiny=graph_tiny', 'graph_wide=graph_tiny:model.embedding_dim=128,model.num_layers=6',
-          'tiny_packed=tiny_packed')
+
+MODELS = (
+  'graph_tiny=graph_tiny',
+  'graph_wide=graph_tiny:model.embedding_dim=128,model.num_layers=6',
+  'tiny_packed=tiny_packed',
+)
 # Every model: the wall-clock ends each stretch, never the step count; a checkpoint every ~10 minutes.
 COMMON = ['train.num_steps=100000000', 'train.ckpt_every=2000', 'train.log_every=200', 'train.eval_every=100000000']
 
@@ -62,21 +66,29 @@ def logged(train_dir: pathlib.Path, after_step: int) -> tuple[int, float]:
   second is that window's time. A stretch a session cut keeps these on a rerun.
   """
   from searchless.training import plot
+
   if not (train_dir / 'metrics.jsonl').exists():
     return 0, 0.0
   saved = campaign_model.latest_step(train_dir)
-  window = [r for r in plot.read_metrics(train_dir) if after_step < r.get('step', 0) <= saved and r.get('targets_per_s')]
+  window = [
+    r for r in plot.read_metrics(train_dir) if after_step < r.get('step', 0) <= saved and r.get('targets_per_s')
+  ]
   return sum(r['targets'] for r in window), sum(r['targets'] / r['targets_per_s'] for r in window)
 
 
 def table(rows: list[dict]) -> str:
-  lines = ['| model | point | train min | steps | action-values/s | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
-           '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+  lines = [
+    '| model | point | train min | steps | action-values/s | log-loss | action acc. | tau-b | dev puzzles (95% CI) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ]
   for r in rows:
     low, high = r['puzzles_wilson95']
-    lines.append(f"| {r['model']} | {r['point']} | {r['train_minutes']:.0f} | {r['steps']} | {r.get('action_values_per_s', '-')} | {r.get('log_loss', float('nan')):.4f} | "
-                 f"{r.get('action_accuracy', float('nan')):.4f} | {r.get('kendall_tau', float('nan')):.4f} | "
-                 f"{r['puzzles_solved']}/{r['puzzles']} ({100 * low:.1f}-{100 * high:.1f}%) |")
+    lines.append(
+      f'| {r["model"]} | {r["point"]} | {r["train_minutes"]:.0f} | {r["steps"]} | '
+      f'{r.get("action_values_per_s", "-")} | {r.get("log_loss", float("nan")):.4f} | '
+      f'{r.get("action_accuracy", float("nan")):.4f} | {r.get("kendall_tau", float("nan")):.4f} | '
+      f'{r["puzzles_solved"]}/{r["puzzles"]} ({100 * low:.1f}-{100 * high:.1f}%) |'
+    )
   return '\n'.join(lines)
 
 
@@ -96,8 +108,11 @@ def main(argv=None) -> None:
   folders = campaign.label_folders(shared)
   train_boards = campaign.merge_boards(folders, work / 'boards', 'train')
   heldout = campaign.merge_boards(folders, work / 'boards', 'test')
-  print(f'machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores | {train_boards["distinct_boards"]:,} '
-        f'distinct train boards | {args.points} points x {args.minutes:g} min per model', flush=True)
+  print(
+    f'machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores | {train_boards["distinct_boards"]:,} '
+    f'distinct train boards | {args.points} points x {args.minutes:g} min per model',
+    flush=True,
+  )
   path = work / 'curves.jsonl'
   done = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
   for point in range(1, args.points + 1):
@@ -108,15 +123,26 @@ def main(argv=None) -> None:
       start = next((r['steps'] for r in done if r['model'] == name and r['point'] == point - 1), 0)
       spent = logged(train_dir, start)[1]  # A stretch a session cut: only the rest of its budget.
       seconds = max(args.minutes * 60 - spent, 0.0)
-      trained = (campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
-                 if seconds > 0 else {'steps': campaign_model.latest_step(train_dir), 'core_hours': 0.0})
-      result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}',
-                                       num_boards=args.heldout_boards)
+      trained = (
+        campaign.train_model(config, train_boards['bag'], train_dir, seconds, [*COMMON, *overrides])
+        if seconds > 0
+        else {'steps': campaign_model.latest_step(train_dir), 'core_hours': 0.0}
+      )
+      result = campaign.evaluate_model(
+        train_dir, heldout['bag'], puzzles, work / 'eval' / f'{name}_{point}', num_boards=args.heldout_boards
+      )
       values, logged_s = logged(train_dir, 0)
-      row = {'model': name, 'config': config, 'overrides': overrides, 'point': point,
-             'train_minutes': point * args.minutes, 'steps': trained['steps'],
-             'action_values_per_s': round(values / max(logged_s, 1e-9)),
-             'train_core_hours': trained['core_hours'], **{k: v for k, v in result.items() if k != 'step'}}
+      row = {
+        'model': name,
+        'config': config,
+        'overrides': overrides,
+        'point': point,
+        'train_minutes': point * args.minutes,
+        'steps': trained['steps'],
+        'action_values_per_s': round(values / max(logged_s, 1e-9)),
+        'train_core_hours': trained['core_hours'],
+        **{k: v for k, v in result.items() if k != 'step'},
+      }
       with open(path, 'a') as f:
         f.write(json.dumps(row) + '\n')
       done.append(row)
@@ -126,9 +152,14 @@ def main(argv=None) -> None:
   if last:
     best = max(last, key=lambda r: r['puzzles_solved'])
     for r in last:
-      separated = metrics.wilson(r['puzzles_solved'], r['puzzles'])[1] < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
-      print(f"{r['model']}/{best['model']}: puzzles {r['puzzles_solved'] / max(best['puzzles_solved'], 1):.2f}x, "
-            f"tau-b {r.get('kendall_tau', 0) / best['kendall_tau']:.2f}x" + (' (intervals apart)' if separated else ''))
+      separated = (
+        metrics.wilson(r['puzzles_solved'], r['puzzles'])[1]
+        < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
+      )
+      print(
+        f'{r["model"]}/{best["model"]}: puzzles {r["puzzles_solved"] / max(best["puzzles_solved"], 1):.2f}x, '
+        f'tau-b {r.get("kendall_tau", 0) / best["kendall_tau"]:.2f}x' + (' (intervals apart)' if separated else '')
+      )
 
 
 if __name__ == '__main__':

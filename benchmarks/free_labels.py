@@ -39,10 +39,16 @@ from searchless.core import bags  # noqa: E402
 from searchless.core import records  # noqa: E402
 from searchless.data import pgn  # noqa: E402
 from searchless.evaluation import metrics  # noqa: E402
+
 GAMES = 'data/games/lichess_games_js_magnus_46177.pgn.zst'
 # A state-value model of the tiny transformer; the wall-clock ends training, never the step count.
-TRAIN = ['policy=state_value', 'train.num_steps=100000000', 'train.ckpt_every=1000', 'train.log_every=100',
-         'train.eval_every=100000000']
+TRAIN = [
+  'policy=state_value',
+  'train.num_steps=100000000',
+  'train.ckpt_every=1000',
+  'train.log_every=100',
+  'train.eval_every=100000000',
+]
 
 
 def _children_cpu() -> float:
@@ -54,12 +60,26 @@ def _import(inputs: list[str], out: pathlib.Path, extra: list[str]) -> dict:
   """Runs searchless-import in a child process (its workers' CPU counted); returns the manifest and costs."""
   import subprocess
   import sys
+
   if (out / 'manifest.json').exists():
     manifest = json.loads((out / 'manifest.json').read_text())
     return {'manifest': manifest, **manifest.get('benchmark', {})}
   cpu, start = _children_cpu(), time.time()
-  subprocess.run([sys.executable, '-m', 'searchless.commands.import_labels', *inputs, '--output_dir', str(out),
-                  '--overwrite', '--direct_num_workers=2', *extra], check=True, stdout=subprocess.DEVNULL)
+  subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.import_labels',
+      *inputs,
+      '--output_dir',
+      str(out),
+      '--overwrite',
+      '--direct_num_workers=2',
+      *extra,
+    ],
+    check=True,
+    stdout=subprocess.DEVNULL,
+  )
   costs = {'wall_seconds': round(time.time() - start, 2), 'core_seconds': round(_children_cpu() - cpu, 2)}
   manifest = json.loads((out / 'manifest.json').read_text())
   manifest['benchmark'] = costs
@@ -89,8 +109,12 @@ def main(argv=None) -> None:
   p.add_argument('--shared', default=str(ROOT.parent / 'shared'), help='the shared data folder')
   p.add_argument('--minutes', type=float, default=25.0, help='training wall-clock of each model')
   p.add_argument('--heldout_boards', type=int, default=2000)
-  p.add_argument('--annotate_boards_per_core_hour', type=float, default=140_541,
-                 help="annotation's figure at the campaign's recipe (RESULTS: benchmarks/annotate_cpu.py)")
+  p.add_argument(
+    '--annotate_boards_per_core_hour',
+    type=float,
+    default=140_541,
+    help="annotation's figure at the campaign's recipe (RESULTS: benchmarks/annotate_cpu.py)",
+  )
   args = p.parse_args(argv)
   work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()
   work.mkdir(parents=True, exist_ok=True)
@@ -103,10 +127,13 @@ def main(argv=None) -> None:
   seen = sum(s['boards_seen'] for s in m['splits'].values())
   per_core_s = seen / whole['core_seconds']
   annotate_per_core_s = args.annotate_boards_per_core_hour / 3600
-  print(f"import 46k games: {read} games ({m['games']['with_evals']} with evals), {seen} labelled boards read, "
-        f"{boards} written in {whole['wall_seconds']:.0f} s wall, {whole['core_seconds']:.0f} core-s: "
-        f"{seen / whole['wall_seconds']:.0f} boards/s, {per_core_s:.0f} boards per core-second "
-        f"(annotation: {annotate_per_core_s:.1f}): {per_core_s / annotate_per_core_s:.0f}x", flush=True)
+  print(
+    f'import 46k games: {read} games ({m["games"]["with_evals"]} with evals), {seen} labelled boards read, '
+    f'{boards} written in {whole["wall_seconds"]:.0f} s wall, {whole["core_seconds"]:.0f} core-s: '
+    f'{seen / whole["wall_seconds"]:.0f} boards/s, {per_core_s:.0f} boards per core-second '
+    f'(annotation: {annotate_per_core_s:.1f}): {per_core_s / annotate_per_core_s:.0f}x',
+    flush=True,
+  )
 
   chunks_dir = work / 'chunks'
   chunks_dir.mkdir(exist_ok=True)
@@ -122,35 +149,48 @@ def main(argv=None) -> None:
   ours_train = campaign.merge_boards(folders, work / 'ours_boards', 'train')
   heldout = campaign.merge_boards(folders, work / 'ours_boards', 'test')
   count = _same_boards(work / 'import_chunks' / 'train' / 'state_value_data.bag', ours_train['bag'], work / 'same')
-  print(f"same boards: {count} train boards hold both Lichess's and our state values "
-        f"({free['manifest']['splits']['train']['boards']} imported from {len(inputs)} chunks)", flush=True)
+  print(
+    f"same boards: {count} train boards hold both Lichess's and our state values "
+    f'({free["manifest"]["splits"]["train"]["boards"]} imported from {len(inputs)} chunks)',
+    flush=True,
+  )
 
   results_path = work / 'results.jsonl'
-  done = {r['labels']: r for r in map(json.loads, results_path.read_text().splitlines())} if results_path.exists() else {}
+  done = (
+    {r['labels']: r for r in map(json.loads, results_path.read_text().splitlines())} if results_path.exists() else {}
+  )
   puzzles = shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   for name in ('free', 'ours'):
     if name in done:
       continue
     train_dir = work / f'train_{name}'
-    budget = TRAIN if name == 'free' else [*TRAIN, f"train.num_steps={done['free']['steps']}"]
+    budget = TRAIN if name == 'free' else [*TRAIN, f'train.num_steps={done["free"]["steps"]}']
     seconds = args.minutes * 60 if name == 'free' else 10 * args.minutes * 60  # 'ours': the step count ends it.
-    trained = campaign.train_model('tiny', str(work / 'same' / name / 'state_value_data.bag'), train_dir,
-                                   seconds, budget)
-    result = campaign.evaluate_model(train_dir, heldout['bag'], puzzles, work / f'eval_{name}',
-                                     num_boards=args.heldout_boards)
+    trained = campaign.train_model(
+      'tiny', str(work / 'same' / name / 'state_value_data.bag'), train_dir, seconds, budget
+    )
+    result = campaign.evaluate_model(
+      train_dir, heldout['bag'], puzzles, work / f'eval_{name}', num_boards=args.heldout_boards
+    )
     done[name] = {'labels': name, 'boards': count, 'minutes': args.minutes, 'steps': trained['steps'], **result}
     with open(results_path, 'a') as f:
       f.write(json.dumps(done[name]) + '\n')
   for name in ('free', 'ours'):
     r = done[name]
     low, high = r['puzzles_wilson95']
-    print(f"{name:4s}: {r['steps']} steps, tau-b {r['kendall_tau']:.4f}, action accuracy {r['action_accuracy']:.4f}, "
-          f"dev puzzles {r['puzzles_solved']}/{r['puzzles']} ({100 * low:.1f}-{100 * high:.1f}%)")
+    print(
+      f'{name:4s}: {r["steps"]} steps, tau-b {r["kendall_tau"]:.4f}, action accuracy {r["action_accuracy"]:.4f}, '
+      f'dev puzzles {r["puzzles_solved"]}/{r["puzzles"]} ({100 * low:.1f}-{100 * high:.1f}%)'
+    )
   f_, o = done['free'], done['ours']
-  apart = (metrics.wilson(f_['puzzles_solved'], f_['puzzles'])[1] < metrics.wilson(o['puzzles_solved'], o['puzzles'])[0]
-           or metrics.wilson(o['puzzles_solved'], o['puzzles'])[1] < metrics.wilson(f_['puzzles_solved'], f_['puzzles'])[0])
-  print(f"free/ours: tau-b {f_['kendall_tau'] / o['kendall_tau']:.2f}x, "
-        f"puzzles {f_['puzzles_solved'] / max(o['puzzles_solved'], 1):.2f}x" + (' (intervals apart)' if apart else ''))
+  apart = (
+    metrics.wilson(f_['puzzles_solved'], f_['puzzles'])[1] < metrics.wilson(o['puzzles_solved'], o['puzzles'])[0]
+    or metrics.wilson(o['puzzles_solved'], o['puzzles'])[1] < metrics.wilson(f_['puzzles_solved'], f_['puzzles'])[0]
+  )
+  print(
+    f'free/ours: tau-b {f_["kendall_tau"] / o["kendall_tau"]:.2f}x, '
+    f'puzzles {f_["puzzles_solved"] / max(o["puzzles_solved"], 1):.2f}x' + (' (intervals apart)' if apart else '')
+  )
 
 
 if __name__ == '__main__':

@@ -42,7 +42,7 @@ def main(argv=None) -> None:
   if path is None:
     sys.exit('no Stockfish found')
   _, fens = boards_lib.first_games(boards_lib.LICHESS_999, args.boards + 10)
-  fens = [f for f in fens if any(chess.Board(f).legal_moves)][:args.boards]
+  fens = [f for f in fens if any(chess.Board(f).legal_moves)][: args.boards]
   fresh_start = engine._NewGame.start  # pylint: disable=protected-access
 
   def kept_start(self):  # The old behaviour: wait for the engine, keep its hash and histories.
@@ -59,8 +59,10 @@ def main(argv=None) -> None:
           seconds[name] += _time(config, fens)
     finally:
       engine._NewGame.start = fresh_start  # pylint: disable=protected-access
-    print(f"{mode} {limit}: fresh {seconds['fresh']:.2f} s, kept {seconds['kept']:.2f} s,"
-          f" fresh/kept {seconds['fresh'] / seconds['kept']:.3f}")
+    print(
+      f'{mode} {limit}: fresh {seconds["fresh"]:.2f} s, kept {seconds["kept"]:.2f} s,'
+      f' fresh/kept {seconds["fresh"] / seconds["kept"]:.3f}'
+    )
 
 
 if __name__ == '__main__':

@@ -26,7 +26,8 @@ a. measure (`--measure-seconds`, 120): MEASURE's configs at `--batch` (4096) wit
    under 45%, two steps are traced (`jax.profiler`) into OUT/profiles.tar.gz. Then the training config at
    TRAIN_BATCHES, for the smallest batch at >= 30% MFU (the largest measured where none is).
 b. train: `--train` (pretrained_transformer_gpu: the shipped 4M board-packed transformer with priors, continued
-   from `--init`, a shipped name or a folder; `--train 9m --init none` is the paper's 9M from scratch, on per-move data) (its GPU variant's
+   from `--init`, a shipped name or a folder; `--train 9m --init none` is the paper's 9M from scratch, on per-move
+   data) (its GPU variant's
    settings; `--set`'s and that batch), by `searchless.commands.train` for the time left, on the boards carried
    (`campaign.board_columns`, unpacked with every core). Then exported (`loading.export`: EMA parameters
    in float32, the run's metrics, summary and config beside them) as OUT/model.tar, split in 16 MiB parts
@@ -54,8 +55,14 @@ PROFILE_BELOW = 0.45
 # one checkpoint kept); the playbook overrides only the batch, the wall-clock and the loader workers (and `--set`).
 TRAIN_CONFIG = 'pretrained_transformer_gpu'
 # --quick: tiny models in float32 (XLA:CPU compiles bfloat16 slowly), a few steps.
-QUICK = {'measure': ['tiny:float32'], 'train': 'tiny_packed', 'batch': 8, 'batches': [4, 8], 'steps': 2,
-         'set': ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'train.compute_dtype=float32']}
+QUICK = {
+  'measure': ['tiny:float32'],
+  'train': 'tiny_packed',
+  'batch': 8,
+  'batches': [4, 8],
+  'steps': 2,
+  'set': ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'train.compute_dtype=float32'],
+}
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # The checkout.
 sys.path.insert(0, str(ROOT))  # The campaign's board columns: a tool of the checkout, carried with it.
 PART_LIMIT = 16 * 2**20 - 4096  # The device's limit on a returned file, with room to spare.
@@ -69,16 +76,24 @@ def log(message: str) -> None:
 def measure_part(args, scratch: pathlib.Path) -> dict:
   """Part a, in this process: every MEASURE row, the largest batches, the trained config's batch."""
   import jax  # Here only: the parent process leaves the GPU to the training process.
+
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
   import train_step  # pylint: disable=import-outside-toplevel
+
   deadline = time.time() + args.measure_seconds
   device = jax.devices()[0]
   stats = device.memory_stats() or {}
   limit = stats.get('bytes_limit')
-  result = {'device': device.device_kind, 'platform': device.platform, 'devices': jax.device_count(),
-            'memory_bytes_per_device': limit, 'batch': args.batch,
-            'flops': 'model: 3 x model.flops_per_sequence (forward + backward matmuls); xla: cost_analysis()',
-            'rows': [], 'skipped': []}
+  result = {
+    'device': device.device_kind,
+    'platform': device.platform,
+    'devices': jax.device_count(),
+    'memory_bytes_per_device': limit,
+    'batch': args.batch,
+    'flops': 'model: 3 x model.flops_per_sequence (forward + backward matmuls); xla: cost_analysis()',
+    'rows': [],
+    'skipped': [],
+  }
   profiles = scratch / 'profiles'
   for item in args.measure:  # First what the call is for: every row measured.
     name, _, dtype = item.partition(':')
@@ -149,26 +164,38 @@ def train_batch(train_step, args, deadline: float) -> dict:
 def row_line(row: dict) -> str:
   mfu = lambda x: f'{100 * x:.1f}%' if x is not None else 'n/a'
   peak = row.get('peak_mib_per_device')
-  return (f"{row['config']} {row['dtype']} batch {row['batch']} (micro {row['micro_batch'] or '-'}): "
-          f"{row['params'] / 1e6:.1f}M params, {row['step_ms']:.1f} ms/step, {row['examples_per_s']:,.0f} examples/s, "
-          f"MFU {mfu(row['mfu'])} (XLA count {mfu(row['mfu_xla'])}), peak {peak and f'{peak:,.0f}'} MiB")
+  return (
+    f'{row["config"]} {row["dtype"]} batch {row["batch"]} (micro {row["micro_batch"] or "-"}): '
+    f'{row["params"] / 1e6:.1f}M params, {row["step_ms"]:.1f} ms/step, {row["examples_per_s"]:,.0f} examples/s, '
+    f'MFU {mfu(row["mfu"])} (XLA count {mfu(row["mfu_xla"])}), peak {peak and f"{peak:,.0f}"} MiB'
+  )
 
 
 def table(result: dict) -> str:
   """playbook.md: one row per measured config."""
-  lines = [f"# GPU playbook on {result['device']}", '', '| config | dtype | batch | micro | params | ms/step | '
-           'examples/s | MFU (model) | MFU (XLA) | peak MiB | largest batch |', '|' + ' --- |' * 11]
+  lines = [
+    f'# GPU playbook on {result["device"]}',
+    '',
+    '| config | dtype | batch | micro | params | ms/step | '
+    'examples/s | MFU (model) | MFU (XLA) | peak MiB | largest batch |',
+    '|' + ' --- |' * 11,
+  ]
   for r in result['rows'] + result.get('train', {}).get('rows', []):
     largest = r.get('largest_batch', {}).get('batch')
     pct = lambda x: f'{100 * x:.1f}%' if x is not None else 'n/a'
     peak = r.get('peak_mib_per_device')
-    lines.append(f"| {r['config']} | {r['dtype']} | {r['batch']} | {r['micro_batch'] or '-'} | "
-                 f"{r['params'] / 1e6:.1f}M | {r['step_ms']:.1f} | {r['examples_per_s']:,.0f} | {pct(r['mfu'])} | "
-                 f"{pct(r['mfu_xla'])} | {f'{peak:,.0f}' if peak else 'n/a'} | {largest or 'n/a'} |")
+    lines.append(
+      f'| {r["config"]} | {r["dtype"]} | {r["batch"]} | {r["micro_batch"] or "-"} | '
+      f'{r["params"] / 1e6:.1f}M | {r["step_ms"]:.1f} | {r["examples_per_s"]:,.0f} | {pct(r["mfu"])} | '
+      f'{pct(r["mfu_xla"])} | {f"{peak:,.0f}" if peak else "n/a"} | {largest or "n/a"} |'
+    )
   if 'training' in result:
     t = result['training']
-    lines += ['', f"Trained {t['config']} for {t['seconds']:.0f} s: {t.get('step')} steps of {t['batch']}, "
-              f"{t.get('examples_per_s', 0):,.0f} examples/s, MFU {t.get('mfu')}, final loss {t.get('loss')}."]
+    lines += [
+      '',
+      f'Trained {t["config"]} for {t["seconds"]:.0f} s: {t.get("step")} steps of {t["batch"]}, '
+      f'{t.get("examples_per_s", 0):,.0f} examples/s, MFU {t.get("mfu")}, final loss {t.get("loss")}.',
+    ]
   return '\n'.join(lines) + '\n'
 
 
@@ -177,19 +204,35 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
   data = pathlib.Path(args.data)
   if data.is_dir():
     from campaign import board_columns  # The campaign's carry format: the checkout travels with the call.
+
     bag = scratch / 'train_board_value_data.bag'
     log(f'data: {board_columns.unpack(data, bag, workers=os.cpu_count() or 1):,} boards unpacked')
   else:
     bag = data
   workdir = scratch / 'train'
-  overrides = [f'data.batch_size={batch}', f'train.max_seconds={seconds:.0f}',
-               f'data.worker_count={args.workers}', *args.set]
+  overrides = [
+    f'data.batch_size={batch}',
+    f'train.max_seconds={seconds:.0f}',
+    f'data.worker_count={args.workers}',
+    *args.set,
+  ]
   if args.init != 'none':  # A shipped model's name, or a folder.
     from searchless.model import loading
+
     init = loading.pretrained_dir(args.init) if args.init in loading.SHIPPED else pathlib.Path(args.init).resolve()
     overrides.append(f'train.init_from={init}')
-  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', args.train, '--workdir', str(workdir),
-         '--data', str(bag), *overrides]
+  cmd = [
+    sys.executable,
+    '-m',
+    'searchless.commands.train',
+    '--config',
+    args.train,
+    '--workdir',
+    str(workdir),
+    '--data',
+    str(bag),
+    *overrides,
+  ]
   log(' '.join(cmd[1:]))
   with open(out / 'playbook.log', 'w') as trainer_log:
     trainer = subprocess.Popen(cmd, stdout=trainer_log, stderr=subprocess.STDOUT, env=env)
@@ -197,15 +240,23 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
       time.sleep(1 if args.quick else 30)
       last = last_metrics(workdir)
       if last:
-        log(f"step {last['step']}, loss {last['loss']:.4f}, {last['examples_per_s']:,.0f} examples/s, "
-            f"MFU {last.get('mfu') or 0:.1%}")
+        log(
+          f'step {last["step"]}, loss {last["loss"]:.4f}, {last["examples_per_s"]:,.0f} examples/s, '
+          f'MFU {last.get("mfu") or 0:.1%}'
+        )
   if trainer.returncode:
-    raise SystemExit(f'training failed (exit {trainer.returncode}); see playbook.log:\n'
-                     + (out / 'playbook.log').read_text()[-3000:])
+    raise SystemExit(
+      f'training failed (exit {trainer.returncode}); see playbook.log:\n' + (out / 'playbook.log').read_text()[-3000:]
+    )
   last = last_metrics(workdir) or {}
-  return {'config': args.train, 'overrides': overrides, 'batch': batch, 'seconds': seconds,
-          **{k: last.get(k) for k in ('step', 'loss', 'examples_per_s', 'mfu', 'targets_per_s')},
-          'files': export(workdir, scratch / 'export' / args.train, out)}
+  return {
+    'config': args.train,
+    'overrides': overrides,
+    'batch': batch,
+    'seconds': seconds,
+    **{k: last.get(k) for k in ('step', 'loss', 'examples_per_s', 'mfu', 'targets_per_s')},
+    'files': export(workdir, scratch / 'export' / args.train, out),
+  }
 
 
 def last_metrics(workdir: pathlib.Path) -> dict | None:
@@ -225,11 +276,16 @@ def device_metadata(workdir: pathlib.Path) -> dict:
   """Where the run trained, as the campaign's adopt step reads it (`loading.export`'s metadata): the device, the CPU
   cores feeding it, the models sharing it and the run's wall-clock."""
   import jax  # After training: the device is free.
+
   device = jax.devices()[0]
   summary = workdir / 'summary.json'
   seconds = json.loads(summary.read_text()).get('wall_seconds') if summary.exists() else None
-  return {'device': 'CPU' if device.platform == 'cpu' else device.device_kind, 'cpu_cores': os.cpu_count(),
-          'models': 1, 'seconds': seconds}
+  return {
+    'device': 'CPU' if device.platform == 'cpu' else device.device_kind,
+    'cpu_cores': os.cpu_count(),
+    'models': 1,
+    'seconds': seconds,
+  }
 
 
 def export(workdir: pathlib.Path, stage: pathlib.Path, out: pathlib.Path) -> list[str]:
@@ -237,9 +293,16 @@ def export(workdir: pathlib.Path, stage: pathlib.Path, out: pathlib.Path) -> lis
   PART_LIMIT, its parts OUT/model.tar.00, .01, ... Returns the files' names."""
   from searchless.core import config as config_lib
   from searchless.model import loading
+
   params = loading.load_params(str(workdir), ema=True)
-  loading.export(str(stage), params, config_lib.from_json((workdir / 'config.json').read_text()), dtype='float32',
-                 run=str(workdir), metadata=device_metadata(workdir))
+  loading.export(
+    str(stage),
+    params,
+    config_lib.from_json((workdir / 'config.json').read_text()),
+    dtype='float32',
+    run=str(workdir),
+    metadata=device_metadata(workdir),
+  )
   tar = stage.parent / 'model.tar'
   with tarfile.open(tar, 'w') as t:
     t.add(stage, arcname=stage.name)
@@ -259,18 +322,22 @@ def parse(argv=None) -> argparse.Namespace:
   p.add_argument('--out', required=True, help='what comes back: playbook.json/.md/.log, model.tar*, profiles.tar.gz')
   p.add_argument('--data', help='the train boards: a folder of board_columns or a bag (needed by part train)')
   p.add_argument('--parts', nargs='+', default=['measure', 'train'], choices=['measure', 'train'])
-  p.add_argument('--seconds', type=float, default=540, help='the whole playbook\'s wall-clock')
-  p.add_argument('--measure-seconds', type=float, default=120, help='part a\'s share of it')
+  p.add_argument('--seconds', type=float, default=540, help="the whole playbook's wall-clock")
+  p.add_argument('--measure-seconds', type=float, default=120, help="part a's share of it")
   p.add_argument('--measure', nargs='*', default=MEASURE, metavar='CONFIG:DTYPE')
-  p.add_argument('--batch', type=int, default=4096, help='part a\'s batch')
+  p.add_argument('--batch', type=int, default=4096, help="part a's batch")
   p.add_argument('--steps', type=int, default=5, help='timed steps a measurement')
   p.add_argument('--train', default=TRAIN_CONFIG, help='the config part b trains')
   p.add_argument('--train-batches', type=int, nargs='+', default=TRAIN_BATCHES)
-  p.add_argument('--train-batch', type=int, help='part b\'s batch (default: part a\'s choice, else 2048)')
-  p.add_argument('--init', default=None, help='start from these parameters (default: the shipped '
-                 'pretrained-transformer for --train pretrained_transformer, else none); none: from scratch')
+  p.add_argument('--train-batch', type=int, help="part b's batch (default: part a's choice, else 2048)")
+  p.add_argument(
+    '--init',
+    default=None,
+    help='start from these parameters (default: the shipped '
+    'pretrained-transformer for --train pretrained_transformer, else none); none: from scratch',
+  )
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='overrides of the trained config')
-  p.add_argument('--wheels', help='a folder of wheels the machine lacks: installed first (a device\'s image)')
+  p.add_argument('--wheels', help="a folder of wheels the machine lacks: installed first (a device's image)")
   p.add_argument('--workers', type=int, default=12, help='loader processes feeding the GPU')
   p.add_argument('--scratch', default=os.path.join(os.environ.get('TMPDIR', '/tmp'), 'gpu_playbook'))
   p.add_argument('--quick', action='store_true', help='a toy run of it all (tiny configs, a few steps): for a CPU')
@@ -292,8 +359,22 @@ def prepare(wheels: str | None, scratch: pathlib.Path) -> dict[str, str]:
   if not wheels:
     return env
   site = scratch / 'site'
-  subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index', '--no-deps', '--no-compile',
-                  '--target', str(site), *map(str, sorted(pathlib.Path(wheels).glob('*.whl')))], check=True)
+  subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'pip',
+      'install',
+      '-q',
+      '--no-index',
+      '--no-deps',
+      '--no-compile',
+      '--target',
+      str(site),
+      *map(str, sorted(pathlib.Path(wheels).glob('*.whl'))),
+    ],
+    check=True,
+  )
   paths = [str(site), str(ROOT)]
   sys.path[:0] = paths
   env['PYTHONPATH'] = os.pathsep.join([*paths, *filter(None, [env.get('PYTHONPATH')])])
@@ -317,12 +398,20 @@ def main(argv=None) -> dict:
   env = prepare(args.wheels, scratch)
   if args.init is None:  # The shipped pretrained-transformer for its own config.
     from searchless.model import loading
+
     shipped = args.train in ('pretrained_transformer', TRAIN_CONFIG)
     args.init = str(loading.pretrained_dir(loading.PRETRAINED_TRANSFORMER)) if shipped else 'none'
   result: dict = {'rows': [], 'skipped': []}
   if 'measure' in args.parts:  # In its own process, so that the GPU is whole again for training.
-    cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), '--phase', 'measure',
-           '--scratch', str(scratch)]
+    cmd = [
+      sys.executable,
+      __file__,
+      *(argv if argv is not None else sys.argv[1:]),
+      '--phase',
+      'measure',
+      '--scratch',
+      str(scratch),
+    ]
     if args.quick:
       cmd.append('--quick')
     code = subprocess.run(cmd, check=False, timeout=args.measure_seconds + 240, env=env).returncode
@@ -335,13 +424,13 @@ def main(argv=None) -> dict:
     batch = args.train_batch or result.get('train', {}).get('batch') or 2048
     seconds = max(10.0, args.seconds - (time.time() - started) - EXPORT_SECONDS)
     result['training'] = train_part(args, scratch, out, batch, seconds, env)
-    log(f"trained {args.train}: {result['training']['step']} steps, loss {result['training']['loss']:.4f}")
+    log(f'trained {args.train}: {result["training"]["step"]} steps, loss {result["training"]["loss"]:.4f}')
   result['seconds'] = time.time() - started
   (out / 'playbook.json').write_text(json.dumps(result, indent=1) + '\n')
   if 'device' in result:
     (out / 'playbook.md').write_text(table(result))
     print(table(result), flush=True)
-  log(f"done in {result['seconds']:.0f} s; OUT: {', '.join(sorted(p.name for p in out.iterdir()))}")
+  log(f'done in {result["seconds"]:.0f} s; OUT: {", ".join(sorted(p.name for p in out.iterdir()))}')
   return result
 
 

@@ -1,6 +1,6 @@
 """The graph backbone (AlphaGateau) beside the per-move and the board-packed transformer.
 
-    .venv/bin/python benchmarks/graph.py --quick      # parameters and throughput only, ~2 minutes on 2 cores (95 s measured)
+    .venv/bin/python benchmarks/graph.py --quick      # parameters and throughput only, ~2 minutes on 2 cores
     .venv/bin/python benchmarks/graph.py --data ANNOTATED --budget_s 600 --eval_boards 1000 \\
         --puzzles ../shared/data/puzzles/lichess_puzzles_dev.csv --workdir runs/graph   # + the learning comparison
 
@@ -43,25 +43,36 @@ CONFIGS = {'per-move': 'tiny', 'packed': 'tiny_packed', 'graph': 'graph_tiny'}
 def main(argv=None) -> None:
   args = packing.parse_args(__doc__.split('\n\n')[0], argv, budget_s=600, micro_batch=True)
 
-  print(f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
-        f'device(s), {len(os.sched_getaffinity(0))} cores')
+  print(
+    f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
+    f'device(s), {len(os.sched_getaffinity(0))} cores'
+  )
   fens = boards_lib.spread_boards(boards_lib.LICHESS_999, max(args.boards, 256))
-  micro = {f'{name} m{m}': (CONFIGS[name], [f'train.micro_batch={m}']) for m in args.micro_batch for name in ('packed', 'graph')}
+  micro = {
+    f'{name} m{m}': (CONFIGS[name], [f'train.micro_batch={m}'])
+    for m in args.micro_batch
+    for name in ('packed', 'graph')
+  }
   results = {'train': packing.train_throughput(packing._labelled_boards(fens[:256]), args.steps, {**CONFIGS, **micro})}
-  fens = fens[:args.boards]
+  fens = fens[: args.boards]
   for name, r in results['train'].items():
-    print(f"train {name:9s}: {r['params']:8d} params, {r['action_values_per_s']:8.0f} action-values/s "
-          f"({r['step_ms']:.0f} ms/step, {r['action_values_per_step']:.0f} action-values/step)")
+    print(
+      f'train {name:9s}: {r["params"]:8d} params, {r["action_values_per_s"]:8.0f} action-values/s '
+      f'({r["step_ms"]:.0f} ms/step, {r["action_values_per_step"]:.0f} action-values/step)'
+    )
   results['play'] = packing.play_latency(fens, CONFIGS)
   for name, r in results['play'].items():
-    print(f"play  {name:9s}: median {r['median_ms']:.1f} ms per board (p95 {r['p95_ms']:.1f}) over {r['boards']} "
-          f"boards, {sum(chess.Board(f).legal_moves.count() for f in fens) / len(fens):.1f} legal moves on average")
+    print(
+      f'play  {name:9s}: median {r["median_ms"]:.1f} ms per board (p95 {r["p95_ms"]:.1f}) over {r["boards"]} '
+      f'boards, {sum(chess.Board(f).legal_moves.count() for f in fens) / len(fens):.1f} legal moves on average'
+    )
   if args.data:
-    results['learning'] = packing.learning(args.data, args.budget_s, pathlib.Path(args.workdir), args.puzzles,
-                                           args.eval_boards, args.num_puzzles, CONFIGS)
+    results['learning'] = packing.learning(
+      args.data, args.budget_s, pathlib.Path(args.workdir), args.puzzles, args.eval_boards, args.num_puzzles, CONFIGS
+    )
     for key in ('action_accuracy', 'kendall_tau_b', 'puzzle_accuracy'):
       if key in results['learning']['graph']:
-        print(f'learning: {key} ' + ', '.join(f"{name} {results['learning'][name][key]:.4f}" for name in CONFIGS))
+        print(f'learning: {key} ' + ', '.join(f'{name} {results["learning"][name][key]:.4f}' for name in CONFIGS))
   if args.workdir:
     pathlib.Path(args.workdir).mkdir(parents=True, exist_ok=True)
     (pathlib.Path(args.workdir) / 'graph.json').write_text(json.dumps(results, indent=2))
@@ -71,9 +82,12 @@ def main(argv=None) -> None:
     print(f'graph/{other}: train {x:.2f}x action-values/s, play {y:.2f}x boards/s')
   rate = lambda name: results['train'][name]['action_values_per_s']
   for m in args.micro_batch:
-    print(f"micro-batches of {m}: graph {rate(f'graph m{m}') / rate('graph'):.2f}x its whole batch, packed "
-          f"{rate(f'packed m{m}') / rate('packed'):.2f}x; graph/packed: train {rate(f'graph m{m}') / rate(f'packed m{m}'):.2f}x "
-          f"action-values/s (graph m{m}/packed whole batch: {rate(f'graph m{m}') / rate('packed'):.2f}x)")
+    print(
+      f'micro-batches of {m}: graph {rate(f"graph m{m}") / rate("graph"):.2f}x its whole batch, packed '
+      f'{rate(f"packed m{m}") / rate("packed"):.2f}x; graph/packed: train '
+      f'{rate(f"graph m{m}") / rate(f"packed m{m}"):.2f}x '
+      f'action-values/s (graph m{m}/packed whole batch: {rate(f"graph m{m}") / rate("packed"):.2f}x)'
+    )
 
 
 if __name__ == '__main__':

@@ -56,14 +56,13 @@ GAMES = sorted(str(p) for p in (ROOT.parent / 'shared' / 'data' / 'games').glob(
 TEST_FRACTION = 0.05  # The pipeline's hash split (annotate.split_of): these games are held out.
 # (name, engine mode, limit, policies trained on its records).
 MODES = (
-    ('per_move nodes=50000 (paper, ~50 ms)', 'per_move', 'nodes=50000', ('action_value',)),
-    ('per_move nodes=5000', 'per_move', 'nodes=5000', ('action_value',)),
-    ('multipv nodes=200000', 'multipv', 'nodes=200000', ('action_value',)),
-    ('multipv nodes=20000', 'multipv', 'nodes=20000', ('action_value',)),
-    ('board nodes=20000', 'board', 'nodes=20000', ('state_value', 'behavioral_cloning')),
+  ('per_move nodes=50000 (paper, ~50 ms)', 'per_move', 'nodes=50000', ('action_value',)),
+  ('per_move nodes=5000', 'per_move', 'nodes=5000', ('action_value',)),
+  ('multipv nodes=200000', 'multipv', 'nodes=200000', ('action_value',)),
+  ('multipv nodes=20000', 'multipv', 'nodes=20000', ('action_value',)),
+  ('board nodes=20000', 'board', 'nodes=20000', ('state_value', 'behavioral_cloning')),
 )
-CONFIGS = {'action_value': 'tiny_packed', 'state_value': 'tiny',
-           'behavioral_cloning': 'tiny'}
+CONFIGS = {'action_value': 'tiny_packed', 'state_value': 'tiny', 'behavioral_cloning': 'tiny'}
 
 
 def slug(name: str) -> str:
@@ -111,8 +110,12 @@ def annotate_mode(args) -> dict:
   if done.exists():
     return json.loads(done.read_text())
   out_dir.mkdir(parents=True, exist_ok=True)
-  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode=mode,
-                                   state_value='search' if mode == 'board' else 'best_move')
+  config = engine_lib.EngineConfig(
+    path=engine_path,
+    limit=launch.SearchLimit.parse(limit),
+    mode=mode,
+    state_value='search' if mode == 'board' else 'best_move',
+  )
   annotations, start = [], time.time()
   with engine_lib.BoardAnnotator(config) as annotator:
     used = 0.0
@@ -128,10 +131,17 @@ def annotate_mode(args) -> dict:
   for kind in kinds:
     items = [r for a in annotations for r in annotate.RECORDS_OF[kind](a)]
     counts[kind] = bags.write_records(str(out_dir / f'{kind}_data.bag'), kind, items)
-  result = {'name': name, 'mode': mode, 'limit': limit, 'engine_cpu_seconds': round(used, 1),
-            'wall_seconds': round(time.time() - start, 1), 'boards': len(annotations),
-            'action_values': sum(len(a.action_values) for a in annotations), 'records': counts,
-            'engine': engine_id}
+  result = {
+    'name': name,
+    'mode': mode,
+    'limit': limit,
+    'engine_cpu_seconds': round(used, 1),
+    'wall_seconds': round(time.time() - start, 1),
+    'boards': len(annotations),
+    'action_values': sum(len(a.action_values) for a in annotations),
+    'records': counts,
+    'engine': engine_id,
+  }
   done.write_text(json.dumps(result, indent=2) + '\n')
   print(f'annotated {name}: {json.dumps({k: v for k, v in result.items() if k != "engine"})}', flush=True)
   return result
@@ -139,8 +149,9 @@ def annotate_mode(args) -> dict:
 
 def reference_chunk(args) -> list:
   fens, limit, engine_path = args
-  config = engine_lib.EngineConfig(path=engine_path, limit=launch.SearchLimit.parse(limit), mode='multipv',
-                                   state_value='best_move', deadline=300)
+  config = engine_lib.EngineConfig(
+    path=engine_path, limit=launch.SearchLimit.parse(limit), mode='multipv', state_value='best_move', deadline=300
+  )
   with engine_lib.BoardAnnotator(config) as annotator:
     return [annotator.annotate(fen) for fen in fens]
 
@@ -158,25 +169,45 @@ def reference_boards(fens: list[str], limit: str, workdir: pathlib.Path, engine_
     tmp = path.with_suffix('.tmp')
     bags.write_records(str(tmp), records.BOARD_VALUE, items)
     tmp.rename(path)
-    (path.parent / 'reference.json').write_text(json.dumps(
-        {'limit': limit, 'mode': 'multipv', 'boards': len(items), 'wall_seconds': round(time.time() - start, 1),
-         'processes': processes}, indent=2) + '\n')
+    (path.parent / 'reference.json').write_text(
+      json.dumps(
+        {
+          'limit': limit,
+          'mode': 'multipv',
+          'boards': len(items),
+          'wall_seconds': round(time.time() - start, 1),
+          'processes': processes,
+        },
+        indent=2,
+      )
+      + '\n'
+    )
   from searchless.evaluation import evaluate
+
   boards, dropped, _ = evaluate.load_boards(str(path))
   return boards
 
 
-def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathlib.Path, train_seconds: float,
-                      ref_boards, puzzle_set) -> dict:
+def train_and_measure(
+  name: str, policy: str, data: pathlib.Path, run_dir: pathlib.Path, train_seconds: float, ref_boards, puzzle_set
+) -> dict:
   from searchless.evaluation import evaluate, puzzles as puzzle_eval
   from searchless.play import player as player_lib
   from searchless.training import train
+
   done = run_dir / 'measured.json'
   if done.exists():
     return json.loads(done.read_text())
   kind = records.BOARD_VALUE if policy == 'action_value' else policy
-  overrides = [f'data.train={data / f"{kind}_data.bag"}', f'policy={policy}', f'train.max_seconds={train_seconds}',
-               'train.num_steps=10000000', 'train.eval_every=10000000', 'train.ckpt_every=500', 'train.log_every=25']
+  overrides = [
+    f'data.train={data / f"{kind}_data.bag"}',
+    f'policy={policy}',
+    f'train.max_seconds={train_seconds}',
+    'train.num_steps=10000000',
+    'train.eval_every=10000000',
+    'train.ckpt_every=500',
+    'train.log_every=25',
+  ]
   config = configs.load(str(CONFIGS[policy]), overrides)
   trained = run_dir / 'trained.json'
   if not trained.exists():
@@ -187,10 +218,16 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
   player = player_lib.Player.load(str(run_dir), compute_dtype='float32')
   results = evaluate.evaluate(player.policy, ref_boards, progress=False)
   summary = metrics.summarise([r['metrics'] for r in results])
-  entry = {'name': name, 'policy': policy, **json.loads(trained.read_text()),
-           'records_trained': int(sum(r.get('targets', 0) for r in log)), 'final_train_loss': log[-1]['loss'],
-           'action_accuracy': summary['action_accuracy'], 'kendall_tau_b': summary['kendall_tau'],
-           'test_boards': len(ref_boards)}
+  entry = {
+    'name': name,
+    'policy': policy,
+    **json.loads(trained.read_text()),
+    'records_trained': int(sum(r.get('targets', 0) for r in log)),
+    'final_train_loss': log[-1]['loss'],
+    'action_accuracy': summary['action_accuracy'],
+    'kendall_tau_b': summary['kendall_tau'],
+    'test_boards': len(ref_boards),
+  }
   if puzzle_set:
     solved = puzzle_eval.evaluate(puzzle_set, player, progress=False)
     entry['puzzles'] = len(solved)
@@ -202,18 +239,24 @@ def train_and_measure(name: str, policy: str, data: pathlib.Path, run_dir: pathl
 
 
 def table(rows: list[dict]) -> str:
-  head = ('| mode | policy | engine core-hours | boards | records | train budget (steps) | action accuracy '
-          '| Kendall tau-b | dev puzzles (95% interval) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  head = (
+    '| mode | policy | engine core-hours | boards | records | train budget (steps) | action accuracy '
+    '| Kendall tau-b | dev puzzles (95% interval) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |'
+  )
   lines = [head]
   for r in rows:
     puzzles = '-'
     if 'puzzles' in r:
       low, high = metrics.wilson(r['puzzles_solved'], r['puzzles'])
-      puzzles = f"{100 * r['puzzle_accuracy']:.2f}% ({r['puzzles_solved']}/{r['puzzles']}; {100 * low:.1f}-{100 * high:.1f}%)"
+      puzzles = (
+        f'{100 * r["puzzle_accuracy"]:.2f}% ({r["puzzles_solved"]}/{r["puzzles"]}; {100 * low:.1f}-{100 * high:.1f}%)'
+      )
     acc_low, acc_high = metrics.wilson(round(r['action_accuracy'] * r['test_boards']), r['test_boards'])
-    lines.append(f"| {r['name']} | {r['policy']} | {r['engine_core_hours']:.3f} | {r['boards']:,} | {r['records']:,} "
-                 f"| {r['seconds']:.0f} s ({r['steps']:,}) | {r['action_accuracy']:.3f} ({acc_low:.2f}-{acc_high:.2f}) "
-                 f"| {r['kendall_tau_b']:.3f} | {puzzles} |")
+    lines.append(
+      f'| {r["name"]} | {r["policy"]} | {r["engine_core_hours"]:.3f} | {r["boards"]:,} | {r["records"]:,} '
+      f'| {r["seconds"]:.0f} s ({r["steps"]:,}) | {r["action_accuracy"]:.3f} ({acc_low:.2f}-{acc_high:.2f}) '
+      f'| {r["kendall_tau_b"]:.3f} | {puzzles} |'
+    )
   return '\n'.join(lines)
 
 
@@ -223,7 +266,9 @@ def main(argv=None) -> None:
   p.add_argument('--games', nargs='+', default=GAMES, help='PGN files (default: ../shared/data/games/*.pgn)')
   p.add_argument('--budget_core_hours', type=float, default=0.1, help='engine CPU budget of each mode')
   p.add_argument('--train_seconds', type=float, default=300, help='training wall-clock budget of each model')
-  p.add_argument('--reference', default='nodes=1000000', help='limit of the deep reference (one MultiPV search per board)')
+  p.add_argument(
+    '--reference', default='nodes=1000000', help='limit of the deep reference (one MultiPV search per board)'
+  )
   p.add_argument('--reference_boards', type=int, default=200, help='test boards (one per held-out game)')
   p.add_argument('--puzzles', default=None, help='puzzle CSV (e.g. ../shared/data/puzzles/lichess_puzzles_dev.csv)')
   p.add_argument('--processes', type=int, default=2, help='engine processes at once (modes annotated in parallel)')
@@ -236,40 +281,72 @@ def main(argv=None) -> None:
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores', flush=True)
 
   train_fens, test_fens = split_boards(args.games)
-  test_fens = test_fens[:args.reference_boards]
+  test_fens = test_fens[: args.reference_boards]
   print(f'{len(train_fens):,} train boards, {len(test_fens)} test boards (held-out games)', flush=True)
   budget_s = args.budget_core_hours * 3600
-  jobs = [(name, mode, limit, train_fens, budget_s, str(workdir / 'labels' / slug(name)), engine_path)
-          for name, mode, limit, _ in modes]
+  jobs = [
+    (name, mode, limit, train_fens, budget_s, str(workdir / 'labels' / slug(name)), engine_path)
+    for name, mode, limit, _ in modes
+  ]
   with multiprocessing.get_context('spawn').Pool(args.processes) as pool:
     annotated = {r['name']: r for r in pool.map(annotate_mode, jobs, chunksize=1)}
   ref = reference_boards(test_fens, args.reference, workdir, engine_path, args.processes)
 
   from searchless.data import puzzles as puzzles_lib
+
   puzzle_set = list(puzzles_lib.read_puzzles(args.puzzles)) if args.puzzles else []
   rows = []
   for name, mode, limit, policies in modes:
     for policy in policies:
       a = annotated[name]
-      entry = train_and_measure(name, policy, workdir / 'labels' / slug(name), workdir / 'models' / f'{slug(name)}-{policy}',
-                                args.train_seconds, ref, puzzle_set)
+      entry = train_and_measure(
+        name,
+        policy,
+        workdir / 'labels' / slug(name),
+        workdir / 'models' / f'{slug(name)}-{policy}',
+        args.train_seconds,
+        ref,
+        puzzle_set,
+      )
       kind = records.BOARD_VALUE if policy == 'action_value' else policy
-      rows.append({**entry, 'engine_core_hours': a['engine_cpu_seconds'] / 3600, 'boards': a['boards'],
-                   'records': a['action_values'] if policy == 'action_value' else a['records'][kind]})
-  (workdir / 'frontier.json').write_text(json.dumps({'rows': rows, 'annotation': annotated,
-                                                     'budget_core_hours': args.budget_core_hours,
-                                                     'train_seconds': args.train_seconds,
-                                                     'reference': args.reference}, indent=2) + '\n')
+      rows.append(
+        {
+          **entry,
+          'engine_core_hours': a['engine_cpu_seconds'] / 3600,
+          'boards': a['boards'],
+          'records': a['action_values'] if policy == 'action_value' else a['records'][kind],
+        }
+      )
+  (workdir / 'frontier.json').write_text(
+    json.dumps(
+      {
+        'rows': rows,
+        'annotation': annotated,
+        'budget_core_hours': args.budget_core_hours,
+        'train_seconds': args.train_seconds,
+        'reference': args.reference,
+      },
+      indent=2,
+    )
+    + '\n'
+  )
   print(table(rows))
   if puzzle_set:
     best = max(rows, key=lambda r: r['puzzle_accuracy'] / max(r['engine_core_hours'], 1e-9))
     others = [r for r in rows if r is not best]
-    separated = all(metrics.wilson(r['puzzles_solved'], r['puzzles'])[1] < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
-                    for r in others)
-    print(f"cheapest per point of puzzle accuracy: {best['name']} [{best['policy']}] "
-          f"({100 * best['puzzle_accuracy']:.2f}% at {best['engine_core_hours']:.3f} engine core-hours); "
-          + ('its 95% interval is above every other mode\'s' if separated else
-             'not significant: its 95% interval overlaps another mode\'s'))
+    separated = all(
+      metrics.wilson(r['puzzles_solved'], r['puzzles'])[1] < metrics.wilson(best['puzzles_solved'], best['puzzles'])[0]
+      for r in others
+    )
+    print(
+      f'cheapest per point of puzzle accuracy: {best["name"]} [{best["policy"]}] '
+      f'({100 * best["puzzle_accuracy"]:.2f}% at {best["engine_core_hours"]:.3f} engine core-hours); '
+      + (
+        "its 95% interval is above every other mode's"
+        if separated
+        else "not significant: its 95% interval overlaps another mode's"
+      )
+    )
 
 
 if __name__ == '__main__':

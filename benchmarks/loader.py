@@ -82,8 +82,18 @@ def rate(batches, batch_size: int, seconds: float, warmup: int = 3) -> tuple[flo
 
 
 def ours(bag: str, batch_size: int, shuffle: bool, worker_count: int):
-  return iter(loader_lib.build_loader(bag, policy='action_value', num_return_buckets=128, batch_size=batch_size,
-                                   shuffle=shuffle, seed=0, num_epochs=None, worker_count=worker_count))
+  return iter(
+    loader_lib.build_loader(
+      bag,
+      policy='action_value',
+      num_return_buckets=128,
+      batch_size=batch_size,
+      shuffle=shuffle,
+      seed=0,
+      num_epochs=None,
+      worker_count=worker_count,
+    )
+  )
 
 
 def reference(location: str, bag: str, batch_size: int, shuffle: bool):
@@ -100,8 +110,15 @@ def reference(location: str, bag: str, batch_size: int, shuffle: bool):
   (scratch / 'data' / 'train').mkdir(parents=True)
   (scratch / 'data' / 'train' / 'action_value_data.bag').symlink_to(os.path.abspath(bag))
   (scratch / 'cwd').mkdir()
-  config = config_lib.DataConfig(batch_size=batch_size, shuffle=shuffle, seed=0, worker_count=0,
-                                 num_return_buckets=128, split='train', policy='action_value')
+  config = config_lib.DataConfig(
+    batch_size=batch_size,
+    shuffle=shuffle,
+    seed=0,
+    worker_count=0,
+    num_return_buckets=128,
+    split='train',
+    policy='action_value',
+  )
   here = os.getcwd()
   os.chdir(scratch / 'cwd')
   try:
@@ -112,8 +129,11 @@ def reference(location: str, bag: str, batch_size: int, shuffle: bool):
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--bag', default='/tmp/searchless-bench/action_value_200k_data.bag',
-                 help='action_value bag to read (written first if missing)')
+  p.add_argument(
+    '--bag',
+    default='/tmp/searchless-bench/action_value_200k_data.bag',
+    help='action_value bag to read (written first if missing)',
+  )
   p.add_argument('--records', type=int, default=200_000, help='records to write when --bag is missing')
   p.add_argument('--batch_size', type=int, default=1024)
   p.add_argument('--seconds', type=float, default=15.0, help='steady-state seconds per measurement')
@@ -129,8 +149,10 @@ def main() -> None:
     print(f'wrote {args.records} records to {bag} in {time.perf_counter() - start:.1f}s')
   size = len(bags.reader(str(bag)))
   print(f'machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}')
-  print(f'bag: {bag} ({size} records, {bag.stat().st_size / size:.1f} bytes/record); batch {args.batch_size}, '
-        f'shuffled, {args.seconds:.0f}s steady state per figure')
+  print(
+    f'bag: {bag} ({size} records, {bag.stat().st_size / size:.1f} bytes/record); batch {args.batch_size}, '
+    f'shuffled, {args.seconds:.0f}s steady state per figure'
+  )
 
   raw = bags.reader(str(bag)).read_indices(np.arange(args.batch_size))
   start, repeats = time.perf_counter(), 50
@@ -141,19 +163,25 @@ def main() -> None:
   for data in raw[:200]:
     records.decode('action_value', data)
   beam = 200 / (time.perf_counter() - start)
-  print(f'  decode+tokenize alone (sequences_lib.to_sequences, no grain): {core:,.0f} records/s '
-        f'(Beam records.decode alone: {beam:,.0f} records/s)')
+  print(
+    f'  decode+tokenize alone (sequences_lib.to_sequences, no grain): {core:,.0f} records/s '
+    f'(Beam records.decode alone: {beam:,.0f} records/s)'
+  )
 
   have_reference = (pathlib.Path(args.reference) / 'searchless_chess' / 'src' / 'data_loader.py').exists()
   if have_reference:
     ref_first = next(reference(args.reference, str(bag), args.batch_size, shuffle=False))[0]
     our_first = next(ours(str(bag), args.batch_size, shuffle=False, worker_count=0))
     same = np.array_equal(ref_first, our_first)
-    print(f'  parity, unshuffled first batch: {"identical values" if same else "DIFFERENT"} '
-          f'(reference {ref_first.shape} {ref_first.dtype}, ours {our_first.shape} {our_first.dtype})')
+    print(
+      f'  parity, unshuffled first batch: {"identical values" if same else "DIFFERENT"} '
+      f'(reference {ref_first.shape} {ref_first.dtype}, ours {our_first.shape} {our_first.dtype})'
+    )
   else:
-    print(f'  reference loader not found under {args.reference!r}: skipping the comparison '
-          '(materialise searchless_chess/src/*.py there)')
+    print(
+      f'  reference loader not found under {args.reference!r}: skipping the comparison '
+      '(materialise searchless_chess/src/*.py there)'
+    )
 
   results = {}
   if have_reference:

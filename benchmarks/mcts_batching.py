@@ -13,10 +13,10 @@ import argparse
 import time
 
 BOARDS = (
-    'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',
-    'r1bq1rk1/ppp2ppp/2np1n2/2b1p3/2B1P3/2PP1N2/PP3PPP/RNBQ1RK1 w - - 0 7',
-    'r2q1rk1/pp2bppp/2n1pn2/3p4/3P4/2NBPN2/PP3PPP/R2Q1RK1 w - - 0 10',
-    '2r2rk1/pp1b1ppp/4pn2/q7/3P4/P1Q1PN2/1P1B1PPP/2R2RK1 b - - 0 16',
+  'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',
+  'r1bq1rk1/ppp2ppp/2np1n2/2b1p3/2B1P3/2PP1N2/PP3PPP/RNBQ1RK1 w - - 0 7',
+  'r2q1rk1/pp2bppp/2n1pn2/3p4/3P4/2NBPN2/PP3PPP/R2Q1RK1 w - - 0 10',
+  '2r2rk1/pp1b1ppp/4pn2/q7/3P4/P1Q1PN2/1P1B1PPP/2R2RK1 b - - 0 16',
 )
 
 

@@ -61,12 +61,14 @@ CONFIGS = {'per-move': 'tiny', 'packed': 'tiny_packed'}
 def _labelled_boards(fens: list[str]) -> list:
   """Board records of `fens` with arbitrary labels (a step's cost does not depend on them)."""
   rng = np.random.default_rng(0)
-  return [from_action_values(fen, [(m.uci(), float(rng.random())) for m in chess.Board(fen).legal_moves])
-          for fen in fens]
+  return [
+    from_action_values(fen, [(m.uci(), float(rng.random())) for m in chess.Board(fen).legal_moves]) for fen in fens
+  ]
 
 
-def train_throughput(board_records: list, steps: int, configs: dict[str, str | tuple[str, list[str]]] = CONFIGS,
-                     rounds: int = 3) -> dict:
+def train_throughput(
+  board_records: list, steps: int, configs: dict[str, str | tuple[str, list[str]]] = CONFIGS, rounds: int = 3
+) -> dict:
   """Action-values per second of each update on the same boards (`configs`: name -> config, or (config, overrides)).
 
   All are compiled first, then timed in `rounds` interleaved rounds of `steps` steps each, and each reports its
@@ -81,19 +83,25 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
     batch = config.data.batch_size
     if packing_lib.packed(config):
       rows = packing_lib.packed_rows(board_records, config.data.max_moves, edges)  # [N, 77 + 2M + 1]
-      batches = [rows[i:i + batch] for i in range(0, len(rows) - batch + 1, batch)]
+      batches = [rows[i : i + batch] for i in range(0, len(rows) - batch + 1, batch)]
       targets = [int((packing_lib.split_packed(b)[1] >= 0).sum()) for b in batches]
     else:
       raw = [records.encode('action_value', av) for b in board_records for av in to_chessbench(b)['action_value']]
       sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
-      batches = [sequences[i:i + batch] for i in range(0, len(sequences) - batch + 1, batch)]
+      batches = [sequences[i : i + batch] for i in range(0, len(sequences) - batch + 1, batch)]
       targets = [batch] * len(batches)
     put = [jax.device_put(b, fns.batch_sharding) for b in batches]
     state, metrics = fns.update(state, put[0])  # Compile.
     jax.block_until_ready(metrics)
-    runs[name] = {'fns': fns, 'state': state, 'put': put, 'batch': batch, 'seconds': [],
-                  'done': sum(targets[i % len(put)] for i in range(steps)),  # Action-values in a round.
-                  'params': network.num_params(state.params)}
+    runs[name] = {
+      'fns': fns,
+      'state': state,
+      'put': put,
+      'batch': batch,
+      'seconds': [],
+      'done': sum(targets[i % len(put)] for i in range(steps)),  # Action-values in a round.
+      'params': network.num_params(state.params),
+    }
   for _ in range(rounds):
     for run in runs.values():
       state, start = run['state'], time.perf_counter()
@@ -105,9 +113,15 @@ def train_throughput(board_records: list, steps: int, configs: dict[str, str | t
   out = {}
   for name, run in runs.items():
     seconds = statistics.median(run['seconds'])
-    out[name] = {'batch': run['batch'], 'steps': steps, 'rounds': rounds, 'step_ms': 1000 * seconds / steps,
-                 'params': run['params'], 'action_values_per_step': run['done'] / steps,
-                 'action_values_per_s': run['done'] / seconds}
+    out[name] = {
+      'batch': run['batch'],
+      'steps': steps,
+      'rounds': rounds,
+      'step_ms': 1000 * seconds / steps,
+      'params': run['params'],
+      'action_values_per_step': run['done'] / steps,
+      'action_values_per_s': run['done'] / seconds,
+    }
   return out
 
 
@@ -131,44 +145,77 @@ def play_latency(fens: list[str], configs: dict[str, str] = CONFIGS) -> dict:
       start = time.perf_counter()
       player.analyse(board)
       seconds.append(time.perf_counter() - start)
-    out[name] = {'boards': len(fens), 'median_ms': 1000 * statistics.median(seconds),
-                 'p95_ms': 1000 * float(np.percentile(seconds, 95)), 'boards_per_s': 1 / statistics.median(seconds)}
+    out[name] = {
+      'boards': len(fens),
+      'median_ms': 1000 * statistics.median(seconds),
+      'p95_ms': 1000 * float(np.percentile(seconds, 95)),
+      'boards_per_s': 1 / statistics.median(seconds),
+    }
   return out
 
 
-def learning(data: list[str], budget_s: float, workdir: pathlib.Path, puzzles: str | None, eval_boards: int,
-             num_puzzles: int | None = None, configs: dict[str, str] = CONFIGS,
-             overrides: tuple[str, ...] = ()) -> dict:
-  """Trains each of `configs` for `budget_s` seconds on the train splits of `data`; evaluates them on its test splits."""
+def learning(
+  data: list[str],
+  budget_s: float,
+  workdir: pathlib.Path,
+  puzzles: str | None,
+  eval_boards: int,
+  num_puzzles: int | None = None,
+  configs: dict[str, str] = CONFIGS,
+  overrides: tuple[str, ...] = (),
+) -> dict:
+  """Trains each of `configs` for `budget_s` seconds on the train splits of `data`; evaluates them on its test ones."""
   from searchless.core import bags
   from searchless.data import puzzles as puzzles_lib
   from searchless.evaluation import evaluate, puzzles as puzzle_eval
+
   spec = lambda split, kind: ','.join(bags.find(f'{d}/{split}', kind) for d in data)
   train_av, train_boards = spec('train', 'action_value'), spec('train', 'board_value')
   boards, dropped, _ = evaluate.load_boards(spec('test', 'action_value'), eval_boards)
-  out = {'data': data, 'train_action_values': len(bags.reader(train_av)), 'train_boards': len(bags.reader(train_boards)),
-         'budget_s': budget_s, 'test_boards': len(boards), 'test_boards_dropped': dropped}
+  out = {
+    'data': data,
+    'train_action_values': len(bags.reader(train_av)),
+    'train_boards': len(bags.reader(train_boards)),
+    'budget_s': budget_s,
+    'test_boards': len(boards),
+    'test_boards_dropped': dropped,
+  }
   puzzle_set = list(puzzles_lib.read_puzzles(puzzles, limit=num_puzzles)) if puzzles else []
   for name, path in configs.items():
     run_dir = workdir / name
     train_spec = train_boards if packing_lib.packed(config_files.load(path, ['data.train=unused'])) else train_av
-    config = config_files.load(str(path), [*overrides, f'data.train={train_spec}', f'train.max_seconds={budget_s}',
-                                         'train.num_steps=10000000', 'train.eval_every=10000000',
-                                         'train.ckpt_every=500', 'train.log_every=25'])
+    config = config_files.load(
+      str(path),
+      [
+        *overrides,
+        f'data.train={train_spec}',
+        f'train.max_seconds={budget_s}',
+        'train.num_steps=10000000',
+        'train.eval_every=10000000',
+        'train.ckpt_every=500',
+        'train.log_every=25',
+      ],
+    )
     if not (run_dir / 'done.json').exists():
       started = time.perf_counter()
       state = train.train(config, run_dir)
-      (run_dir / 'done.json').write_text(json.dumps({'steps': int(state.step),
-                                                     'seconds': time.perf_counter() - started}))
+      (run_dir / 'done.json').write_text(
+        json.dumps({'steps': int(state.step), 'seconds': time.perf_counter() - started})
+      )
     train_log = [r for r in map(json.loads, (run_dir / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r]
     done = json.loads((run_dir / 'done.json').read_text())
     player = player_lib.Player.load(str(run_dir), compute_dtype='float32')
     results = evaluate.evaluate(player.policy, boards, progress=False)
     summary = metrics.summarise([r['metrics'] for r in results])
-    entry = {'steps': done['steps'], 'train_seconds': round(done['seconds'], 1),
-             'action_values_trained': int(sum(r['targets'] for r in train_log)),
-             'final_train_loss': train_log[-1]['loss'], 'action_accuracy': summary['action_accuracy'],
-             'kendall_tau_b': summary['kendall_tau'], 'log_loss_bits': summary['log_loss']}
+    entry = {
+      'steps': done['steps'],
+      'train_seconds': round(done['seconds'], 1),
+      'action_values_trained': int(sum(r['targets'] for r in train_log)),
+      'final_train_loss': train_log[-1]['loss'],
+      'action_accuracy': summary['action_accuracy'],
+      'kendall_tau_b': summary['kendall_tau'],
+      'log_loss_bits': summary['log_loss'],
+    }
     if puzzle_set:
       solved = puzzle_eval.evaluate(puzzle_set, player, progress=False)
       entry['puzzle_accuracy'] = puzzle_eval.accuracy(solved)
@@ -183,18 +230,29 @@ def parse_args(description: str, argv, budget_s: float, micro_batch: bool = Fals
   p = argparse.ArgumentParser(description=description)
   p.add_argument('--quick', action='store_true', help='throughput only, on fewer boards and steps (< 3 minutes)')
   p.add_argument('--boards', type=int, default=100, help='real boards for the play latency (>= 100 for the record)')
-  p.add_argument('--steps', type=int, default=20,
-                 help='timed training steps of each, per round (3 interleaved rounds, median)')
-  p.add_argument('--data', nargs='+', default=None, help='annotation output dirs with train/ and test/ action_value '
-                 'and board_value records: runs the learning comparison')
+  p.add_argument(
+    '--steps', type=int, default=20, help='timed training steps of each, per round (3 interleaved rounds, median)'
+  )
+  p.add_argument(
+    '--data',
+    nargs='+',
+    default=None,
+    help='annotation output dirs with train/ and test/ action_value '
+    'and board_value records: runs the learning comparison',
+  )
   p.add_argument('--budget_s', type=float, default=budget_s, help='training wall-clock budget of each model')
   p.add_argument('--eval_boards', type=int, default=1000, help='test boards to evaluate each model on')
   p.add_argument('--puzzles', default=None, help='puzzle CSV for the learning comparison')
   p.add_argument('--num_puzzles', type=int, default=None, help='the first N puzzles (default: all)')
   p.add_argument('--workdir', default=None, help='where the training runs go (resumable; needed with --data)')
   if micro_batch:
-    p.add_argument('--micro_batch', type=int, nargs='*', default=[2, 4, 8],
-                   help='also time the board models with these train.micro_batch values')
+    p.add_argument(
+      '--micro_batch',
+      type=int,
+      nargs='*',
+      default=[2, 4, 8],
+      help='also time the board models with these train.micro_batch values',
+    )
   args = p.parse_args(argv)
   if args.quick:
     args.steps = min(args.steps, 8)
@@ -206,21 +264,28 @@ def parse_args(description: str, argv, budget_s: float, micro_batch: bool = Fals
 def main(argv=None) -> None:
   args = parse_args(__doc__.split('\n\n')[0], argv, budget_s=1200)
 
-  print(f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
-        f'device(s), {len(os.sched_getaffinity(0))} cores')
+  print(
+    f'machine: {platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} '
+    f'device(s), {len(os.sched_getaffinity(0))} cores'
+  )
   fens = boards_lib.spread_boards(boards_lib.LICHESS_999, max(args.boards, 256))
   results = {'train': train_throughput(_labelled_boards(fens[:256]), args.steps)}  # 8 packed batches.
-  fens = fens[:args.boards]
+  fens = fens[: args.boards]
   for name, r in results['train'].items():
-    print(f"train {name:9s}: {r['action_values_per_s']:8.0f} action-values/s ({r['step_ms']:.0f} ms/step, "
-          f"{r['action_values_per_step']:.0f} action-values/step)")
+    print(
+      f'train {name:9s}: {r["action_values_per_s"]:8.0f} action-values/s ({r["step_ms"]:.0f} ms/step, '
+      f'{r["action_values_per_step"]:.0f} action-values/step)'
+    )
   results['play'] = play_latency(fens)
   for name, r in results['play'].items():
-    print(f"play  {name:9s}: median {r['median_ms']:.1f} ms per board (p95 {r['p95_ms']:.1f}) over {r['boards']} "
-          f"boards, {sum(chess.Board(f).legal_moves.count() for f in fens) / len(fens):.1f} legal moves on average")
+    print(
+      f'play  {name:9s}: median {r["median_ms"]:.1f} ms per board (p95 {r["p95_ms"]:.1f}) over {r["boards"]} '
+      f'boards, {sum(chess.Board(f).legal_moves.count() for f in fens) / len(fens):.1f} legal moves on average'
+    )
   if args.data:
-    results['learning'] = learning(args.data, args.budget_s, pathlib.Path(args.workdir), args.puzzles,
-                                   args.eval_boards, args.num_puzzles)
+    results['learning'] = learning(
+      args.data, args.budget_s, pathlib.Path(args.workdir), args.puzzles, args.eval_boards, args.num_puzzles
+    )
     for key in ('action_accuracy', 'kendall_tau_b', 'puzzle_accuracy'):
       if key in results['learning']['packed']:
         a, b = results['learning']['packed'][key], results['learning']['per-move'][key]

@@ -43,17 +43,30 @@ def big_input(workdir: pathlib.Path, copies: int) -> tuple[pathlib.Path, int]:
 
 def parse(path: pathlib.Path, workers: int, distribute: bool) -> float:
   """Seconds to read and parse every game of `path` on `workers` processes (prints the games kept)."""
-  options = PipelineOptions(['--direct_running_mode=multi_processing', f'--direct_num_workers={workers}',
-                             '--default_sdk_harness_log_level=WARNING'])
+  options = PipelineOptions(
+    [
+      '--direct_running_mode=multi_processing',
+      f'--direct_num_workers={workers}',
+      '--default_sdk_harness_log_level=WARNING',
+    ]
+  )
   start = time.perf_counter()
   with beam.Pipeline(options=options) as p:
-    texts = (p | beam.Create([str(path)]) | beam.ParDo(games.ReadGames())
-             | beam.Filter(lambda r: isinstance(r, pgn.RawGame)).with_output_types(pgn.RawGame))
+    texts = (
+      p
+      | beam.Create([str(path)])
+      | beam.ParDo(games.ReadGames())
+      | beam.Filter(lambda r: isinstance(r, pgn.RawGame)).with_output_types(pgn.RawGame)
+    )
     if distribute:
       texts = texts | games.Distribute(lambda raw: raw.location, parallelism=16)
-    _ = (texts | beam.ParDo(games.ParseGames(pgn.GameFilter()))
-         | beam.Filter(lambda g: isinstance(g, pgn.Game))
-         | beam.combiners.Count.Globally() | beam.Map(lambda n: print(f'  {n:,} games kept', flush=True)))
+    _ = (
+      texts
+      | beam.ParDo(games.ParseGames(pgn.GameFilter()))
+      | beam.Filter(lambda g: isinstance(g, pgn.Game))
+      | beam.combiners.Count.Globally()
+      | beam.Map(lambda n: print(f'  {n:,} games kept', flush=True))
+    )
   return time.perf_counter() - start
 
 
@@ -72,8 +85,8 @@ def main() -> None:
     seconds = parse(path, workers, distribute)
     rates[name, workers] = n / seconds
     print(f'{name}, {workers} worker(s): {seconds:.1f} s, {rates[name, workers]:,.0f} games/s', flush=True)
-  print(f"after, 2 workers / after, 1 worker: {rates['after', 2] / rates['after', 1]:.2f}x")
-  print(f"after, 2 workers / before, 2 workers: {rates['after', 2] / rates['before', 2]:.2f}x")
+  print(f'after, 2 workers / after, 1 worker: {rates["after", 2] / rates["after", 1]:.2f}x')
+  print(f'after, 2 workers / before, 2 workers: {rates["after", 2] / rates["before", 2]:.2f}x')
 
 
 if __name__ == '__main__':

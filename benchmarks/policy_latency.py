@@ -77,9 +77,14 @@ class ReferenceLoop:
   def play(self, board: chess.Board) -> chess.Move:
     legal = policy_lib.ordered_legal_moves(board)
     state = tokenizer.tokenize(board.fen()).astype(np.int32)
-    sequences = np.concatenate([np.stack([state] * len(legal)),
-                                np.array([[moves_lib.MOVE_TO_ACTION[m.uci()]] for m in legal], np.int32),
-                                np.zeros((len(legal), 1), np.int32)], axis=1)
+    sequences = np.concatenate(
+      [
+        np.stack([state] * len(legal)),
+        np.array([[moves_lib.MOVE_TO_ACTION[m.uci()]] for m in legal], np.int32),
+        np.zeros((len(legal), 1), np.int32),
+      ],
+      axis=1,
+    )
     outputs = [np.asarray(self._predict(self._params, None, row[None])) for row in sequences]  # Batch 1 each.
     log_probs = np.concatenate(outputs)[:, -1]
     win_probs = np.inner(np.exp(log_probs), self._centres)
@@ -97,13 +102,20 @@ def reference_engine(src: str, model_config, params):
   sys.path.insert(0, src)
   from searchless_chess.src import transformer  # pylint: disable=import-outside-toplevel
   from searchless_chess.src.engines import neural_engines  # pylint: disable=import-outside-toplevel
+
   config = transformer.TransformerConfig(
-      vocab_size=moves_lib.NUM_ACTIONS, output_size=model_config.output_size,
-      embedding_dim=model_config.embedding_dim, num_layers=model_config.num_layers,
-      num_heads=model_config.num_heads, use_causal_mask=False,
-      pos_encodings=transformer.PositionalEncodings.LEARNED,
-      max_sequence_length=model_config.max_sequence_length, widening_factor=model_config.widening_factor,
-      apply_qk_layernorm=model_config.apply_qk_layernorm, apply_post_ln=model_config.apply_post_ln)
+    vocab_size=moves_lib.NUM_ACTIONS,
+    output_size=model_config.output_size,
+    embedding_dim=model_config.embedding_dim,
+    num_layers=model_config.num_layers,
+    num_heads=model_config.num_heads,
+    use_causal_mask=False,
+    pos_encodings=transformer.PositionalEncodings.LEARNED,
+    max_sequence_length=model_config.max_sequence_length,
+    widening_factor=model_config.widening_factor,
+    apply_qk_layernorm=model_config.apply_qk_layernorm,
+    apply_post_ln=model_config.apply_post_ln,
+  )
   predictor = transformer.build_transformer_predictor(config)
   predict_fn = neural_engines.wrap_predict_fn(predictor, params, batch_size=1)
   return neural_engines.ActionValueEngine(values.uniform_buckets(model_config.output_size)[1], predict_fn)
@@ -150,13 +162,19 @@ def measure(name: str, dtype_name: str, boards, reference_boards, reference_src,
   legal_ref = np.mean([b.legal_moves.count() for b in reference_boards])
   flops = transformer.flops_per_sequence(model_config, policy_lib.ActionValuePolicy.sequence_length)
   result = {
-      'config': name, 'dtype': str(dtype), 'params': network.num_params(params), 'boards': len(boards),
-      'legal_moves': float(legal),
-      'ours_median_ms': 1000 * statistics.median(ours_s), 'ours_p95_ms': 1000 * float(np.percentile(ours_s, 95)),
-      'ours_seq_per_s': legal * len(boards) / sum(ours_s),
-      'ref_median_ms': 1000 * statistics.median(ref_s), 'ref_p95_ms': 1000 * float(np.percentile(ref_s, 95)),
-      'ref_seq_per_s': legal_ref * len(reference_boards) / sum(ref_s),
-      'bound_ms': 1000 * legal * flops / rate, 'same_moves': agree,
+    'config': name,
+    'dtype': str(dtype),
+    'params': network.num_params(params),
+    'boards': len(boards),
+    'legal_moves': float(legal),
+    'ours_median_ms': 1000 * statistics.median(ours_s),
+    'ours_p95_ms': 1000 * float(np.percentile(ours_s, 95)),
+    'ours_seq_per_s': legal * len(boards) / sum(ours_s),
+    'ref_median_ms': 1000 * statistics.median(ref_s),
+    'ref_p95_ms': 1000 * float(np.percentile(ref_s, 95)),
+    'ref_seq_per_s': legal_ref * len(reference_boards) / sum(ref_s),
+    'bound_ms': 1000 * legal * flops / rate,
+    'same_moves': agree,
   }
   result['speedup'] = result['ref_seq_per_s'] and result['ours_seq_per_s'] / result['ref_seq_per_s']
   result['ours_over_bound'] = (sum(ours_s) / len(boards)) / (legal * flops / rate)
@@ -179,21 +197,27 @@ def main(argv=None):
   p.add_argument('--reference_src', help='A searchless_chess checkout to time its own engine too.')
   args = p.parse_args(argv)
   boards = sample_boards(args.boards)
-  reference_boards = boards[:args.reference_boards]
+  reference_boards = boards[: args.reference_boards]
   rate = matmul_rate(network.resolve_dtype(args.dtype))
-  print(f'device: {jax.devices()[0].device_kind} x{jax.device_count()}, matmul rate {rate / 1e9:.1f} GFLOP/s '
-        f'({args.dtype}); {len(boards)} boards (reference: {len(reference_boards)}), '
-        f'{np.mean([b.legal_moves.count() for b in boards]):.1f} legal moves on average')
+  print(
+    f'device: {jax.devices()[0].device_kind} x{jax.device_count()}, matmul rate {rate / 1e9:.1f} GFLOP/s '
+    f'({args.dtype}); {len(boards)} boards (reference: {len(reference_boards)}), '
+    f'{np.mean([b.legal_moves.count() for b in boards]):.1f} legal moves on average'
+  )
   for name in args.configs:
     r = measure(name, args.dtype, boards, reference_boards, args.reference_src, rate)
-    print(f'{r["config"]:5s} ({r["params"] / 1e6:.2f}M params): ours median {r["ours_median_ms"]:.2f} ms/move, '
-          f'p95 {r["ours_p95_ms"]:.2f} ms, {r["ours_seq_per_s"]:.0f} seq/s | reference loop median '
-          f'{r["ref_median_ms"]:.1f} ms, p95 {r["ref_p95_ms"]:.1f} ms, {r["ref_seq_per_s"]:.0f} seq/s | '
-          f'speedup {r["speedup"]:.1f}x | compute bound {r["bound_ms"]:.2f} ms/move, ours/bound '
-          f'{r["ours_over_bound"]:.2f} | same moves {r["same_moves"]:.0%}')
+    print(
+      f'{r["config"]:5s} ({r["params"] / 1e6:.2f}M params): ours median {r["ours_median_ms"]:.2f} ms/move, '
+      f'p95 {r["ours_p95_ms"]:.2f} ms, {r["ours_seq_per_s"]:.0f} seq/s | reference loop median '
+      f'{r["ref_median_ms"]:.1f} ms, p95 {r["ref_p95_ms"]:.1f} ms, {r["ref_seq_per_s"]:.0f} seq/s | '
+      f'speedup {r["speedup"]:.1f}x | compute bound {r["bound_ms"]:.2f} ms/move, ours/bound '
+      f'{r["ours_over_bound"]:.2f} | same moves {r["same_moves"]:.0%}'
+    )
     if 'refcode_median_ms' in r:
-      print(f'      reference code itself: median {r["refcode_median_ms"]:.1f} ms/move, '
-            f'{r["refcode_seq_per_s"]:.0f} seq/s (ours {r["ours_seq_per_s"] / r["refcode_seq_per_s"]:.1f}x)')
+      print(
+        f'      reference code itself: median {r["refcode_median_ms"]:.1f} ms/move, '
+        f'{r["refcode_seq_per_s"]:.0f} seq/s (ours {r["ours_seq_per_s"] / r["refcode_seq_per_s"]:.1f}x)'
+      )
 
 
 if __name__ == '__main__':

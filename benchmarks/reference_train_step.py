@@ -40,27 +40,40 @@ from searchless.training import step as step_lib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RECORDS = ROOT.parent / 'shared' / 'compat' / 'action_value_sample.bag'
 # The reference's train config (src/train.py and config.TrainConfig's defaults), as our overrides.
-REFERENCE_OPTIM = ['optim.learning_rate=1e-4', 'optim.max_grad_norm=1.0', 'optim.ema_decay=0.99',
-                   'optim.cooldown_steps=0', 'train.compute_dtype=float32', 'train.micro_batch=0']
+REFERENCE_OPTIM = [
+  'optim.learning_rate=1e-4',
+  'optim.max_grad_norm=1.0',
+  'optim.ema_decay=0.99',
+  'optim.cooldown_steps=0',
+  'train.compute_dtype=float32',
+  'train.micro_batch=0',
+]
 SLICE = 16  # Exact values kept per leaf in the vector: the first SLICE and SLICE more at fixed random places.
 
 
 def import_reference(path: pathlib.Path) -> dict:
   """The reference's modules, imported from its source folder as the package `searchless_chess`."""
   if not (path / 'src' / 'transformer.py').exists():
-    raise SystemExit(f'--reference {path}: no src/transformer.py (the searchless_chess repository\'s root)')
+    raise SystemExit(f"--reference {path}: no src/transformer.py (the searchless_chess repository's root)")
   if not hasattr(jax.sharding, 'PositionalSharding'):
     jax.sharding.PositionalSharding = jax.sharding.Sharding  # Only an annotation in training_utils.
   if 'a_min' not in inspect.signature(jnp.clip).parameters:  # Its loss calls jnp.clip(x, a_min=1).
     clip = jnp.clip
     jnp.clip = lambda x, min=None, max=None, *, a_min=None, a_max=None: clip(  # pylint: disable=redefined-builtin
-        x, min if a_min is None else a_min, max if a_max is None else a_max)
+      x, min if a_min is None else a_min, max if a_max is None else a_max
+    )
   holder = pathlib.Path(tempfile.mkdtemp(prefix='reference_'))
   (holder / 'searchless_chess').symlink_to(path.resolve())
   sys.path.insert(0, str(holder))
   from searchless_chess.src import bagz, data_loader, training_utils, transformer, utils  # pylint: disable=import-error
-  return {'bagz': bagz, 'data_loader': data_loader, 'training_utils': training_utils, 'transformer': transformer,
-          'utils': utils}
+
+  return {
+    'bagz': bagz,
+    'data_loader': data_loader,
+    'training_utils': training_utils,
+    'transformer': transformer,
+    'utils': utils,
+  }
 
 
 def our_overrides(overrides: list[str], batch: int) -> list[str]:
@@ -70,12 +83,23 @@ def our_overrides(overrides: list[str], batch: int) -> list[str]:
 
 def reference_predictor(ref: dict, m: ModelConfig):
   t = ref['transformer']
-  return t.build_transformer_predictor(t.TransformerConfig(
-      vocab_size=ref['utils'].NUM_ACTIONS, output_size=m.output_size, pos_encodings=t.PositionalEncodings.LEARNED,
-      max_sequence_length=m.max_sequence_length, num_heads=m.num_heads, num_layers=m.num_layers,
-      embedding_dim=m.embedding_dim, widening_factor=m.widening_factor, emb_init_scale=m.emb_init_scale,
-      apply_post_ln=m.apply_post_ln, apply_qk_layernorm=m.apply_qk_layernorm, use_causal_mask=m.use_causal_mask,
-      seed=m.seed))
+  return t.build_transformer_predictor(
+    t.TransformerConfig(
+      vocab_size=ref['utils'].NUM_ACTIONS,
+      output_size=m.output_size,
+      pos_encodings=t.PositionalEncodings.LEARNED,
+      max_sequence_length=m.max_sequence_length,
+      num_heads=m.num_heads,
+      num_layers=m.num_layers,
+      embedding_dim=m.embedding_dim,
+      widening_factor=m.widening_factor,
+      emb_init_scale=m.emb_init_scale,
+      apply_post_ln=m.apply_post_ln,
+      apply_qk_layernorm=m.apply_qk_layernorm,
+      use_causal_mask=m.use_causal_mask,
+      seed=m.seed,
+    )
+  )
 
 
 def batches(ref: dict, records: pathlib.Path, batch: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,8 +110,9 @@ def batches(ref: dict, records: pathlib.Path, batch: int) -> tuple[np.ndarray, n
   theirs, masks = np.stack(theirs).astype(np.int32), np.stack(masks)
   ours = sequences_lib.to_sequences('action_value', raw, 128)
   if not np.array_equal(theirs, ours):
-    raise SystemExit(f'{records}: our sequences differ from the reference\'s in rows '
-                     f'{np.flatnonzero((theirs != ours).any(1)).tolist()}')
+    raise SystemExit(
+      f"{records}: our sequences differ from the reference's in rows {np.flatnonzero((theirs != ours).any(1)).tolist()}"
+    )
   return ours, masks
 
 
@@ -115,8 +140,9 @@ def our_side(config, params, sequences: np.ndarray):
   loss_fn = step_lib.make_loss_fn(net.apply, config)
   (loss, _), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, jnp.asarray(sequences))
   copy = jax.tree.map(jnp.array, params)  # The update donates its state.
-  state = step_lib.TrainingState(jnp.zeros((), jnp.int32), copy, jax.tree.map(jnp.array, params),
-                                 step_lib.make_optimizer(config).init(copy))
+  state = step_lib.TrainingState(
+    jnp.zeros((), jnp.int32), copy, jax.tree.map(jnp.array, params), step_lib.make_optimizer(config).init(copy)
+  )
   batch = jax.device_put(sequences, fns.batch_sharding)
 
   def update(s):
@@ -134,8 +160,10 @@ def compare(what: str, ours, theirs, atol: float, rtol: float = 1e-4) -> list[st
   """One line per leaf of `ours` that differs from `theirs` beyond tolerance (and any leaf missing)."""
   ours, theirs = flat(ours), flat(theirs)
   if sorted(ours) != sorted(theirs):
-    return [f'{what}: leaves differ: ours only {sorted(set(ours) - set(theirs))}, theirs only '
-            f'{sorted(set(theirs) - set(ours))}']
+    return [
+      f'{what}: leaves differ: ours only {sorted(set(ours) - set(theirs))}, theirs only '
+      f'{sorted(set(theirs) - set(ours))}'
+    ]
   bad = []
   for key in sorted(ours):
     if not np.allclose(ours[key], theirs[key], atol=atol, rtol=rtol):
@@ -166,7 +194,7 @@ def digest(tree) -> dict[str, np.ndarray]:
     values = leaf.astype(np.float64).reshape(-1)
     places = np.random.default_rng(0).choice(values.size, size=min(SLICE, values.size), replace=False)
     out[f'{key}/sum'] = np.float64(values.sum())
-    out[f'{key}/norm'] = np.float64(np.sqrt((values ** 2).sum()))
+    out[f'{key}/norm'] = np.float64(np.sqrt((values**2).sum()))
     out[f'{key}/first'] = leaf.reshape(-1)[:SLICE]
     out[f'{key}/places'] = places
     out[f'{key}/at'] = leaf.reshape(-1)[places]
@@ -175,9 +203,12 @@ def digest(tree) -> dict[str, np.ndarray]:
 
 def write_vector(path: pathlib.Path, args, sequences, params, loss, grads, stepped) -> None:
   """The reference's numbers, small: full initial parameters, batch, loss, digests of grads and one Adam step."""
-  arrays = {'config': np.array(args.config), 'overrides': np.array(our_overrides(args.set, args.batch)),
-            'sequences': sequences,
-            'loss': np.float32(loss)}
+  arrays = {
+    'config': np.array(args.config),
+    'overrides': np.array(our_overrides(args.set, args.batch)),
+    'sequences': sequences,
+    'loss': np.float32(loss),
+  }
   arrays.update({f'params/{k}': v for k, v in flat(params).items()})
   arrays.update({f'grads/{k}': v for k, v in digest(grads).items()})
   arrays.update({f'stepped/{k}': v for k, v in digest(stepped[0]).items()})
@@ -192,11 +223,11 @@ def main(argv=None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--reference', type=pathlib.Path, required=True, help='the searchless_chess source (its root)')
   p.add_argument('--records', type=pathlib.Path, default=RECORDS, help='an action-value bag (the compat sample)')
-  p.add_argument('--config', default='tiny', help='our config (tiny = the reference\'s `local` model)')
+  p.add_argument('--config', default='tiny', help="our config (tiny = the reference's `local` model)")
   p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='overrides of the model config')
   p.add_argument('--batch', type=int, default=64)
   p.add_argument('--steps', type=int, default=6, help='timed steps of each side')
-  p.add_argument('--write-vector', type=pathlib.Path, metavar='NPZ', help='also save the reference\'s numbers here')
+  p.add_argument('--write-vector', type=pathlib.Path, metavar='NPZ', help="also save the reference's numbers here")
   args = p.parse_args(argv)
   ref = import_reference(args.reference)
   config = configs.load(args.config, our_overrides(args.set, args.batch))
@@ -212,18 +243,28 @@ def main(argv=None) -> int:
   after, _ = update(jax.tree.map(jnp.array, state))
   bad += compare('params after one step', after.params, ref_after[0], atol=1e-7, rtol=1e-6)
   bad += compare('ema after one step', after.params_ema, ref_after[1], atol=1e-7, rtol=1e-6)
-  print(f'{m.num_layers} layers, d={m.embedding_dim}, {m.num_heads} heads, {network.num_params(params):,} params; '
-        f'batch {args.batch} of {args.records.name}; loss ours {float(loss):.7f} reference {float(ref_loss):.7f}; '
-        f'grad norm {float(optax.global_norm(grads)):.6g}')
-  print('agreement: ' + ('loss, every gradient, params and EMA after one Adam step agree' if not bad else
-                         f'{len(bad)} DISAGREEMENTS\n  ' + '\n  '.join(bad)))
+  print(
+    f'{m.num_layers} layers, d={m.embedding_dim}, {m.num_heads} heads, {network.num_params(params):,} params; '
+    f'batch {args.batch} of {args.records.name}; loss ours {float(loss):.7f} reference {float(ref_loss):.7f}; '
+    f'grad norm {float(optax.global_norm(grads)):.6g}'
+  )
+  print(
+    'agreement: '
+    + (
+      'loss, every gradient, params and EMA after one Adam step agree'
+      if not bad
+      else f'{len(bad)} DISAGREEMENTS\n  ' + '\n  '.join(bad)
+    )
+  )
   if args.write_vector:
     write_vector(args.write_vector, args, sequences, params, ref_loss, ref_grads, ref_after)
   rates = timed({'ours': update, 'reference': ref_update}, {'ours': state, 'reference': ref_state}, args.steps)
   ours_rate, ref_rate = rates['ours'], rates['reference']
-  print(f'{jax.device_count()} x {jax.devices()[0].device_kind}: ours {ours_rate:.2f} steps/s, reference '
-        f'{ref_rate:.2f} steps/s, ours / reference {ours_rate / ref_rate:.3f} '
-        f'(median of {args.steps} steps of {args.batch}, in turns)')
+  print(
+    f'{jax.device_count()} x {jax.devices()[0].device_kind}: ours {ours_rate:.2f} steps/s, reference '
+    f'{ref_rate:.2f} steps/s, ours / reference {ours_rate / ref_rate:.3f} '
+    f'(median of {args.steps} steps of {args.batch}, in turns)'
+  )
   return 1 if bad else 0
 
 

@@ -72,30 +72,57 @@ def malformed_games(work: pathlib.Path, engine: str, count: int) -> dict:
   lines = [line.rstrip('\r').replace('\ufeff', '') for t in texts for line in t.split('\n')]
   lost_lines = len([line for line in lines if line.strip()]) - len(in_games)
   out = work / 'fuzz_out'
-  result = _cli('searchless-annotate', '--input', str(path), '--output_dir', str(out), '--overwrite', '--no_progress',
-                '--mode', 'board', '--limit', 'depth=1', '--engine_path', engine, '--direct_num_workers', '2')
+  result = _cli(
+    'searchless-annotate',
+    '--input',
+    str(path),
+    '--output_dir',
+    str(out),
+    '--overwrite',
+    '--no_progress',
+    '--mode',
+    'board',
+    '--limit',
+    'depth=1',
+    '--engine_path',
+    engine,
+    '--direct_num_workers',
+    '2',
+  )
   if result.returncode:
     return {'tried': count, 'crashes': 1, 'lost': None, 'detail': result.stderr.strip()[-300:]}
   manifest = json.loads((out / 'manifest.json').read_text())
   read, kept = manifest['games']['read'], manifest['games']['kept']
   skipped = sum(manifest['games']['skipped'].values())
   failures = (out / 'failures.jsonl').read_text().splitlines() if (out / 'failures.jsonl').exists() else []
-  written = sum(len(bags.read_records(bags.find(str(out / split), 'state_value'), 'state_value'))
-                for split in ('train', 'test') if any((out / split).glob('state_value*')))
+  written = sum(
+    len(bags.read_records(bags.find(str(out / split), 'state_value'), 'state_value'))
+    for split in ('train', 'test')
+    if any((out / split).glob('state_value*'))
+  )
   boards = sum(s['boards'] for s in manifest['splits'].values())
   lost = lost_lines + (read - kept - skipped) + (boards - written - len(failures))
-  return {'tried': count, 'crashes': 0, 'lost': lost,
-          'detail': f'{read} games read ({len(raws)} by the reader alone), {kept} kept, {skipped} skipped with a reason; '
-                    f'{boards} boards, {written} records, {len(failures)} failures; {lost_lines} lines in no game'}
+  return {
+    'tried': count,
+    'crashes': 0,
+    'lost': lost,
+    'detail': f'{read} games read ({len(raws)} by the reader alone), {kept} kept, {skipped} skipped with a reason; '
+    f'{boards} boards, {written} records, {len(failures)} failures; {lost_lines} lines in no game',
+  }
 
 
 def hostile_uci(count: int) -> dict:
   rng = random.Random(7)
-  proc = subprocess.Popen([str(BIN / 'searchless-uci'), '--checkpoint', 'pretrained'], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+  proc = subprocess.Popen(
+    [str(BIN / 'searchless-uci'), '--checkpoint', 'pretrained'],
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.DEVNULL,
+  )
   replies: list[str] = []
-  reader = threading.Thread(target=lambda: replies.extend(line.decode('utf-8', 'replace').strip() for line in proc.stdout),
-                            daemon=True)
+  reader = threading.Thread(
+    target=lambda: replies.extend(line.decode('utf-8', 'replace').strip() for line in proc.stdout), daemon=True
+  )
   reader.start()
   assert proc.stdin is not None
   for _ in range(count):
@@ -112,16 +139,22 @@ def hostile_uci(count: int) -> dict:
     proc.stdin.write(b'quit\n')
     proc.stdin.close()
     proc.wait(30)
-  return {'tried': count, 'crashes': int(crashed), 'hangs': int(not crashed and not answered), 'lost': 0 if answered else 1,
-          'detail': f'{errors} lines answered "info string error", then readyok and a legal bestmove: {answered}'}
+  return {
+    'tried': count,
+    'crashes': int(crashed),
+    'hangs': int(not crashed and not answered),
+    'lost': 0 if answered else 1,
+    'detail': f'{errors} lines answered "info string error", then readyok and a legal bestmove: {answered}',
+  }
 
 
 def engine_kills(work: pathlib.Path, engine: str, kills: int) -> dict:
   from searchless.pipelines import annotate as driver
+
   lines = GAMES.read_text().splitlines(keepends=True)
   starts = [i for i, line in enumerate(lines) if line.startswith('[Event ')]
   games = work / 'kill_games.pgn'
-  games.write_text(''.join(lines[:starts[12]]))
+  games.write_text(''.join(lines[: starts[12]]))
   expected = collections.Counter(set(fen for raw in pgn.iter_raw_games(str(games)) for fen in pgn.parse_game(raw).fens))
   killed: list[int] = []
 
@@ -139,23 +172,58 @@ def engine_kills(work: pathlib.Path, engine: str, kills: int) -> dict:
 
   thread = threading.Thread(target=killer, daemon=True)
   thread.start()
-  manifest = driver.run(['--input', str(games), '--output_dir', str(work / 'kill_out'), '--overwrite', '--limit',
-                         'depth=10', '--test_fraction', '0', '--engine_path', engine, '--direct_running_mode',
-                         'in_memory', '--direct_num_workers', '1', '--no_progress', '--mode', 'board'])
+  manifest = driver.run(
+    [
+      '--input',
+      str(games),
+      '--output_dir',
+      str(work / 'kill_out'),
+      '--overwrite',
+      '--limit',
+      'depth=10',
+      '--test_fraction',
+      '0',
+      '--engine_path',
+      engine,
+      '--direct_running_mode',
+      'in_memory',
+      '--direct_num_workers',
+      '1',
+      '--no_progress',
+      '--mode',
+      'board',
+    ]
+  )
   records = bags.read_records(bags.find(str(work / 'kill_out' / 'train'), 'state_value'), 'state_value')
   got = collections.Counter(r.fen for r in records)
   failures = manifest.splits['train']['boards_failed']
   lost = sum((expected - got).values()) - failures
   duplicated = sum((got - expected).values())
-  return {'tried': len(killed), 'crashes': 0, 'lost': lost + duplicated,
-          'detail': f'{sum(expected.values())} boards, {len(records)} records, {failures} failed, {duplicated} duplicated,'
-                    f' {manifest.engine_restarts} engine restarts'}
+  return {
+    'tried': len(killed),
+    'crashes': 0,
+    'lost': lost + duplicated,
+    'detail': f'{sum(expected.values())} boards, {len(records)} records, {failures} failed, {duplicated} duplicated,'
+    f' {manifest.engine_restarts} engine restarts',
+  }
 
 
 def trainer_kills(work: pathlib.Path, trials: int) -> dict:
-  args = ['--config', 'tiny', '--data', str(AV_SAMPLE), 'model.embedding_dim=32', 'model.num_layers=1',
-          'model.num_heads=2', 'data.batch_size=16', 'train.num_steps=60', 'train.ckpt_every=5',
-          'train.log_every=5', 'train.eval_every=1000', 'train.compute_dtype=float32']
+  args = [
+    '--config',
+    'tiny',
+    '--data',
+    str(AV_SAMPLE),
+    'model.embedding_dim=32',
+    'model.num_layers=1',
+    'model.num_heads=2',
+    'data.batch_size=16',
+    'train.num_steps=60',
+    'train.ckpt_every=5',
+    'train.log_every=5',
+    'train.eval_every=1000',
+    'train.compute_dtype=float32',
+  ]
   reference = work / 'train_reference'
   shutil.rmtree(reference, ignore_errors=True)
   assert _cli('searchless-train', '--workdir', str(reference), *args).returncode == 0
@@ -165,8 +233,11 @@ def trainer_kills(work: pathlib.Path, trials: int) -> dict:
   for trial in range(trials):
     run_dir = work / f'train_killed_{trial}'
     shutil.rmtree(run_dir, ignore_errors=True)
-    proc = subprocess.Popen([str(BIN / 'searchless-train'), '--workdir', str(run_dir), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+      [str(BIN / 'searchless-train'), '--workdir', str(run_dir), *args],
+      stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL,
+    )
     while not (run_dir / 'metrics.jsonl').exists() and proc.poll() is None:  # Training has started.
       time.sleep(0.05)
     time.sleep(rng.uniform(0.0, 3.0))
@@ -176,7 +247,8 @@ def trainer_kills(work: pathlib.Path, trials: int) -> dict:
     result = _cli('searchless-train', '--workdir', str(run_dir), *args)
     got = loading.load_params(str(run_dir))
     same = result.returncode == 0 and all(
-        np.array_equal(a, b) for a, b in zip(_leaves(got), _leaves(want), strict=True))
+      np.array_equal(a, b) for a, b in zip(_leaves(got), _leaves(want), strict=True)
+    )
     metrics = [json.loads(line)['step'] for line in (run_dir / 'metrics.jsonl').read_text().splitlines()]
     same = same and metrics == sorted(set(metrics))
     lost += int(not same)
@@ -186,11 +258,13 @@ def trainer_kills(work: pathlib.Path, trials: int) -> dict:
 
 def _leaves(tree):
   import jax
+
   return jax.tree.leaves(tree)
 
 
 def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
   import zstandard
+
   bad = work / 'bad'
   shutil.rmtree(bad, ignore_errors=True)
   bad.mkdir()
@@ -206,24 +280,33 @@ def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
   eng = ['--engine_path', engine, '--limit', 'depth=1', '--no_progress']
   out = lambda i: ['--output_dir', str(bad / f'out{i}')]
   annotate_cases = [
-      ['--input', str(cut)], ['--input', str(bad / 'garbage.pgn.zst')], ['--input', str(bad / 'missing.pgn')],
-      ['--input', str(bad)], ['--input', str(bad / 'empty.pgn')], ['--input', str(GAMES), '--output_dir', '/proc/out'],
-      ['--input', str(GAMES), '--max_games', '1', '--engine_path', str(bad / 'cat-engine'), '--deadline', '1'],
-      ['--input', str(GAMES), '--max_attempts', '0'], ['--input', str(GAMES), '--test_fraction', '2'],
-      ['--input', str(GAMES), '--sample_games', '0'], ['--input', str(GAMES), '--threads', '0'],
-      ['--input', str(GAMES), '--hash_mb', '-1'], ['--input', str(GAMES), '--deadline', '0'],
+    ['--input', str(cut)],
+    ['--input', str(bad / 'garbage.pgn.zst')],
+    ['--input', str(bad / 'missing.pgn')],
+    ['--input', str(bad)],
+    ['--input', str(bad / 'empty.pgn')],
+    ['--input', str(GAMES), '--output_dir', '/proc/out'],
+    ['--input', str(GAMES), '--max_games', '1', '--engine_path', str(bad / 'cat-engine'), '--deadline', '1'],
+    ['--input', str(GAMES), '--max_attempts', '0'],
+    ['--input', str(GAMES), '--test_fraction', '2'],
+    ['--input', str(GAMES), '--sample_games', '0'],
+    ['--input', str(GAMES), '--threads', '0'],
+    ['--input', str(GAMES), '--hash_mb', '-1'],
+    ['--input', str(GAMES), '--deadline', '0'],
   ]
-  cases = [('searchless-annotate', [*eng, *case] + ([] if '--output_dir' in case else out(i)))
-           for i, case in enumerate(annotate_cases)]
+  cases = [
+    ('searchless-annotate', [*eng, *case] + ([] if '--output_dir' in case else out(i)))
+    for i, case in enumerate(annotate_cases)
+  ]
   train = ['--config', 'tiny', '--workdir', str(bad / 'train')]
   cases += [
-      ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'optim.learning_rate=-1']),
-      ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'train.num_steps=-5']),
-      ('searchless-train', [*train, '--data', str(bad)]),
-      ('searchless-train', [*train, '--data', str(corrupt), 'train.num_steps=2', 'data.batch_size=4']),
-      ('searchless-evaluate', ['--checkpoint', 'pretrained', '--data', str(corrupt), '--out', str(bad / 'eval')]),
-      ('searchless-evaluate', ['--checkpoint', str(bad / 'nothing'), '--data', str(AV_SAMPLE), '--out', str(bad / 'e2')]),
-      ('searchless-uci', ['--checkpoint', str(bad / 'nothing')]),
+    ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'optim.learning_rate=-1']),
+    ('searchless-train', [*train, '--data', str(AV_SAMPLE), 'train.num_steps=-5']),
+    ('searchless-train', [*train, '--data', str(bad)]),
+    ('searchless-train', [*train, '--data', str(corrupt), 'train.num_steps=2', 'data.batch_size=4']),
+    ('searchless-evaluate', ['--checkpoint', 'pretrained', '--data', str(corrupt), '--out', str(bad / 'eval')]),
+    ('searchless-evaluate', ['--checkpoint', str(bad / 'nothing'), '--data', str(AV_SAMPLE), '--out', str(bad / 'e2')]),
+    ('searchless-uci', ['--checkpoint', str(bad / 'nothing')]),
   ]
   crashes, detail = 0, []
   for name, args in cases:
@@ -249,23 +332,28 @@ def main() -> None:
   work.mkdir(parents=True, exist_ok=True)
   engine = launch.require_stockfish(args.engine_path)
   campaigns = [
-      ('malformed games -> searchless-annotate', lambda: malformed_games(work, engine, args.games)),
-      ('hostile UCI lines -> searchless-uci', lambda: hostile_uci(args.uci_lines)),
-      ('Stockfish SIGKILLed mid-annotation', lambda: engine_kills(work, engine, args.kills)),
-      ('searchless-train SIGKILLed, resumed', lambda: trainer_kills(work, args.trainer_kills)),
-      ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
+    ('malformed games -> searchless-annotate', lambda: malformed_games(work, engine, args.games)),
+    ('hostile UCI lines -> searchless-uci', lambda: hostile_uci(args.uci_lines)),
+    ('Stockfish SIGKILLed mid-annotation', lambda: engine_kills(work, engine, args.kills)),
+    ('searchless-train SIGKILLed, resumed', lambda: trainer_kills(work, args.trainer_kills)),
+    ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
   ]
-  print(f"{'campaign':42s} {'tried':>6s} {'crashes':>8s} {'lost':>5s}  seconds  detail")
+  print(f'{"campaign":42s} {"tried":>6s} {"crashes":>8s} {"lost":>5s}  seconds  detail')
   totals = collections.Counter()
   for name, campaign in campaigns:
     start = time.perf_counter()
     figures = campaign()
     seconds = time.perf_counter() - start
     totals.update({k: figures[k] or 0 for k in ('tried', 'crashes', 'lost')})
-    print(f"{name:42s} {figures['tried']:6d} {figures['crashes']:8d} {figures['lost']!s:>5s}  {seconds:7.1f}  "
-          f"{figures['detail']}", flush=True)
-  print(f"{'all':42s} {totals['tried']:6d} {totals['crashes']:8d} {totals['lost']:5d}")
-  print(f"crashes / tried: {totals['crashes'] / totals['tried']:.3f}; lost / tried: {totals['lost'] / totals['tried']:.3f}")
+    print(
+      f'{name:42s} {figures["tried"]:6d} {figures["crashes"]:8d} {figures["lost"]!s:>5s}  {seconds:7.1f}  '
+      f'{figures["detail"]}',
+      flush=True,
+    )
+  print(f'{"all":42s} {totals["tried"]:6d} {totals["crashes"]:8d} {totals["lost"]:5d}')
+  print(
+    f'crashes / tried: {totals["crashes"] / totals["tried"]:.3f}; lost / tried: {totals["lost"] / totals["tried"]:.3f}'
+  )
 
 
 if __name__ == '__main__':

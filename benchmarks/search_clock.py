@@ -27,9 +27,15 @@ from searchless.play.uci import search as search_lib
 
 MOVE_OVERHEAD_MS = 10
 ALLOWED_MS = MOVE_OVERHEAD_MS + 30
-LIMITS = ('movetime 50', 'movetime 200', 'movetime 1000', 'wtime 100 btime 100',
-          'wtime 1000 btime 1000 winc 100 binc 100', 'wtime 3000 btime 3000 nodes 100000 depth 64',
-          'nodes 1 depth 1')
+LIMITS = (
+  'movetime 50',
+  'movetime 200',
+  'movetime 1000',
+  'wtime 100 btime 100',
+  'wtime 1000 btime 1000 winc 100 binc 100',
+  'wtime 3000 btime 3000 nodes 100000 depth 64',
+  'nodes 1 depth 1',
+)
 GAME = 'e2e4 e7e5 g1f3 b8c6 f1b5 a7a6 b5a4 g8f6 e1g1 f8e7 f1e1 b7b5 a4b3 d7d6'.split()
 
 
@@ -42,9 +48,14 @@ def limit_seconds(board: chess.Board, limit: str) -> float:
 
 def worst_overruns(checkpoint: str, search: str, repeats: int) -> dict[str, float]:
   """{limit: the worst overrun in ms} of one engine process."""
-  proc = subprocess.Popen([sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', checkpoint,
-                           '--search', search], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
+  proc = subprocess.Popen(
+    [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', checkpoint, '--search', search],
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.DEVNULL,
+    text=True,
+    bufsize=1,
+  )
   assert proc.stdin is not None and proc.stdout is not None
 
   def send(line: str) -> None:
@@ -66,7 +77,7 @@ def worst_overruns(checkpoint: str, search: str, repeats: int) -> dict[str, floa
   for limit in LIMITS:
     overruns = []
     for i in range(repeats):
-      moves = GAME[:i % len(GAME)]
+      moves = GAME[: i % len(GAME)]
       board = chess.Board()
       for move in moves:
         board.push_uci(move)
@@ -91,12 +102,16 @@ def main(argv: list[str] | None = None) -> None:
   failed = []
   for search in ('none', 'alphabeta', 'mcts'):
     worst = worst_overruns(args.checkpoint, search, args.repeats)
-    print(f'| {"policy" if search == "none" else search} | '
-          + ' | '.join(f'{worst[limit]:.0f}' for limit in LIMITS) + ' |', flush=True)
+    print(
+      f'| {"policy" if search == "none" else search} | ' + ' | '.join(f'{worst[limit]:.0f}' for limit in LIMITS) + ' |',
+      flush=True,
+    )
     failed += [f'{search} go {limit}: {worst[limit]:.0f} ms' for limit in LIMITS if worst[limit] > ALLOWED_MS]
-  print(f'\nWorst overrun in ms beyond the limit (nodes, depth: the time taken), {args.repeats} goes each, '
-        f'{args.checkpoint}; allowed {ALLOWED_MS} ms (Move Overhead {MOVE_OVERHEAD_MS} + 30): '
-        + ('all kept.' if not failed else 'NOT kept: ' + '; '.join(failed)))
+  print(
+    f'\nWorst overrun in ms beyond the limit (nodes, depth: the time taken), {args.repeats} goes each, '
+    f'{args.checkpoint}; allowed {ALLOWED_MS} ms (Move Overhead {MOVE_OVERHEAD_MS} + 30): '
+    + ('all kept.' if not failed else 'NOT kept: ' + '; '.join(failed))
+  )
   print(f'{os.cpu_count()} CPUs, load average {" ".join(f"{x:.2f}" for x in os.getloadavg())}.')
 
 

@@ -90,22 +90,40 @@ def main(argv=None) -> None:
     agent.close()
     bands = puzzle_eval.accuracy_by_band(results, width=400)
     out['puzzles'][name] = {
-        'spec': spec, 'n': len(results), 'solved': sum(r.solved for r in results),
-        'accuracy': puzzle_eval.accuracy(results), 'seconds': round(time.time() - start, 1),
-        'ms_per_move': round(1000 * agent.seconds / max(agent.moves, 1), 2), 'moves': agent.moves,
-        'bands': [b._asdict() for b in bands]}
-    print(f"{name}: {out['puzzles'][name]['solved']}/{len(results)} puzzles, "
-          f"{out['puzzles'][name]['ms_per_move']} ms/move", flush=True)
+      'spec': spec,
+      'n': len(results),
+      'solved': sum(r.solved for r in results),
+      'accuracy': puzzle_eval.accuracy(results),
+      'seconds': round(time.time() - start, 1),
+      'ms_per_move': round(1000 * agent.seconds / max(agent.moves, 1), 2),
+      'moves': agent.moves,
+      'bands': [b._asdict() for b in bands],
+    }
+    print(
+      f'{name}: {out["puzzles"][name]["solved"]}/{len(results)} puzzles, {out["puzzles"][name]["ms_per_move"]} ms/move',
+      flush=True,
+    )
     out_path.write_text(json.dumps(out, indent=2) + '\n')
 
   entrants = list(specs.values())
   if args.elo:
     entrants.append(f'stockfish:nodes=100000,elo={args.elo},name=stockfish-elo{args.elo}')
-  results = tournament.run(entrants, openings=args.openings, games_per_pair=args.games_per_pair,
-                           workers=args.workers, out_dir=str(workdir / 'match'), progress=False)
+  results = tournament.run(
+    entrants,
+    openings=args.openings,
+    games_per_pair=args.games_per_pair,
+    workers=args.workers,
+    out_dir=str(workdir / 'match'),
+    progress=False,
+  )
   print(tournament.summary(results), flush=True)
-  out['match'] = {'elo': results['elo'], 'anchors': results['anchors'], 'pairs': results['pairs'],
-                  'games': results['games'], 'games_file': results['games_file']}
+  out['match'] = {
+    'elo': results['elo'],
+    'anchors': results['anchors'],
+    'pairs': results['pairs'],
+    'games': results['games'],
+    'games_file': results['games_file'],
+  }
   out_path.write_text(json.dumps(out, indent=2) + '\n')
   (workdir / 'search_gap.md').write_text(markdown(out) + '\n')
   print(markdown(out))
@@ -114,26 +132,38 @@ def main(argv=None) -> None:
 def markdown(out: dict) -> str:
   elo = {r['name']: r for r in (out.get('match', {}).get('elo') or {}).get('players', [])}
   base = elo.get('searchless')
-  lines = ['| agent | puzzles solved | accuracy | ms per move | BayesElo (95% interval) | vs searchless | games |',
-           '| --- | --- | --- | --- | --- | --- | --- |']
+  lines = [
+    '| agent | puzzles solved | accuracy | ms per move | BayesElo (95% interval) | vs searchless | games |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  ]
   for name, pz in out['puzzles'].items():
     rating = elo.get(name)
-    games = next((sum(p['games'] for p in out['match']['pairs'] if name in (p['a'], p['b']))
-                  for _ in [0] if rating), '')
-    elo_text = f"{rating['elo']:.0f} ({rating['lower']:.0f} to {rating['upper']:.0f})" if rating else 'not played'
-    gain = f"{rating['elo'] - base['elo']:+.0f}" if rating and base else ''
-    lines.append(f"| {name} | {pz['solved']}/{pz['n']} | {100 * pz['accuracy']:.1f}% | {pz['ms_per_move']:g} | "
-                 f"{elo_text} | {gain} | {games} |")
+    games = next(
+      (sum(p['games'] for p in out['match']['pairs'] if name in (p['a'], p['b'])) for _ in [0] if rating), ''
+    )
+    elo_text = f'{rating["elo"]:.0f} ({rating["lower"]:.0f} to {rating["upper"]:.0f})' if rating else 'not played'
+    gain = f'{rating["elo"] - base["elo"]:+.0f}' if rating and base else ''
+    lines.append(
+      f'| {name} | {pz["solved"]}/{pz["n"]} | {100 * pz["accuracy"]:.1f}% | {pz["ms_per_move"]:g} | '
+      f'{elo_text} | {gain} | {games} |'
+    )
   for name, rating in elo.items():
     if name not in out['puzzles']:
-      lines.append(f"| {name} | | | | {rating['elo']:.0f} ({rating['lower']:.0f} to {rating['upper']:.0f}) | "
-                   f"{rating['elo'] - base['elo']:+.0f} | |" if base else f'| {name} | | | | {rating["elo"]:.0f} | | |')
+      lines.append(
+        f'| {name} | | | | {rating["elo"]:.0f} ({rating["lower"]:.0f} to {rating["upper"]:.0f}) | '
+        f'{rating["elo"] - base["elo"]:+.0f} | |'
+        if base
+        else f'| {name} | | | | {rating["elo"]:.0f} | | |'
+      )
   bands = sorted({(b['lower'], b['upper']) for pz in out['puzzles'].values() for b in pz['bands']})
-  lines += ['', '| agent | ' + ' | '.join(f'{lo}-{hi - 1}' for lo, hi in bands) + ' |',
-            '| --- |' + ' --- |' * len(bands)]
+  lines += [
+    '',
+    '| agent | ' + ' | '.join(f'{lo}-{hi - 1}' for lo, hi in bands) + ' |',
+    '| --- |' + ' --- |' * len(bands),
+  ]
   for name, pz in out['puzzles'].items():
     by = {(b['lower'], b['upper']): b for b in pz['bands']}
-    cells = [f"{by[k]['solved']}/{by[k]['n']}" if k in by else '' for k in bands]
+    cells = [f'{by[k]["solved"]}/{by[k]["n"]}' if k in by else '' for k in bands]
     lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 

@@ -36,17 +36,18 @@ def bench(binary: str) -> tuple[int, int]:
 
 def engine_name(binary: str) -> str:
   out = subprocess.run([binary], input='uci\nquit\n', capture_output=True, text=True, timeout=60).stdout
-  names = [line[len('id name '):] for line in out.splitlines() if line.startswith('id name ')]
+  names = [line[len('id name ') :] for line in out.splitlines() if line.startswith('id name ')]
   return names[0] if names else '?'
 
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  p.add_argument('binaries', nargs='*', help='Stockfish binaries (default: Debian\'s, then .stockfish/bin/*)')
+  p.add_argument('binaries', nargs='*', help="Stockfish binaries (default: Debian's, then .stockfish/bin/*)")
   p.add_argument('--repeats', type=int, default=5, help='bench runs per binary (median reported)')
   args = p.parse_args()
   binaries = args.binaries or [b for b in [launch.find_stockfish()] if b] + sorted(
-      str(b) for b in (ROOT / '.stockfish' / 'bin').glob('stockfish-*'))
+    str(b) for b in (ROOT / '.stockfish' / 'bin').glob('stockfish-*')
+  )
   runs: dict[str, list[tuple[int, int]]] = {b: [] for b in binaries}
   for _ in range(args.repeats):
     for b in binaries:
@@ -56,8 +57,10 @@ def main() -> None:
   for b in binaries:
     nps = statistics.median(n for _, n in runs[b])
     nodes = runs[b][0][0]
-    print(f'{b:50s} {engine_name(b):22s} {(launch.binary_sha256(b) or "?")[:12]:12s} {nodes:13,d} {nps:17,.0f} '
-          f'{nps / base:6.2f}x')
+    print(
+      f'{b:50s} {engine_name(b):22s} {(launch.binary_sha256(b) or "?")[:12]:12s} {nodes:13,d} {nps:17,.0f} '
+      f'{nps / base:6.2f}x'
+    )
 
 
 if __name__ == '__main__':

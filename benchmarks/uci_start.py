@@ -39,8 +39,13 @@ class Engine:
   def __init__(self, checkpoint: str, cache: str):
     self.start = time.perf_counter()
     self.proc = subprocess.Popen(
-        [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', checkpoint, '--compilation_cache', cache],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+      [sys.executable, '-m', 'searchless.commands.uci', '--checkpoint', checkpoint, '--compilation_cache', cache],
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.DEVNULL,
+      text=True,
+      bufsize=1,
+    )
 
   def send(self, line: str) -> float:
     assert self.proc.stdin is not None
@@ -86,8 +91,10 @@ def main(argv: list[str] | None = None) -> None:
   p.add_argument('--checkpoints', nargs='+', default=['pretrained', 'pretrained-transformer'])
   p.add_argument('--repeats', type=int, default=3, help='starts per case and cache state (medians printed)')
   args = p.parse_args(argv)
-  print('| checkpoint | search | asks isready | cache | uciok s | readyok s | first bestmove s | go overrun ms '
-        '(first / second) |')
+  print(
+    '| checkpoint | search | asks isready | cache | uciok s | readyok s | first bestmove s | go overrun ms '
+    '(first / second) |'
+  )
   print('| --- | --- | --- | --- | --- | --- | --- | --- |')
   verdicts = []
   for checkpoint in args.checkpoints:
@@ -100,17 +107,24 @@ def main(argv: list[str] | None = None) -> None:
             runs['warm'].append(one(checkpoint, cache, search=search, isready=isready))
         for state, got in runs.items():
           med = {k: statistics.median(r[k] for r in got) for k in got[0]}
-          print(f"| {checkpoint} | {'mcts' if search else 'none'} | {'yes' if isready else 'no'} | {state} | "
-                f"{med['uciok']:.2f} | {med.get('readyok', float('nan')):.2f} | {med['bestmove']:.2f} | "
-                f"{med['overrun_ms']:.0f} / {med['overrun2_ms']:.0f} |", flush=True)
+          print(
+            f'| {checkpoint} | {"mcts" if search else "none"} | {"yes" if isready else "no"} | {state} | '
+            f'{med["uciok"]:.2f} | {med.get("readyok", float("nan")):.2f} | {med["bestmove"]:.2f} | '
+            f'{med["overrun_ms"]:.0f} / {med["overrun2_ms"]:.0f} |',
+            flush=True,
+          )
           if not search and not isready:
             target = COLD_TARGET_S if state == 'cold' else WARM_TARGET_S
-            verdicts.append(f'{checkpoint} {state} start to first move: {med["bestmove"]:.2f} s '
-                            f'(target <= {target} s: {"met" if med["bestmove"] <= target else "NOT met"})')
+            verdicts.append(
+              f'{checkpoint} {state} start to first move: {med["bestmove"]:.2f} s '
+              f'(target <= {target} s: {"met" if med["bestmove"] <= target else "NOT met"})'
+            )
           worst = max(r['overrun_ms'] for r in got)
-          verdicts.append(f"{checkpoint} {'mcts' if search else 'none'} {'isready' if isready else 'go first'} "
-                          f'{state}: worst first-go overrun {worst:.0f} ms (allowed {OVERRUN_MS + MOVE_OVERHEAD_MS}: '
-                          f"{'met' if worst <= OVERRUN_MS + MOVE_OVERHEAD_MS else 'NOT met'})")
+          verdicts.append(
+            f'{checkpoint} {"mcts" if search else "none"} {"isready" if isready else "go first"} '
+            f'{state}: worst first-go overrun {worst:.0f} ms (allowed {OVERRUN_MS + MOVE_OVERHEAD_MS}: '
+            f'{"met" if worst <= OVERRUN_MS + MOVE_OVERHEAD_MS else "NOT met"})'
+          )
   print()
   for line in verdicts:
     print(line)

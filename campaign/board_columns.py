@@ -19,8 +19,11 @@ records would read: evaluate on the original records.
 {'boards': 1, 'num_buckets': 4, 'values': 4}
 >>> unpack(tmp / 'columns', tmp / 'out.bag')
 1
->>> records.decode(records.BOARD_VALUE, bagz.Reader(str(tmp / 'out.bag'))[0])
-BoardValue(fen='7k/8/8/8/8/8/8/K7 w - - 0 1', moves=('a1b1', 'a1a2', 'a1b2'), win_probs=(0.375, 0.125, 0.875), state_value=0.875)
+>>> back = records.decode(records.BOARD_VALUE, bagz.Reader(str(tmp / 'out.bag'))[0])
+>>> back.fen, back.moves
+('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2', 'a1b2'))
+>>> back.win_probs, back.state_value
+((0.375, 0.125, 0.875), 0.875)
 """
 
 from collections.abc import Sequence
@@ -55,7 +58,7 @@ def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 1
   fens, moves, buckets = [], [], []
   for i in range(len(reader)):
     try:
-      board, = codecs.decode_boards([reader[i]])
+      (board,) = codecs.decode_boards([reader[i]])
       codecs.check_boards([board])  # NaN or outside [0, 1]: the loader refuses it, so pack does too.
     except codecs.BadRecord as e:
       raise ValueError(f'{src}: record {i}: {e.reason}') from None
@@ -66,8 +69,11 @@ def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 1
     fens.append(board.fen)
     moves.append(' '.join(board.moves))
     buckets.append(values.win_probabilities_to_buckets([*board.win_probs, board.state_value], edges).astype(np.uint8))
-  data = {'fens': '\n'.join(fens).encode(), 'moves': '\n'.join(moves).encode(),
-          'buckets': np.concatenate(buckets).tobytes() if buckets else b''}
+  data = {
+    'fens': '\n'.join(fens).encode(),
+    'moves': '\n'.join(moves).encode(),
+    'buckets': np.concatenate(buckets).tobytes() if buckets else b'',
+  }
   out = pathlib.Path(out)
   out.mkdir(parents=True, exist_ok=True)
   items = [(name, data[name]) for name in COLUMNS]
@@ -92,16 +98,20 @@ def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) 
   meta = json.loads((src / META).read_text())
   text = {name: lzma.decompress((src / f'{name}.xz').read_bytes()) for name in COLUMNS}
   fens = text['fens'].decode().split('\n') if meta['boards'] else []
-  moves = [tuple(line.split(' ')) if line else () for line in text['moves'].decode().split('\n')] if meta['boards'] else []
+  moves = (
+    [tuple(line.split(' ')) if line else () for line in text['moves'].decode().split('\n')] if meta['boards'] else []
+  )
   buckets = text['buckets']
   if buckets and max(buckets) >= meta['num_buckets']:
     raise ValueError(f'{src}: a bucket {max(buckets)} in buckets.xz, where {META} says {meta["num_buckets"]} buckets')
   if not len(fens) == len(moves) == meta['boards'] or len(buckets) != meta['values']:
-    raise ValueError(f'{src}: {len(fens)} FENs, {len(moves)} move lines and {len(buckets)} values, where '
-                     f'{META} says {meta["boards"]} boards and {meta["values"]} values')
+    raise ValueError(
+      f'{src}: {len(fens)} FENs, {len(moves)} move lines and {len(buckets)} values, where '
+      f'{META} says {meta["boards"]} boards and {meta["values"]} values'
+    )
   items, pos = [], 0
   for fen, board_moves in zip(fens, moves):
-    items.append((fen, board_moves, buckets[pos:pos + len(board_moves) + 1], meta['num_buckets']))
+    items.append((fen, board_moves, buckets[pos : pos + len(board_moves) + 1], meta['num_buckets']))
     pos += len(board_moves) + 1
   if pos != len(buckets):
     raise ValueError(f'{src}: the moves need {pos} values, buckets.xz holds {len(buckets)}')
@@ -128,5 +138,7 @@ def _centres(num_buckets: int) -> np.ndarray:
 def _encode(item: tuple[str, Sequence[str], bytes, int]) -> bytes:
   fen, moves, buckets, num_buckets = item
   centres = _centres(num_buckets)[np.frombuffer(buckets, dtype=np.uint8)]  # [moves + 1]
-  return records.encode(records.BOARD_VALUE, records.BoardValue(fen, tuple(moves), tuple(float(c) for c in centres[:-1]),
-                                                                 float(centres[-1])))
+  return records.encode(
+    records.BOARD_VALUE,
+    records.BoardValue(fen, tuple(moves), tuple(float(c) for c in centres[:-1]), float(centres[-1])),
+  )

@@ -32,8 +32,9 @@ def read_sources(path: pathlib.Path = SOURCES_FILE) -> tuple[list[Source], int]:
   try:
     return [Source(**s) for s in data['sources']], int(data['games_per_chunk'])
   except (KeyError, TypeError) as error:
-    raise ValueError(f'{path}: not a sources file ({error}); expected "sources": [{{"name", "path"}}, ...] '
-                     'and "games_per_chunk"') from None
+    raise ValueError(
+      f'{path}: not a sources file ({error}); expected "sources": [{{"name", "path"}}, ...] and "games_per_chunk"'
+    ) from None
 
 
 def chunk_texts(games: Sequence[str], games_per_chunk: int) -> list[str]:
@@ -46,8 +47,9 @@ def chunk_texts(games: Sequence[str], games_per_chunk: int) -> list[str]:
   return [''.join(g.strip() + '\n\n' for g in games[i::stride]) for i in range(stride)]
 
 
-def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence[Source],
-                games_per_chunk: int) -> list[pathlib.Path]:
+def write_games(
+  shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence[Source], games_per_chunk: int
+) -> list[pathlib.Path]:
   """Writes every source's chunks not yet written (atomically); returns the chunks to label, in order."""
   games_dir.mkdir(parents=True, exist_ok=True)
   todo = []
@@ -58,8 +60,11 @@ def write_games(shared: pathlib.Path, games_dir: pathlib.Path, sources: Sequence
       texts = chunk_texts(games, games_per_chunk)
       for i, text in enumerate(texts):
         atomic.write_text(games_dir / f'{source.name}_{i:03d}.pgn', text, durable=False)
-      atomic.write_text(index, json.dumps({'source': source.path, 'chunks': len(texts), 'games': len(games)},
-                                          indent=2) + '\n', durable=False)
+      atomic.write_text(
+        index,
+        json.dumps({'source': source.path, 'chunks': len(texts), 'games': len(games)}, indent=2) + '\n',
+        durable=False,
+      )
     chunks = json.loads(index.read_text())['chunks']
     todo += [games_dir / f'{source.name}_{i:03d}.pgn' for i in range(source.shared_labels, chunks)]
   return todo

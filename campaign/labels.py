@@ -39,8 +39,9 @@ class AnnotateRecipe:
     return [arg for key, value in dataclasses.asdict(self).items() for arg in (f'--{key}', str(value))]
 
 
-ANNOTATE_RECIPE = AnnotateRecipe(mode='multipv', limit='nodes=20000', state_value='best_move', records='board',
-                                 test_fraction=0.05)
+ANNOTATE_RECIPE = AnnotateRecipe(
+  mode='multipv', limit='nodes=20000', state_value='best_move', records='board', test_fraction=0.05
+)
 
 
 class _Stopped(Exception):
@@ -53,6 +54,7 @@ def _run_group(argv: list[str], log_path: pathlib.Path) -> tuple[int, str | None
   A SIGTERM or SIGINT to the campaign stops the whole group (annotate, its workers, their engines) before the
   campaign exits, so no orphan goes on labelling (its cost unlogged) beside whatever runs next.
   """
+
   def stop(signum, frame):
     raise _Stopped(signal.Signals(signum).name)
 
@@ -77,16 +79,33 @@ def _run_group(argv: list[str], log_path: pathlib.Path) -> tuple[int, str | None
   return proc.returncode, stopped_by
 
 
-def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workdir: pathlib.Path, *,
-                 workers: int = 2, max_chunks: int | None = None) -> Iterator[pathlib.Path]:
+def label_chunks(
+  chunks: Sequence[pathlib.Path],
+  labels_dir: pathlib.Path,
+  workdir: pathlib.Path,
+  *,
+  workers: int = 2,
+  max_chunks: int | None = None,
+) -> Iterator[pathlib.Path]:
   """Labels each chunk without a finished label folder (searchless-annotate, the shipped recipe); yields each."""
   labels_dir.mkdir(parents=True, exist_ok=True)
   todo = [c for c in chunks if not (labels_dir / c.stem / artefacts.AnnotationManifest.FILE).exists()]
   for n, chunk in enumerate(todo[:max_chunks]):
     out = labels_dir / chunk.stem
-    argv = [sys.executable, '-m', 'searchless.commands.annotate', '--input', str(chunk), '--out', str(out),
-            *ANNOTATE_RECIPE.flags(), '--compress', f'--direct_num_workers={workers}', '--no_progress',
-            '--overwrite']
+    argv = [
+      sys.executable,
+      '-m',
+      'searchless.commands.annotate',
+      '--input',
+      str(chunk),
+      '--out',
+      str(out),
+      *ANNOTATE_RECIPE.flags(),
+      '--compress',
+      f'--direct_num_workers={workers}',
+      '--no_progress',
+      '--overwrite',
+    ]
     print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}', flush=True)
     start, cpu = time.time(), campaign_log.children_cpu_seconds()
     log_path = workdir / 'logs' / f'labels_{chunk.stem}.log'
@@ -99,12 +118,23 @@ def label_chunks(chunks: Sequence[pathlib.Path], labels_dir: pathlib.Path, workd
     manifest = artefacts.AnnotationManifest.read(out / artefacts.AnnotationManifest.FILE)
     wall, cpu = time.time() - start, campaign_log.children_cpu_seconds() - cpu
     train = manifest.splits['train']
-    record = {'step': 'labels', 'chunk': chunk.stem, 'games': manifest.games['kept'], 'train_boards': train['boards'],
-              'test_boards': manifest.splits['test']['boards'], 'action_values': train['action_values'],
-              'wall_seconds': round(wall, 1), 'core_hours': round(cpu / 3600, 4), 'workers': workers}
+    record = {
+      'step': 'labels',
+      'chunk': chunk.stem,
+      'games': manifest.games['kept'],
+      'train_boards': train['boards'],
+      'test_boards': manifest.splits['test']['boards'],
+      'action_values': train['action_values'],
+      'wall_seconds': round(wall, 1),
+      'core_hours': round(cpu / 3600, 4),
+      'workers': workers,
+    }
     campaign_log.log_run(workdir, record)
-    print(f'[labels {n + 1}/{len(todo)}] {chunk.stem}: {train["boards"]} train boards in {wall:.0f} s, '
-          f'{cpu / 3600:.3f} core-hours', flush=True)
+    print(
+      f'[labels {n + 1}/{len(todo)}] {chunk.stem}: {train["boards"]} train boards in {wall:.0f} s, '
+      f'{cpu / 3600:.3f} core-hours',
+      flush=True,
+    )
     if stopped_by:  # The signal came as the job finished: its labels are kept and logged.
       raise SystemExit(f'stopped by {stopped_by} after {chunk.stem} was labelled')
     yield out

@@ -65,30 +65,38 @@ def plot_curve(workdir: pathlib.Path) -> pathlib.Path | None:
   middle: held-out tau-b and action accuracy against the same; right: dev puzzles against label core-hours.
   """
   from matplotlib.figure import Figure  # No pyplot: no global backend or figure state.
+
   points = campaign_points(read_curve(workdir))
   if not points:
     return None
   hours = [training_hours(p) for p in points]
   solved = [100 * p['puzzles_solved'] / p['puzzles'] for p in points]
-  errors = [[s - 100 * p['puzzles_wilson95'][0] for s, p in zip(solved, points)],
-            [100 * p['puzzles_wilson95'][1] - s for s, p in zip(solved, points)]]
+  errors = [
+    [s - 100 * p['puzzles_wilson95'][0] for s, p in zip(solved, points)],
+    [100 * p['puzzles_wilson95'][1] - s for s, p in zip(solved, points)],
+  ]
   fig = Figure(figsize=(15, 4))
   left, middle, right = fig.subplots(1, 3)
   left.errorbar(hours, solved, yerr=errors, marker='o', capsize=3)
   device = [p.get('train_device_hours', 0) for p in points]
   for h, s, now, before in zip(hours, solved, device, [0, *device]):
     if now > before:  # Where accelerator hours were added: the steep part is not CPU time.
-      left.annotate(f'+{now - before:.2f} h on an accelerator', (h, s), textcoords='offset points',
-                    xytext=(6, -14), fontsize=8)
-  left.set(xlabel='training hours (CPU wall-clock + accelerator)', ylabel='dev puzzles solved (%)',
-           title='dev puzzles (95% Wilson)')
+      left.annotate(
+        f'+{now - before:.2f} h on an accelerator', (h, s), textcoords='offset points', xytext=(6, -14), fontsize=8
+      )
+  left.set(
+    xlabel='training hours (CPU wall-clock + accelerator)',
+    ylabel='dev puzzles solved (%)',
+    title='dev puzzles (95% Wilson)',
+  )
   middle.plot(hours, [p['kendall_tau'] for p in points], marker='o', label='tau-b')
   middle.plot(hours, [p['action_accuracy'] for p in points], marker='s', label='action accuracy')
   middle.set(xlabel='training hours (CPU wall-clock + accelerator)', title='held-out boards (deep labels)')
   middle.legend()
   right.plot([p.get('labels_core_hours', 0) for p in points], solved, marker='o')
-  right.set(xlabel='label core-hours (the campaign\'s own)', ylabel='dev puzzles solved (%)',
-            title='dev puzzles against labels')
+  right.set(
+    xlabel="label core-hours (the campaign's own)", ylabel='dev puzzles solved (%)', title='dev puzzles against labels'
+  )
   for ax in (left, middle, right):
     ax.grid(alpha=0.3)
   fig.suptitle(f'the strength campaign: {workdir}')
@@ -118,42 +126,55 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
   boards = workdir / 'boards' / 'train.json'
   distinct = json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
   lines = [
-      '# The strength campaign', '',
-      'Written by `python -m campaign` after every step; do not edit by hand.', '',
-      '## Resume everything (in the background, from the repository\'s root)', '',
-      '    make setup stockfish',
-      f'    nohup setsid .venv/bin/python -m campaign --workdir {workdir} --shared {shared} --config {config_name} '
-      f'> {workdir}/logs/campaign.log 2>&1 &', '',
-      'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
-      'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and the '
-      'shipped model. On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps '
-      'games,labels --workers 1` beside `taskset -c 0 ... --steps train,evaluate`).', '',
-      '## Folders', '',
-      '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
-      '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
-      '`manifest.json` is unfinished and is labelled again.',
-      '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
-      'with the folders they came from (`train.json`, `test.json`).',
-      '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
-      'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
-      'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
-      'step starts from its parameters.',
-      '- `eval/STEP/`: the evaluation folder (`searchless-strength measure`) of the checkpoint at STEP '
-      '(`eval/NAME/`: of an adopted or side model); `curve.jsonl` one line each, with the model\'s name; '
-      '`curve.png` the campaign\'s own points (`plot_curve`).',
-      '- `logs/`: each label job\'s output, the campaign\'s own log.',
-      '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).', '',
-      '## Totals', '',
-      f'- label folders done: {len(list((workdir / "labels").glob("*/manifest.json")))} campaign chunks, '
-      f'plus the shared chunks; distinct train boards in the last merge: {distinct if distinct is not None else "-"}',
-      f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
-      f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock'
-      + (f', of which {t["train_device_hours"]} h on an accelerator' if t['train_device_hours'] else ''),
-      f'- evaluation: {t["evaluate_core_hours"]} core-hours; matches against Stockfish: {t["match_core_hours"]} '
-      'core-hours', '',
-      '## Runs', '', '| date | step | what | wall s | core-hours |', '| --- | --- | --- | --- | --- |']
+    '# The strength campaign',
+    '',
+    'Written by `python -m campaign` after every step; do not edit by hand.',
+    '',
+    "## Resume everything (in the background, from the repository's root)",
+    '',
+    '    make setup stockfish',
+    f'    nohup setsid .venv/bin/python -m campaign --workdir {workdir} --shared {shared} --config {config_name} '
+    f'> {workdir}/logs/campaign.log 2>&1 &',
+    '',
+    'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
+    'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and the '
+    'shipped model. On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps '
+    'games,labels --workers 1` beside `taskset -c 0 ... --steps train,evaluate`).',
+    '',
+    '## Folders',
+    '',
+    '- `games/`: the shared Lichess games as chunk PGN files (`SOURCE_NNN.pgn`; `SOURCE.json` says from where).',
+    '- `labels/`: one `searchless-annotate` output per chunk (the shipped recipe); a folder without '
+    '`manifest.json` is unfinished and is labelled again.',
+    '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
+    'with the folders they came from (`train.json`, `test.json`).',
+    '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
+    'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
+    'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '
+    'step starts from its parameters.',
+    '- `eval/STEP/`: the evaluation folder (`searchless-strength measure`) of the checkpoint at STEP '
+    "(`eval/NAME/`: of an adopted or side model); `curve.jsonl` one line each, with the model's name; "
+    "`curve.png` the campaign's own points (`plot_curve`).",
+    "- `logs/`: each label job's output, the campaign's own log.",
+    '- `runs.jsonl`: every step that ran (date, what, wall-clock, core-hours).',
+    '',
+    '## Totals',
+    '',
+    f'- label folders done: {len(list((workdir / "labels").glob("*/manifest.json")))} campaign chunks, '
+    f'plus the shared chunks; distinct train boards in the last merge: {distinct if distinct is not None else "-"}',
+    f'- labels: {t["labels_core_hours"]} core-hours, {t["labels_wall_hours"]} h wall-clock',
+    f'- training: {t["train_core_hours"]} core-hours, {t["train_wall_hours"]} h wall-clock'
+    + (f', of which {t["train_device_hours"]} h on an accelerator' if t['train_device_hours'] else ''),
+    f'- evaluation: {t["evaluate_core_hours"]} core-hours; matches against Stockfish: {t["match_core_hours"]} '
+    'core-hours',
+    '',
+    '## Runs',
+    '',
+    '| date | step | what | wall s | core-hours |',
+    '| --- | --- | --- | --- | --- |',
+  ]
   for r in runs:
     what = ', '.join(f'{k}={v}' for k, v in r.items() if k not in ('date', 'step', 'wall_seconds', 'core_hours'))
-    lines.append(f"| {r['date']} | {r['step']} | {what} | {r.get('wall_seconds', '')} | {r.get('core_hours', '')} |")
+    lines.append(f'| {r["date"]} | {r["step"]} | {what} | {r.get("wall_seconds", "")} | {r.get("core_hours", "")} |')
   # A temporary file of this process's own: a label job and a training job of one campaign rewrite it at once.
   atomic.write_text(workdir / 'README.md', '\n'.join(lines) + '\n', durable=False)

@@ -42,13 +42,22 @@ EXPORT_FILES = ('train_summary.json', loading.EXPORT_METADATA, 'train_metrics.js
 CPU = 'CPU'  # export.json's device for a run on CPU cores (e.g. an A/B's winning arm): core-hours, no accelerator.
 
 
-def export_run(run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any], *, dtype: str = 'float32') -> pathlib.Path:
+def export_run(
+  run_dir: pathlib.Path, out: pathlib.Path, device: dict[str, Any], *, dtype: str = 'float32'
+) -> pathlib.Path:
   """A training run as the adopt step takes it: its EMA parameters in `dtype` with its record (`loading.export`'s
   `run`) and `device` (where it ran: export.json). Returns `out`."""
   from searchless.core import config as config_lib
+
   params = loading.load_params(str(run_dir), ema=True)
-  loading.export(str(out), params, config_lib.from_json((run_dir / 'config.json').read_text()), dtype=dtype,
-                 run=str(run_dir), metadata=device)
+  loading.export(
+    str(out),
+    params,
+    config_lib.from_json((run_dir / 'config.json').read_text()),
+    dtype=dtype,
+    run=str(run_dir),
+    metadata=device,
+  )
   return out
 
 
@@ -88,12 +97,22 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
   (workdir / 'adopted.json').write_text(json.dumps({'model': str(target.relative_to(workdir))}) + '\n')
   log = [json.loads(line) for line in (model / 'train_metrics.jsonl').read_text().splitlines() if line.strip()]
   log = [r for r in log if 'loss' in r]
-  wall = device.get('seconds', summary['wall_seconds'])  # The device's wall-clock for the whole run (all its stretches).
+  wall = device.get(
+    'seconds', summary['wall_seconds']
+  )  # The device's wall-clock for the whole run (all its stretches).
   on_cpu = device['device'] == CPU
-  return {'step': 'train', 'model': str(target.relative_to(workdir)), 'device': device['device'],
-          'steps': summary['step'], 'wall_seconds': wall,
-          'core_hours': round(wall * device['cpu_cores'] / 3600, 4) if on_cpu else 0.0,
-          'device_hours': 0.0 if on_cpu else round(wall / 3600, 4), 'device_cpu_cores': device['cpu_cores'],
-          'models_sharing_the_device': device['models'], 'batch_size': summary['batch_size'],
-          'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
-          'final_train_loss': log[-1]['loss'] if log else None, 'distinct_boards': distinct_boards}
+  return {
+    'step': 'train',
+    'model': str(target.relative_to(workdir)),
+    'device': device['device'],
+    'steps': summary['step'],
+    'wall_seconds': wall,
+    'core_hours': round(wall * device['cpu_cores'] / 3600, 4) if on_cpu else 0.0,
+    'device_hours': 0.0 if on_cpu else round(wall / 3600, 4),
+    'device_cpu_cores': device['cpu_cores'],
+    'models_sharing_the_device': device['models'],
+    'batch_size': summary['batch_size'],
+    'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
+    'final_train_loss': log[-1]['loss'] if log else None,
+    'distinct_boards': distinct_boards,
+  }

@@ -80,6 +80,7 @@ def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: 
   """One bag of the distinct boards of `split` in `folders` (`distinct.merge`: first label wins); rebuilt only when
   `folders` change. Returns (and keeps in OUT_DIR/SPLIT.json) the bag's path, the folders and the counts."""
   from searchless.core import bags
+
   index = out_dir / f'{split}.json'
   names = [str(f) for f in folders]
   if index.exists() and (done := json.loads(index.read_text()))['folders'] == names:
@@ -91,49 +92,72 @@ def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: 
   return done
 
 
-def train_model(config_name: str, data: str, train_dir: pathlib.Path, seconds: float,
-                overrides: Sequence[str] = ()) -> dict[str, Any]:
+def train_model(
+  config_name: str, data: str, train_dir: pathlib.Path, seconds: float, overrides: Sequence[str] = ()
+) -> dict[str, Any]:
   """Trains (resuming) `config_name` (with `overrides`) on the bag `data` for `seconds` more; returns its cost."""
   from searchless.training import plot
   from searchless.training import train
+
   overrides = [*overrides, f'data.train={data}', f'train.max_seconds={seconds}']
   config = configs.load(config_name, overrides)
   start, cpu = time.time(), time.process_time()
   state = train.train(config, str(train_dir), overrides=overrides)
   log = [r for r in plot.read_metrics(train_dir) if 'loss' in r]  # A stopped run logs its steps too (`train`).
-  return {'step': 'train', 'config': config_name, 'steps': int(state.step), 'wall_seconds': round(time.time() - start, 1),
-          'core_hours': round((time.process_time() - cpu) / 3600, 4),
-          'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
-          'final_train_loss': log[-1]['loss'] if log else None,
-          'learning_rate': config.optim.learning_rate, 'ema_decay': config.optim.ema_decay}  # The model card's.
+  return {
+    'step': 'train',
+    'config': config_name,
+    'steps': int(state.step),
+    'wall_seconds': round(time.time() - start, 1),
+    'core_hours': round((time.process_time() - cpu) / 3600, 4),
+    'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
+    'final_train_loss': log[-1]['loss'] if log else None,
+    'learning_rate': config.optim.learning_rate,
+    'ema_decay': config.optim.ema_decay,
+  }  # The model card's.
 
 
-def evaluate_model(model_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *,
-                   num_boards: int) -> dict[str, Any]:
+def evaluate_model(
+  model_dir: pathlib.Path, heldout: str, puzzles: pathlib.Path, out: pathlib.Path, *, num_boards: int
+) -> dict[str, Any]:
   """Held-out metrics (first `num_boards` boards of `heldout`) and the dev puzzles of `model_dir` (a run or an
   export), measured by `strength.measure` into the evaluation folder `out`."""
   start, cpu = time.time(), time.process_time()
-  done = strength.measure(str(model_dir), out, strength.Protocol(puzzles=str(puzzles), heldout=heldout,
-                                                                  heldout_boards=num_boards))
+  done = strength.measure(
+    str(model_dir), out, strength.Protocol(puzzles=str(puzzles), heldout=heldout, heldout_boards=num_boards)
+  )
   h, p = done['heldout'], done['puzzles']
-  return {'step': 'evaluate', 'heldout_boards': h['boards'],
-          **{k: h[k] for k in ('action_accuracy', 'kendall_tau', 'log_loss') if k in h},
-          'puzzles_solved': p['solved'], 'puzzles': p['n'], 'puzzles_wilson95': p['wilson95'],
-          'wall_seconds': round(time.time() - start, 1), 'core_hours': round((time.process_time() - cpu) / 3600, 4)}
+  return {
+    'step': 'evaluate',
+    'heldout_boards': h['boards'],
+    **{k: h[k] for k in ('action_accuracy', 'kendall_tau', 'log_loss') if k in h},
+    'puzzles_solved': p['solved'],
+    'puzzles': p['n'],
+    'puzzles_wilson95': p['wilson95'],
+    'wall_seconds': round(time.time() - start, 1),
+    'core_hours': round((time.process_time() - cpu) / 3600, 4),
+  }
 
 
-def match_model(model_dir: pathlib.Path, out: pathlib.Path, openings: Sequence[pathlib.Path], *, games: int = GAMES,
-                workers: int = 2) -> dict[str, Any]:
+def match_model(
+  model_dir: pathlib.Path, out: pathlib.Path, openings: Sequence[pathlib.Path], *, games: int = GAMES, workers: int = 2
+) -> dict[str, Any]:
   """Plays `model_dir` against Stockfish at `OPPONENT_ELO` for `games` games (the strength ladder of one level) into
   the evaluation folder `out`; its record. Core-hours count this process and the workers and engines it started."""
   start, cpu = time.time(), time.process_time() + campaign_log.children_cpu_seconds()
-  protocol = strength.Protocol(ladder=(OPPONENT_ELO,), games=games, openings=tuple(map(str, openings)),
-                               workers=workers)
+  protocol = strength.Protocol(ladder=(OPPONENT_ELO,), games=games, openings=tuple(map(str, openings)), workers=workers)
   m = strength.measure(str(model_dir), out, protocol)['match']
   pair = m['pairs'][0]
-  record: dict[str, Any] = {'step': 'match', 'opponent': strength.opponents(protocol)[0], 'games': pair['games'],
-                            'wins': pair['wins'], 'draws': pair['draws'], 'losses': pair['losses'],
-                            'score': pair['score'], **{k: m[k] for k in ('bayeselo', 'bayeselo95') if k in m}}
+  record: dict[str, Any] = {
+    'step': 'match',
+    'opponent': strength.opponents(protocol)[0],
+    'games': pair['games'],
+    'wins': pair['wins'],
+    'draws': pair['draws'],
+    'losses': pair['losses'],
+    'score': pair['score'],
+    **{k: m[k] for k in ('bayeselo', 'bayeselo95') if k in m},
+  }
   used = time.process_time() + campaign_log.children_cpu_seconds() - cpu
   return {**record, 'wall_seconds': round(time.time() - start, 1), 'core_hours': round(used / 3600, 4)}
 
@@ -155,11 +179,25 @@ def model_folder(model: str) -> pathlib.Path:
   return pathlib.Path(str(loading.pretrained_dir(model))) if model in loading.SHIPPED else pathlib.Path(model).resolve()
 
 
-def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Sequence[str] = DEFAULT_STEPS, workers: int = 2,
-        max_chunks: int | None = None, config_name: str = 'campaign_deep6', overrides: Sequence[str] = (),
-        train_seconds: float = 3 * 3600, heldout_boards: int = 2000, puzzles: str | None = None,
-        sources: pathlib.Path = games_lib.SOURCES_FILE, install: bool = False, model: str | None = None,
-        ship_as: str = 'pretrained', games: int = GAMES, start_from: str = 'pretrained') -> None:
+def run(
+  workdir: str | pathlib.Path,
+  shared: str | pathlib.Path,
+  *,
+  steps: Sequence[str] = DEFAULT_STEPS,
+  workers: int = 2,
+  max_chunks: int | None = None,
+  config_name: str = 'campaign_deep6',
+  overrides: Sequence[str] = (),
+  train_seconds: float = 3 * 3600,
+  heldout_boards: int = 2000,
+  puzzles: str | None = None,
+  sources: pathlib.Path = games_lib.SOURCES_FILE,
+  install: bool = False,
+  model: str | None = None,
+  ship_as: str = 'pretrained',
+  games: int = GAMES,
+  start_from: str = 'pretrained',
+) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
   Args:
@@ -200,24 +238,36 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   if 'adopt' in steps and model is not None:  # (Checked above: adopt comes with its model.)
     boards = workdir / 'boards' / 'train.json'
-    record = campaign_model.adopt(workdir, model_folder(model),
-                                  json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None)
+    record = campaign_model.adopt(
+      workdir, model_folder(model), json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
+    )
     campaign_log.log_run(workdir, record)
-    print(f"[adopt] {record['model']}: {record['steps']} steps on {record['device']}", flush=True)
+    print(f'[adopt] {record["model"]}: {record["steps"]} steps on {record["device"]}', flush=True)
     readme()
   if 'train' in steps:
     folders = label_folders(shared, workdir)
     merged = merge_boards(folders, workdir / 'boards', 'train')
-    print(f"[boards] {merged['distinct_boards']:,} distinct train boards of {merged['records_read']:,} records "
-          f'in {len(folders)} label folders', flush=True)
+    print(
+      f'[boards] {merged["distinct_boards"]:,} distinct train boards of {merged["records_read"]:,} records '
+      f'in {len(folders)} label folders',
+      flush=True,
+    )
     # A new run (no checkpoint yet) starts from the adopted model's parameters, else from `start_from`'s.
     start = start_model(workdir, start_from) if not campaign_model.latest_step(train_dir) else None
-    record = train_model(config_name, merged['bag'], train_dir, train_seconds,
-                         [*overrides, *([f'train.init_from={start}', 'train.init_grow=True'] if start else [])])
-    started = ({'started_from': str(start.relative_to(workdir)) if start.is_relative_to(workdir) else start.name}
-               if start else {})
+    record = train_model(
+      config_name,
+      merged['bag'],
+      train_dir,
+      train_seconds,
+      [*overrides, *([f'train.init_from={start}', 'train.init_grow=True'] if start else [])],
+    )
+    started = (
+      {'started_from': str(start.relative_to(workdir)) if start.is_relative_to(workdir) else start.name}
+      if start
+      else {}
+    )
     campaign_log.log_run(workdir, {**record, 'distinct_boards': merged['distinct_boards'], **started})
-    print(f"[train] step {record['steps']}, {record['wall_seconds']:.0f} s", flush=True)
+    print(f'[train] step {record["steps"]}, {record["wall_seconds"]:.0f} s', flush=True)
     readme()
   if model is not None and 'adopt' not in steps:  # A side model (e.g. a transformer beside the campaign's graph).
     model_dir, model_name, step = campaign_model.side_model(model_folder(model))
@@ -226,8 +276,11 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
   out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
   if 'evaluate' in steps:
     heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
-    record = {**evaluate_model(model_dir, heldout['bag'], puzzle_csv, out, num_boards=heldout_boards),
-              'checkpoint_step': step, 'model': model_name}
+    record = {
+      **evaluate_model(model_dir, heldout['bag'], puzzle_csv, out, num_boards=heldout_boards),
+      'checkpoint_step': step,
+      'model': model_name,
+    }
     campaign_log.log_run(workdir, record)
     with open(workdir / 'curve.jsonl', 'a') as f:
       f.write(json.dumps({**record, **campaign_log.totals(campaign_log.read_runs(workdir))}) + '\n')
@@ -238,22 +291,43 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
   if 'match' in steps:
     if not openings:
       raise ValueError(f'no named openings (*.tsv) in {shared / "data" / "openings"}: the match step plays from them')
-    record = {**match_model(model_dir, out, openings, games=games, workers=workers),
-              'checkpoint_step': step, 'model': model_name}
+    record = {
+      **match_model(model_dir, out, openings, games=games, workers=workers),
+      'checkpoint_step': step,
+      'model': model_name,
+    }
     campaign_log.log_run(workdir, record)
     print(f'[match] {json.dumps(record)}', flush=True)
     readme()
   if 'ship' in steps:
-    measured = [r for r in campaign_log.read_curve(workdir)
-                if r['checkpoint_step'] == step and r.get('model', 'train') == model_name]
+    measured = [
+      r
+      for r in campaign_log.read_curve(workdir)
+      if r['checkpoint_step'] == step and r.get('model', 'train') == model_name
+    ]
     if not measured:
-      raise ValueError(f'the campaign\'s model ({model_dir}, step {step}) has no evaluation yet: run --steps evaluate,ship')
+      raise ValueError(
+        f"the campaign's model ({model_dir}, step {step}) has no evaluation yet: run --steps evaluate,ship"
+      )
     sts = shared / 'data' / 'epd' / 'sts01_undermine.epd'
-    protocol = strength.Protocol(puzzles=str(puzzle_csv), sts=str(sts) if sts.exists() else None,
-                                 ladder=campaign_ship.SHIP_LADDER, games=campaign_ship.SHIP_GAMES,
-                                 openings=tuple(map(str, openings)), workers=workers)
-    record = campaign_ship.ship(workdir, measured[-1], puzzle_csv, campaign_log.totals(campaign_log.read_runs(workdir)),
-                                protocol, install=install, model_dir=model_dir, name=ship_as)
+    protocol = strength.Protocol(
+      puzzles=str(puzzle_csv),
+      sts=str(sts) if sts.exists() else None,
+      ladder=campaign_ship.SHIP_LADDER,
+      games=campaign_ship.SHIP_GAMES,
+      openings=tuple(map(str, openings)),
+      workers=workers,
+    )
+    record = campaign_ship.ship(
+      workdir,
+      measured[-1],
+      puzzle_csv,
+      campaign_log.totals(campaign_log.read_runs(workdir)),
+      protocol,
+      install=install,
+      model_dir=model_dir,
+      name=ship_as,
+    )
     campaign_log.log_run(workdir, record)
     print(f'[ship] {json.dumps(record)}', flush=True)
     readme()
@@ -261,26 +335,50 @@ def run(workdir: str | pathlib.Path, shared: str | pathlib.Path, *, steps: Seque
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='python -m campaign', description=__doc__.split('\n\n')[0])
-  p.add_argument('--workdir', required=True, type=cli.output_dir, help='the campaign folder (e.g. ~/searchless-data/campaign)')
-  p.add_argument('--shared', required=True,
-                 help='the shared data folder: data/games, data/labels, data/puzzles, data/openings, data/epd')
-  p.add_argument('--steps', default=','.join(DEFAULT_STEPS), help=f'steps to run, comma-separated, of {",".join(STEPS)}')
+  p.add_argument(
+    '--workdir', required=True, type=cli.output_dir, help='the campaign folder (e.g. ~/searchless-data/campaign)'
+  )
+  p.add_argument(
+    '--shared',
+    required=True,
+    help='the shared data folder: data/games, data/labels, data/puzzles, data/openings, data/epd',
+  )
+  p.add_argument(
+    '--steps', default=','.join(DEFAULT_STEPS), help=f'steps to run, comma-separated, of {",".join(STEPS)}'
+  )
   p.add_argument('--sources', default=str(games_lib.SOURCES_FILE), help='the game files to label (a sources.json)')
   p.add_argument('--install', action='store_true', help='the ship step replaces the shipped model in the package')
-  p.add_argument('--workers', type=int, default=2,
-                 help='annotation worker processes, one engine each, and games played at once')
+  p.add_argument(
+    '--workers', type=int, default=2, help='annotation worker processes, one engine each, and games played at once'
+  )
   p.add_argument('--games', type=int, default=GAMES, help='games of the match step against Stockfish 1350')
   p.add_argument('--max_chunks', type=int, default=None, help='label at most N more chunks in this run (default: all)')
   p.add_argument('--config', default='campaign_deep6', help='the model and training config')
-  p.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4')
-  p.add_argument('--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)')
+  p.add_argument(
+    '--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4'
+  )
+  p.add_argument(
+    '--puzzles', default=None, help='puzzle CSV to evaluate on (default: SHARED/data/puzzles/lichess_puzzles_dev.csv)'
+  )
   p.add_argument('--train_seconds', type=float, default=3 * 3600, help='training wall-clock of this run (default: 3 h)')
-  p.add_argument('--model', default=None, help='the adopt step\'s model (an exported run, e.g. from a GPU, or a '
-                 'shipped name); without adopt, evaluate, match and ship act on it instead of the campaign\'s model')
-  p.add_argument('--start_from', default='pretrained', help='a new run\'s parameters when nothing was adopted: a '
-                 'shipped name, a model folder, or \'\' for a random initialisation')
-  p.add_argument('--ship_as', default='pretrained', choices=sorted(loading.SHIPPED),
-                 help='the shipped model the ship step must beat and replaces')
+  p.add_argument(
+    '--model',
+    default=None,
+    help="the adopt step's model (an exported run, e.g. from a GPU, or a "
+    "shipped name); without adopt, evaluate, match and ship act on it instead of the campaign's model",
+  )
+  p.add_argument(
+    '--start_from',
+    default='pretrained',
+    help="a new run's parameters when nothing was adopted: a "
+    "shipped name, a model folder, or '' for a random initialisation",
+  )
+  p.add_argument(
+    '--ship_as',
+    default='pretrained',
+    choices=sorted(loading.SHIPPED),
+    help='the shipped model the ship step must beat and replaces',
+  )
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated')
   return p
 
@@ -288,7 +386,21 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    run(args.workdir, args.shared, steps=args.steps.split(','), workers=args.workers, max_chunks=args.max_chunks,
-        config_name=args.config, overrides=args.set, train_seconds=args.train_seconds,
-        heldout_boards=args.heldout_boards, puzzles=args.puzzles, sources=pathlib.Path(args.sources),
-        install=args.install, model=args.model, ship_as=args.ship_as, games=args.games, start_from=args.start_from)
+    run(
+      args.workdir,
+      args.shared,
+      steps=args.steps.split(','),
+      workers=args.workers,
+      max_chunks=args.max_chunks,
+      config_name=args.config,
+      overrides=args.set,
+      train_seconds=args.train_seconds,
+      heldout_boards=args.heldout_boards,
+      puzzles=args.puzzles,
+      sources=pathlib.Path(args.sources),
+      install=args.install,
+      model=args.model,
+      ship_as=args.ship_as,
+      games=args.games,
+      start_from=args.start_from,
+    )

@@ -38,19 +38,22 @@ def better(candidate: tuple[int, int], shipped: tuple[int, int]) -> bool:
   (True, False)
   """
   from searchless.evaluation import metrics
+
   return metrics.wilson(*candidate)[0] > metrics.wilson(*shipped)[1]
 
 
 def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path, name: str = 'pretrained') -> dict[str, Any]:
   """The shipped model `name` on `puzzles` (solved, n), measured once per shipped model card (cached in `out`)."""
   from searchless.evaluation import puzzles as puzzle_eval
+
   card = (pathlib.Path(str(loading.pretrained_dir(name))) / 'MODEL_CARD.md').read_text()
   key = {'card': card, 'puzzles': str(puzzles)}
   cache = out / ('shipped.json' if name == loading.PRETRAINED else f'shipped_{name}.json')
   if cache.exists() and (done := json.loads(cache.read_text()))['key'] == key:
     return done['result']
-  result = puzzle_eval.run(puzzles=str(puzzles), agent=f'checkpoint:{name}', out=out / f'shipped_{name}',
-                           progress=False)
+  result = puzzle_eval.run(
+    puzzles=str(puzzles), agent=f'checkpoint:{name}', out=out / f'shipped_{name}', progress=False
+  )
   result = {'solved': result['solved'], 'n': result['n']}
   out.mkdir(parents=True, exist_ok=True)
   cache.write_text(json.dumps({'key': key, 'result': result}) + '\n')
@@ -60,54 +63,98 @@ def shipped_puzzles(puzzles: pathlib.Path, out: pathlib.Path, name: str = 'pretr
 def _priors(experiment: Any) -> list[str]:
   """The transformer's structural priors that an experiment config switches on, in words."""
   from searchless.model.config import ModelConfig
+
   m = ModelConfig.from_config(experiment)  # The model's fields with their defaults (its one home).
   if m.kind != 'transformer':
     return []
-  return [text for on, text in ((m.mover_view, "the mover's view"),
-                                (m.move_squares != 'none', f'move squares ({m.move_squares})'),
-                                (m.move_gather, 'move gather'),
-                                (m.square_bias != 'none', f'square biases ({m.square_bias})'),
-                                (m.smolgen, f'smolgen ({m.smolgen})')) if on]
+  return [
+    text
+    for on, text in (
+      (m.mover_view, "the mover's view"),
+      (m.move_squares != 'none', f'move squares ({m.move_squares})'),
+      (m.move_gather, 'move gather'),
+      (m.square_bias != 'none', f'square biases ({m.square_bias})'),
+      (m.smolgen, f'smolgen ({m.smolgen})'),
+    )
+    if on
+  ]
 
 
-def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: dict[str, float],
-         boards: dict[str, Any], strength_md: str, name: str = 'pretrained', training: Sequence[str] = (),
-         device_run: bool = False) -> str:
+def card(
+  experiment: Any,
+  num_params: int,
+  evaluation: dict[str, Any],
+  totals: dict[str, float],
+  boards: dict[str, Any],
+  strength_md: str,
+  name: str = 'pretrained',
+  training: Sequence[str] = (),
+  device_run: bool = False,
+) -> str:
   """The model card of a campaign model: model, data and labels, compute (`training`: its lines, as
   `training_lines` writes them), measured strength, how to reproduce (`device_run`: part of it on a GPU)."""
   m = experiment.model
   low, high = evaluation['puzzles_wilson95']
   lines = [
-      f'# searchless {name} model', '',
-      f'Shipped as `{name}`: ' + ('the strongest model this project has made.' if name == 'pretrained' else
-                                  'the strongest model of the paper\'s architecture this project has made.'),
-      ("The strength campaign's model, a " if name == 'pretrained' else
-       'Made by the strength campaign beside its model: a ') + f"{m.kind} model "
-      f"({m.num_layers} layers, width {m.embedding_dim}" + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
-      + f', {m.num_heads} heads' + ''.join(f', {prior}' for prior in _priors(experiment))
-      + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
-      'experiment config is `config/config.json`.'
-      + (' The paper\'s architecture ships beside it as `pretrained-transformer`.' if name == 'pretrained' else ''), '',
-      '## Data and labels', '',
-      f"- Boards: {boards['distinct_boards']:,} distinct train boards (de-duplicated by position across "
-      f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
-      f"- Labels: Stockfish, one MultiPV search of {labels.ANNOTATE_RECIPE.limit} per board scoring every legal move "
-      f"(`searchless-annotate {' '.join(labels.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
-      f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).", '',
-      '## Training', '', *training, '',
-      '## Measured strength', '',
-      f"- Dev puzzles at export: {evaluation['puzzles_solved']}/{evaluation['puzzles']} "
-      f"(95% interval {100 * low:.1f}-{100 * high:.1f}%); held-out boards: action accuracy "
-      f"{evaluation.get('action_accuracy', float('nan')):.3f}, Kendall tau-b {evaluation.get('kendall_tau', float('nan')):.3f}.",
-      '', strength_md.strip(), '',
-      '## Reproduce', '',
-      '    python -m campaign --workdir DIR --steps games,labels,train,evaluate   # from the checkout; resumable, '
-      'a few hours at a time']
+    f'# searchless {name} model',
+    '',
+    f'Shipped as `{name}`: '
+    + (
+      'the strongest model this project has made.'
+      if name == 'pretrained'
+      else "the strongest model of the paper's architecture this project has made."
+    ),
+    (
+      "The strength campaign's model, a "
+      if name == 'pretrained'
+      else 'Made by the strength campaign beside its model: a '
+    )
+    + f'{m.kind} model '
+    f'({m.num_layers} layers, width {m.embedding_dim}'
+    + (f', edges {m.graph_edge_dim}' if m.kind == 'graph' else '')
+    + f', {m.num_heads} heads'
+    + ''.join(f', {prior}' for prior in _priors(experiment))
+    + f'; {num_params:,} parameters; one forward pass scores every legal move), parameters in bfloat16; its whole '
+    'experiment config is `config/config.json`.'
+    + (" The paper's architecture ships beside it as `pretrained-transformer`." if name == 'pretrained' else ''),
+    '',
+    '## Data and labels',
+    '',
+    f'- Boards: {boards["distinct_boards"]:,} distinct train boards (de-duplicated by position across '
+    f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
+    f'- Labels: Stockfish, one MultiPV search of {labels.ANNOTATE_RECIPE.limit} per board scoring every legal move '
+    f"(`searchless-annotate {' '.join(labels.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
+    f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).",
+    '',
+    '## Training',
+    '',
+    *training,
+    '',
+    '## Measured strength',
+    '',
+    f'- Dev puzzles at export: {evaluation["puzzles_solved"]}/{evaluation["puzzles"]} '
+    f'(95% interval {100 * low:.1f}-{100 * high:.1f}%); held-out boards: action accuracy '
+    f'{evaluation.get("action_accuracy", float("nan")):.3f}, '
+    f'Kendall tau-b {evaluation.get("kendall_tau", float("nan")):.3f}.',
+    '',
+    strength_md.strip(),
+    '',
+    '## Reproduce',
+    '',
+    '    python -m campaign --workdir DIR --steps games,labels,train,evaluate   # from the checkout; resumable, '
+    'a few hours at a time',
+  ]
   if device_run:  # The GPU part: the playbook (campaign/README.md says how it travels and comes back).
-    lines += ['    # on a lent GPU: the GPU playbook (campaign/README.md), which exports OUT/NAME',
-              '    python -m campaign --workdir DIR ' + (
-                  '--steps adopt,evaluate,ship --install --model OUT/NAME' if name == 'pretrained' else
-                  f'--steps evaluate,ship --install --ship_as {name} --model OUT/NAME'), '']
+    lines += [
+      '    # on a lent GPU: the GPU playbook (campaign/README.md), which exports OUT/NAME',
+      '    python -m campaign --workdir DIR '
+      + (
+        '--steps adopt,evaluate,ship --install --model OUT/NAME'
+        if name == 'pretrained'
+        else f'--steps evaluate,ship --install --ship_as {name} --model OUT/NAME'
+      ),
+      '',
+    ]
   else:
     lines += ['    python -m campaign --workdir DIR --steps ship --install', '']
   return '\n'.join(lines)
@@ -116,22 +163,27 @@ def card(experiment: Any, num_params: int, evaluation: dict[str, Any], totals: d
 def _device_run(model_dir: pathlib.Path, experiment: Any) -> str:
   """An exported run's training (`campaign_model.export_run`), in words."""
   summary, device = json.loads((model_dir / 'train_summary.json').read_text()), campaign_model.device_of(model_dir)
-  seconds = f"{device.get('seconds', summary['wall_seconds']):.0f} s of wall-clock"
+  seconds = f'{device.get("seconds", summary["wall_seconds"]):.0f} s of wall-clock'
   on_cpu = device['device'] == campaign_model.CPU
   if on_cpu:
     cores = device['cpu_cores']
-    where = f"on {cores} CPU core{'s' if cores > 1 else ''} ({seconds})"
+    where = f'on {cores} CPU core{"s" if cores > 1 else ""} ({seconds})'
   else:
-    sharing = f", {device['models']} models sharing it" if device.get('models', 1) > 1 else ''
-    where = f"on a lent {device['device']} ({seconds}{sharing}; {device['cpu_cores']} CPU cores feeding it)"
+    sharing = f', {device["models"]} models sharing it' if device.get('models', 1) > 1 else ''
+    where = f'on a lent {device["device"]} ({seconds}{sharing}; {device["cpu_cores"]} CPU cores feeding it)'
   # A grown model (`train.init_grow`) starts as the function of the smaller one it was grown from.
-  grown = (f" in a model grown from them ({experiment.model.num_layers} layers, MLPs "
-           f"{experiment.model.widening_factor} wide; `train.init_grow`: the same function at its first step)"
-           if experiment.train.get('init_grow') else '')
-  return (f"{summary['step']:,} steps of {summary['batch_size']} boards{grown} {where}, learning rate "
-          f"{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, {experiment.train.compute_dtype} compute"
-          + ('' if on_cpu else ' (the GPU playbook)')
-          + (f". {device['note'][0].upper()}{device['note'][1:]}" if device.get('note') else ''))
+  grown = (
+    f' in a model grown from them ({experiment.model.num_layers} layers, MLPs '
+    f'{experiment.model.widening_factor} wide; `train.init_grow`: the same function at its first step)'
+    if experiment.train.get('init_grow')
+    else ''
+  )
+  return (
+    f'{summary["step"]:,} steps of {summary["batch_size"]} boards{grown} {where}, learning rate '
+    f'{experiment.optim.learning_rate:g}, EMA {experiment.optim.ema_decay}, {experiment.train.compute_dtype} compute'
+    + ('' if on_cpu else ' (the GPU playbook)')
+    + (f'. {device["note"][0].upper()}{device["note"][1:]}' if device.get('note') else '')
+  )
 
 
 def _shipped_history(experiment: Any) -> tuple[str, list[str]]:
@@ -158,8 +210,10 @@ def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   A run records its `learning_rate` and `ema_decay` (`campaign.train_model`); one without them had the experiment's.
   """
   said = []
-  for key, name, default in (('learning_rate', 'learning rate', experiment.optim.learning_rate),
-                             ('ema_decay', 'EMA', experiment.optim.ema_decay)):
+  for key, name, default in (
+    ('learning_rate', 'learning rate', experiment.optim.learning_rate),
+    ('ema_decay', 'EMA', experiment.optim.ema_decay),
+  ):
     spans: list[list[Any]] = []  # [value, last step]
     for run in runs or [{'steps': 0}]:  # No run yet: the experiment's.
       value = run.get(key, default)
@@ -167,21 +221,30 @@ def _rates(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
         spans[-1][1] = run['steps']
       else:
         spans.append([value, run['steps']])
-    said.append(name + ' ' + ', then '.join(f'{value:g}' + (f' to step {step:,}' if i < len(spans) - 1 else '')
-                                          for i, (value, step) in enumerate(spans)))
+    said.append(
+      name
+      + ' '
+      + ', then '.join(
+        f'{value:g}' + (f' to step {step:,}' if i < len(spans) - 1 else '') for i, (value, step) in enumerate(spans)
+      )
+    )
   return ', '.join(said)
 
 
 def _cost(runs: Sequence[dict[str, Any]]) -> str:
   """The wall-clock and core-hours of consecutive CPU training runs, in words."""
-  return (f"{sum(r['wall_seconds'] for r in runs) / 3600:.1f} h of wall-clock, "
-          f"{sum(r['core_hours'] for r in runs):.1f} core-hours")
+  return (
+    f'{sum(r["wall_seconds"] for r in runs) / 3600:.1f} h of wall-clock, '
+    f'{sum(r["core_hours"] for r in runs):.1f} core-hours'
+  )
 
 
 def _cpu_line(runs: Sequence[dict[str, Any]], experiment: Any) -> str:
   """Consecutive CPU training runs of the campaign, in words."""
-  return (f"{runs[-1]['steps'] if runs else 0:,} steps of {experiment.data.batch_size} boards, "
-          f"{_rates(runs, experiment)}, on 2 CPU cores in resumed runs: {_cost(runs)}")
+  return (
+    f'{runs[-1]["steps"] if runs else 0:,} steps of {experiment.data.batch_size} boards, '
+    f'{_rates(runs, experiment)}, on 2 CPU cores in resumed runs: {_cost(runs)}'
+  )
 
 
 def _first_device_run(model_dir: pathlib.Path, experiment: Any) -> list[str]:
@@ -197,27 +260,34 @@ def _lineage(workdir: pathlib.Path, train: Sequence[dict[str, Any]], experiment:
   `device`) started from the parameters of the runs before it, and the CPU runs after it from its own. `tail`:
   the runs after the last adopted one make the model (the campaign's run; else the last adopted run is it)."""
   from searchless.core import config as config_lib
+
   lines: list[str] = []
   adopted = [i for i, r in enumerate(train) if 'device' in r]
   for n, k in enumerate([*adopted, len(train)] if tail else adopted):
     before = adopted[n - 1] if n else -1
-    cpu = list(train[before + 1:k])
+    cpu = list(train[before + 1 : k])
     last = k == len(train)
     name = train[before]['model'] if n else ''
     source = workdir / name
     described = n and (source / 'train_config.json').exists()
     if cpu and not n and not last:  # Before the first adoption: its config is not at hand, its cost is.
-      lines.append(f"- First on 2 CPU cores: {cpu[-1]['steps']:,} steps in resumed runs, {_cost(cpu)}; "
-                   'then, from those parameters:')
+      lines.append(
+        f'- First on 2 CPU cores: {cpu[-1]["steps"]:,} steps in resumed runs, {_cost(cpu)}; '
+        'then, from those parameters:'
+      )
     elif cpu or last:
       start = f"Then, from those parameters (the campaign's `{name}`): " if described else ''
       from_adopted = f' (from the adopted `{name}`)' if n and not described else ''
-      lines.append(f'- {start}{_cpu_line(cpu, experiment)}{from_adopted}'
-                   + ('.' if last else '; then, from those parameters:'))
+      lines.append(
+        f'- {start}{_cpu_line(cpu, experiment)}{from_adopted}' + ('.' if last else '; then, from those parameters:')
+      )
     if not last:
       model = workdir / train[k]['model']
-      config = (config_lib.from_json((model / 'train_config.json').read_text())
-                if (model / 'train_config.json').exists() else experiment)
+      config = (
+        config_lib.from_json((model / 'train_config.json').read_text())
+        if (model / 'train_config.json').exists()
+        else experiment
+      )
       lines += [f'- {_device_run(model, config)}.'] if lines else _first_device_run(model, config)
   return lines
 
@@ -232,10 +302,12 @@ def training_lines(model_dir: pathlib.Path, experiment: Any, runs: Sequence[dict
   shipped: left out.
   """
   train = [r for r in runs if r.get('step') == 'train' and not r.get('superseded')]
-  if (model_dir / loading.EXPORT_METADATA).exists():  # An exported run: adopted (after the runs before it) or a side model.
+  if (
+    model_dir / loading.EXPORT_METADATA
+  ).exists():  # An exported run: adopted (after the runs before it) or a side model.
     here = [i for i, r in enumerate(train) if 'device' in r and pathlib.Path(r['model']).name == model_dir.name]
     if here:
-      return _lineage(model_dir.parent.parent, train[:here[-1] + 1], experiment, tail=False)
+      return _lineage(model_dir.parent.parent, train[: here[-1] + 1], experiment, tail=False)
     return _first_device_run(model_dir, experiment)
   return _lineage(model_dir.parent, train, experiment, tail=True)
 
@@ -251,6 +323,7 @@ def portable(experiment: Any, workdir: pathlib.Path) -> Any:
   ('boards/train.bag', 'pretrained')
   """
   import ml_collections
+
   out = ml_collections.ConfigDict(experiment.to_dict() if hasattr(experiment, 'to_dict') else dict(experiment))
 
   def named(path: str) -> str:
@@ -264,6 +337,7 @@ def portable(experiment: Any, workdir: pathlib.Path) -> Any:
       return str(pathlib.PurePath(path).relative_to(workdir))
     except ValueError:
       return pathlib.PurePath(path).name
+
   out.data.train = ','.join(named(p) for p in str(out.data.train).split(','))
   if 'eval' in out.data:
     out.data.eval = named(str(out.data.eval))
@@ -272,9 +346,17 @@ def portable(experiment: Any, workdir: pathlib.Path) -> Any:
   return out
 
 
-def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Path, totals: dict[str, float],
-         protocol: strength.Protocol, *, install: bool = False, model_dir: pathlib.Path | None = None,
-         name: str = 'pretrained') -> dict[str, Any]:
+def ship(
+  workdir: pathlib.Path,
+  evaluation: dict[str, Any],
+  puzzles: pathlib.Path,
+  totals: dict[str, float],
+  protocol: strength.Protocol,
+  *,
+  install: bool = False,
+  model_dir: pathlib.Path | None = None,
+  name: str = 'pretrained',
+) -> dict[str, Any]:
   """The ship step for the model `evaluation` measured (a line of curve.jsonl); returns what it did.
 
   `model_dir`: the model (default WORKDIR/train, its latest checkpoint; an adopted export).
@@ -285,8 +367,13 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
   start = time.time()
   candidate = (evaluation['puzzles_solved'], evaluation['puzzles'])
   shipped = shipped_puzzles(puzzles, workdir / 'ship', name)
-  record: dict[str, Any] = {'step': 'ship', 'as': name, 'checkpoint_step': evaluation['checkpoint_step'],
-                            'candidate': list(candidate), 'shipped': [shipped['solved'], shipped['n']]}
+  record: dict[str, Any] = {
+    'step': 'ship',
+    'as': name,
+    'checkpoint_step': evaluation['checkpoint_step'],
+    'candidate': list(candidate),
+    'shipped': [shipped['solved'], shipped['n']],
+  }
   if not better(candidate, (shipped['solved'], shipped['n'])):
     return {**record, 'shipped_now': False, 'wall_seconds': round(time.time() - start, 1)}
   model_dir = model_dir or workdir / 'train'
@@ -297,20 +384,36 @@ def ship(workdir: pathlib.Path, evaluation: dict[str, Any], puzzles: pathlib.Pat
   if experiment is None:
     raise ValueError(f'{model_dir} has no experiment config: not a model the campaign trained')
   if name == loading.PRETRAINED_TRANSFORMER and experiment.model.kind != 'transformer':
-    raise ValueError(f'{model_dir} is a {experiment.model.kind} model: {name} ships the paper\'s architecture')
+    raise ValueError(f"{model_dir} is a {experiment.model.kind} model: {name} ships the paper's architecture")
   if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
     loading.export(str(export), params, portable(experiment, workdir))
   measured = strength.measure(str(export), out / 'strength', dataclasses.replace(protocol, heldout=None))
   from searchless.model import network
+
   boards = json.loads((workdir / 'boards' / 'train.json').read_text())
   training = training_lines(model_dir, experiment, campaign_log.read_runs(workdir))
-  (export / 'MODEL_CARD.md').write_text(card(experiment, network.num_params(params), evaluation, totals, boards,
-                                             strength.markdown(measured), name, training,
-                                             (model_dir / loading.EXPORT_METADATA).exists()))
+  (export / 'MODEL_CARD.md').write_text(
+    card(
+      experiment,
+      network.num_params(params),
+      evaluation,
+      totals,
+      boards,
+      strength.markdown(measured),
+      name,
+      training,
+      (model_dir / loading.EXPORT_METADATA).exists(),
+    )
+  )
   if install:
     target = pathlib.Path(str(loading.pretrained_dir(name)))
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(export, target)
-  return {**record, 'shipped_now': True, 'export': str(export), 'installed': install,
-          'wall_seconds': round(time.time() - start, 1)}
+  return {
+    **record,
+    'shipped_now': True,
+    'export': str(export),
+    'installed': install,
+    'wall_seconds': round(time.time() - start, 1),
+  }

@@ -52,6 +52,7 @@ def load(name_or_path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_
   config = config_lib.load(path(name_or_path), overrides)
   if 'model' in config:
     from searchless.model import config as model_config  # JAX-free, but only a load needs it.
+
     model_config.ModelConfig.from_config(config)  # Its checks, with one-line errors naming the field.
   return config
 
@@ -64,6 +65,7 @@ def base() -> ml_collections.ConfigDict:
   """
   from ml_collections.config_dict import placeholder  # Only configs need it.
   from searchless.model import config as model_config
+
   c = ml_collections.ConfigDict()
   c.policy = 'action_value'  # action_value | state_value | behavioral_cloning.
   c.num_return_buckets = 128  # Value classes (uniform buckets of win probability).
@@ -85,7 +87,8 @@ def base() -> ml_collections.ConfigDict:
   c.optim.learning_rate = 1e-4  # Adam step size (constant, as the paper).
   c.optim.max_grad_norm = 1.0  # Global gradient-norm clip.
   c.optim.ema_decay = 0.99  # Decay of the parameter EMA used for evaluation and play.
-  c.optim.cooldown_steps = 0  # > 0: the learning rate falls linearly to 0 over the last cooldown_steps of train.num_steps (WSD's cooldown); 0 = constant.
+  # > 0: the learning rate falls linearly to 0 over the last cooldown_steps of train.num_steps (WSD's cooldown).
+  c.optim.cooldown_steps = 0  # 0: constant.
 
   c.loss = ml_collections.ConfigDict()
   c.loss.kind = 'log_loss'  # log_loss (paper) | hl_gauss (soft labels).
@@ -101,9 +104,16 @@ def base() -> ml_collections.ConfigDict:
   c.train.ckpt_every = 100_000  # Steps between checkpoints (also on SIGTERM and at the end).
   c.train.ckpt_keep = 3  # Checkpoints kept.
   c.train.compute_dtype = 'auto'  # float32 | bfloat16 | auto (bf16 on GPU/TPU, f32 on CPU).
-  c.train.micro_batch = 0  # Rows per forward/backward pass within a step, gradients summed (the same step, less memory; faster on XLA:CPU); 0 = the whole batch.
+  # Rows per forward/backward pass within a step, gradients summed (the same step, less memory; faster on XLA:CPU).
+  c.train.micro_batch = 0  # 0: the whole batch.
   c.train.fsdp = 1  # Size of the parameter-sharding mesh axis; data axis = devices / fsdp.
-  c.train.init_from = ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
-  c.train.init_grow = False  # With init_from: its model may be smaller (graph: widening_factor, num_layers); it starts this one as the same function (training.grow).
-  c.train.on_new_data = 'refuse'  # A resume on data other than the checkpoint's: 'refuse' (an error) | 'restart' (read them from their start; params, optimiser and step carry on).
+  c.train.init_from = (
+    ''  # Checkpoint whose (EMA) params start a new run: fine-tuning ('' = random init; a resume ignores it).
+  )
+  # With init_from: its model may be smaller (graph: widening_factor, num_layers); it starts this one as the same
+  # function (training.grow).
+  c.train.init_grow = False
+  # A resume on data other than the checkpoint's: 'refuse' (an error) | 'restart' (read them from their start;
+  # params, optimiser and step carry on).
+  c.train.on_new_data = 'refuse'
   return c

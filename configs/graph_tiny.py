@@ -19,7 +19,6 @@ action accuracy 0.185, Kendall tau-b 0.183, 5.0% of the 1,500 dev puzzles
 on the demo's 5,174 boards 0.106, 0.208, 1.3%.
 """
 
-
 import ml_collections
 
 from searchless import configs

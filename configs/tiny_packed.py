@@ -20,7 +20,6 @@ action accuracy 0.094 and Kendall tau-b 0.193 on held-out boards, against 0.071
 and 0.177 for tiny in the same time (benchmarks/packing.py).
 """
 
-
 import ml_collections
 
 from searchless import configs

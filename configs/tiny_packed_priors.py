@@ -1,4 +1,4 @@
-"""The board-packed tiny transformer with the structural priors (`searchless.model.priors`): the best combination measured.
+"""The board-packed tiny transformer with the structural priors (`model.priors`): the best combination measured.
 
 tiny_packed (4 layers, d=64, 4 heads, one row per board: 77 FEN tokens and up to 64
 move tokens) with five priors of `searchless.model.priors` switched on: the mover's
@@ -25,7 +25,6 @@ held-out log-loss 4.955, action accuracy 0.265, tau-b 0.288 against the deep ref
 graph_tiny on the same boards and machine, 111/1500 (6.2-8.8%), 4.874, 0.261, 0.332. Its
 update runs 0.80-0.81x tiny_packed's action-values/s (`benchmarks/priors.py`).
 """
-
 
 import ml_collections
 

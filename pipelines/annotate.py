@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
+
 errors.beam_command('searchless-annotate')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
 from searchless.data import annotate  # noqa: E402
@@ -39,38 +40,136 @@ _ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig
 
 PROG = 'searchless-annotate'  # The command's name, in its usage and the manifest's command line.
 
+
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
   io = p.add_argument_group('input and output')
-  io.add_argument('--input', action='append', required=True, help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several')
-  io.add_argument('--test_input', action='append', default=[], help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction')
-  io.add_argument('--out', '--output_dir', dest='output_dir', required=True, type=cli.output_dir, help='where the splits, manifest and failures go (local path, gs://, s3://)')
-  io.add_argument('--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each at most --records_per_shard), N = exactly N shards, each record\'s shard fixed by a hash of its board')
-  io.add_argument('--records_per_shard', type=int, default=_OPTIONS['records_per_shard'], help='with --num_shards 0: records per shard at most')
-  io.add_argument('--records', default=None, help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / board) and/or board (board_value: one record per board with every move\'s value); default chessbench,board (chessbench with --mode board)')
-  io.add_argument('--overwrite', action='store_true', help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is an error')
+  io.add_argument(
+    '--input',
+    action='append',
+    required=True,
+    help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat or comma-separate for several',
+  )
+  io.add_argument(
+    '--test_input',
+    action='append',
+    default=[],
+    help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction',
+  )
+  io.add_argument(
+    '--out',
+    '--output_dir',
+    dest='output_dir',
+    required=True,
+    type=cli.output_dir,
+    help='where the splits, manifest and failures go (local path, gs://, s3://)',
+  )
+  io.add_argument(
+    '--num_shards',
+    type=int,
+    default=_OPTIONS['num_shards'],
+    help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each '
+    "at most --records_per_shard), N = exactly N shards, each record's shard fixed by a hash of its board",
+  )
+  io.add_argument(
+    '--records_per_shard',
+    type=int,
+    default=_OPTIONS['records_per_shard'],
+    help='with --num_shards 0: records per shard at most',
+  )
+  io.add_argument(
+    '--records',
+    default=None,
+    help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / '
+    "board) and/or board (board_value: one record per board with every move's value); default chessbench,board "
+    '(chessbench with --mode board)',
+  )
+  io.add_argument(
+    '--overwrite',
+    action='store_true',
+    help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
+    'an error',
+  )
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
-  io.add_argument('--skip_corrupt_inputs', action='store_true', help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing')
+  io.add_argument(
+    '--skip_corrupt_inputs',
+    action='store_true',
+    help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing',
+  )
   games = p.add_argument_group('games')
   cli.add_game_filters(games, _OPTIONS)
-  games.add_argument('--sample_games', type=int, default=_OPTIONS['sample_games'], help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)')
+  games.add_argument(
+    '--sample_games',
+    type=int,
+    default=_OPTIONS['sample_games'],
+    help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)',
+  )
   boards = p.add_argument_group('boards')
-  boards.add_argument('--test_fraction', type=float, default=_OPTIONS['test_fraction'], help='fraction of games (by a hash of the game) in the test split')
-  boards.add_argument('--dedup_by', choices=splits.DEDUP_BY, default=_OPTIONS['dedup_by'], help="de-duplicate boards by the whole FEN or by the position without move clocks")
-  boards.add_argument('--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)')
+  boards.add_argument(
+    '--test_fraction',
+    type=float,
+    default=_OPTIONS['test_fraction'],
+    help='fraction of games (by a hash of the game) in the test split',
+  )
+  boards.add_argument(
+    '--dedup_by',
+    choices=splits.DEDUP_BY,
+    default=_OPTIONS['dedup_by'],
+    help='de-duplicate boards by the whole FEN or by the position without move clocks',
+  )
+  boards.add_argument(
+    '--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)'
+  )
   eng = p.add_argument_group('engine')
-  boards.add_argument('--parallelism', type=int, default=_OPTIONS['parallelism'], help='lanes games and boards are spread over; 0 = 4x the cluster\'s worker threads on Beam\'s Dask runner (which does not rebalance work by itself), 16 elsewhere')
-  eng.add_argument('--engine_path', default=None, help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
-  eng.add_argument('--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)')
-  eng.add_argument('--mode', choices=engine_lib.MODES, default=_ENGINE['mode'], help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search per board, its value and best move only (state_value and behavioral_cloning records)')
-  eng.add_argument('--state_value', choices=engine_lib.STATE_VALUE_SOURCES, default=_ENGINE['state_value'], help="board value from its own search, or the best move's value")
-  eng.add_argument('--threads', type=int, default=_ENGINE['threads'], help='UCI Threads per engine process (one engine per worker)')
+  boards.add_argument(
+    '--parallelism',
+    type=int,
+    default=_OPTIONS['parallelism'],
+    help="lanes games and boards are spread over; 0 = 4x the cluster's worker threads on Beam's Dask runner "
+    '(which does not rebalance work by itself), 16 elsewhere',
+  )
+  eng.add_argument(
+    '--engine_path',
+    default=None,
+    help='UCI engine binary on the workers (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)',
+  )
+  eng.add_argument(
+    '--limit', default='time=0.05', help='per search: time=SECONDS, depth=N or nodes=N (paper: time=0.05 per move)'
+  )
+  eng.add_argument(
+    '--mode',
+    choices=engine_lib.MODES,
+    default=_ENGINE['mode'],
+    help='per_move: one search per legal move (paper); multipv: one MultiPV search per board; board: one search '
+    'per board, its value and best move only (state_value and behavioral_cloning records)',
+  )
+  eng.add_argument(
+    '--state_value',
+    choices=engine_lib.STATE_VALUE_SOURCES,
+    default=_ENGINE['state_value'],
+    help="board value from its own search, or the best move's value",
+  )
+  eng.add_argument(
+    '--threads', type=int, default=_ENGINE['threads'], help='UCI Threads per engine process (one engine per worker)'
+  )
   eng.add_argument('--hash_mb', type=int, default=_ENGINE['hash_mb'], help='UCI Hash in MiB per engine process')
-  eng.add_argument('--deadline', type=float, default=_ENGINE['deadline'], help='seconds a search may overrun its limit before the engine is restarted')
-  eng.add_argument('--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl')
-  eng.add_argument('--max_failures_in_a_row', type=int, default=_ENGINE['max_failures_in_a_row'], help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)')
+  eng.add_argument(
+    '--deadline',
+    type=float,
+    default=_ENGINE['deadline'],
+    help='seconds a search may overrun its limit before the engine is restarted',
+  )
+  eng.add_argument(
+    '--max_attempts', type=int, default=_ENGINE['max_attempts'], help='tries per board before it goes to failures.jsonl'
+  )
+  eng.add_argument(
+    '--max_failures_in_a_row',
+    type=int,
+    default=_ENGINE['max_failures_in_a_row'],
+    help='boards failing one after another before the job stops, naming the engine (a broken engine, not bad boards)',
+  )
   p.add_argument('--no_progress', action='store_true', help='no progress line')
-  p.add_argument('--verbose', action='store_true', help='Beam\'s logs, and the traceback of an error')
+  p.add_argument('--verbose', action='store_true', help="Beam's logs, and the traceback of an error")
   return p
 
 
@@ -79,13 +178,21 @@ def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_
   args, beam_args = _parser().parse_known_args(argv)
   if args.records is None:
     args.records = 'chessbench' if args.mode == 'board' else 'chessbench,board'
-  options = annotate.AnnotateOptions(input=tuple(args.input), test_input=tuple(args.test_input),
-                                     **{f: getattr(args, f) for f in _OPTION_FIELDS})
+  options = annotate.AnnotateOptions(
+    input=tuple(args.input), test_input=tuple(args.test_input), **{f: getattr(args, f) for f in _OPTION_FIELDS}
+  )
   annotate.record_kinds(options.records, options.mode)  # A bad --records fails before the engine is looked for.
   engine_config = engine_lib.EngineConfig(
-      path=launch.require_stockfish(args.engine_path), limit=launch.SearchLimit.parse(args.limit), mode=args.mode,
-      threads=args.threads, hash_mb=args.hash_mb, state_value=args.state_value,
-      deadline=args.deadline, max_attempts=args.max_attempts, max_failures_in_a_row=args.max_failures_in_a_row)
+    path=launch.require_stockfish(args.engine_path),
+    limit=launch.SearchLimit.parse(args.limit),
+    mode=args.mode,
+    threads=args.threads,
+    hash_mb=args.hash_mb,
+    state_value=args.state_value,
+    deadline=args.deadline,
+    max_attempts=args.max_attempts,
+    max_failures_in_a_row=args.max_failures_in_a_row,
+  )
   return options, engine_config, beam_args, not args.no_progress
 
 

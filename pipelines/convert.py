@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
+
 errors.beam_command('searchless-convert')  # Before the imports that need Beam.
 from searchless.data import convert  # noqa: E402
 
@@ -22,10 +23,25 @@ from searchless.data import convert  # noqa: E402
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-convert', description=__doc__.split('\n\n')[0])
   p.add_argument('input', help='bag spec of the input records: file, name@N_data.bag, glob or comma list')
-  p.add_argument('output_dir', type=cli.output_dir, help='where the converted bag(s), convert.json and bad_boards.jsonl go')
-  p.add_argument('--to', required=True, choices=convert.TARGETS, help='board: action-value -> board records; chessbench: board records -> the three ChessBench datasets')
-  p.add_argument('--state_values', default=None, help='--to board: state-value records giving each board its value (default: its best move\'s)')
-  p.add_argument('--skip_bad_boards', action='store_true', help='--to board: leave out (and count) boards whose moves are not exactly their legal moves, instead of failing')
+  p.add_argument(
+    'output_dir', type=cli.output_dir, help='where the converted bag(s), convert.json and bad_boards.jsonl go'
+  )
+  p.add_argument(
+    '--to',
+    required=True,
+    choices=convert.TARGETS,
+    help='board: action-value -> board records; chessbench: board records -> the three ChessBench datasets',
+  )
+  p.add_argument(
+    '--state_values',
+    default=None,
+    help="--to board: state-value records giving each board its value (default: its best move's)",
+  )
+  p.add_argument(
+    '--skip_bad_boards',
+    action='store_true',
+    help='--to board: leave out (and count) boards whose moves are not exactly their legal moves, instead of failing',
+  )
   p.add_argument('--num_shards', type=int, default=1, help='shards per output record set (1 = one <kind>_data.bag)')
   p.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz')
   return p
@@ -34,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> convert.ConversionSummary:
   """Parses `argv` (flags it does not know go to Beam) and runs the conversion (`convert.run`)."""
   args, beam_args = _parser().parse_known_args(argv)
-  return convert.run(args.input, args.output_dir, to=args.to, state_values=args.state_values,
-                     skip_bad_boards=args.skip_bad_boards, num_shards=args.num_shards,
-                     compress=args.compress, beam_args=beam_args)
+  return convert.run(
+    args.input,
+    args.output_dir,
+    to=args.to,
+    state_values=args.state_values,
+    skip_bad_boards=args.skip_bad_boards,
+    num_shards=args.num_shards,
+    compress=args.compress,
+    beam_args=beam_args,
+  )

@@ -34,18 +34,48 @@ def _positive(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-selfplay', description=__doc__.split('\n\n')[0])
-  p.add_argument('--out', '--output', dest='output', required=True, type=cli.output_file, help='the PGN file to write (overwritten)')
+  p.add_argument(
+    '--out', '--output', dest='output', required=True, type=cli.output_file, help='the PGN file to write (overwritten)'
+  )
   p.add_argument('--num_games', type=_positive, default=50, help='how many games')
   p.add_argument('--seed', type=int, default=0, help='random seed: same seed, same games (with a node limit)')
-  p.add_argument('--engine_path', default=None, help='UCI engine binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
+  p.add_argument(
+    '--engine_path',
+    default=None,
+    help='UCI engine binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)',
+  )
   p.add_argument('--nodes', type=_positive, default=10_000, help='engine nodes per move (one MultiPV search)')
   p.add_argument('--opening_plies', type=_range, default='4,8', help='MIN,MAX random plies before the engine plays')
-  p.add_argument('--max_plies', type=_positive, default=selfplay.Adjudication.max_plies, help='adjudicate a draw after this many plies')
-  p.add_argument('--win_threshold_cp', type=_positive, default=selfplay.Adjudication.win_threshold_cp, help='adjudicate a win when the eval is at least this (or a mate)...')
-  p.add_argument('--win_plies', type=_positive, default=selfplay.Adjudication.win_plies, help='...on this many consecutive plies, for the same side')
-  p.add_argument('--multipv', type=_positive, default=4, help='sample each move among the engine\'s best N')
-  p.add_argument('--temperature_cp', type=float, default=50.0, help='softmax temperature (centipawns) of that sampling; 0 plays the best move')
-  p.add_argument('--date', default=selfplay.UNKNOWN_DATE, help='PGN Date tag (YYYY.MM.DD); unknown by default so output is reproducible')
+  p.add_argument(
+    '--max_plies',
+    type=_positive,
+    default=selfplay.Adjudication.max_plies,
+    help='adjudicate a draw after this many plies',
+  )
+  p.add_argument(
+    '--win_threshold_cp',
+    type=_positive,
+    default=selfplay.Adjudication.win_threshold_cp,
+    help='adjudicate a win when the eval is at least this (or a mate)...',
+  )
+  p.add_argument(
+    '--win_plies',
+    type=_positive,
+    default=selfplay.Adjudication.win_plies,
+    help='...on this many consecutive plies, for the same side',
+  )
+  p.add_argument('--multipv', type=_positive, default=4, help="sample each move among the engine's best N")
+  p.add_argument(
+    '--temperature_cp',
+    type=float,
+    default=50.0,
+    help='softmax temperature (centipawns) of that sampling; 0 plays the best move',
+  )
+  p.add_argument(
+    '--date',
+    default=selfplay.UNKNOWN_DATE,
+    help='PGN Date tag (YYYY.MM.DD); unknown by default so output is reproducible',
+  )
   return p
 
 
@@ -53,6 +83,16 @@ def run(argv: Sequence[str] | None = None) -> selfplay.SelfplaySummary:
   """Parses `argv` and plays the games (`selfplay.run`); returns its summary."""
   args = _parser().parse_args(argv)
   return selfplay.run(
-      args.output, num_games=args.num_games, seed=args.seed, engine_path=args.engine_path, nodes=args.nodes,
-      opening_plies=args.opening_plies, max_plies=args.max_plies, win_threshold_cp=args.win_threshold_cp,
-      win_plies=args.win_plies, multipv=args.multipv, temperature_cp=args.temperature_cp, date=args.date)
+    args.output,
+    num_games=args.num_games,
+    seed=args.seed,
+    engine_path=args.engine_path,
+    nodes=args.nodes,
+    opening_plies=args.opening_plies,
+    max_plies=args.max_plies,
+    win_threshold_cp=args.win_threshold_cp,
+    win_plies=args.win_plies,
+    multipv=args.multipv,
+    temperature_cp=args.temperature_cp,
+    date=args.date,
+  )

@@ -24,22 +24,32 @@ configs), `report` -> `pipelines` (the data jobs), `commands` (the console scrip
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = '0.1.0'
 
 # Public name -> (module, attribute).
 _API = {
-    'Player': ('searchless.play.player', 'Player'),
-    'PlayOptions': ('searchless.play.player', 'PlayOptions'),
-    'Policy': ('searchless.play.policy', 'Policy'),
-    'Analysis': ('searchless.play.policy', 'Analysis'),
-    'load_policy': ('searchless.play.player', 'load_policy'),
-    'load_model': ('searchless.model.loading', 'load_model'),
-    'load_config': ('searchless.core.config', 'load'),
-    'SearchLimit': ('searchless.engines.launch', 'SearchLimit'),
-    'find_stockfish': ('searchless.engines.launch', 'find_stockfish'),
+  'Player': ('searchless.play.player', 'Player'),
+  'PlayOptions': ('searchless.play.player', 'PlayOptions'),
+  'Policy': ('searchless.play.policy', 'Policy'),
+  'Analysis': ('searchless.play.policy', 'Analysis'),
+  'load_policy': ('searchless.play.player', 'load_policy'),
+  'load_model': ('searchless.model.loading', 'load_model'),
+  'load_config': ('searchless.core.config', 'load'),
+  'SearchLimit': ('searchless.engines.launch', 'SearchLimit'),
+  'find_stockfish': ('searchless.engines.launch', 'find_stockfish'),
 }
-__all__ = ['Analysis', 'PlayOptions', 'Player', 'Policy', 'SearchLimit', 'find_stockfish', 'load_config',
-           'load_model', 'load_policy', '__version__']
+__all__ = [
+  'Analysis',
+  'PlayOptions',
+  'Player',
+  'Policy',
+  'SearchLimit',
+  'find_stockfish',
+  'load_config',
+  'load_model',
+  'load_policy',
+  '__version__',
+]
 
 if TYPE_CHECKING:
   from searchless.core.config import load as load_config

@@ -8,7 +8,7 @@ def mutate_game(text: str, rng: random.Random) -> str:
   lines = text.splitlines()
   kind = rng.randrange(10)
   if kind == 0:  # Cut anywhere.
-    return text[:rng.randrange(len(text))]
+    return text[: rng.randrange(len(text))]
   if kind == 1:  # Garbage bytes (not UTF-8 included) in a line.
     i = rng.randrange(len(lines))
     lines[i] = lines[i][:5] + ''.join(chr(rng.randrange(1, 0x2FF)) for _ in range(rng.randrange(1, 12))) + lines[i][5:]
@@ -34,19 +34,75 @@ def mutate_game(text: str, rng: random.Random) -> str:
 
 
 UCI_WORDS = (
-    'uci', 'isready', 'ucinewgame', 'position', 'startpos', 'fen', 'moves', 'go', 'stop', 'ponderhit',
-    'setoption', 'name', 'value', 'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'Threads',
-    'depth', 'nodes', 'movetime', 'wtime', 'btime', 'winc', 'binc', 'movestogo', 'infinite', 'searchmoves',
-    'ponder', 'mate', 'debug', 'on', 'off', 'register', 'later', 'e2e4', 'e7e5', 'g1f3', 'a7a8q', 'e1g1', '0000',
-    '8/8/8/8/8/8/8/K1k5', 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR', 'w', 'b', 'KQkq', '-', '0', '1', '-5',
-    '1e9', 'nan', 'inf', '99999999999999999999', 'true', 'action_value', 'state_value')
+  'uci',
+  'isready',
+  'ucinewgame',
+  'position',
+  'startpos',
+  'fen',
+  'moves',
+  'go',
+  'stop',
+  'ponderhit',
+  'setoption',
+  'name',
+  'value',
+  'Policy',
+  'Temperature',
+  'TemperatureFullMoves',
+  'Decisive',
+  'Threads',
+  'depth',
+  'nodes',
+  'movetime',
+  'wtime',
+  'btime',
+  'winc',
+  'binc',
+  'movestogo',
+  'infinite',
+  'searchmoves',
+  'ponder',
+  'mate',
+  'debug',
+  'on',
+  'off',
+  'register',
+  'later',
+  'e2e4',
+  'e7e5',
+  'g1f3',
+  'a7a8q',
+  'e1g1',
+  '0000',
+  '8/8/8/8/8/8/8/K1k5',
+  'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR',
+  'w',
+  'b',
+  'KQkq',
+  '-',
+  '0',
+  '1',
+  '-5',
+  '1e9',
+  'nan',
+  'inf',
+  '99999999999999999999',
+  'true',
+  'action_value',
+  'state_value',
+)
 
 
 def hostile_uci_line(rng: random.Random) -> str:
   """A line of UCI words and random characters in random order, never `quit`."""
   while True:
-    tokens = [rng.choice(UCI_WORDS) if rng.random() < 0.85 else
-              ''.join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(1, 8))) for _ in range(rng.randrange(13))]
+    tokens = [
+      rng.choice(UCI_WORDS)
+      if rng.random() < 0.85
+      else ''.join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(1, 8)))
+      for _ in range(rng.randrange(13))
+    ]
     line = ' '.join(tokens)
     if 'quit' not in line.split():
       return line

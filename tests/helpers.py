@@ -21,9 +21,12 @@ FAKE_ENGINES = pathlib.Path(__file__).resolve().parent / 'integration' / 'fake_e
 TINY_CONFIG = 'tiny'
 
 
-def write_checkpoint(directory: pathlib.Path, policy: str = 'action_value', seed: int = 0,
-                     overrides: tuple[str, ...] = ('model.embedding_dim=32', 'model.num_layers=2',
-                                                   'model.num_heads=2')) -> pathlib.Path:
+def write_checkpoint(
+  directory: pathlib.Path,
+  policy: str = 'action_value',
+  seed: int = 0,
+  overrides: tuple[str, ...] = ('model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2'),
+) -> pathlib.Path:
   """Saves a freshly initialised model in our layout (workdir/checkpoints/1) and returns the workdir."""
   import optax  # Test-time imports: only checkpoint tests pay for JAX.
 
@@ -44,13 +47,14 @@ def tensorboard_scalars(logdir):
   """{tag: [(step, value)]} of the event files in `logdir` (TFRecord framing: length, crc, event, crc)."""
   import struct
   from tensorboardX.proto import event_pb2
+
   scalars = {}
   for path in sorted(logdir.glob('events.out.tfevents.*')):
     data = path.read_bytes()
     at = 0
     while at < len(data):
-      (length,) = struct.unpack('<Q', data[at:at + 8])
-      event = event_pb2.Event.FromString(data[at + 12:at + 12 + length])
+      (length,) = struct.unpack('<Q', data[at : at + 8])
+      event = event_pb2.Event.FromString(data[at + 12 : at + 12 + length])
       at += 12 + length + 4
       for value in event.summary.value:
         scalars.setdefault(value.tag, []).append((event.step, round(value.simple_value, 4)))
@@ -60,6 +64,7 @@ def tensorboard_scalars(logdir):
 def alive(process) -> bool:
   """Whether a psutil.Process still runs: not gone, not a zombie waiting to be reaped."""
   import psutil
+
   try:
     return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
   except psutil.NoSuchProcess:

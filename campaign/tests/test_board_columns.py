@@ -53,27 +53,41 @@ def test_boards_without_moves_among_others_and_an_empty_bag(tmp_path):
   with bagz.Writer(str(tmp_path / 'in.bag')) as w:
     for board in (mate, king, mate):
       w.write(records.encode(records.BOARD_VALUE, board))
-  assert board_columns.pack(tmp_path / 'in.bag', tmp_path / 'cols', workers=1) == {'boards': 3, 'num_buckets': 128,
-                                                                                    'values': 6}
+  assert board_columns.pack(tmp_path / 'in.bag', tmp_path / 'cols', workers=1) == {
+    'boards': 3,
+    'num_buckets': 128,
+    'values': 6,
+  }
   board_columns.unpack(tmp_path / 'cols', tmp_path / 'out.bag')
   centre = lambda bucket: (bucket + 0.5) / 128
   assert [records.decode(records.BOARD_VALUE, b) for b in bagz.Reader(str(tmp_path / 'out.bag'))] == [
-      mate._replace(state_value=centre(0)),
-      king._replace(win_probs=(centre(63), centre(1), centre(127)), state_value=centre(127)),
-      mate._replace(state_value=centre(0))]
+    mate._replace(state_value=centre(0)),
+    king._replace(win_probs=(centre(63), centre(1), centre(127)), state_value=centre(127)),
+    mate._replace(state_value=centre(0)),
+  ]
   with bagz.Writer(str(tmp_path / 'empty.bag')):
     pass
   assert board_columns.pack(tmp_path / 'empty.bag', tmp_path / 'none', workers=1)['boards'] == 0
   assert board_columns.unpack(tmp_path / 'none', tmp_path / 'none.bag') == 0
 
 
-@pytest.mark.parametrize('board, error', [
-    (records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2'), (0.5, float('nan')), 0.5),
-     'record 1: win probability nan is not in [0, 1]'),
-    (records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2'), (0.5,), 0.5), 'record 1: 2 moves but 1 values'),
-    (records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1 b1',), (0.5,), 0.5),
-     'record 1: a move or FEN with a separator in it'),
-])
+@pytest.mark.parametrize(
+  'board, error',
+  [
+    (
+      records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2'), (0.5, float('nan')), 0.5),
+      'record 1: win probability nan is not in [0, 1]',
+    ),
+    (
+      records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1', 'a1a2'), (0.5,), 0.5),
+      'record 1: 2 moves but 1 values',
+    ),
+    (
+      records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1 b1',), (0.5,), 0.5),
+      'record 1: a move or FEN with a separator in it',
+    ),
+  ],
+)
 def test_pack_refuses_what_training_would_refuse_or_the_columns_cannot_hold_naming_the_record(tmp_path, board, error):
   good = records.BoardValue('7k/8/8/8/8/8/8/K7 w - - 0 1', ('a1b1',), (0.5,), 0.5)
   with bagz.Writer(str(tmp_path / 'in.bag')) as w:

@@ -20,8 +20,12 @@ def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-analyse-game', description=__doc__.split('\n\n')[0])
   p.add_argument('--run_dir', required=True, help='the run directory (match/, train/)')
   p.add_argument('--no_model', action='store_true', help="don't load the checkpoint (no model's view of the moves)")
-  p.add_argument('--stockfish_nodes', type=int, default=sample_game.DEFAULT_STOCKFISH_NODES,
-                 help="Stockfish's nodes per position (0: no Stockfish)")
+  p.add_argument(
+    '--stockfish_nodes',
+    type=int,
+    default=sample_game.DEFAULT_STOCKFISH_NODES,
+    help="Stockfish's nodes per position (0: no Stockfish)",
+  )
   p.add_argument('--engine_path', default=None, help='Stockfish binary (default: found on PATH or /usr/games)')
   return p
 
@@ -29,8 +33,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    path = sample_game.analyse(args.run_dir, stockfish_nodes=args.stockfish_nodes, use_model=not args.no_model,
-                               engine_path=args.engine_path)
+    path = sample_game.analyse(
+      args.run_dir, stockfish_nodes=args.stockfish_nodes, use_model=not args.no_model, engine_path=args.engine_path
+    )
   print(path)
 
 

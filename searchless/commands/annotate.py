@@ -17,10 +17,13 @@ from searchless.data import streams
 
 def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-annotate', *(sys.argv[1:] if argv is None else argv)]
-  manifest = errors.beam_main(lambda args: annotate.run(args, command=command), argv, 'searchless-annotate',
-                              streams.CorruptInputError)
-  errors.print_out(f'{annotation_job.summary(manifest)}\n'
-                   f'manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}')
+  manifest = errors.beam_main(
+    lambda args: annotate.run(args, command=command), argv, 'searchless-annotate', streams.CorruptInputError
+  )
+  errors.print_out(
+    f'{annotation_job.summary(manifest)}\n'
+    f'manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}'
+  )
 
 
 if __name__ == '__main__':

@@ -6,8 +6,11 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 >>> _ = p.add_argument('--out', help='where to write')
 >>> _ = p.add_argument('--quiet', action='store_true', help='no progress')
 >>> _ = p.add_argument('--draw', type=int, default=None, help='adjudicate draws (default: off)')
->>> [line.strip() for line in p.format_help().splitlines()[-4:]]
-['--n N        how many (default: 3)', '--out OUT    where to write', '--quiet      no progress', '--draw DRAW  adjudicate draws (default: off)']
+>>> print('\n'.join(line.strip() for line in p.format_help().splitlines()[-4:]))
+--n N        how many (default: 3)
+--out OUT    where to write
+--quiet      no progress
+--draw DRAW  adjudicate draws (default: off)
 """
 
 import argparse
@@ -47,7 +50,7 @@ _WRONG_FLAG = re.compile(r'^argument [^:]+: (expected .* argument|not allowed wi
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-  """Appends ``(default: X)`` unless X is None, False or empty (nothing to say) or the help already names its default."""
+  """Appends ``(default: X)`` unless X is None, False or empty (nothing to say) or the help names its default."""
 
   def _get_help_string(self, action: argparse.Action) -> str | None:
     text = action.help or ''
@@ -70,11 +73,15 @@ class ArgumentParser(argparse.ArgumentParser):
       self.exit(2, f'error: {message}\n')
     super().error(message)
 
-  def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # parse_args calls it.
-                       namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+  def parse_known_args(
+    self,
+    args: Sequence[str] | None = None,  # type: ignore[override]  # parse_args calls it.
+    namespace: argparse.Namespace | None = None,
+  ) -> tuple[argparse.Namespace, list[str]]:
     parsed = super().parse_known_args(args, namespace)
     # This program's flags are these; absl's (grain reads them in its worker processes) take their defaults.
     from absl import flags
+
     if not flags.FLAGS.is_parsed():
       flags.FLAGS.mark_as_parsed()
     return parsed
@@ -83,11 +90,22 @@ class ArgumentParser(argparse.ArgumentParser):
 def add_game_filters(group: Any, defaults: Mapping[str, Any]) -> None:
   """The flags that choose a job's games (`pgn.GameFilter`, the games read), with `defaults` (their one home:
   the job's options dataclass): --max_games, --min_elo, --max_elo, --speeds, --exclude_bots."""
-  group.add_argument('--max_games', type=int, default=defaults['max_games'],
-                     help='read at most this many games from each input file (its first N)')
-  group.add_argument('--min_elo', type=int, default=defaults['min_elo'], help='keep games where both players are rated at least this')
-  group.add_argument('--max_elo', type=int, default=defaults['max_elo'], help='keep games where both players are rated at most this')
-  group.add_argument('--speeds', default=defaults['speeds'],
-                     help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); '
-                          'empty keeps all')
+  group.add_argument(
+    '--max_games',
+    type=int,
+    default=defaults['max_games'],
+    help='read at most this many games from each input file (its first N)',
+  )
+  group.add_argument(
+    '--min_elo', type=int, default=defaults['min_elo'], help='keep games where both players are rated at least this'
+  )
+  group.add_argument(
+    '--max_elo', type=int, default=defaults['max_elo'], help='keep games where both players are rated at most this'
+  )
+  group.add_argument(
+    '--speeds',
+    default=defaults['speeds'],
+    help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); '
+    'empty keeps all',
+  )
   group.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')

@@ -18,10 +18,14 @@ from searchless.evaluation import epd
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-epd', description=__doc__.split('\n\n')[0])
-  p.add_argument('--suite', action='append', required=True, type=cli.input_file,
-                 help='EPD file (repeat for several suites)')
-  p.add_argument('--agent', required=True,
-                 help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...')
+  p.add_argument(
+    '--suite', action='append', required=True, type=cli.input_file, help='EPD file (repeat for several suites)'
+  )
+  p.add_argument(
+    '--agent',
+    required=True,
+    help='agent spec: checkpoint:DIR, stockfish:nodes=N, stockfish:time=S, uci:PATH,time=S, ...',
+  )
   p.add_argument('--num', type=int, default=None, help='evaluate only the first NUM positions of each suite')
   p.add_argument('--out', required=True, type=cli.output_dir, help='output directory')
   p.add_argument('--no_progress', action='store_true', help='no progress bar')
@@ -31,8 +35,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    summary = epd.run(suites=args.suite, agent=args.agent, out=args.out, num=args.num,
-                      progress=not args.no_progress)
+    summary = epd.run(suites=args.suite, agent=args.agent, out=args.out, num=args.num, progress=not args.no_progress)
   lines = [f'agent: {summary["agent"]}', f'results: {os.path.join(args.out, "results.csv")}']
   for suite in summary['results']:
     lines.append(suite.total.line())

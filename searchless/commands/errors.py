@@ -39,7 +39,12 @@ import chess.engine
 
 # Errors that a user's input or environment causes; anything else is a bug and keeps its traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    FileNotFoundError, ValueError, OSError, chess.engine.EngineError, chess.engine.EngineTerminatedError)
+  FileNotFoundError,
+  ValueError,
+  OSError,
+  chess.engine.EngineError,
+  chess.engine.EngineTerminatedError,
+)
 
 
 def fail(message: object, status: int = 2) -> NoReturn:
@@ -130,8 +135,9 @@ def child_stderr_to(path: str) -> Iterator[None]:
   log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
   os.dup2(log, 2)
   os.close(log)
-  sys.stderr = open(terminal, 'w', buffering=1, encoding=getattr(original, 'encoding', None) or 'utf-8',
-                    errors='backslashreplace')
+  sys.stderr = open(
+    terminal, 'w', buffering=1, encoding=getattr(original, 'encoding', None) or 'utf-8', errors='backslashreplace'
+  )
   try:
     yield
   finally:
@@ -143,10 +149,23 @@ def child_stderr_to(path: str) -> Iterator[None]:
 
 # The last "package.module.Class: message" line of a traceback that Beam wraps a worker's error in.
 _ERROR_LINE = re.compile(r'^(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Za-z_]\w*): (?P<message>.+)$', re.MULTILINE)
-_USER_ERROR_NAMES = frozenset({
-    'FileNotFoundError', 'ValueError', 'OSError', 'PermissionError', 'IsADirectoryError', 'NotADirectoryError',
-    'EngineError', 'EngineTerminatedError', 'CorruptInputError', 'EngineNotFound', 'EngineUnresponsive',
-    'EngineBroken', 'FileExistsError'})
+_USER_ERROR_NAMES = frozenset(
+  {
+    'FileNotFoundError',
+    'ValueError',
+    'OSError',
+    'PermissionError',
+    'IsADirectoryError',
+    'NotADirectoryError',
+    'EngineError',
+    'EngineTerminatedError',
+    'CorruptInputError',
+    'EngineNotFound',
+    'EngineUnresponsive',
+    'EngineBroken',
+    'FileExistsError',
+  }
+)
 
 
 _WHILE_RUNNING = re.compile(r" \[while running '[^']*'\]$")  # What Beam adds to a step's error.
@@ -168,8 +187,9 @@ def worker_error(error: BaseException) -> str | None:
   return _WHILE_RUNNING.sub('', found[-1]['message'].strip())
 
 
-def beam_main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str,
-              *extra: type[BaseException]) -> Any:
+def beam_main(
+  run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str, *extra: type[BaseException]
+) -> Any:
   """Runs a Beam command's `run(argv)` quietly: Beam's logs off, the workers' stderr to a log file kept
   (and named in the one-line error) only when the job fails, and every user error as one line.
   With ``--verbose`` in `argv`, Beam's logs and the traceback stay. Returns what `run` returned."""

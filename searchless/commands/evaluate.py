@@ -23,8 +23,12 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--out', required=True, type=cli.output_dir, help='Output directory (metrics.json, boards.jsonl).')
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's.")
   p.add_argument('--num_boards', type=int, help='Evaluate the first N complete boards (default: all).')
-  p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
-                 help='compute dtype: auto is bfloat16 on GPU/TPU, float32 on CPU')
+  p.add_argument(
+    '--dtype',
+    default='auto',
+    choices=('auto', 'float32', 'bfloat16'),
+    help='compute dtype: auto is bfloat16 on GPU/TPU, float32 on CPU',
+  )
   p.add_argument('--batch_boards', type=int, default=32, help='Boards per batched forward pass.')
   return p
 
@@ -32,13 +36,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    summary = evaluate.run(args.checkpoint, args.data, args.out, policy=args.policy, num_boards=args.num_boards,
-                           dtype=args.dtype, batch_boards=args.batch_boards)
-  errors.print_out('\n'.join([
-      f'{summary["policy"]} on {summary["boards"]} boards of {summary["data"]}'
-      f' ({summary["dropped_boards"]} dropped: moves not exactly the legal moves)',
-      evaluate.table({k: v for k, v in summary.items() if k not in ('policy', 'checkpoint', 'data')}),
-      f'wrote {pathlib.Path(args.out) / "metrics.json"} and boards.jsonl']))
+    summary = evaluate.run(
+      args.checkpoint,
+      args.data,
+      args.out,
+      policy=args.policy,
+      num_boards=args.num_boards,
+      dtype=args.dtype,
+      batch_boards=args.batch_boards,
+    )
+  errors.print_out(
+    '\n'.join(
+      [
+        f'{summary["policy"]} on {summary["boards"]} boards of {summary["data"]}'
+        f' ({summary["dropped_boards"]} dropped: moves not exactly the legal moves)',
+        evaluate.table({k: v for k, v in summary.items() if k not in ('policy', 'checkpoint', 'data')}),
+        f'wrote {pathlib.Path(args.out) / "metrics.json"} and boards.jsonl',
+      ]
+    )
+  )
 
 
 if __name__ == '__main__':

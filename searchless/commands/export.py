@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
+
 errors.require_extra('safetensors', 'export', 'searchless-export')  # Before the imports that need them.
 errors.require_extra('flatbuffers', 'export', 'searchless-export')
 from searchless.model import export  # noqa: E402
@@ -20,7 +21,9 @@ from searchless.model import loading  # noqa: E402
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-export', description=__doc__.split('\n\n')[0])
-  p.add_argument('--checkpoint', required=True, help="workdir, checkpoint or step dir, published model dir, or 'pretrained'")
+  p.add_argument(
+    '--checkpoint', required=True, help="workdir, checkpoint or step dir, published model dir, or 'pretrained'"
+  )
   p.add_argument('--out', required=True, type=cli.output_dir, help='folder to write (created)')
   p.add_argument('--raw', action='store_true', help='the raw parameters instead of their EMA')
   p.add_argument('--no_jax_forward', action='store_true', help='no forward.jax (weights and config only)')

@@ -17,10 +17,12 @@ from searchless.data import streams
 
 def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-import', *(sys.argv[1:] if argv is None else argv)]
-  manifest = errors.beam_main(lambda args: import_labels.run(args, command=command), argv, 'searchless-import',
-                              streams.CorruptInputError)
-  errors.print_out(f'{free_label_job.summary(manifest)}\n'
-                   f'manifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}')
+  manifest = errors.beam_main(
+    lambda args: import_labels.run(args, command=command), argv, 'searchless-import', streams.CorruptInputError
+  )
+  errors.print_out(
+    f'{free_label_job.summary(manifest)}\nmanifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}'
+  )
 
 
 if __name__ == '__main__':

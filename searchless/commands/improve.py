@@ -25,9 +25,25 @@ _DEFAULTS = improve.ImproveConfig()
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-improve', description=__doc__.split('\n\n')[0])
   p.add_argument('--checkpoint', required=True, help="the starting model: workdir, checkpoint dir or 'pretrained'")
-  p.add_argument('--workdir', required=True, type=cli.output_dir, help='outputs (iteration_NNN/, summary.json); rerun to resume')
-  for field in ('iterations', 'games', 'sims', 'sample_plies', 'opening_plies', 'max_plies', 'resign_plies',
-                'steps', 'batch_size', 'min_visits', 'num_puzzles', 'match_games', 'workers', 'seed'):
+  p.add_argument(
+    '--workdir', required=True, type=cli.output_dir, help='outputs (iteration_NNN/, summary.json); rerun to resume'
+  )
+  for field in (
+    'iterations',
+    'games',
+    'sims',
+    'sample_plies',
+    'opening_plies',
+    'max_plies',
+    'resign_plies',
+    'steps',
+    'batch_size',
+    'min_visits',
+    'num_puzzles',
+    'match_games',
+    'workers',
+    'seed',
+  ):
     p.add_argument(f'--{field}', type=int, default=getattr(_DEFAULTS, field), help=_help(field))
   for field in ('noise', 'resign', 'learning_rate'):
     p.add_argument(f'--{field}', type=float, default=getattr(_DEFAULTS, field), help=_help(field))
@@ -41,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
 def _help(field: str) -> str:
   """The field's comment in `ImproveConfig` (one home for what each setting means)."""
   import inspect
+
   for line in inspect.getsource(improve.ImproveConfig).splitlines():
     if line.strip().startswith(f'{field}:') and '#' in line:
       return line.split('#', 1)[1].strip()

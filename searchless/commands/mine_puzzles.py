@@ -19,23 +19,42 @@ from searchless.evaluation import puzzle_mining
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-mine-puzzles', description=__doc__.split('\n\n')[0])
-  p.add_argument('--games', action='append', required=True,
-                 help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat for several')
+  p.add_argument(
+    '--games',
+    action='append',
+    required=True,
+    help='PGN file or glob (.pgn, .pgn.zst, .pgn.bz2, .pgn.gz); repeat for several',
+  )
   p.add_argument('--out', required=True, type=cli.output_file, help='puzzle CSV to write (Lichess columns)')
   p.add_argument('--max_puzzles', type=int, default=None, help='stop after this many puzzles')
   p.add_argument('--limit', default=puzzle_mining.DEFAULT_LIMIT, help='per search: nodes=N, depth=N or time=SECONDS')
-  p.add_argument('--split', choices=puzzle_mining.SPLITS, default='test',
-                 help="games of this split of the annotation pipeline (the demo trains on 'train')")
-  p.add_argument('--test_fraction', type=float, default=splits.DEFAULT_TEST_FRACTION,
-                 help='the annotation pipeline\'s --test_fraction')
+  p.add_argument(
+    '--split',
+    choices=puzzle_mining.SPLITS,
+    default='test',
+    help="games of this split of the annotation pipeline (the demo trains on 'train')",
+  )
+  p.add_argument(
+    '--test_fraction',
+    type=float,
+    default=splits.DEFAULT_TEST_FRACTION,
+    help="the annotation pipeline's --test_fraction",
+  )
   p.add_argument('--min_best', type=float, default=0.7, help="the best move's least win probability")
   p.add_argument('--min_gap', type=float, default=0.3, help='its least win-probability lead over the second best')
   p.add_argument('--max_solver_moves', type=int, default=2, help='longest solution, in solver moves')
-  p.add_argument('--min_swing', type=float, default=0.0,
-                 help="the setup move's least gain in the solver's win probability (0: off; Lichess-like: 0.3)")
+  p.add_argument(
+    '--min_swing',
+    type=float,
+    default=0.0,
+    help="the setup move's least gain in the solver's win probability (0: off; Lichess-like: 0.3)",
+  )
   p.add_argument('--workers', type=int, default=1, help='Stockfish processes searching in parallel')
-  p.add_argument('--engine_path', default=None,
-                 help='Stockfish binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)')
+  p.add_argument(
+    '--engine_path',
+    default=None,
+    help='Stockfish binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)',
+  )
   p.add_argument('--no_progress', action='store_true', help='no progress bar')
   return p
 
@@ -44,22 +63,37 @@ def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
     puzzles, stats = puzzle_mining.run(
-        games=args.games, out=args.out, engine_path=args.engine_path, limit=args.limit, split=args.split,
-        test_fraction=args.test_fraction, max_puzzles=args.max_puzzles, min_best=args.min_best,
-        min_gap=args.min_gap, max_solver_moves=args.max_solver_moves, min_swing=args.min_swing,
-        workers=args.workers, progress=not args.no_progress)
+      games=args.games,
+      out=args.out,
+      engine_path=args.engine_path,
+      limit=args.limit,
+      split=args.split,
+      test_fraction=args.test_fraction,
+      max_puzzles=args.max_puzzles,
+      min_best=args.min_best,
+      min_gap=args.min_gap,
+      max_solver_moves=args.max_solver_moves,
+      min_swing=args.min_swing,
+      workers=args.workers,
+      progress=not args.no_progress,
+    )
   skipped = sum(stats.games_skipped.values())
   if not puzzles:
     print('warning: no puzzles found (more games, --split all, or lower --min_best / --min_gap)', file=sys.stderr)
-  errors.print_out('\n'.join([
-      f'games: {stats.games_read} read, {skipped} skipped'
-      + (f' {dict(sorted(stats.games_skipped.items()))}' if skipped else '')
-      + f', {stats.games_selected} in split {args.split!r}, {stats.games_other_split} in the other split',
-      f'positions: {stats.positions} scanned ({stats.positions_terminal} game over or forced,'
-      f' {stats.positions_duplicate} repeated, left out); engine: {stats.engine or "-"} at {args.limit}',
-      mined_puzzles.rating_histogram(puzzles),
-      f'time: {stats.seconds:.1f} s',
-      f'puzzles: {len(puzzles)} -> {args.out}']))
+  errors.print_out(
+    '\n'.join(
+      [
+        f'games: {stats.games_read} read, {skipped} skipped'
+        + (f' {dict(sorted(stats.games_skipped.items()))}' if skipped else '')
+        + f', {stats.games_selected} in split {args.split!r}, {stats.games_other_split} in the other split',
+        f'positions: {stats.positions} scanned ({stats.positions_terminal} game over or forced,'
+        f' {stats.positions_duplicate} repeated, left out); engine: {stats.engine or "-"} at {args.limit}',
+        mined_puzzles.rating_histogram(puzzles),
+        f'time: {stats.seconds:.1f} s',
+        f'puzzles: {len(puzzles)} -> {args.out}',
+      ]
+    )
+  )
 
 
 if __name__ == '__main__':

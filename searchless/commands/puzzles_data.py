@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from searchless.commands import cli
 from searchless.commands import errors
+
 errors.beam_command('searchless-puzzles-data')  # Before the imports that need Beam.
 from searchless.core import records  # noqa: E402
 from searchless.data import puzzle_set  # noqa: E402
@@ -22,11 +23,34 @@ from searchless.data import puzzle_set  # noqa: E402
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-puzzles-data', description=__doc__.split('\n\n')[0])
-  p.add_argument('--puzzles', required=True, type=cli.input_file, help='puzzle CSV (Lichess lichess_db_puzzle.csv[.zst] or ChessBench puzzles.csv)')
-  p.add_argument('--out', '--output', dest='output', required=True, type=cli.output_file, help='the evaluation set to write (CSV in the Lichess columns); the summary goes to OUTPUT.json')
-  p.add_argument('--train_dir', default=None, help='ChessBench training records: a directory, a bag file, an @N spec, a glob or a comma list')
-  p.add_argument('--train_kind', choices=records.KINDS, default=None, help='record kind of a --train_dir bag spec (default: from its file name)')
-  p.add_argument('--remove_train_overlap', action='store_true', help='leave out the puzzles whose start board is in the training set')
+  p.add_argument(
+    '--puzzles',
+    required=True,
+    type=cli.input_file,
+    help='puzzle CSV (Lichess lichess_db_puzzle.csv[.zst] or ChessBench puzzles.csv)',
+  )
+  p.add_argument(
+    '--out',
+    '--output',
+    dest='output',
+    required=True,
+    type=cli.output_file,
+    help='the evaluation set to write (CSV in the Lichess columns); the summary goes to OUTPUT.json',
+  )
+  p.add_argument(
+    '--train_dir',
+    default=None,
+    help='ChessBench training records: a directory, a bag file, an @N spec, a glob or a comma list',
+  )
+  p.add_argument(
+    '--train_kind',
+    choices=records.KINDS,
+    default=None,
+    help='record kind of a --train_dir bag spec (default: from its file name)',
+  )
+  p.add_argument(
+    '--remove_train_overlap', action='store_true', help='leave out the puzzles whose start board is in the training set'
+  )
   p.add_argument('--num', '--limit', dest='limit', type=int, default=None, help='read only the first N puzzles')
   p.add_argument('--no_progress', action='store_true', help='no progress bars')
   return p
@@ -35,9 +59,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    summary = puzzle_set.run(args.puzzles, args.output, train_dir=args.train_dir, train_kind=args.train_kind,
-                             remove_train_overlap=args.remove_train_overlap, limit=args.limit,
-                             progress=not args.no_progress)
+    summary = puzzle_set.run(
+      args.puzzles,
+      args.output,
+      train_dir=args.train_dir,
+      train_kind=args.train_kind,
+      remove_train_overlap=args.remove_train_overlap,
+      limit=args.limit,
+      progress=not args.no_progress,
+    )
   print(summary.lines())
 
 

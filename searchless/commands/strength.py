@@ -33,16 +33,22 @@ def lines(result: dict[str, Any]) -> list[str]:
   if 'heldout' in result:
     n = max(d.n for d in result['heldout'].values())
     out.append(f'held-out boards: {n} in both; new - base (95%):')
-    out += [f'  {name:16s} {d.mean:+.4f} ± {d.half_width_95:.4f}  ({d.n} boards)' for name, d in result['heldout'].items()]
+    out += [
+      f'  {name:16s} {d.mean:+.4f} ± {d.half_width_95:.4f}  ({d.n} boards)' for name, d in result['heldout'].items()
+    ]
   if 'puzzles' in result:
     p = result['puzzles']
-    out.append(f'puzzles: {p.n} in both; base {p.base_solved}, new {p.new_solved}; '
-               f'new alone {p.new_only}, base alone {p.base_only} (z {p.z:+.2f})')
+    out.append(
+      f'puzzles: {p.n} in both; base {p.base_solved}, new {p.new_solved}; '
+      f'new alone {p.new_only}, base alone {p.base_only} (z {p.z:+.2f})'
+    )
   if 'match' in result:
     m = result['match']
-    out.append(f'match: {m.games} games in both; base {m.base_score:g}, new {m.new_score:g}; per game '
-               f'{m.per_game.mean:+.3f} ± {m.per_game.half_width_95:.3f} (95%); new better in {m.new_better}, '
-               f'worse in {m.new_worse}')
+    out.append(
+      f'match: {m.games} games in both; base {m.base_score:g}, new {m.new_score:g}; per game '
+      f'{m.per_game.mean:+.3f} ± {m.per_game.half_width_95:.3f} (95%); new better in {m.new_better}, '
+      f'worse in {m.new_worse}'
+    )
   return out
 
 
@@ -68,9 +74,12 @@ def _ladder(value: str) -> tuple[int, ...]:
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-strength', description=__doc__.split('\n\n')[0])
   sub = p.add_subparsers(dest='command', required=True)
-  m = sub.add_parser('measure', formatter_class=cli.DefaultsHelpFormatter,
-                     help='measure a model into an evaluation folder (resumable)')
-  m.add_argument('--checkpoint', required=True, help="the model: a workdir, an export, or a shipped name ('pretrained')")
+  m = sub.add_parser(
+    'measure', formatter_class=cli.DefaultsHelpFormatter, help='measure a model into an evaluation folder (resumable)'
+  )
+  m.add_argument(
+    '--checkpoint', required=True, help="the model: a workdir, an export, or a shipped name ('pretrained')"
+  )
   m.add_argument('--out', required=True, type=cli.output_dir, help='the evaluation folder (strength.json, strength.md)')
   m.add_argument('--puzzles', default=None, help='a Lichess puzzle CSV (lichess_db_puzzle.csv columns)')
   m.add_argument('--sts', default=None, help='an EPD suite with bm and c0 partial credit (e.g. STS)')
@@ -78,13 +87,20 @@ def _parser() -> argparse.ArgumentParser:
   m.add_argument('--heldout_boards', type=int, default=2000, help='the first N held-out boards')
   m.add_argument('--ladder', type=_ladder, default=(), help='Stockfish UCI_Elo levels to play, e.g. 1350,1500,1800')
   m.add_argument('--games', type=int, default=20, help='games against each level')
-  m.add_argument('--openings', nargs='+', default=[], help='opening files sampled for the ladder (.tsv, .pgn, .epd); '
-                 'default: balanced openings made with Stockfish')
+  m.add_argument(
+    '--openings',
+    nargs='+',
+    default=[],
+    help='opening files sampled for the ladder (.tsv, .pgn, .epd); default: balanced openings made with Stockfish',
+  )
   m.add_argument('--opponent_limit', default=strength.OPPONENT_LIMIT, help="the opponents' search a move")
   m.add_argument('--workers', type=int, default=2, help='games played at once')
   m.add_argument('--no_progress', action='store_true', help='no progress bars')
-  c = sub.add_parser('compare', formatter_class=cli.DefaultsHelpFormatter,
-                     help='pair two evaluation folders: new - base with its 95%% interval')
+  c = sub.add_parser(
+    'compare',
+    formatter_class=cli.DefaultsHelpFormatter,
+    help='pair two evaluation folders: new - base with its 95%% interval',
+  )
   c.add_argument('base', type=pathlib.Path, help='the evaluation folder compared against')
   c.add_argument('new', type=pathlib.Path, help='the evaluation folder compared')
   c.add_argument('--json', action='store_true', help='print one JSON object instead of lines')
@@ -99,10 +115,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     errors.print_out(json.dumps(as_json(result)) if args.json else '\n'.join(lines(result)))
     return
   with errors.one_line_errors():
-    protocol = strength.Protocol(puzzles=args.puzzles, sts=args.sts, heldout=args.heldout,
-                                 heldout_boards=args.heldout_boards, ladder=args.ladder, games=args.games,
-                                 openings=tuple(args.openings), opponent_limit=args.opponent_limit,
-                                 workers=args.workers)
+    protocol = strength.Protocol(
+      puzzles=args.puzzles,
+      sts=args.sts,
+      heldout=args.heldout,
+      heldout_boards=args.heldout_boards,
+      ladder=args.ladder,
+      games=args.games,
+      openings=tuple(args.openings),
+      opponent_limit=args.opponent_limit,
+      workers=args.workers,
+    )
     done = strength.measure(args.checkpoint, args.out, protocol, progress=not args.no_progress)
   errors.print_out(strength.markdown(done))
 

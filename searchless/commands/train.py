@@ -16,13 +16,17 @@ from searchless import configs
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-train', description=__doc__.split('\n\n')[0])
-  p.add_argument('--config', required=True,
-                 help=f'a shipped config ({", ".join(configs.names())}) or a .py file with get_config()')
+  p.add_argument(
+    '--config', required=True, help=f'a shipped config ({", ".join(configs.names())}) or a .py file with get_config()'
+  )
   p.add_argument('--workdir', required=True, type=cli.output_dir, help='all outputs go here; rerun to resume')
   p.add_argument('--data', default=None, help='training records: bag file, @N spec or glob (sets data.train)')
   p.add_argument('--eval_data', default=None, help='held-out records (sets data.eval)')
-  p.add_argument('--distributed', action='store_true',
-                 help='multi-host with auto-detected cluster (Cloud TPU pods, SLURM): jax.distributed.initialize()')
+  p.add_argument(
+    '--distributed',
+    action='store_true',
+    help='multi-host with auto-detected cluster (Cloud TPU pods, SLURM): jax.distributed.initialize()',
+  )
   p.add_argument('--coordinator', default=None, help='multi-host: jax.distributed coordinator host:port')
   p.add_argument('--num_processes', type=int, default=None, help='multi-host: number of processes')
   p.add_argument('--process_id', type=int, default=None, help='multi-host: this process')
@@ -34,13 +38,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   from searchless.training import train  # JAX only once the flags parse.
+
   with errors.one_line_errors():
-    summary = train.run(args.config, args.workdir, data=args.data, eval_data=args.eval_data,
-                        overrides=args.overrides, distributed=args.distributed, coordinator=args.coordinator,
-                        num_processes=args.num_processes, process_id=args.process_id, progress=not args.no_progress)
+    summary = train.run(
+      args.config,
+      args.workdir,
+      data=args.data,
+      eval_data=args.eval_data,
+      overrides=args.overrides,
+      distributed=args.distributed,
+      coordinator=args.coordinator,
+      num_processes=args.num_processes,
+      process_id=args.process_id,
+      progress=not args.no_progress,
+    )
   state = 'complete' if summary.complete else 'stopped'
-  print(f'{state} at step {summary.step}/{summary.num_steps} ({summary.num_params:,} parameters); '
-        f'summary: {args.workdir}/summary.json')
+  print(
+    f'{state} at step {summary.step}/{summary.num_steps} ({summary.num_params:,} parameters); '
+    f'summary: {args.workdir}/summary.json'
+  )
 
 
 if __name__ == '__main__':

@@ -31,32 +31,60 @@ def _threads(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = cli.ArgumentParser(prog='searchless-uci',
-                              description='A UCI engine over a checkpoint: the searchless player behind any chess GUI.')
-  p.add_argument('--checkpoint', required=True, help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).")
+  p = cli.ArgumentParser(
+    prog='searchless-uci', description='A UCI engine over a checkpoint: the searchless player behind any chess GUI.'
+  )
+  p.add_argument(
+    '--checkpoint',
+    required=True,
+    help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).",
+  )
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's (published: action_value).")
-  p.add_argument('--dtype', default='auto', choices=('auto', 'float32', 'bfloat16'),
-                 help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).')
+  p.add_argument(
+    '--dtype',
+    default='auto',
+    choices=('auto', 'float32', 'bfloat16'),
+    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
+  )
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
-  p.add_argument('--threads', type=_threads, default=None, help='The Threads option at start-up (default: all available CPUs).')
+  p.add_argument(
+    '--threads', type=_threads, default=None, help='The Threads option at start-up (default: all available CPUs).'
+  )
   p.add_argument('--seed', type=int, help='Sampling seed (default: fresh entropy).')
-  p.add_argument('--search', default='none', choices=uci.SEARCHES,
-                 help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.')
-  p.add_argument('--compilation_cache', metavar='DIR', default=None,
-                 help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes ('' turns it"
-                      f" off; default: ${compilation_cache.ENV} if set, else $JAX_COMPILATION_CACHE_DIR if set, else"
-                      f' {compilation_cache.default_dir()}).')
+  p.add_argument(
+    '--search',
+    default='none',
+    choices=uci.SEARCHES,
+    help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.',
+  )
+  p.add_argument(
+    '--compilation_cache',
+    metavar='DIR',
+    default=None,
+    help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes ('' turns it"
+    f' off; default: ${compilation_cache.ENV} if set, else $JAX_COMPILATION_CACHE_DIR if set, else'
+    f' {compilation_cache.default_dir()}).',
+  )
   p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
   return p
 
 
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
-  logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
-                      format='%(asctime)s %(name)s %(levelname)s: %(message)s')
+  logging.basicConfig(
+    stream=sys.stderr, level=args.log_level.upper(), format='%(asctime)s %(name)s %(levelname)s: %(message)s'
+  )
   with errors.one_line_errors():
-    uci.run(args.checkpoint, policy=args.policy, dtype=args.dtype, temperature=args.temperature,
-            threads=args.threads, seed=args.seed, compilation_cache=args.compilation_cache, search=args.search)
+    uci.run(
+      args.checkpoint,
+      policy=args.policy,
+      dtype=args.dtype,
+      temperature=args.temperature,
+      threads=args.threads,
+      seed=args.seed,
+      compilation_cache=args.compilation_cache,
+      search=args.search,
+    )
 
 
 if __name__ == '__main__':

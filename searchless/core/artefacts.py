@@ -15,10 +15,10 @@ misreads an older run.
 ...                         accuracy=0.5, band_width=200, bands=[], seconds=0.1)
 >>> PuzzleSummary.from_json(metrics.to_json()) == metrics
 True
->>> PuzzleSummary.from_json('{"format": "searchless-puzzles/0"}', source='old/summary.json')
+>>> PuzzleSummary.from_json('{"format": "searchless-puzzles/0"}', source='old/summary.json')  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-searchless.core.artefacts.ArtefactError: old/summary.json: format 'searchless-puzzles/0', but this searchless reads 'searchless-puzzles/1'
+searchless.core.artefacts.ArtefactError: old/summary.json: format 'searchless-puzzles/0', but this searchless reads ...
 """
 
 import dataclasses
@@ -61,8 +61,11 @@ class Artefact:
     if found != cls.format_id():
       raise ArtefactError(f'{source}: format {found!r}, but this searchless reads {cls.format_id()!r}')
     fields = dataclasses.fields(cls)
-    missing = [f.name for f in fields if f.name not in data
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+      f.name
+      for f in fields
+      if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
       raise ArtefactError(f'{source}: {cls.format_id()} without {", ".join(missing)}')
     return cls(**{f.name: data[f.name] for f in fields if f.name in data})
@@ -81,6 +84,7 @@ class Artefact:
     path = os.fspath(path)
     if '://' in path:
       from apache_beam.io.filesystems import FileSystems  # Only remote paths need Beam.
+
       with FileSystems.open(path) as f:
         text = f.read().decode('utf-8')
     else:
@@ -94,6 +98,7 @@ class Artefact:
     path = os.fspath(path)
     if '://' in path:
       from apache_beam.io.filesystems import FileSystems
+
       return cls.read(path) if FileSystems.exists(path) else None
     return cls.read(path) if os.path.exists(path) else None
 
@@ -102,6 +107,7 @@ class Artefact:
     path = os.fspath(path)
     if '://' in path:
       from apache_beam.io.filesystems import FileSystems
+
       with FileSystems.create(path) as f:
         f.write(self.to_json().encode('utf-8'))
       return

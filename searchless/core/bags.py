@@ -60,7 +60,9 @@ def find(directory: str, kind: str) -> str:
         raise ValueError(f'incomplete or mixed shard set for {pattern}: {len(shards)} files')
       candidates.append(','.join(shards))
   if not candidates:
-    raise FileNotFoundError(f'no {kind} records in {directory} (looked for {kind}_data.bag[z] and {kind}-*-of-*_data.bag[z])')
+    raise FileNotFoundError(
+      f'no {kind} records in {directory} (looked for {kind}_data.bag[z] and {kind}-*-of-*_data.bag[z])'
+    )
   if len(candidates) > 1:
     raise ValueError(f'several {kind} record sets in {directory}: {candidates}')
   return candidates[0]
@@ -71,7 +73,9 @@ def expand(spec: str) -> str:
   parts = []
   for part in spec.split(','):
     if '://' not in part and os.path.isdir(part):
-      raise IsADirectoryError(f'bag spec {part!r} is a directory: pass its bags, e.g. {os.path.join(part, "action_value*")!r}')
+      raise IsADirectoryError(
+        f'bag spec {part!r} is a directory: pass its bags, e.g. {os.path.join(part, "action_value*")!r}'
+      )
     if any(c in part for c in '*?['):
       matched = files.match(part)
       if not matched:

@@ -34,14 +34,15 @@ from searchless.core import bags
 from searchless.core import moves
 from searchless.core import records
 
+
 def check_policy(kind: str) -> None:
   """Raises ValueError unless `kind` is one of the three ChessBench kinds (a policy's records).
 
   >>> check_policy('state_value')
-  >>> check_policy('board_value')
+  >>> check_policy('board_value')  # doctest: +ELLIPSIS
   Traceback (most recent call last):
   ...
-  ValueError: unknown policy / record kind 'board_value'; expected one of ('action_value', 'state_value', 'behavioral_cloning')
+  ValueError: unknown policy / record kind 'board_value'; expected one of ('action_value', 'state_value', ...)
   """
   if kind not in records.KINDS:
     raise ValueError(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')
@@ -124,9 +125,9 @@ def decode_batch(kind: str, raw: Sequence[bytes]) -> Columns:
     for column, value in zip(floats, [f for f, c in zip(fields, layout) if c == 'float']):
       column[position] = value
   return Columns(
-      fens=strings[0],
-      moves=strings[1] if len(strings) > 1 else None,
-      win_probs=floats[0] if floats else None,
+    fens=strings[0],
+    moves=strings[1] if len(strings) > 1 else None,
+    win_probs=floats[0] if floats else None,
   )
 
 
@@ -204,7 +205,12 @@ def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> Non
     named = [k for k in records.ALL_KINDS if k in os.path.basename(spec.split(',')[0])]
     named_kind = max(named, key=len) if named else None  # 'partial_board_value' also holds 'board_value'.
     hint = f' (the file name says {named_kind})' if named_kind and named_kind != policy else ''
-    convert = (' (searchless-convert SPEC DIR --to board makes board records from action-value records)'
-               if policy == records.BOARD_VALUE else '')
-    raise ValueError(f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'
-                     f' but record {index} of {spec!r} is {what}{hint}{convert}')
+    convert = (
+      ' (searchless-convert SPEC DIR --to board makes board records from action-value records)'
+      if policy == records.BOARD_VALUE
+      else ''
+    )
+    raise ValueError(
+      f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'
+      f' but record {index} of {spec!r} is {what}{hint}{convert}'
+    )

@@ -87,13 +87,26 @@ def from_file(path: str | pathlib.Path) -> ml_collections.ConfigDict:
 
 # The allowed range of each numeric field: (smallest, inclusive?). A field missing from a config is not checked.
 RANGES: dict[str, tuple[float, bool]] = {  # The model's own fields are `ModelConfig`'s to check.
-    'num_return_buckets': (2, True), 'data.batch_size': (1, True), 'data.worker_count': (0, True),
-    'data.num_records': (1, True), 'data.max_moves': (1, True), 'loss.value_weight': (0, True),
-    'optim.learning_rate': (0, False), 'optim.max_grad_norm': (0, False), 'optim.ema_decay': (0, True),
-    'optim.cooldown_steps': (0, True), 'loss.hl_gauss_sigma': (0, False), 'train.num_steps': (1, True),
-    'train.max_seconds': (0, True), 'train.log_every': (1, True), 'train.eval_every': (1, True),
-    'train.eval_records': (1, True), 'train.ckpt_every': (1, True), 'train.ckpt_keep': (1, True),
-    'train.fsdp': (1, True), 'train.micro_batch': (0, True),
+  'num_return_buckets': (2, True),
+  'data.batch_size': (1, True),
+  'data.worker_count': (0, True),
+  'data.num_records': (1, True),
+  'data.max_moves': (1, True),
+  'loss.value_weight': (0, True),
+  'optim.learning_rate': (0, False),
+  'optim.max_grad_norm': (0, False),
+  'optim.ema_decay': (0, True),
+  'optim.cooldown_steps': (0, True),
+  'loss.hl_gauss_sigma': (0, False),
+  'train.num_steps': (1, True),
+  'train.max_seconds': (0, True),
+  'train.log_every': (1, True),
+  'train.eval_every': (1, True),
+  'train.eval_records': (1, True),
+  'train.ckpt_every': (1, True),
+  'train.ckpt_keep': (1, True),
+  'train.fsdp': (1, True),
+  'train.micro_batch': (0, True),
 }
 
 
@@ -112,13 +125,15 @@ def check(config: Config) -> None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
       continue
     if not (value >= low if inclusive else value > low):  # NaN fails both.
-      raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {low}, got {value}")
+      raise ValueError(f'{name} must be {">=" if inclusive else ">"} {low}, got {value}')
   if 'optim' in config and config.optim.get('ema_decay') is not None and not config.optim.ema_decay <= 1:
     raise ValueError(f'optim.ema_decay must be <= 1, got {config.optim.ema_decay}')
   cooldown = config.get('optim', {}).get('cooldown_steps') or 0
   if cooldown and 'train' in config and cooldown > config.train.num_steps:
-    raise ValueError(f'optim.cooldown_steps={cooldown} must be <= train.num_steps={config.train.num_steps}: the '
-                     'cooldown ends at train.num_steps')
+    raise ValueError(
+      f'optim.cooldown_steps={cooldown} must be <= train.num_steps={config.train.num_steps}: the '
+      'cooldown ends at train.num_steps'
+    )
 
 
 def load(path: str | pathlib.Path, overrides: Sequence[str] = ()) -> ml_collections.FrozenConfigDict:
@@ -137,7 +152,9 @@ def to_json(config: Config) -> str:
 def _to_dict(config) -> dict:
   out = {}
   for key, value in config.items():
-    out[key] = _to_dict(value) if isinstance(value, (ml_collections.ConfigDict, ml_collections.FrozenConfigDict)) else value
+    out[key] = (
+      _to_dict(value) if isinstance(value, (ml_collections.ConfigDict, ml_collections.FrozenConfigDict)) else value
+    )
   return out
 
 

@@ -21,6 +21,7 @@ def is_remote(path: str) -> bool:
 
 def _filesystems() -> Any:
   from apache_beam.io.filesystems import FileSystems  # Remote paths only.
+
   return FileSystems
 
 
@@ -43,5 +44,6 @@ def open_read(path: str) -> BinaryIO:
   """`path`'s bytes as they are stored (no decompression)."""
   if is_remote(path):
     from apache_beam.io.filesystem import CompressionTypes
+
     return _filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
   return open(path, 'rb')

@@ -23,7 +23,6 @@ import struct
 from typing import NamedTuple
 
 
-
 class ActionValue(NamedTuple):
   fen: str  # Board before the move.
   move: str  # UCI move.
@@ -54,22 +53,22 @@ ALL_KINDS = KINDS + (BOARD_VALUE, PARTIAL_BOARD_VALUE)
 # Tokens of a record as a model input: 77 FEN tokens + action and/or return bucket.
 SEQUENCE_LENGTHS = {'action_value': 79, 'state_value': 78, 'behavioral_cloning': 78}
 RECORD_TYPES = {
-    'action_value': ActionValue,
-    'state_value': StateValue,
-    'behavioral_cloning': BehavioralCloning,
-    BOARD_VALUE: BoardValue,
-    PARTIAL_BOARD_VALUE: BoardValue,
+  'action_value': ActionValue,
+  'state_value': StateValue,
+  'behavioral_cloning': BehavioralCloning,
+  BOARD_VALUE: BoardValue,
+  PARTIAL_BOARD_VALUE: BoardValue,
 }
 
 # Each kind's fields, as the reference's Beam coders lay them out: `TupleCoder` of `StrUtf8Coder` ('str'),
 # `FloatCoder` ('float', 8 bytes big-endian) and `IterableCoder` of those ('strs', 'floats': a big-endian int32
 # count, then the items). Inside a tuple a string is prefixed by its varint length, except the tuple's last field.
 LAYOUTS = {
-    'action_value': ('str', 'str', 'float'),
-    'state_value': ('str', 'float'),
-    'behavioral_cloning': ('str', 'str'),
-    BOARD_VALUE: ('str', 'strs', 'floats', 'float'),
-    PARTIAL_BOARD_VALUE: ('str', 'strs', 'floats', 'float'),  # The same fields; the kind says which moves are there.
+  'action_value': ('str', 'str', 'float'),
+  'state_value': ('str', 'float'),
+  'behavioral_cloning': ('str', 'str'),
+  BOARD_VALUE: ('str', 'strs', 'floats', 'float'),
+  PARTIAL_BOARD_VALUE: ('str', 'strs', 'floats', 'float'),  # The same fields; the kind says which moves are there.
 }
 
 
@@ -152,7 +151,7 @@ def fen_of(data: bytes) -> str:
   length, pos = _varint(data, 0)
   if pos + length > len(data):
     raise ValueError('truncated string')
-  return data[pos:pos + length].decode('utf-8')
+  return data[pos : pos + length].decode('utf-8')
 
 
 def decode(kind: str, data: bytes) -> NamedTuple:
@@ -172,7 +171,7 @@ def decode(kind: str, data: bytes) -> NamedTuple:
           raise ValueError('truncated string')
       else:
         length = len(data) - pos
-      fields.append(data[pos:pos + length].decode('utf-8'))
+      fields.append(data[pos : pos + length].decode('utf-8'))
       pos += length
     elif field == 'float':
       if pos + 8 > len(data):
@@ -189,7 +188,7 @@ def decode(kind: str, data: bytes) -> NamedTuple:
           length, pos = _varint(data, pos)
         if pos + length > len(data):
           raise ValueError('truncated string')
-        items.append(data[pos:pos + length].decode('utf-8'))
+        items.append(data[pos : pos + length].decode('utf-8'))
         pos += length
       fields.append(tuple(items))
     else:

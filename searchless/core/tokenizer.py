@@ -59,18 +59,15 @@ def fen_to_characters(fen: str) -> str:
   if len(halfmoves) > 3 or len(fullmoves) > 3:
     halfmoves, fullmoves = clamp_counters(fen).split(' ')[4:]
   chars = (
-      side
-      + board.translate(_EXPAND_BOARD)
-      + ('' if castling == '-' else castling).ljust(4, '.')
-      + ('..' if en_passant == '-' else en_passant)
-      + halfmoves.ljust(3, '.')
-      + fullmoves.ljust(3, '.')
+    side
+    + board.translate(_EXPAND_BOARD)
+    + ('' if castling == '-' else castling).ljust(4, '.')
+    + ('..' if en_passant == '-' else en_passant)
+    + halfmoves.ljust(3, '.')
+    + fullmoves.ljust(3, '.')
   )
   if len(chars) != SEQUENCE_LENGTH:
-    raise ValueError(
-        f'FEN does not tokenize to {SEQUENCE_LENGTH} tokens (got'
-        f' {len(chars)}): {fen!r}'
-    )
+    raise ValueError(f'FEN does not tokenize to {SEQUENCE_LENGTH} tokens (got {len(chars)}): {fen!r}')
   return chars
 
 

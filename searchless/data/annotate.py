@@ -83,8 +83,11 @@ class _Progress:
     if self._path and (force or now - self._last > 0.5):
       self._last = now
       # A live-progress snapshot (every 0.5 s, in a temporary folder): atomic for the reader, never synced.
-      atomic.write_text(self._path, json.dumps(
-          {'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}), durable=False)
+      atomic.write_text(
+        self._path,
+        json.dumps({'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}),
+        durable=False,
+      )
 
 
 def _write_total(total: int, directory: str) -> None:
@@ -173,10 +176,10 @@ def board_value_records(annotation: engine_lib.BoardAnnotation) -> list[records.
 
 
 RECORDS_OF = {
-    'action_value': action_value_records,
-    'state_value': state_value_records,
-    'behavioral_cloning': behavioral_cloning_records,
-    records.BOARD_VALUE: board_value_records,
+  'action_value': action_value_records,
+  'state_value': state_value_records,
+  'behavioral_cloning': behavioral_cloning_records,
+  records.BOARD_VALUE: board_value_records,
 }
 # --records choices: the record kinds each writes.
 
@@ -202,8 +205,10 @@ def record_kinds(spec: str, mode: str = 'per_move') -> tuple[str, ...]:
   kinds = tuple(kind for name in names for kind in RECORD_SETS[name])
   if mode == 'board':
     if 'board' in names:
-      raise ValueError(f'--records {spec!r}: --mode board values no moves, so it has no board_value records; '
-                       'use --records chessbench (state_value and behavioral_cloning)')
+      raise ValueError(
+        f'--records {spec!r}: --mode board values no moves, so it has no board_value records; '
+        'use --records chessbench (state_value and behavioral_cloning)'
+      )
     kinds = tuple(k for k in kinds if k != 'action_value')
   return kinds
 
@@ -238,7 +243,9 @@ class AnnotateOptions:
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
 
   def __post_init__(self):
-    results.check_job_options(self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
+    results.check_job_options(
+      self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism')
+    )
 
 
 def _first(record: tuple) -> str:
@@ -246,8 +253,9 @@ def _first(record: tuple) -> str:
 
 
 def _failure_line(failure: Failed) -> bytes:
-  return json.dumps({'split': failure.split, 'fen': failure.fen, 'reason': failure.reason,
-                     'attempts': failure.attempts}, sort_keys=True).encode('utf-8')
+  return json.dumps(
+    {'split': failure.split, 'fen': failure.fen, 'reason': failure.reason, 'attempts': failure.attempts}, sort_keys=True
+  ).encode('utf-8')
 
 
 class AnnotateGames(beam.PTransform):
@@ -270,8 +278,11 @@ class AnnotateGames(beam.PTransform):
   def _build(self, pbegin: PBegin) -> None:
     o, engine_config, progress_dir = self.options, self.engine_config, self.progress_dir
     game_filter = pgn.GameFilter(
-        min_elo=o.min_elo, max_elo=o.max_elo,
-        speeds=tuple(s for s in o.speeds.split(',') if s), exclude_bots=o.exclude_bots)
+      min_elo=o.min_elo,
+      max_elo=o.max_elo,
+      speeds=tuple(s for s in o.speeds.split(',') if s),
+      exclude_bots=o.exclude_bots,
+    )
     inputs = {'train': streams.match_files(_split_list(o.input))}
     if o.test_input:
       inputs['test'] = streams.match_files(_split_list(o.test_input), '--test_input')
@@ -285,24 +296,35 @@ class AnnotateGames(beam.PTransform):
     kept_games, skipped = [], []
     for source, paths in inputs.items():
       read = (
-          pbegin
-          | f'Files[{source}]' >> beam.Create(paths)
-          | f'ReadGames[{source}]' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs)))
-      counts.append(read | f'CountRead[{source}]' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
+        pbegin
+        | f'Files[{source}]' >> beam.Create(paths)
+        | f'ReadGames[{source}]' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
+      )
+      counts.append(
+        read
+        | f'CountRead[{source}]'
+        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1))
+      )
       parsed = (
-          read
-          | f'Texts[{source}]' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-          | f'Distribute[{source}]' >> games.Distribute(lambda raw: raw.location, o.parallelism)
-          | f'ParseGames[{source}]' >> beam.ParDo(games.ParseGames(game_filter)))
-      counts.append(parsed | f'CountParsed[{source}]' >> beam.Map(
-          lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1)))
+        read
+        | f'Texts[{source}]' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
+        | f'Distribute[{source}]' >> games.Distribute(lambda raw: raw.location, o.parallelism)
+        | f'ParseGames[{source}]' >> beam.ParDo(games.ParseGames(game_filter))
+      )
+      counts.append(
+        parsed
+        | f'CountParsed[{source}]'
+        >> beam.Map(lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1))
+      )
       kept = parsed | f'Kept[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
       skipped.append(parsed | f'Skipped[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Skip)))
       if o.sample_games is not None:
-        kept = (kept | f'Sample[{source}]' >> beam.CombineGlobally(
-                    beam.combiners.SampleCombineFn(o.sample_games)).without_defaults()
-                | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample))
+        kept = (
+          kept
+          | f'Sample[{source}]'
+          >> beam.CombineGlobally(beam.combiners.SampleCombineFn(o.sample_games)).without_defaults()
+          | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample)
+        )
       if source == 'test':
         kept = kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
       else:
@@ -313,62 +335,84 @@ class AnnotateGames(beam.PTransform):
     unique = kept_games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
     counts.append(extract.counts)
     if progress_dir:
-      _ = (unique | 'Ones' >> beam.Map(lambda _: 1)
-           | 'Total' >> beam.CombineGlobally(sum).without_defaults()
-           | 'TellProgress' >> beam.Map(_write_total, progress_dir))
-    annotated = (
+      _ = (
         unique
-        | 'Distribute[boards]' >> games.Distribute(lambda split_fen: split_fen[1], o.parallelism)
-        | 'AnnotateBoards' >> beam.ParDo(AnnotateBoards(engine_config, progress_dir)))
+        | 'Ones' >> beam.Map(lambda _: 1)
+        | 'Total' >> beam.CombineGlobally(sum).without_defaults()
+        | 'TellProgress' >> beam.Map(_write_total, progress_dir)
+      )
+    annotated = (
+      unique
+      | 'Distribute[boards]' >> games.Distribute(lambda split_fen: split_fen[1], o.parallelism)
+      | 'AnnotateBoards' >> beam.ParDo(AnnotateBoards(engine_config, progress_dir))
+    )
     counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
 
     # What each output set holds, and how many writers it gets when sharded by size.
     ext = bags.extension(o.compress)
     pgn_bytes = {source: shards.pgn_bytes(paths, o.max_games, o.sample_games) for source, paths in inputs.items()}
-    share = {'train': pgn_bytes['train'] * (1 - test_fraction),
-             'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction)}
+    share = {
+      'train': pgn_bytes['train'] * (1 - test_fraction),
+      'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction),
+    }
     self.outputs: list[results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in split_names:
-      of_split = (annotated
-                  | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
-                  | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation))
+      of_split = (
+        annotated
+        | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
+        | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation)
+      )
       for kind in record_kinds(o.records, o.mode):
         spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
         self.outputs.append(results.OutputSet(spec, split, kind))
-        record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard))
-        to_write.append(of_split
-                        | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
-                        | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
+        record_sets.append(
+          shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard)
+        )
+        to_write.append(
+          of_split
+          | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
+          | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
+        )
     failures = shards.ShardSpec(out, 'failures', '.jsonl')
     skips = shards.ShardSpec(out, 'skipped', '.jsonl')
     self.outputs += [results.OutputSet(failures, None, 'failures'), results.OutputSet(skips, None, 'skipped')]
-    record_sets += [shards.RecordSet(failures, _failure_line, lambda f: f.fen),
-                    shards.RecordSet(skips, games.skip_line, lambda s: s.location)]
-    to_write.append(annotated
-                    | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
-                    | 'KeyFailures' >> beam.Map(lambda f, key: (key, f), failures.key))
-    to_write.append(skipped
-                    | 'AllSkipped' >> beam.Flatten()
-                    | 'KeySkipped' >> beam.Map(lambda s, key: (key, s), skips.key))
+    record_sets += [
+      shards.RecordSet(failures, _failure_line, lambda f: f.fen),
+      shards.RecordSet(skips, games.skip_line, lambda s: s.location),
+    ]
+    to_write.append(
+      annotated
+      | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
+      | 'KeyFailures' >> beam.Map(lambda f, key: (key, f), failures.key)
+    )
+    to_write.append(
+      skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, key: (key, s), skips.key)
+    )
     pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
-    engines = (annotated
-               | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
-               | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity)))
+    engines = (
+      annotated
+      | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
+      | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity))
+    )
 
     # The last step depends on every other (Beam's Dask runner computes only the last one's inputs).
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
-    _ = ((pbegin | 'Start' >> beam.Create([('start', None)]),
-          summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-          pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
-          engines)
-         | 'AllResults' >> beam.Flatten()
-         | 'OneKey' >> beam.Map(lambda item: (None, item))
-         | 'Gather' >> beam.GroupByKey()
-         | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path)))
+    _ = (
+      (
+        pbegin | 'Start' >> beam.Create([('start', None)]),
+        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
+        pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+        engines,
+      )
+      | 'AllResults' >> beam.Flatten()
+      | 'OneKey' >> beam.Map(lambda item: (None, item))
+      | 'Gather' >> beam.GroupByKey()
+      | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path))
+    )
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:

@@ -43,8 +43,14 @@ SPLITS = ('train', 'test')  # The split folders a job writes.
 
 def existing_dataset(output_dir: str) -> list[str]:
   """The files of an annotation job already in `output_dir` (manifest, logs, every record set of each split)."""
-  found = [path for path in (FileSystems.join(output_dir, name) for name in (
-      artefacts.AnnotationManifest.FILE, 'failures.jsonl', 'skipped.jsonl')) if FileSystems.exists(path)]
+  found = [
+    path
+    for path in (
+      FileSystems.join(output_dir, name)
+      for name in (artefacts.AnnotationManifest.FILE, 'failures.jsonl', 'skipped.jsonl')
+    )
+    if FileSystems.exists(path)
+  ]
   for split in SPLITS:
     for kind in records.ALL_KINDS:
       for ext in ('.bag', '.bagz'):
@@ -52,9 +58,14 @@ def existing_dataset(output_dir: str) -> list[str]:
   return found
 
 
-def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, *,
-        beam_args: Sequence[str] = (), progress: bool = True,
-        command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
+def run(
+  options: annotate.AnnotateOptions,
+  engine_config: engine_lib.EngineConfig,
+  *,
+  beam_args: Sequence[str] = (),
+  progress: bool = True,
+  command: Sequence[str] | None = None,
+) -> artefacts.AnnotationManifest:
   """Runs the job; returns the manifest (also written to OUTPUT_DIR/manifest.json).
 
   `command` is recorded in the manifest (default: this process's command line).
@@ -62,8 +73,10 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   annotate.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
   pipeline_options, local = beam_job.beam_options(beam_args)
   if local and not os.access(engine_config.path, os.X_OK):
-    raise FileNotFoundError(f'engine {engine_config.path!r} not found or not executable: install Stockfish '
-                            '(Debian: apt-get install stockfish) or pass --engine_path')
+    raise FileNotFoundError(
+      f'engine {engine_config.path!r} not found or not executable: install Stockfish '
+      '(Debian: apt-get install stockfish) or pass --engine_path'
+    )
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
   progress_dir = annotate.new_progress_dir() if local and progress else None
@@ -88,8 +101,14 @@ def run(options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfi
   if bar:
     bar.start()
   try:
-    return beam_job.run(pipeline, finish, output_dir=options.output_dir, roots=roots,
-                        existing=existing_dataset(options.output_dir), overwrite=options.overwrite)
+    return beam_job.run(
+      pipeline,
+      finish,
+      output_dir=options.output_dir,
+      roots=roots,
+      existing=existing_dataset(options.output_dir),
+      overwrite=options.overwrite,
+    )
   finally:
     if bar and progress_dir:
       bar.stop()
@@ -120,43 +139,61 @@ def _binary_sha256(engine_ids: list[dict], engine_config: engine_lib.EngineConfi
   return hashes.pop() if len(hashes) == 1 else launch.binary_sha256(engine_config.path)
 
 
-def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[str, dict],
-                    options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig,
-                    graph: annotate.AnnotateGames, wall: float,
-                    command: Sequence[str] | None) -> artefacts.AnnotationManifest:
+def _write_manifest(
+  counts: dict[str, int],
+  engines: list[str],
+  timings: dict[str, dict],
+  options: annotate.AnnotateOptions,
+  engine_config: engine_lib.EngineConfig,
+  graph: annotate.AnnotateGames,
+  wall: float,
+  command: Sequence[str] | None,
+) -> artefacts.AnnotationManifest:
   engine_ids = [json.loads(identity) for identity in engines]
   per_split = {}
   for split in graph.split_names:
-    per_split[split] = {name: counts.get(f'{name}/{split}', 0) for name in (
-        'boards_seen', 'boards', 'boards_annotated', 'boards_failed', 'terminal_boards', 'action_values')}
+    per_split[split] = {
+      name: counts.get(f'{name}/{split}', 0)
+      for name in ('boards_seen', 'boards', 'boards_annotated', 'boards_failed', 'terminal_boards', 'action_values')
+    }
   test_boards = per_split.get('test', {}).get('boards', 0) + counts.get('test_boards_dropped', 0)
   overlap = counts.get('test_boards_in_train', 0)
   manifest = artefacts.AnnotationManifest(
-      code=manifest_lib.code_version(),
-      command=list(command) if command is not None else manifest_lib.command_line(),
-      inputs=graph.inputs,
-      output_dir=options.output_dir,
-      engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
-      games={
-          'read': counts.get('games_read', 0),
-          'kept': counts.get('games_kept', 0),
-          'skipped': {reason: counts.get(f'games_skipped/{reason}', 0)
-                      for reason in pgn.SKIP_REASONS if counts.get(f'games_skipped/{reason}')},
-          'corrupt_input_files': counts.get('corrupt_input_files', 0),
-          'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
-                      'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games,
-                      'sample_games': options.sample_games},
+    code=manifest_lib.code_version(),
+    command=list(command) if command is not None else manifest_lib.command_line(),
+    inputs=graph.inputs,
+    output_dir=options.output_dir,
+    engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
+    games={
+      'read': counts.get('games_read', 0),
+      'kept': counts.get('games_kept', 0),
+      'skipped': {
+        reason: counts.get(f'games_skipped/{reason}', 0)
+        for reason in pgn.SKIP_REASONS
+        if counts.get(f'games_skipped/{reason}')
       },
-      split={
-          'test_fraction': graph.test_fraction, 'by': 'test_input files' if options.test_input else 'hash of game',
-          'dedup_by': options.dedup_by, 'drop_test_overlap': options.drop_test_overlap,
-          'test_boards_in_train': overlap,
-          'test_boards_in_train_fraction': overlap / test_boards if test_boards else None,
+      'corrupt_input_files': counts.get('corrupt_input_files', 0),
+      'filters': {
+        'min_elo': options.min_elo,
+        'max_elo': options.max_elo,
+        'speeds': options.speeds,
+        'exclude_bots': options.exclude_bots,
+        'max_games_per_file': options.max_games,
+        'sample_games': options.sample_games,
       },
-      splits=per_split,
-      engine_restarts=counts.get('engine_restarts', 0),
-      outputs=beam_job.outputs(options.output_dir, graph.split_names, records.ALL_KINDS),
-      timings={'wall_seconds': round(wall, 3), **timings},
+    },
+    split={
+      'test_fraction': graph.test_fraction,
+      'by': 'test_input files' if options.test_input else 'hash of game',
+      'dedup_by': options.dedup_by,
+      'drop_test_overlap': options.drop_test_overlap,
+      'test_boards_in_train': overlap,
+      'test_boards_in_train_fraction': overlap / test_boards if test_boards else None,
+    },
+    splits=per_split,
+    engine_restarts=counts.get('engine_restarts', 0),
+    outputs=beam_job.outputs(options.output_dir, graph.split_names, records.ALL_KINDS),
+    timings={'wall_seconds': round(wall, 3), **timings},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))
   return manifest
@@ -165,15 +202,21 @@ def _write_manifest(counts: dict[str, int], engines: list[str], timings: dict[st
 def summary(manifest: artefacts.AnnotationManifest) -> str:
   """A few human lines about a finished job."""
   g = manifest.games
-  lines = [f"games: {g['read']} read, {g['kept']} kept" + (f", skipped {g['skipped']}" if g['skipped'] else '')]
+  lines = [f'games: {g["read"]} read, {g["kept"]} kept' + (f', skipped {g["skipped"]}' if g['skipped'] else '')]
   for split, c in manifest.splits.items():
-    lines.append(f"{split}: {c['boards']} boards, {c['action_values']} action-values, {c['boards_failed']} failed, "
-                 f"{c['terminal_boards']} terminal")
+    lines.append(
+      f'{split}: {c["boards"]} boards, {c["action_values"]} action-values, {c["boards_failed"]} failed, '
+      f'{c["terminal_boards"]} terminal'
+    )
   s = manifest.split
   if s['test_boards_in_train_fraction'] is not None:
-    lines.append(f"test boards also in train: {s['test_boards_in_train']} ({100 * s['test_boards_in_train_fraction']:.1f}%)")
+    lines.append(
+      f'test boards also in train: {s["test_boards_in_train"]} ({100 * s["test_boards_in_train_fraction"]:.1f}%)'
+    )
   e = manifest.engine
-  lines.append(f"engine: {', '.join(i.get('name', '?') for i in e['id'])} | {e['mode']} {e['limit']} | "
-               f"restarts {manifest.engine_restarts}")
-  lines.append(f"wall time: {manifest.timings['wall_seconds']:.1f} s")
+  lines.append(
+    f'engine: {", ".join(i.get("name", "?") for i in e["id"])} | {e["mode"]} {e["limit"]} | '
+    f'restarts {manifest.engine_restarts}'
+  )
+  lines.append(f'wall time: {manifest.timings["wall_seconds"]:.1f} s')
   return '\n'.join(lines)

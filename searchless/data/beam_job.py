@@ -49,6 +49,7 @@ def parallelism(options: PipelineOptions) -> int:
     return DEFAULT_PARALLELISM
   from apache_beam.runners.dask.dask_runner import DaskOptions  # Needs the 'dask' extra.
   import distributed
+
   dask = options.view_as(DaskOptions)
   if not (dask.address or dask.scheduler_file):
     return 4 * (os.cpu_count() or 1)  # The runner starts a local cluster.
@@ -102,8 +103,10 @@ def claim(output_dir: str, existing: Sequence[str], overwrite: bool, flag: str =
   if existing and not overwrite:
     names = ', '.join(_shown(p, output_dir) for p in existing[:4])
     more = f' and {len(existing) - 4} more' if len(existing) > 4 else ''
-    raise FileExistsError(f'{flag} {output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace '
-                          f'it, or choose another {flag}')
+    raise FileExistsError(
+      f'{flag} {output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace '
+      f'it, or choose another {flag}'
+    )
   if existing:
     FileSystems.delete(list(existing))
   if '://' not in output_dir:
@@ -143,8 +146,16 @@ def close_client(result: Any) -> None:
     client.close()
 
 
-def run(pipeline: beam.Pipeline, finish: Callable[[Any], T], *, output_dir: str, roots: Sequence[str] = (),
-        existing: Sequence[str] = (), overwrite: bool = False, flag: str = '--out') -> T:
+def run(
+  pipeline: beam.Pipeline,
+  finish: Callable[[Any], T],
+  *,
+  output_dir: str,
+  roots: Sequence[str] = (),
+  existing: Sequence[str] = (),
+  overwrite: bool = False,
+  flag: str = '--out',
+) -> T:
   """Runs a dataset job: claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's
   temporary pieces), runs `pipeline`, closes its runner's client, and returns `finish(result)`, which commits
   the job's files and writes its manifest. On any error or interrupt the output is abandoned (`abandon`) and

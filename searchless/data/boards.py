@@ -62,8 +62,9 @@ def mismatch(fen: str, moves: Sequence[str]) -> str | None:
   return '; '.join(reasons) or None
 
 
-def from_action_values(fen: str, action_values: Iterable[tuple[str, float]],
-                       state_value: float | None = None) -> records.BoardValue:
+def from_action_values(
+  fen: str, action_values: Iterable[tuple[str, float]], state_value: float | None = None
+) -> records.BoardValue:
   """One board's (move, win_prob) pairs (any order) -> its record, moves in the reference order.
 
   `state_value` defaults to the best move's value (0.5 for a board without
@@ -88,7 +89,7 @@ def to_chessbench(board: records.BoardValue) -> dict[str, list]:
   """{kind: records} of the three ChessBench datasets for one board."""
   best = best_move(board)
   return {
-      'action_value': [records.ActionValue(board.fen, m, p) for m, p in zip(board.moves, board.win_probs)],
-      'state_value': [records.StateValue(board.fen, board.state_value)],
-      'behavioral_cloning': [] if best is None else [records.BehavioralCloning(board.fen, best)],
+    'action_value': [records.ActionValue(board.fen, m, p) for m, p in zip(board.moves, board.win_probs)],
+    'state_value': [records.StateValue(board.fen, board.state_value)],
+    'behavioral_cloning': [] if best is None else [records.BehavioralCloning(board.fen, best)],
   }

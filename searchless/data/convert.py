@@ -73,14 +73,17 @@ class ConversionSummary(artefacts.Artefact):
   def lines(self) -> str:
     """A few human lines about the conversion."""
     b = self.bytes_per_action_value
-    counts = ', '.join(f"{o['records']} {kind}" for kind, o in self.outputs.items())
+    counts = ', '.join(f'{o["records"]} {kind}' for kind, o in self.outputs.items())
     bad = f', {self.bad_boards} bad boards left out' if self.bad_boards else ''
     files = ', '.join(f for o in self.outputs.values() for f in o['files'])
-    return '\n'.join([
+    return '\n'.join(
+      [
         f'{self.input_records} records -> {counts}{bad}',
-        f"bytes per action-value: action_value {b['action_value']:.1f}, board_value {b['board_value']:.1f}"
-        f" ({b['action_value'] / b['board_value']:.2f}x smaller)",
-        f'wrote {files}; summary {FileSystems.join(self.output_dir, self.FILE)}'])
+        f'bytes per action-value: action_value {b["action_value"]:.1f}, board_value {b["board_value"]:.1f}'
+        f' ({b["action_value"] / b["board_value"]:.2f}x smaller)',
+        f'wrote {files}; summary {FileSystems.join(self.output_dir, self.FILE)}',
+      ]
+    )
 
 
 BAD = 'bad'  # Tagged output of `GroupIntoBoards`: boards whose moves are not their legal moves.
@@ -120,8 +123,11 @@ class GroupIntoBoards(beam.PTransform):
         return
       yield boards_lib.from_action_values(fen, pairs, svs[0] if svs else None)
 
-    return (keyed | 'GroupByFen' >> beam.CoGroupByKey()
-            | 'ToBoards' >> beam.FlatMap(to_board).with_outputs(BAD, main='boards'))
+    return (
+      keyed
+      | 'GroupByFen' >> beam.CoGroupByKey()
+      | 'ToBoards' >> beam.FlatMap(to_board).with_outputs(BAD, main='boards')
+    )
 
 
 class BoardsToChessBench(beam.PTransform):
@@ -129,8 +135,10 @@ class BoardsToChessBench(beam.PTransform):
 
   @beam.typehints.no_annotations  # For readers: Beam has no type hint for a dict of outputs.
   def expand(self, boards: PCollection[records.BoardValue]) -> dict[str, PCollection]:
-    return {kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: boards_lib.to_chessbench(b)[k], kind)
-            for kind in records.KINDS}
+    return {
+      kind: boards | f'To[{kind}]' >> beam.FlatMap(lambda b, k: boards_lib.to_chessbench(b)[k], kind)
+      for kind in records.KINDS
+    }
 
 
 class RecordCoder(beam.coders.Coder):
@@ -157,8 +165,11 @@ class ReadRecords(beam.PTransform):
     self._spec, self._kind = spec, kind
 
   def expand(self, pbegin: PBegin) -> PCollection:  # Of records.RECORD_TYPES[kind].
-    return (pbegin | 'Read' >> bagzio.ReadFromBagz(bags.expand(self._spec))
-            | 'Decode' >> beam.Map(lambda data, k: records.decode(k, data), self._kind))
+    return (
+      pbegin
+      | 'Read' >> bagzio.ReadFromBagz(bags.expand(self._spec))
+      | 'Decode' >> beam.Map(lambda data, k: records.decode(k, data), self._kind)
+    )
 
 
 class WriteBadBoards(beam.PTransform):
@@ -169,9 +180,16 @@ class WriteBadBoards(beam.PTransform):
     self._output_dir = output_dir
 
   def expand(self, bad: PCollection[dict[str, str | int]]) -> PCollection[str]:  # The file written.
-    return (bad | 'ToJson' >> beam.Map(lambda b: json.dumps(b, sort_keys=True))
-            | 'Write' >> beam.io.WriteToText(FileSystems.join(self._output_dir, BAD_BOARDS.removesuffix('.jsonl')),
-                                             file_name_suffix='.jsonl', shard_name_template=''))
+    return (
+      bad
+      | 'ToJson' >> beam.Map(lambda b: json.dumps(b, sort_keys=True))
+      | 'Write'
+      >> beam.io.WriteToText(
+        FileSystems.join(self._output_dir, BAD_BOARDS.removesuffix('.jsonl')),
+        file_name_suffix='.jsonl',
+        shard_name_template='',
+      )
+    )
 
 
 def _size(spec: str) -> int:
@@ -193,9 +211,17 @@ def _read_bad_boards(output_dir: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in f.read().decode('utf-8').splitlines() if line]
 
 
-def run(input: str, output_dir: str, *, to: str, state_values: str | None = None,  # pylint: disable=redefined-builtin
-        skip_bad_boards: bool = False, num_shards: int = 1, compress: bool = False,
-        beam_args: Sequence[str] = ()) -> ConversionSummary:
+def run(
+  input: str,
+  output_dir: str,
+  *,
+  to: str,
+  state_values: str | None = None,  # pylint: disable=redefined-builtin
+  skip_bad_boards: bool = False,
+  num_shards: int = 1,
+  compress: bool = False,
+  beam_args: Sequence[str] = (),
+) -> ConversionSummary:
   """Converts the records of bag spec `input` into `output_dir` (see the module docstring).
 
   Args:
@@ -223,16 +249,21 @@ def run(input: str, output_dir: str, *, to: str, state_values: str | None = None
   pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
   if to == 'board':
     values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
-    grouped = (pipeline | 'Read[action_value]' >> ReadRecords(input, 'action_value')
-               | 'GroupIntoBoards' >> GroupIntoBoards(values))
+    grouped = (
+      pipeline
+      | 'Read[action_value]' >> ReadRecords(input, 'action_value')
+      | 'GroupIntoBoards' >> GroupIntoBoards(values)
+    )
     outputs = {records.BOARD_VALUE: grouped.boards}
     _ = grouped[BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
   else:
-    outputs = (pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE)
-               | 'ToChessBench' >> BoardsToChessBench())
+    outputs = (
+      pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE) | 'ToChessBench' >> BoardsToChessBench()
+    )
   for kind, pcoll in outputs.items():
     _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
-        bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind))
+      bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind)
+    )
 
   def finish(_) -> ConversionSummary:
     written = {kind: bags.find(output_dir, kind) for kind in outputs}
@@ -242,33 +273,35 @@ def run(input: str, output_dir: str, *, to: str, state_values: str | None = None
     board_spec = written.get(records.BOARD_VALUE, input)
     av_spec = input if to == 'board' else written['action_value']
     summary = ConversionSummary(
-        code=manifest_lib.code_version(),
-        input=input,
-        output_dir=output_dir,
-        to=to,
-        input_records=in_records,
-        outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
-        bad_boards=len(bad),
-        action_values=action_values,
-        bytes_per_action_value={
-            'action_value': _size(av_spec) / max(action_values, 1),
-            'board_value': _size(board_spec) / max(action_values, 1),
-        },
-        wall_seconds=round(time.time() - start, 3),
+      code=manifest_lib.code_version(),
+      input=input,
+      output_dir=output_dir,
+      to=to,
+      input_records=in_records,
+      outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
+      bad_boards=len(bad),
+      action_values=action_values,
+      bytes_per_action_value={
+        'action_value': _size(av_spec) / max(action_values, 1),
+        'board_value': _size(board_spec) / max(action_values, 1),
+      },
+      wall_seconds=round(time.time() - start, 3),
     )
     if bad and not skip_bad_boards:
       FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
       first = bad[0]
       raise ValueError(
-          f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
-          f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
-          f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others')
+        f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
+        f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
+        f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others'
+      )
     summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
     return summary
 
   # A conversion replaces the one already in output_dir (its files only).
-  return beam_job.run(pipeline, finish, output_dir=output_dir, existing=_existing(output_dir, outputs),
-                      overwrite=True, flag='output_dir')
+  return beam_job.run(
+    pipeline, finish, output_dir=output_dir, existing=_existing(output_dir, outputs), overwrite=True, flag='output_dir'
+  )
 
 
 def _existing(output_dir: str, kinds: Iterable[str]) -> list[str]:

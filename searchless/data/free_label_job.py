@@ -72,8 +72,9 @@ class ImportOptions:
   overwrite: bool = False  # Replace a dataset already in output_dir.
 
   def __post_init__(self):
-    results.check_job_options(self, ('max_games', 'max_lines', 'records_per_shard'),
-                               ('min_elo', 'max_elo', 'num_shards', 'parallelism'))
+    results.check_job_options(
+      self, ('max_games', 'max_lines', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism')
+    )
     unknown = [k for k in self.kinds if k not in KINDS]
     if unknown or not self.kinds:
       raise ValueError(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')
@@ -153,8 +154,9 @@ class MergeBoards(beam.CombineFn):
 
   def add_input(self, acc: _Merged, board: free_labels.Labelled) -> _Merged:
     rank = _preference(board)
-    return self.merge_accumulators([acc, (board, {m: (rank, p) for m, p in zip(board.moves, board.win_probs)},
-                                          board.fen)])
+    return self.merge_accumulators(
+      [acc, (board, {m: (rank, p) for m, p in zip(board.moves, board.win_probs)}, board.fen)]
+    )
 
   def merge_accumulators(self, accs: Iterable[_Merged]) -> _Merged:
     best: free_labels.Labelled | None = None
@@ -174,8 +176,9 @@ class MergeBoards(beam.CombineFn):
     best, moves, fen = acc
     assert best is not None and fen is not None  # A key's accumulator has seen at least one board.
     ordered = sorted(moves.items(), key=lambda item: (-item[1][1], item[0]))  # Best first.
-    return dataclasses.replace(best, fen=fen, moves=tuple(m for m, _ in ordered),
-                               win_probs=tuple(v for _, (_, v) in ordered))
+    return dataclasses.replace(
+      best, fen=fen, moves=tuple(m for m, _ in ordered), win_probs=tuple(v for _, (_, v) in ordered)
+    )
 
 
 def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[results.Count]:
@@ -215,8 +218,12 @@ class ImportLabels(beam.PTransform):
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
     self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, results.RESULTS)
-    game_filter = pgn.GameFilter(min_elo=o.min_elo, max_elo=o.max_elo,
-                                 speeds=tuple(s for s in o.speeds.split(',') if s), exclude_bots=o.exclude_bots)
+    game_filter = pgn.GameFilter(
+      min_elo=o.min_elo,
+      max_elo=o.max_elo,
+      speeds=tuple(s for s in o.speeds.split(',') if s),
+      exclude_bots=o.exclude_bots,
+    )
     fraction, by = o.test_fraction, o.dedup_by
     counts: list[PCollection] = []
     labelled: list[PCollection] = []
@@ -237,82 +244,122 @@ class ImportLabels(beam.PTransform):
       return splits.split_of(splits.dedup_key(board.fen, by), fraction), board
 
     if self.inputs['games']:
-      read = (pbegin | 'GameFiles' >> beam.Create(self.inputs['games'])
-              | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs)))
-      counts.append(read | 'CountGamesRead' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)))
-      parsed = (read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-                | 'DistributeGames' >> games.Distribute(lambda raw: raw.location, o.parallelism)
-                | 'ParseGames' >> beam.Map(_parse_with_evals, game_filter).with_output_types(Any))
-      counts.append(parsed | 'CountGames' >> beam.Map(
-          lambda g: (f'games_skipped/{g.reason}', 1) if isinstance(g, pgn.Skip) else ('games_kept', 1)))
+      read = (
+        pbegin
+        | 'GameFiles' >> beam.Create(self.inputs['games'])
+        | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
+      )
+      counts.append(
+        read
+        | 'CountGamesRead'
+        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1))
+      )
+      parsed = (
+        read
+        | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
+        | 'DistributeGames' >> games.Distribute(lambda raw: raw.location, o.parallelism)
+        | 'ParseGames' >> beam.Map(_parse_with_evals, game_filter).with_output_types(Any)
+      )
+      counts.append(
+        parsed
+        | 'CountGames'
+        >> beam.Map(lambda g: (f'games_skipped/{g.reason}', 1) if isinstance(g, pgn.Skip) else ('games_kept', 1))
+      )
       from_games = parsed | 'GameBoards' >> beam.FlatMap(game_boards)
       labelled.append(from_games | 'GameLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
       skipped.append(from_games | 'GameSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
     if self.inputs['eval_db']:
-      lines = (pbegin | 'EvalFiles' >> beam.Create(self.inputs['eval_db'])
-               | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs)))
-      counts.append(lines | 'CountLinesRead' >> beam.Map(
-          lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'lines_read', 1)))
-      parsed_lines = (lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine))
-                      | 'DistributeLines' >> games.Distribute(lambda line: line.location, o.parallelism)
-                      | 'ParseLines' >> beam.Map(line_board))
-      counts.append(parsed_lines | 'CountLines' >> beam.Map(
-          lambda x: (f'lines_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else ('lines_kept', 1)))
+      lines = (
+        pbegin
+        | 'EvalFiles' >> beam.Create(self.inputs['eval_db'])
+        | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs))
+      )
+      counts.append(
+        lines
+        | 'CountLinesRead'
+        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'lines_read', 1))
+      )
+      parsed_lines = (
+        lines
+        | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine))
+        | 'DistributeLines' >> games.Distribute(lambda line: line.location, o.parallelism)
+        | 'ParseLines' >> beam.Map(line_board)
+      )
+      counts.append(
+        parsed_lines
+        | 'CountLines'
+        >> beam.Map(lambda x: (f'lines_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else ('lines_kept', 1))
+      )
       labelled.append(parsed_lines | 'LineLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
       skipped.append(parsed_lines | 'LineSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
 
     every = labelled | 'AllLabelled' >> beam.Flatten()
     counts.append(every | 'CountSeen' >> beam.FlatMap(labelled_counts))
-    merged = (every
-              | 'KeyBoards' >> beam.Map(lambda sb: ((sb[0], splits.dedup_key(sb[1].fen, by)), sb[1]))
-              | 'MergeBoards' >> beam.CombinePerKey(MergeBoards())
-              | 'SplitBoard' >> beam.Map(lambda kv: (kv[0][0], kv[1])))
+    merged = (
+      every
+      | 'KeyBoards' >> beam.Map(lambda sb: ((sb[0], splits.dedup_key(sb[1].fen, by)), sb[1]))
+      | 'MergeBoards' >> beam.CombinePerKey(MergeBoards())
+      | 'SplitBoard' >> beam.Map(lambda kv: (kv[0][0], kv[1]))
+    )
     counts.append(merged | 'CountBoards' >> beam.FlatMap(board_counts))
 
     ext = bags.extension(o.compress)
-    estimated = (shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
-                 + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD)  # Boards, about.
+    estimated = (
+      shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
+      + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD
+    )  # Boards, about.
     self.outputs: list[results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in self.split_names:
       share = estimated * (fraction if split == 'test' else 1 - fraction)
-      of_split = (merged | f'Select[{split}]' >> beam.Filter(lambda sb, s: sb[0] == s, split)
-                  | f'Boards[{split}]' >> beam.Map(lambda sb: sb[1]))
+      of_split = (
+        merged
+        | f'Select[{split}]' >> beam.Filter(lambda sb, s: sb[0] == s, split)
+        | f'Boards[{split}]' >> beam.Map(lambda sb: sb[1])
+      )
       for kind in o.kinds:
         spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
         buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
         self.outputs.append(results.OutputSet(spec, split, kind))
-        record_sets.append(shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets,
-                                            o.records_per_shard))
-        to_write.append(of_split | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
-                        | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key))
+        record_sets.append(
+          shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets, o.records_per_shard)
+        )
+        to_write.append(
+          of_split
+          | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
+          | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
+        )
     skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
     self.outputs.append(results.OutputSet(skips, None, 'skipped'))
     record_sets.append(shards.RecordSet(skips, games.skip_line, lambda s: s.location))
     to_write.append(skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, k: (k, s), skips.key))
     pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
-    _ = ((pbegin | 'Start' >> beam.Create([('start', None)]),
-          summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-          pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)))
-         | 'AllResults' >> beam.Flatten()
-         | 'OneKey' >> beam.Map(lambda item: (None, item))
-         | 'Gather' >> beam.GroupByKey()
-         | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path)))
+    _ = (
+      (
+        pbegin | 'Start' >> beam.Create([('start', None)]),
+        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
+        pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+      )
+      | 'AllResults' >> beam.Flatten()
+      | 'OneKey' >> beam.Map(lambda item: (None, item))
+      | 'Gather' >> beam.GroupByKey()
+      | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path))
+    )
     return PDone(pbegin.pipeline)
 
 
 def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
   """{bucket: n} of the counts named prefix/bucket, buckets in numeric order ('unknown' last)."""
-  found = {name[len(prefix) + 1:]: n for name, n in counts.items() if name.startswith(prefix + '/')}
+  found = {name[len(prefix) + 1 :]: n for name, n in counts.items() if name.startswith(prefix + '/')}
   key = lambda b: (b == 'unknown', int(b.split('-')[0]) if b != 'unknown' else 0)
   return {bucket: found[bucket] for bucket in sorted(found, key=key)}
 
 
-def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
-        ) -> artefacts.ImportManifest:
+def run(
+  options: ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
+) -> artefacts.ImportManifest:
   """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json)."""
   pipeline_options, _ = beam_job.beam_options(beam_args)
   if not options.parallelism:
@@ -328,43 +375,68 @@ def run(options: ImportOptions, *, beam_args: Sequence[str] = (), command: Seque
     if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
       files = ', '.join(p for paths in graph.inputs.values() for p in paths)
       skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
-      raise ValueError(f'no evaluations in {files}: no game with [%eval] comments and no usable database line '
-                       f'({skipped})')
+      raise ValueError(
+        f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
+      )
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     return _write_manifest(counts, options, graph, time.time() - start, command)
 
-  return beam_job.run(pipeline, finish, output_dir=options.output_dir, roots=roots,
-                      existing=annotation_job.existing_dataset(options.output_dir), overwrite=options.overwrite)
+  return beam_job.run(
+    pipeline,
+    finish,
+    output_dir=options.output_dir,
+    roots=roots,
+    existing=annotation_job.existing_dataset(options.output_dir),
+    overwrite=options.overwrite,
+  )
 
 
-def _write_manifest(counts: dict[str, int], options: ImportOptions, graph: ImportLabels, wall: float,
-                    command: Sequence[str] | None) -> artefacts.ImportManifest:
-  per_split = {split: {name: counts.get(f'{name}/{split}', 0)
-                       for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
-               for split in graph.split_names}
+def _write_manifest(
+  counts: dict[str, int], options: ImportOptions, graph: ImportLabels, wall: float, command: Sequence[str] | None
+) -> artefacts.ImportManifest:
+  per_split = {
+    split: {name: counts.get(f'{name}/{split}', 0) for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
+    for split in graph.split_names
+  }
   manifest = artefacts.ImportManifest(
-      code=manifest_lib.code_version(),
-      command=list(command) if command is not None else manifest_lib.command_line(),
-      inputs=graph.inputs,
-      output_dir=options.output_dir,
-      games={'read': counts.get('games_read', 0), 'kept': counts.get('games_kept', 0),
-             'skipped': {r: counts[f'games_skipped/{r}'] for r in GAME_SKIP_REASONS
-                         if counts.get(f'games_skipped/{r}')},
-             'filters': {'min_elo': options.min_elo, 'max_elo': options.max_elo, 'speeds': options.speeds,
-                         'exclude_bots': options.exclude_bots, 'max_games_per_file': options.max_games}},
-      lines={'read': counts.get('lines_read', 0), 'kept': counts.get('lines_kept', 0),
-             'skipped': {r: counts[f'lines_skipped/{r}'] for r in free_labels.SKIP_REASONS
-                         if counts.get(f'lines_skipped/{r}')},
-             'max_lines_per_file': options.max_lines},
-      corrupt_input_files=counts.get('corrupt_input_files', 0),
-      sources={source: {'depth': _distribution(counts, f'depth/{source}'),
-                        'knodes': _distribution(counts, f'knodes/{source}')}
-               for source in free_labels.SOURCES if graph.inputs[source]},
-      split={'test_fraction': options.test_fraction, 'by': 'hash of game; database boards: hash of board',
-             'dedup_by': options.dedup_by},
-      splits=per_split,
-      outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
-      timings={'wall_seconds': round(wall, 3)},
+    code=manifest_lib.code_version(),
+    command=list(command) if command is not None else manifest_lib.command_line(),
+    inputs=graph.inputs,
+    output_dir=options.output_dir,
+    games={
+      'read': counts.get('games_read', 0),
+      'kept': counts.get('games_kept', 0),
+      'skipped': {r: counts[f'games_skipped/{r}'] for r in GAME_SKIP_REASONS if counts.get(f'games_skipped/{r}')},
+      'filters': {
+        'min_elo': options.min_elo,
+        'max_elo': options.max_elo,
+        'speeds': options.speeds,
+        'exclude_bots': options.exclude_bots,
+        'max_games_per_file': options.max_games,
+      },
+    },
+    lines={
+      'read': counts.get('lines_read', 0),
+      'kept': counts.get('lines_kept', 0),
+      'skipped': {
+        r: counts[f'lines_skipped/{r}'] for r in free_labels.SKIP_REASONS if counts.get(f'lines_skipped/{r}')
+      },
+      'max_lines_per_file': options.max_lines,
+    },
+    corrupt_input_files=counts.get('corrupt_input_files', 0),
+    sources={
+      source: {'depth': _distribution(counts, f'depth/{source}'), 'knodes': _distribution(counts, f'knodes/{source}')}
+      for source in free_labels.SOURCES
+      if graph.inputs[source]
+    },
+    split={
+      'test_fraction': options.test_fraction,
+      'by': 'hash of game; database boards: hash of board',
+      'dedup_by': options.dedup_by,
+    },
+    splits=per_split,
+    outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
+    timings={'wall_seconds': round(wall, 3)},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.ImportManifest.FILE))
   return manifest
@@ -375,12 +447,17 @@ def summary(manifest: artefacts.ImportManifest) -> str:
   g, l = manifest.games, manifest.lines
   lines = []
   if manifest.inputs['games']:
-    lines.append(f"games: {g['read']} read, {g['kept']} kept (with evals)"
-                 + (f", skipped {g['skipped']}" if g['skipped'] else ''))
+    lines.append(
+      f'games: {g["read"]} read, {g["kept"]} kept (with evals)' + (f', skipped {g["skipped"]}' if g['skipped'] else '')
+    )
   if manifest.inputs['eval_db']:
-    lines.append(f"database lines: {l['read']} read, {l['kept']} kept" + (f", skipped {l['skipped']}" if l['skipped'] else ''))
+    lines.append(
+      f'database lines: {l["read"]} read, {l["kept"]} kept' + (f', skipped {l["skipped"]}' if l['skipped'] else '')
+    )
   for split, c in manifest.splits.items():
-    lines.append(f"{split}: {c['boards']} boards ({c['boards_seen']} before merging), {c['moves_valued']} move values, "
-                 f"{c['best_moves']} best moves")
-  lines.append(f"wall time: {manifest.timings['wall_seconds']:.1f} s")
+    lines.append(
+      f'{split}: {c["boards"]} boards ({c["boards_seen"]} before merging), {c["moves_valued"]} move values, '
+      f'{c["best_moves"]} best moves'
+    )
+  lines.append(f'wall time: {manifest.timings["wall_seconds"]:.1f} s')
   return '\n'.join(lines)

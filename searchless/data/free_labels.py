@@ -20,9 +20,11 @@ moves is a partial board (`records.PARTIAL_BOARD_VALUE`).
 
 >>> game = pgn.parse_game(pgn.RawGame('g.pgn', 1, '[Result "*"]\\n\\n1. e4 { [%eval 0.3] } 1... e5 { [%eval 0.35] } *'),
 ...                       with_evals=True)
->>> [(b.fen.split(' ')[1], round(b.state_value, 3), b.moves, [round(p, 3) for p in b.win_probs]) for b in from_game(game)]
+>>> [(b.fen.split(' ')[1], round(b.state_value, 3), b.moves, [round(p, 3) for p in b.win_probs])
+...  for b in from_game(game)]
 [('b', 0.472, ('e7e5',), [0.468]), ('w', 0.532, (), [])]
->>> line = '{"fen": "7k/8/8/8/8/8/8/R6K w - -", "evals": [{"pvs": [{"mate": 1, "line": "a1a8"}], "knodes": 10, "depth": 99}]}'
+>>> line = ('{"fen": "7k/8/8/8/8/8/8/R6K w - -", '
+...         '"evals": [{"pvs": [{"mate": 1, "line": "a1a8"}], "knodes": 10, "depth": 99}]}')
 >>> board = from_eval_line(line, 'db.jsonl:1')
 >>> board.fen, board.state_value, board.best_move, board.moves, board.win_probs, board.depth
 ('7k/8/8/8/8/8/8/R6K w - - 0 1', 1.0, 'a1a8', ('a1a8',), (1.0,), 99)
@@ -133,8 +135,16 @@ def from_eval_line(line: str, location: str) -> Labelled | pgn.Skip:
       moves.append(move.uci())
       win_probs.append(score)
   depth, knodes = deepest.get('depth'), deepest.get('knodes')
-  return Labelled(tokenizer.clamp_counters(board.fen()), win_probs[0], tuple(moves), tuple(win_probs), moves[0],
-                  depth if isinstance(depth, int) else None, knodes if isinstance(knodes, int) else None, 'eval_db')
+  return Labelled(
+    tokenizer.clamp_counters(board.fen()),
+    win_probs[0],
+    tuple(moves),
+    tuple(win_probs),
+    moves[0],
+    depth if isinstance(depth, int) else None,
+    knodes if isinstance(knodes, int) else None,
+    'eval_db',
+  )
 
 
 def state_value_records(board: Labelled) -> list[tuple[str, float]]:
@@ -150,7 +160,7 @@ def partial_board_records(board: Labelled) -> list[records.BoardValue]:
 
 
 RECORDS_OF = {
-    'state_value': state_value_records,
-    'behavioral_cloning': behavioral_cloning_records,
-    records.PARTIAL_BOARD_VALUE: partial_board_records,
+  'state_value': state_value_records,
+  'behavioral_cloning': behavioral_cloning_records,
+  records.PARTIAL_BOARD_VALUE: partial_board_records,
 }

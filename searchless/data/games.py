@@ -24,7 +24,6 @@ from searchless.data import splits
 from searchless.data import streams
 
 
-
 @dataclasses.dataclass(frozen=True)
 class CorruptInput:
   """Emitted by `ReadGames` for an input that ended in a corrupt stream (with skip_corrupt)."""
@@ -82,8 +81,12 @@ class Distribute(beam.PTransform):
     key_of = self._key_of
     lanes = pcoll.pipeline | 'Lanes' >> beam.Create([(lane, None) for lane in range(self._parallelism)])
     keyed = pcoll | 'Key' >> beam.Map(lambda x: (shards.bucket_of(key_of(x), 1 << 62), x))
-    return ((keyed, lanes) | 'WithLanes' >> beam.Flatten() | 'Group' >> beam.GroupByKey()
-            | 'Ungroup' >> beam.FlatMap(lambda key_values: [v for v in key_values[1] if v is not None]))
+    return (
+      (keyed, lanes)
+      | 'WithLanes' >> beam.Flatten()
+      | 'Group' >> beam.GroupByKey()
+      | 'Ungroup' >> beam.FlatMap(lambda key_values: [v for v in key_values[1] if v is not None])
+    )
 
 
 class _SplitsOfBoard(beam.CombineFn):
@@ -147,15 +150,14 @@ class ExtractBoards(beam.PTransform):
           yield 'test_boards_dropped', 1
 
     per_board = (
-        games
-        | 'BoardsOfGames' >> beam.FlatMap(boards_of)
-        | 'SplitsPerBoard' >> beam.CombinePerKey(_SplitsOfBoard()))
+      games | 'BoardsOfGames' >> beam.FlatMap(boards_of) | 'SplitsPerBoard' >> beam.CombinePerKey(_SplitsOfBoard())
+    )
     unique = per_board | 'UniqueBoards' >> beam.FlatMap(lambda ks: sorted(kept(ks).items()))
     self.counts = (
-        (games | 'CountSeen' >> beam.Map(lambda split_game: (f'boards_seen/{split_game[0]}', len(split_game[1].fens))),
-         per_board | 'CountOverlap' >> beam.FlatMap(overlap),
-         unique | 'CountBoards' >> beam.Map(lambda split_fen: (f'boards/{split_fen[0]}', 1)))
-        | 'Counts' >> beam.Flatten())
+      games | 'CountSeen' >> beam.Map(lambda split_game: (f'boards_seen/{split_game[0]}', len(split_game[1].fens))),
+      per_board | 'CountOverlap' >> beam.FlatMap(overlap),
+      unique | 'CountBoards' >> beam.Map(lambda split_fen: (f'boards/{split_fen[0]}', 1)),
+    ) | 'Counts' >> beam.Flatten()
     return unique
 
 

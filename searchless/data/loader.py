@@ -92,23 +92,23 @@ class BagBatches:
   """
 
   def __init__(
-      self,
-      spec: str,
-      *,
-      batch_size: int,
-      shard_count: int = 1,
-      shuffle: bool,
-      seed: int,
-      num_epochs: int | None,
-      num_records: int | None = None,
-      drop_remainder: bool = True,
-      read_parallelism: int = 1,
+    self,
+    spec: str,
+    *,
+    batch_size: int,
+    shard_count: int = 1,
+    shuffle: bool,
+    seed: int,
+    num_epochs: int | None,
+    num_records: int | None = None,
+    drop_remainder: bool = True,
+    read_parallelism: int = 1,
   ):
     if batch_size < 1:
       raise ValueError(f'batch_size must be positive, got {batch_size}')
     if shard_count < 1 or batch_size % shard_count:
       raise ValueError(
-          f'batch_size {batch_size} is global and must be divisible by the number of processes ({shard_count})'
+        f'batch_size {batch_size} is global and must be divisible by the number of processes ({shard_count})'
       )
     if not drop_remainder and shard_count > 1:
       raise ValueError('drop_remainder=False needs a single process (a short last batch cannot be split evenly)')
@@ -185,9 +185,9 @@ class BagBatches:
 
   def __repr__(self) -> str:  # grain compares it when restoring an iterator state.
     return (
-        f'BagBatches(spec={self._spec!r}, num_records={self._num_records}, batch_size={self._batch_size},'
-        f' shard_count={self._shard_count}, shuffle={self._shuffle}, seed={self._seed},'
-        f' num_epochs={self._num_epochs}, drop_remainder={self._drop_remainder})'
+      f'BagBatches(spec={self._spec!r}, num_records={self._num_records}, batch_size={self._batch_size},'
+      f' shard_count={self._shard_count}, shuffle={self._shuffle}, seed={self._seed},'
+      f' num_epochs={self._num_epochs}, drop_remainder={self._drop_remainder})'
     )
 
 
@@ -225,8 +225,14 @@ class ToPackedRows(grain.transforms.Map):
   def map(self, element: RawBatch) -> np.ndarray:
     partial = self._partial_file[np.searchsorted(self._starts, element.indices, side='right') - 1]  # [B_local]
     try:
-      return packing.packed_rows(codecs.decode_boards(element.records), self._max_moves, self._edges,
-                                 indices=element.indices, epoch=element.epoch, partial=partial)
+      return packing.packed_rows(
+        codecs.decode_boards(element.records),
+        self._max_moves,
+        self._edges,
+        indices=element.indices,
+        epoch=element.epoch,
+        partial=partial,
+      )
     except codecs.BadRecord as e:
       raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
 
@@ -236,23 +242,23 @@ class ToPackedRows(grain.transforms.Map):
 
 
 def build_loader(
-    spec: str,
-    *,
-    policy: str,
-    num_return_buckets: int,
-    batch_size: int,
-    shuffle: bool,
-    seed: int,
-    num_epochs: int | None,
-    worker_count: int,
-    shard_index: int = 0,
-    shard_count: int = 1,
-    num_records: int | None = None,
-    drop_remainder: bool = True,
-    worker_buffer_size: int = 2,
-    read_threads: int = 0,
-    read_parallelism: int = 1,
-    max_moves: int | None = None,
+  spec: str,
+  *,
+  policy: str,
+  num_return_buckets: int,
+  batch_size: int,
+  shuffle: bool,
+  seed: int,
+  num_epochs: int | None,
+  worker_count: int,
+  shard_index: int = 0,
+  shard_count: int = 1,
+  num_records: int | None = None,
+  drop_remainder: bool = True,
+  worker_buffer_size: int = 2,
+  read_threads: int = 0,
+  read_parallelism: int = 1,
+  max_moves: int | None = None,
 ) -> grain.DataLoader:
   """A grain loader of `policy` sequences from the bag(s) `spec`; yields [B_local, T] int32 arrays.
 
@@ -290,19 +296,21 @@ def build_loader(
   if worker_count > 0 and not flags.FLAGS.is_parsed():
     # grain (0.2.18) reads absl flags when it starts workers. Parsing them is the program's business, not a
     # library's: searchless's commands do (`commands.cli`).
-    raise ValueError(f'worker_count={worker_count}: grain reads absl flags in its worker processes and this program '
-                     'has not parsed them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for '
-                     "their defaults, as searchless's commands do), or use worker_count=0")
+    raise ValueError(
+      f'worker_count={worker_count}: grain reads absl flags in its worker processes and this program '
+      'has not parsed them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for '
+      "their defaults, as searchless's commands do), or use worker_count=0"
+    )
   source = BagBatches(
-      spec,
-      batch_size=batch_size,
-      shard_count=shard_count,
-      shuffle=shuffle,
-      seed=seed,
-      num_epochs=num_epochs,
-      num_records=num_records,
-      drop_remainder=drop_remainder,
-      read_parallelism=read_parallelism,
+    spec,
+    batch_size=batch_size,
+    shard_count=shard_count,
+    shuffle=shuffle,
+    seed=seed,
+    num_epochs=num_epochs,
+    num_records=num_records,
+    drop_remainder=drop_remainder,
+    read_parallelism=read_parallelism,
   )
   if max_moves is not None:
     if policy != records.KINDS[0]:
@@ -314,24 +322,24 @@ def build_loader(
     operation = ToSequences(policy, num_return_buckets, spec)
   shard_options = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
   return grain.DataLoader(
-      data_source=source,
-      # Items are already in training order (the shuffle is in `shuffle.permute`):
-      # the sampler walks them in sequence and ShardOptions deals them out.
-      sampler=grain.samplers.SequentialSampler(len(source), shard_options),
-      operations=[operation],
-      worker_count=worker_count,
-      worker_buffer_size=worker_buffer_size,
-      shard_options=shard_options,
-      read_options=grain.ReadOptions(num_threads=read_threads, prefetch_buffer_size=2 * read_threads),
+    data_source=source,
+    # Items are already in training order (the shuffle is in `shuffle.permute`):
+    # the sampler walks them in sequence and ShardOptions deals them out.
+    sampler=grain.samplers.SequentialSampler(len(source), shard_options),
+    operations=[operation],
+    worker_count=worker_count,
+    worker_buffer_size=worker_buffer_size,
+    shard_options=shard_options,
+    read_options=grain.ReadOptions(num_threads=read_threads, prefetch_buffer_size=2 * read_threads),
   )
 
 
 def config_loader(
-    config: Any,
-    *,
-    split: str = 'train',
-    process_index: int | None = None,
-    process_count: int | None = None,
+  config: Any,
+  *,
+  split: str = 'train',
+  process_index: int | None = None,
+  process_count: int | None = None,
 ) -> grain.DataLoader:
   """The loader of an experiment config's ``data.train`` or ``data.eval`` records, forever.
 
@@ -354,16 +362,16 @@ def config_loader(
     process_index = jax.process_index() if process_index is None else process_index
     process_count = jax.process_count() if process_count is None else process_count
   return build_loader(
-      spec,
-      policy=config.policy,
-      num_return_buckets=config.num_return_buckets,
-      batch_size=config.data.batch_size,
-      shuffle=config.data.shuffle,
-      seed=config.data.seed,
-      num_epochs=None,
-      worker_count=config.data.worker_count,
-      shard_index=process_index,
-      shard_count=process_count,
-      num_records=config.data.num_records if split == 'train' else None,
-      max_moves=config.data.max_moves if packing.packed(config) else None,
+    spec,
+    policy=config.policy,
+    num_return_buckets=config.num_return_buckets,
+    batch_size=config.data.batch_size,
+    shuffle=config.data.shuffle,
+    seed=config.data.seed,
+    num_epochs=None,
+    worker_count=config.data.worker_count,
+    shard_index=process_index,
+    shard_count=process_count,
+    num_records=config.data.num_records if split == 'train' else None,
+    max_moves=config.data.max_moves if packing.packed(config) else None,
   )

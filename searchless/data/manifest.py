@@ -19,7 +19,9 @@ def code_version() -> dict:
   root = os.path.dirname(os.path.dirname(os.path.abspath(searchless.__file__)))
   try:
     commit = subprocess.run(['git', '-C', root, 'rev-parse', 'HEAD'], capture_output=True, text=True, timeout=5)
-    dirty = subprocess.run(['git', '-C', root, 'status', '--porcelain', '--untracked-files=no'], capture_output=True, text=True, timeout=5)
+    dirty = subprocess.run(
+      ['git', '-C', root, 'status', '--porcelain', '--untracked-files=no'], capture_output=True, text=True, timeout=5
+    )
     if commit.returncode == 0:
       version['git_commit'] = commit.stdout.strip()
       version['git_dirty'] = bool(dirty.stdout.strip())
@@ -34,7 +36,12 @@ def distributions(result: PipelineResult, namespace: str) -> dict[str, dict]:
   for dist in query['distributions']:
     value = dist.committed if dist.committed is not None else dist.attempted
     if value is not None and value.count:
-      out[dist.key.metric.name] = {'count': value.count, 'mean': value.sum / value.count, 'min': value.min, 'max': value.max}
+      out[dist.key.metric.name] = {
+        'count': value.count,
+        'mean': value.sum / value.count,
+        'min': value.min,
+        'max': value.max,
+      }
   return out
 
 

@@ -58,9 +58,15 @@ def _completed(board: records.BoardValue, position: int) -> tuple[records.BoardV
   return board._replace(moves=tuple(ucis), win_probs=tuple(valued.get(uci, np.nan) for uci in ucis)), has
 
 
-def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edges: np.ndarray, *,
-                indices: Sequence[int] | np.ndarray | None = None, epoch: int = 0,
-                partial: Sequence[bool] | np.ndarray | None = None) -> np.ndarray:
+def packed_rows(
+  boards: Sequence[records.BoardValue],
+  max_moves: int,
+  return_edges: np.ndarray,
+  *,
+  indices: Sequence[int] | np.ndarray | None = None,
+  epoch: int = 0,
+  partial: Sequence[bool] | np.ndarray | None = None,
+) -> np.ndarray:
   """Board records -> [B, 77 + 2M + 1] int32 packed rows (FEN, M actions, M buckets, the board's bucket; -1: none).
 
   A board with more than `max_moves` moves keeps `max_moves` of them (in their
@@ -81,7 +87,7 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
   """
   count = len(boards)
   rows = np.full((count, tokenizer.SEQUENCE_LENGTH + 2 * max_moves + 1), -1, dtype=np.int32)  # [B, 77 + 2M + 1]
-  rows[:, :tokenizer.SEQUENCE_LENGTH] = sequences.tokenize_fens([b.fen for b in boards])  # [B, 77]
+  rows[:, : tokenizer.SEQUENCE_LENGTH] = sequences.tokenize_fens([b.fen for b in boards])  # [B, 77]
   actions_at, buckets_at = tokenizer.SEQUENCE_LENGTH, tokenizer.SEQUENCE_LENGTH + max_moves
   for position, board in enumerate(boards):
     num = len(board.moves)
@@ -107,11 +113,12 @@ def packed_rows(boards: Sequence[records.BoardValue], max_moves: int, return_edg
     actions = [moves.MOVE_TO_ACTION.get(board.moves[i], -1) for i in keep]
     if min(actions, default=0) < 0:
       raise codecs.BadRecord(
-          position, f'move {board.moves[keep[actions.index(-1)]]!r} is not a move of the 1968-move vocabulary')
+        position, f'move {board.moves[keep[actions.index(-1)]]!r} is not a move of the 1968-move vocabulary'
+      )
     win_probs = np.asarray(board.win_probs, np.float64)[keep]
     buckets = values.win_probabilities_to_buckets(np.where(valued[keep], win_probs, 0.5), return_edges)
-    rows[position, actions_at:actions_at + len(keep)] = actions
-    rows[position, buckets_at:buckets_at + len(keep)] = np.where(valued[keep], buckets, -1)
+    rows[position, actions_at : actions_at + len(keep)] = actions
+    rows[position, buckets_at : buckets_at + len(keep)] = np.where(valued[keep], buckets, -1)
   return rows
 
 
@@ -123,4 +130,4 @@ def split_packed(rows: _Rows) -> tuple[_Rows, _Rows, _Rows]:
   value), the boards' own buckets [B] (-1: its best move's))."""
   num_moves = (rows.shape[1] - tokenizer.SEQUENCE_LENGTH) // 2
   at = tokenizer.SEQUENCE_LENGTH + num_moves
-  return rows[:, :at], rows[:, at:at + num_moves], rows[:, -1]
+  return rows[:, :at], rows[:, at : at + num_moves], rows[:, -1]

@@ -28,17 +28,17 @@ RESULTS = ('1-0', '0-1', '1/2-1/2', '*')
 
 # Reasons a game is not used; each is a Beam counter and a manifest entry.
 SKIP_REASONS = (
-    'variant',  # Variant tag other than Standard (chess960, crazyhouse, ...).
-    'illegal_move',  # A move that is illegal or ambiguous in its position.
-    'unparsable',  # Not a PGN game (bad FEN tag, no headers and no moves, ...).
-    'bad_encoding',  # Bytes that are not UTF-8 (garbage in the file).
-    'truncated',  # The game's text ends before its result (e.g. a cut file).
-    'filtered_elo',  # Outside --min_elo / --max_elo.
-    'filtered_speed',  # Time control not among --speeds.
-    'filtered_bot',  # A BOT account played (with --exclude_bots).
-    'illegal_position',  # A start (FEN tag) that is no legal chess position: two kings, the side not to move
-                         # in check, castling rights the board cannot hold (Chess960 without a Variant tag), ...
-    'null_move',  # A null move ('--', 'Z0'): the boards after it are no game's.
+  'variant',  # Variant tag other than Standard (chess960, crazyhouse, ...).
+  'illegal_move',  # A move that is illegal or ambiguous in its position.
+  'unparsable',  # Not a PGN game (bad FEN tag, no headers and no moves, ...).
+  'bad_encoding',  # Bytes that are not UTF-8 (garbage in the file).
+  'truncated',  # The game's text ends before its result (e.g. a cut file).
+  'filtered_elo',  # Outside --min_elo / --max_elo.
+  'filtered_speed',  # Time control not among --speeds.
+  'filtered_bot',  # A BOT account played (with --exclude_bots).
+  'illegal_position',  # A start (FEN tag) that is no legal chess position: two kings, the side not to move
+  # in check, castling rights the board cannot hold (Chess960 without a Variant tag), ...
+  'null_move',  # A null move ('--', 'Z0'): the boards after it are no game's.
 )
 
 
@@ -137,7 +137,9 @@ class Game:
   fens: tuple[str, ...]
   # With `parse_game(..., with_evals=True)` only (else empty):
   moves: tuple[str, ...] = ()  # The mainline's moves (UCI): moves[k] is played on fens[k].
-  evals: tuple[str | None, ...] = ()  # Per board, the text of its [%eval] comment ('0.35', '#-4', '1.2,20'); None: none.
+  evals: tuple[
+    str | None, ...
+  ] = ()  # Per board, the text of its [%eval] comment ('0.35', '#-4', '1.2,20'); None: none.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,8 +193,8 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
   def visit_comment(self, comment):
     if self.result_seen or self.errors or (match := chess.pgn.EVAL_REGEX.search(comment)) is None:
       return
-    text = f"#{match.group('mate')}" if match.group('mate') else match.group('cp')
-    self.evals[len(self.moves)] = text + (f",{match.group('depth')}" if match.group('depth') else '')
+    text = f'#{match.group("mate")}' if match.group('mate') else match.group('cp')
+    self.evals[len(self.moves)] = text + (f',{match.group("depth")}' if match.group('depth') else '')
 
   def visit_result(self, result):
     self.result_seen = True
@@ -307,7 +309,11 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals:
     return Skip('null_move', raw.location, visitor.null_move)
   if visitor.errors:
     error = visitor.errors[0]
-    reason = 'illegal_move' if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError) else 'unparsable'
+    reason = (
+      'illegal_move'
+      if isinstance(error, chess.IllegalMoveError | chess.AmbiguousMoveError | chess.InvalidMoveError)
+      else 'unparsable'
+    )
     return Skip(reason, raw.location, str(error))
   if visitor.after_result:
     return Skip('unparsable', raw.location, 'moves after the result token')

@@ -72,9 +72,11 @@ class PuzzleSetSummary:
     lines = [f'puzzles: {self.puzzles_read} read, {self.puzzles_kept} kept -> {self.output}']
     if self.train:
       t = self.train
-      lines.append(f"start boards in train ({t['kind']}, {t['records']} records): "
-                   f'{self.start_boards_in_train} ({self.start_boards_in_train_percent:.2f}%), '
-                   f'removed {self.removed}')
+      lines.append(
+        f'start boards in train ({t["kind"]}, {t["records"]} records): '
+        f'{self.start_boards_in_train} ({self.start_boards_in_train_percent:.2f}%), '
+        f'removed {self.removed}'
+      )
     lines.append(f'summary: {self.output}.json')
     return '\n'.join(lines)
 
@@ -87,7 +89,7 @@ def _is_spec(path: str) -> bool:
 def train_spec(path: str, kind: str | None = None) -> tuple[str, str]:
   """Returns (bag spec, record kind) of the training records at `path` (a directory or a bag spec)."""
   if not _is_spec(path):
-    for candidate in ((kind,) if kind else TRAIN_KINDS):
+    for candidate in (kind,) if kind else TRAIN_KINDS:
       try:
         return bags.find(path, candidate), candidate
       except FileNotFoundError:
@@ -110,7 +112,9 @@ def overlapping_keys(spec: str, kind: str, keys: Collection[str], progress: bool
   """
   reader = bags.reader(spec)
   found, read, boards, previous = set(), 0, 0, None
-  for data in progress_bars.bar(reader, total=len(reader), desc='train records', unit='rec', disable=not progress, mininterval=1.0):
+  for data in progress_bars.bar(
+    reader, total=len(reader), desc='train records', unit='rec', disable=not progress, mininterval=1.0
+  ):
     read += 1
     # records.decode is annotated as returning a NamedTuple; every record type has `fen`.
     record = cast(_Record, records.decode(kind, data))
@@ -143,8 +147,16 @@ def write_lichess_csv(path: str, rows: Iterable[dict[str, str]]) -> int:
   return count
 
 
-def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: str | None = None,
-        remove_train_overlap: bool = False, limit: int | None = None, progress: bool = True) -> PuzzleSetSummary:
+def run(
+  puzzles: str,
+  output: str,
+  *,
+  train_dir: str | None = None,
+  train_kind: str | None = None,
+  remove_train_overlap: bool = False,
+  limit: int | None = None,
+  progress: bool = True,
+) -> PuzzleSetSummary:
   """Writes the evaluation set `output` from the puzzle CSV `puzzles` (see the module docstring).
 
   Args:
@@ -162,8 +174,14 @@ def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: 
   spec, kind = train_spec(train_dir, train_kind) if train_dir else (None, None)
 
   def read(desc: str) -> Iterator[puzzles_lib.Puzzle]:
-    return progress_bars.bar(puzzles_lib.read_puzzles(puzzles, limit), desc=desc, unit='puzzle',
-                     total=limit, disable=not progress, mininterval=1.0)
+    return progress_bars.bar(
+      puzzles_lib.read_puzzles(puzzles, limit),
+      desc=desc,
+      unit='puzzle',
+      total=limit,
+      disable=not progress,
+      mininterval=1.0,
+    )
 
   # Pass 1: the start-board keys (and, unless some are removed, the output).
   keys: collections.Counter[str] = collections.Counter()
@@ -187,19 +205,21 @@ def run(puzzles: str, output: str, *, train_dir: str | None = None, train_kind: 
 
   kept = read_count
   if remove_train_overlap:  # Pass 2: write the puzzles whose start board is not in train.
-    kept = write_lichess_csv(output, (p.lichess_row() for p in read('writing') if splits.dedup_key(p.start_fen, 'position') not in found))
+    kept = write_lichess_csv(
+      output, (p.lichess_row() for p in read('writing') if splits.dedup_key(p.start_fen, 'position') not in found)
+    )
   summary = PuzzleSetSummary(
-      puzzles=puzzles,
-      output=output,
-      limit=limit,
-      puzzles_read=read_count,
-      puzzles_kept=kept,
-      train={'spec': spec, 'kind': kind, 'records': train_read, 'boards': train_boards} if spec else None,
-      compared_by=COMPARED_BY,
-      start_boards_in_train=overlap if spec else None,
-      start_boards_in_train_percent=(100 * overlap / read_count if read_count else 0.0) if spec else None,
-      removed=read_count - kept,
-      wall_seconds=round(time.time() - start, 3),
+    puzzles=puzzles,
+    output=output,
+    limit=limit,
+    puzzles_read=read_count,
+    puzzles_kept=kept,
+    train={'spec': spec, 'kind': kind, 'records': train_read, 'boards': train_boards} if spec else None,
+    compared_by=COMPARED_BY,
+    start_boards_in_train=overlap if spec else None,
+    start_boards_in_train_percent=(100 * overlap / read_count if read_count else 0.0) if spec else None,
+    removed=read_count - kept,
+    wall_seconds=round(time.time() - start, 3),
   )
   with FileSystems.create(output + '.json') as f:
     f.write((json.dumps(summary.to_dict(), indent=2) + '\n').encode('utf-8'))

@@ -38,11 +38,21 @@ from searchless.data import streams
 
 LICHESS = 'lichess'
 CHESSBENCH = 'chessbench'
-LICHESS_COLUMNS = ('PuzzleId', 'FEN', 'Moves', 'Rating', 'RatingDeviation', 'Popularity',
-                   'NbPlays', 'Themes', 'GameUrl', 'OpeningTags')
+LICHESS_COLUMNS = (
+  'PuzzleId',
+  'FEN',
+  'Moves',
+  'Rating',
+  'RatingDeviation',
+  'Popularity',
+  'NbPlays',
+  'Themes',
+  'GameUrl',
+  'OpeningTags',
+)
 REQUIRED_COLUMNS = {
-    LICHESS: ('PuzzleId', 'FEN', 'Moves', 'Rating'),
-    CHESSBENCH: ('PuzzleId', 'PGN', 'Moves', 'Rating'),
+  LICHESS: ('PuzzleId', 'FEN', 'Moves', 'Rating'),
+  CHESSBENCH: ('PuzzleId', 'PGN', 'Moves', 'Rating'),
 }
 
 

@@ -41,8 +41,11 @@ class WriteResults(beam.DoFn):
         pieces.append(dataclasses.asdict(item))
       elif kind == 'engine':
         engines.add(item)
-    results = {'counts': dict(sorted(counts.items())), 'engines': sorted(engines),
-               'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part']))}
+    results = {
+      'counts': dict(sorted(counts.items())),
+      'engines': sorted(engines),
+      'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part'])),
+    }
     with FileSystems.create(self._path) as f:
       f.write(json.dumps(results, indent=1).encode('utf-8'))
     yield self._path

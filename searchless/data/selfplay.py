@@ -106,8 +106,9 @@ def random_opening(rng: random.Random, plies: int) -> list[chess.Move]:
       return moves
 
 
-def sample_move(infos: list[chess.engine.InfoDict], turn: chess.Color, rng: random.Random,
-                temperature_cp: float) -> chess.Move:
+def sample_move(
+  infos: list[chess.engine.InfoDict], turn: chess.Color, rng: random.Random, temperature_cp: float
+) -> chess.Move:
   """Samples a root move from MultiPV `infos` by a softmax of their scores.
 
   Scores are the mover's, in centipawns (mate in n counts as 100000 - n).
@@ -135,9 +136,18 @@ def _player_name(engine_name: str, limit: chess.engine.Limit, multipv: int, temp
   return f'{engine_name} ({_limit_text(limit)}, multipv={multipv}, temperature={temperature_cp:g}cp)'
 
 
-def _play_one(engine: chess.engine.SimpleEngine, index: int, seed: int, player: str, date: str,
-              opening_plies: tuple[int, int], limit: chess.engine.Limit, multipv: int,
-              temperature_cp: float, adjudication: Adjudication) -> chess.pgn.Game:
+def _play_one(
+  engine: chess.engine.SimpleEngine,
+  index: int,
+  seed: int,
+  player: str,
+  date: str,
+  opening_plies: tuple[int, int],
+  limit: chess.engine.Limit,
+  multipv: int,
+  temperature_cp: float,
+  adjudication: Adjudication,
+) -> chess.pgn.Game:
   rng = random.Random(f'{seed}:{index}')
   opening = random_opening(rng, rng.randint(*opening_plies))
   board = chess.Board()
@@ -158,8 +168,9 @@ def _play_one(engine: chess.engine.SimpleEngine, index: int, seed: int, player: 
       reason = f'draw adjudicated after {adjudication.max_plies} plies'
       break
     width = min(multipv, board.legal_moves.count())
-    infos = engine.analyse(board, limit, multipv=width, game=(seed, index),
-                           info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+    infos = engine.analyse(
+      board, limit, multipv=width, game=(seed, index), info=chess.engine.INFO_SCORE | chess.engine.INFO_PV
+    )
     move = sample_move(infos, board.turn, rng, temperature_cp)
     # Decisive: the best line's evaluation (White's view) is a mate or beyond the threshold.
     best = infos[0]['score'].white()
@@ -170,8 +181,10 @@ def _play_one(engine: chess.engine.SimpleEngine, index: int, seed: int, player: 
     if streak >= adjudication.win_plies:
       result, termination = ('1-0' if side == chess.WHITE else '0-1'), 'adjudication'
       winner = 'White' if side == chess.WHITE else 'Black'
-      reason = (f'{winner} wins by adjudication: eval >= {adjudication.win_threshold_cp} cp or mate'
-                f' for {adjudication.win_plies} plies (last: {best})')
+      reason = (
+        f'{winner} wins by adjudication: eval >= {adjudication.win_threshold_cp} cp or mate'
+        f' for {adjudication.win_plies} plies (last: {best})'
+      )
       break
     board.push(move)
 
@@ -190,14 +203,21 @@ def _play_one(engine: chess.engine.SimpleEngine, index: int, seed: int, player: 
   return game
 
 
-def play_games(engine_path: str, num_games: int, *, seed: int,
-               opening_plies: tuple[int, int] = (4, 8),
-               limit: chess.engine.Limit = chess.engine.Limit(nodes=5000),
-               multipv: int = 4, temperature_cp: float = 50.0,
-               max_plies: int = Adjudication.max_plies,
-               win_threshold_cp: int = Adjudication.win_threshold_cp,
-               win_plies: int = Adjudication.win_plies,
-               hash_mb: int = 16, date: str = UNKNOWN_DATE) -> Iterator[chess.pgn.Game]:
+def play_games(
+  engine_path: str,
+  num_games: int,
+  *,
+  seed: int,
+  opening_plies: tuple[int, int] = (4, 8),
+  limit: chess.engine.Limit = chess.engine.Limit(nodes=5000),
+  multipv: int = 4,
+  temperature_cp: float = 50.0,
+  max_plies: int = Adjudication.max_plies,
+  win_threshold_cp: int = Adjudication.win_threshold_cp,
+  win_plies: int = Adjudication.win_plies,
+  hash_mb: int = 16,
+  date: str = UNKNOWN_DATE,
+) -> Iterator[chess.pgn.Game]:
   """Yields `num_games` self-play games (see the module docstring for the rules).
 
   Args:
@@ -222,8 +242,7 @@ def play_games(engine_path: str, num_games: int, *, seed: int,
   try:
     player = _player_name(engine.id.get('name', engine_path), limit, multipv, temperature_cp)
     for index in range(num_games):
-      yield _play_one(engine, index, seed, player, date, (low, high), limit, multipv,
-                      temperature_cp, adjudication)
+      yield _play_one(engine, index, seed, player, date, (low, high), limit, multipv, temperature_cp, adjudication)
   finally:
     launch.close_engine(engine)
 
@@ -244,11 +263,22 @@ class SelfplaySummary:
     return f'{self.games} games, {self.plies} plies ({results}) in {self.seconds} s -> {self.output}'
 
 
-def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | None = None,
-        nodes: int = 10_000, opening_plies: tuple[int, int] = (4, 8),
-        max_plies: int = Adjudication.max_plies, win_threshold_cp: int = Adjudication.win_threshold_cp,
-        win_plies: int = Adjudication.win_plies, multipv: int = 4, temperature_cp: float = 50.0,
-        date: str = UNKNOWN_DATE, progress: bool = True) -> SelfplaySummary:
+def run(
+  output: str,
+  *,
+  num_games: int = 50,
+  seed: int = 0,
+  engine_path: str | None = None,
+  nodes: int = 10_000,
+  opening_plies: tuple[int, int] = (4, 8),
+  max_plies: int = Adjudication.max_plies,
+  win_threshold_cp: int = Adjudication.win_threshold_cp,
+  win_plies: int = Adjudication.win_plies,
+  multipv: int = 4,
+  temperature_cp: float = 50.0,
+  date: str = UNKNOWN_DATE,
+  progress: bool = True,
+) -> SelfplaySummary:
   """Writes `num_games` self-play games (`play_games`) to the PGN file `output` (overwritten).
 
   The defaults are the recipe of the shipped ``searchless/samples/sample_games.pgn``.
@@ -259,18 +289,33 @@ def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | N
   """
   path = launch.resolve(launch.require_stockfish(engine_path))
   if not os.access(path, os.X_OK):
-    raise launch.EngineNotFound(f'engine binary {path!r} not found or not executable; install Stockfish'
-                                ' (Debian: apt-get install stockfish) or pass --engine_path')
-  games = play_games(path, num_games, seed=seed, opening_plies=opening_plies,
-                     limit=chess.engine.Limit(nodes=nodes), multipv=multipv, temperature_cp=temperature_cp,
-                     max_plies=max_plies, win_threshold_cp=win_threshold_cp, win_plies=win_plies, date=date)
+    raise launch.EngineNotFound(
+      f'engine binary {path!r} not found or not executable; install Stockfish'
+      ' (Debian: apt-get install stockfish) or pass --engine_path'
+    )
+  games = play_games(
+    path,
+    num_games,
+    seed=seed,
+    opening_plies=opening_plies,
+    limit=chess.engine.Limit(nodes=nodes),
+    multipv=multipv,
+    temperature_cp=temperature_cp,
+    max_plies=max_plies,
+    win_threshold_cp=win_threshold_cp,
+    win_plies=win_plies,
+    date=date,
+  )
   start = time.monotonic()
   count, plies = 0, 0
   results: dict[str, int] = {}
   directory = os.path.dirname(output)
   if directory:
     os.makedirs(directory, exist_ok=True)
-  with open(output, 'w', encoding='utf-8') as f, progress_bars.bar(total=num_games, unit='game', disable=not progress) as bar:
+  with (
+    open(output, 'w', encoding='utf-8') as f,
+    progress_bars.bar(total=num_games, unit='game', disable=not progress) as bar,
+  ):
     exporter = chess.pgn.FileExporter(f)
     for game in games:
       game.accept(exporter)
@@ -279,5 +324,6 @@ def run(output: str, *, num_games: int = 50, seed: int = 0, engine_path: str | N
       results[game.headers['Result']] = results.get(game.headers['Result'], 0) + 1
       bar.set_postfix(plies=plies, refresh=False)
       bar.update()
-  return SelfplaySummary(games=count, plies=plies, results=results,
-                         seconds=round(time.monotonic() - start, 1), output=output)
+  return SelfplaySummary(
+    games=count, plies=plies, results=results, seconds=round(time.monotonic() - start, 1), output=output
+  )

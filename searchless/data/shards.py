@@ -160,7 +160,7 @@ class _WriteBucket(beam.DoFn):
     _mkdirs(folder)
     token = uuid.uuid4().hex[:12]  # A retried bundle writes new files; only reported ones are committed.
     for part, start in enumerate(range(0, len(encoded), per_file)):
-      chunk = encoded[start:start + per_file]
+      chunk = encoded[start : start + per_file]
       path = FileSystems.join(folder, f'{bucket:05d}-{part:05d}-{token}{spec.ext}')
       _write(path, spec.ext, chunk)
       yield Piece(key, bucket, part, path, len(chunk))
@@ -182,10 +182,12 @@ class WriteShards(beam.PTransform):
 
   def expand(self, keyed_records: PCollection[tuple[str, Any]]) -> PCollection[Piece]:
     sets = self._sets
-    return (keyed_records
-            | 'Bucket' >> beam.Map(lambda kr: ((kr[0], sets[kr[0]].bucket(kr[1])), kr[1]))
-            | 'Group' >> beam.GroupByKey()
-            | 'Write' >> beam.ParDo(_WriteBucket(sets)))
+    return (
+      keyed_records
+      | 'Bucket' >> beam.Map(lambda kr: ((kr[0], sets[kr[0]].bucket(kr[1])), kr[1]))
+      | 'Group' >> beam.GroupByKey()
+      | 'Write' >> beam.ParDo(_WriteBucket(sets))
+    )
 
 
 def commit(specs: Sequence[ShardSpec], pieces: Sequence[Piece], tmp_roots: Iterable[str] = ()) -> dict[str, list[str]]:

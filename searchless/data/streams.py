@@ -24,8 +24,9 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
   paths = []
   for pattern in patterns:
     if '://' not in pattern and os.path.isdir(pattern):
-      raise IsADirectoryError(f'{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '
-                              f"'{os.path.join(pattern, '*.pgn.zst')}'")
+      raise IsADirectoryError(
+        f"{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '{os.path.join(pattern, '*.pgn.zst')}'"
+      )
     matched = files.match(pattern)
     if not matched:
       raise FileNotFoundError(f'{flag} {pattern!r} matches no file')

@@ -1,1 +1,1 @@
-"""Chess engines: finding, opening and configuring Stockfish (or any UCI engine), and the annotator that values moves."""
+"""Chess engines: finding, opening and configuring Stockfish (or any UCI engine), and the annotator valuing moves."""

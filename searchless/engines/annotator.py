@@ -75,9 +75,15 @@ class EngineConfig:
 
   def describe(self) -> dict:
     return {
-        'path': self.path, 'limit': str(self.limit), 'mode': self.mode, 'threads': self.threads,
-        'hash_mb': self.hash_mb, 'state_value': self.state_value, 'deadline_s': self.deadline,
-        'max_attempts': self.max_attempts, 'max_failures_in_a_row': self.max_failures_in_a_row,
+      'path': self.path,
+      'limit': str(self.limit),
+      'mode': self.mode,
+      'threads': self.threads,
+      'hash_mb': self.hash_mb,
+      'state_value': self.state_value,
+      'deadline_s': self.deadline,
+      'max_attempts': self.max_attempts,
+      'max_failures_in_a_row': self.max_failures_in_a_row,
     }
 
 
@@ -136,13 +142,20 @@ class BoardAnnotator:
   def start(self) -> None:
     if not os.access(self.config.path, os.X_OK):
       raise EngineNotFound(
-          f'engine binary {self.config.path!r} not found or not executable; install Stockfish'
-          ' (Debian: apt-get install stockfish) or pass --engine_path')
+        f'engine binary {self.config.path!r} not found or not executable; install Stockfish'
+        ' (Debian: apt-get install stockfish) or pass --engine_path'
+      )
     # UCI_AnalyseMode as python-chess' analyse() would set it on its first search: the
     # same options for every search, the first board's included.
-    self._transport, self._engine = self._loop.run_until_complete(launch.open_engine_async(
-        self.config.path, threads=self.config.threads, hash_mb=self.config.hash_mb,
-        options={'UCI_AnalyseMode': True}, deadline=self.config.deadline))
+    self._transport, self._engine = self._loop.run_until_complete(
+      launch.open_engine_async(
+        self.config.path,
+        threads=self.config.threads,
+        hash_mb=self.config.hash_mb,
+        options={'UCI_AnalyseMode': True},
+        deadline=self.config.deadline,
+      )
+    )
     self.engine_id = dict(self._engine.id)
 
   def _kill(self) -> None:
@@ -183,7 +196,8 @@ class BoardAnnotator:
 
   async def _search_move(self, position: str, move: str) -> float:
     score = await asyncio.wait_for(
-        self._protocol().communicate(lambda e: commands.MoveSearch(e, position, self._go, move)), self._timeout)
+      self._protocol().communicate(lambda e: commands.MoveSearch(e, position, self._go, move)), self._timeout
+    )
     if score is None:
       raise commands.BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score)
@@ -211,7 +225,8 @@ class BoardAnnotator:
         action_values.append((move.uci(), await self._search_move(position, move.uci())))
     else:
       scores = await asyncio.wait_for(
-          self._protocol().communicate(lambda e: commands.MultiPVSearch(e, board, self._go, len(moves))), self._timeout)
+        self._protocol().communicate(lambda e: commands.MultiPVSearch(e, board, self._go, len(moves))), self._timeout
+      )
       ucis = [m.uci() for m in moves]
       probs = {u: values.score_to_win_probability(score) for u, score in scores.items()}
       position = f'position fen {board.fen()}'
@@ -241,8 +256,10 @@ class BoardAnnotator:
     except BoardFailed as failed:
       self._failures_in_a_row += 1
       if self._failures_in_a_row >= self.config.max_failures_in_a_row:
-        raise EngineBroken(f'engine {self.config.path!r}: {self._failures_in_a_row} boards in a row failed after '
-                           f'{failed.attempts} attempts each (the last: {failed.reason}); stopping') from None
+        raise EngineBroken(
+          f'engine {self.config.path!r}: {self._failures_in_a_row} boards in a row failed after '
+          f'{failed.attempts} attempts each (the last: {failed.reason}); stopping'
+        ) from None
       raise
     self._failures_in_a_row = 0
     return annotation
@@ -263,8 +280,12 @@ class BoardAnnotator:
       except commands.BadAnswer as e:
         reason = f'bad engine answer: {e}'
         if self._deterministic:  # The same search again would give the same answer: no retry, no restart.
-          raise BoardFailed(fen, f'{reason} (a {self.config.limit.kind}-limited search gives the same answer every '
-                                 f'time: raise --limit {self.config.limit})', attempt) from None
+          raise BoardFailed(
+            fen,
+            f'{reason} (a {self.config.limit.kind}-limited search gives the same answer every '
+            f'time: raise --limit {self.config.limit})',
+            attempt,
+          ) from None
       except chess.engine.EngineError as e:
         reason = f'bad engine answer: {e}'
       except (OSError, ValueError, RuntimeError) as e:

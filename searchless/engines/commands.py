@@ -36,7 +36,7 @@ def multipv_index(line: str) -> int:
   if at < 0:
     return 1
   try:
-    return int(line[at + 9:].split(maxsplit=1)[0])
+    return int(line[at + 9 :].split(maxsplit=1)[0])
   except (IndexError, ValueError):
     raise chess.engine.EngineError(f'unparsable multipv in {line!r}') from None
 
@@ -125,7 +125,7 @@ class MultiPVSearch(chess.engine.BaseCommand):
     moves: dict[str, chess.engine.Score] = {}
     for index in sorted(pvs.keys() & scores.keys()):
       pv = pvs[index]
-      moves[pv[pv.index(' pv ') + 4:].split(maxsplit=1)[0]] = parse_score(scores[index])
+      moves[pv[pv.index(' pv ') + 4 :].split(maxsplit=1)[0]] = parse_score(scores[index])
     self.result.set_result(moves)
     self.set_finished()
 

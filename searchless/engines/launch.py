@@ -65,7 +65,9 @@ class SearchLimit:
       if number <= 0:
         raise ValueError
     except ValueError:
-      raise ValueError(f'bad engine limit {text!r}: expected time=SECONDS, depth=N or nodes=N with a positive value') from None
+      raise ValueError(
+        f'bad engine limit {text!r}: expected time=SECONDS, depth=N or nodes=N with a positive value'
+      ) from None
     return cls(kind, number)
 
   def to_chess(self, hang_seconds: float | None = None) -> chess.engine.Limit:
@@ -121,8 +123,13 @@ def resolve(path: str) -> str:
   return shutil.which(path) or shutil.which(path, path='/usr/games') or path
 
 
-def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,
-                options: Mapping[str, str | int | bool | None] | None = None) -> chess.engine.SimpleEngine:
+def open_engine(
+  path: str | None = None,
+  *,
+  threads: int = DEFAULT_THREADS,
+  hash_mb: int = DEFAULT_HASH_MB,
+  options: Mapping[str, str | int | bool | None] | None = None,
+) -> chess.engine.SimpleEngine:
   """Starts a UCI engine (default: Stockfish) with Threads and Hash set (where it has them) and `options`.
 
   Raises `EngineNotFound` when the binary cannot be started and `ValueError` when
@@ -135,7 +142,8 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
     raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
   except chess.engine.EngineTerminatedError as error:
     raise EngineUnresponsive(
-        f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
+      f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})'
+    ) from None
   except (FileNotFoundError, PermissionError, OSError) as error:
     raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error.strerror or error}') from None
   wanted = {'Threads': threads, 'Hash': hash_mb}
@@ -153,6 +161,7 @@ def open_engine(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash
 def _popen_uci(binary: str, timeout: float) -> chess.engine.SimpleEngine:
   """python-chess' `SimpleEngine.popen_uci`, except that a program failing the handshake is killed and reaped
   before its event loop ends (else asyncio warns, when it exits later, that its loop is closed)."""
+
   async def background(future: concurrent.futures.Future) -> None:
     transport, protocol = await chess.engine.UciProtocol.popen(binary)
     engine = chess.engine.SimpleEngine(transport, protocol, timeout=timeout)
@@ -173,9 +182,14 @@ def _popen_uci(binary: str, timeout: float) -> chess.engine.SimpleEngine:
   return chess.engine.run_in_background(background, name=f'SimpleEngine (command={binary!r})')
 
 
-async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_THREADS, hash_mb: int = DEFAULT_HASH_MB,
-                            options: Mapping[str, str | int | bool | None] | None = None,
-                            deadline: float | None = None) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
+async def open_engine_async(
+  path: str | None = None,
+  *,
+  threads: int = DEFAULT_THREADS,
+  hash_mb: int = DEFAULT_HASH_MB,
+  options: Mapping[str, str | int | bool | None] | None = None,
+  deadline: float | None = None,
+) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
   """`open_engine` on python-chess' asyncio API, each step (start, configure) within `deadline` seconds.
 
   Threads, Hash and `options` are set where the engine has them.
@@ -192,7 +206,9 @@ async def open_engine_async(path: str | None = None, *, threads: int = DEFAULT_T
     except asyncio.TimeoutError:
       raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {deadline:g} s') from None
     except chess.engine.EngineTerminatedError as error:
-      raise EngineUnresponsive(f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})') from None
+      raise EngineUnresponsive(
+        f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})'
+      ) from None
     wanted = {'Threads': threads, 'Hash': hash_mb, **(options or {})}
     try:
       await asyncio.wait_for(protocol.configure({k: v for k, v in wanted.items() if k in protocol.options}), deadline)

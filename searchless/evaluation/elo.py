@@ -104,14 +104,21 @@ class Ratings:
     w = max([4] + [len(p.name) for p in self.players])
     lines = [f'Rank {"Name":<{w}}   Elo    +    - games score oppo. draws']
     for k, p in enumerate(self.players, 1):
-      lines.append(f'{k:4d} {p.name:<{w}} {p.elo:5.0f} {p.plus_minus:4.0f} {p.plus_minus:4.0f} {p.games:5d} '
-                   f'{100 * p.score:4.0f}% {p.oppo:5.0f} {100 * p.draws / p.games:4.0f}%')
+      lines.append(
+        f'{k:4d} {p.name:<{w}} {p.elo:5.0f} {p.plus_minus:4.0f} {p.plus_minus:4.0f} {p.games:5d} '
+        f'{100 * p.score:4.0f}% {p.oppo:5.0f} {100 * p.draws / p.games:4.0f}%'
+      )
     return '\n'.join(lines)
 
   def to_dict(self) -> dict:
-    return {'elo_advantage': self.elo_advantage, 'elo_draw': self.elo_draw, 'scale': self.scale,
-            'confidence': self.confidence, 'skipped': self.skipped,
-            'players': [p._asdict() | {'lower': p.lower, 'upper': p.upper} for p in self.players]}
+    return {
+      'elo_advantage': self.elo_advantage,
+      'elo_draw': self.elo_draw,
+      'scale': self.scale,
+      'confidence': self.confidence,
+      'skipped': self.skipped,
+      'players': [p._asdict() | {'lower': p.lower, 'upper': p.upper} for p in self.players],
+    }
 
 
 def expected_score(elo_diff: float, *, elo_advantage: float = 0.0, elo_draw: float = 97.3) -> float:
@@ -171,10 +178,20 @@ def _newton(cells, basis, offset, a, d_elo, theta):
   raise RuntimeError('Newton iteration did not converge')
 
 
-def fit(games: Iterable[Game], *, anchor: str | None = None, anchor_elo: float = 0.0,
-        anchors: Mapping[str, float] | None = None, prior: float = 2.0, elo_advantage: float = 32.8,
-        elo_draw: float = 97.3, confidence: float = 0.95, scale: bool = True,
-        fit_advantage: bool = False, fit_draw: bool = False) -> Ratings:
+def fit(
+  games: Iterable[Game],
+  *,
+  anchor: str | None = None,
+  anchor_elo: float = 0.0,
+  anchors: Mapping[str, float] | None = None,
+  prior: float = 2.0,
+  elo_advantage: float = 32.8,
+  elo_draw: float = 97.3,
+  confidence: float = 0.95,
+  scale: bool = True,
+  fit_advantage: bool = False,
+  fit_draw: bool = False,
+) -> Ratings:
   """BayesElo ratings (see the module docstring); mean 0 unless anchored.
 
   Raises ValueError when an anchor never played, when some players are not
@@ -248,9 +265,13 @@ def fit(games: Iterable[Game], *, anchor: str | None = None, anchor_elo: float =
       return solve(*x)[1]
 
     bounds = [(-1000, 1000), (1e-3, 1000)]
-    res = optimize.minimize(profile, x0[which], method='Nelder-Mead',
-                            bounds=[b for b, f in zip(bounds, which) if f],
-                            options={'xatol': 1e-8, 'fatol': 1e-13, 'maxiter': 10000})
+    res = optimize.minimize(
+      profile,
+      x0[which],
+      method='Nelder-Mead',
+      bounds=[b for b, f in zip(bounds, which) if f],
+      options={'xatol': 1e-8, 'fatol': 1e-13, 'maxiter': 10000},
+    )
     x0[which] = res.x
     elo_advantage, elo_draw = map(float, x0)
   r, _, hess, s = solve(elo_advantage, elo_draw)
@@ -265,9 +286,18 @@ def fit(games: Iterable[Game], *, anchor: str | None = None, anchor_elo: float =
   played = pair_games.sum(1)
   oppo = pair_games @ elo / played
   order = sorted(range(n), key=lambda i: -elo[i])
-  players = tuple(PlayerRating(names[i], float(elo[i]), float(z * math.sqrt(max(cov[i, i], 0.0))),
-                               int(played[i]), float((wins[i] + draws[i] / 2) / played[i]), int(draws[i]),
-                               float(oppo[i])) for i in order)
+  players = tuple(
+    PlayerRating(
+      names[i],
+      float(elo[i]),
+      float(z * math.sqrt(max(cov[i, i], 0.0))),
+      int(played[i]),
+      float((wins[i] + draws[i] / 2) / played[i]),
+      int(draws[i]),
+      float(oppo[i]),
+    )
+    for i in order
+  )
   return Ratings(players, cov[np.ix_(order, order)], elo_advantage, elo_draw, s, confidence, skipped)
 
 
@@ -279,9 +309,13 @@ def _check_finite(c, keys, n, fixed, names):
     adj[j, i] += l + d
   if fixed:
     adj[fixed[0], fixed[1:]] = adj[fixed[1:], fixed[0]] = 1
-  for kind, problem in (('weak', f'players not connected to the others{" or an anchor" if fixed else ""}'),
-                        ('strong', 'no finite maximum-likelihood ratings (use prior > 0): players who only '
-                         'won or only lost against the others')):
+  for kind, problem in (
+    ('weak', f'players not connected to the others{" or an anchor" if fixed else ""}'),
+    (
+      'strong',
+      'no finite maximum-likelihood ratings (use prior > 0): players who only won or only lost against the others',
+    ),
+  ):
     count, label = csgraph.connected_components(adj, connection=kind)
     if count > 1:
       ref = label[fixed[0] if fixed else 0]

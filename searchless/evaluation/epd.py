@@ -47,8 +47,7 @@ from searchless.core import progress_bars
 if TYPE_CHECKING:
   from searchless.play import agents as agents_lib
 
-RESULT_COLUMNS = ('suite', 'id', 'theme', 'line', 'fen', 'move', 'san', 'bm', 'am', 'solved', 'points',
-                  'max_points')
+RESULT_COLUMNS = ('suite', 'id', 'theme', 'line', 'fen', 'move', 'san', 'bm', 'am', 'solved', 'points', 'max_points')
 _POINTS_ITEM = re.compile(r'^\s*(\S+)\s*=\s*(\d+)\s*$')
 
 
@@ -118,8 +117,13 @@ class Score(NamedTuple):
 
 
 def _total(name: str, results: Sequence[PositionResult]) -> Score:
-  return Score(name, len(results), sum(r.solved for r in results), sum(r.points or 0 for r in results),
-               sum(r.max_points or 0 for r in results))
+  return Score(
+    name,
+    len(results),
+    sum(r.solved for r in results),
+    sum(r.points or 0 for r in results),
+    sum(r.max_points or 0 for r in results),
+  )
 
 
 class SuiteResult(NamedTuple):
@@ -142,9 +146,14 @@ class SuiteResult(NamedTuple):
   def summary(self) -> dict:
     total = self.total
     return {
-        'name': self.name, 'path': self.path, 'n': total.n, 'solved': total.solved,
-        'accuracy': total.accuracy if total.n else None, 'points': total.points, 'max_points': total.max_points,
-        'themes': [{**t._asdict(), 'accuracy': t.accuracy} for t in self.themes],
+      'name': self.name,
+      'path': self.path,
+      'n': total.n,
+      'solved': total.solved,
+      'accuracy': total.accuracy if total.n else None,
+      'points': total.points,
+      'max_points': total.max_points,
+      'themes': [{**t._asdict(), 'accuracy': t.accuracy} for t in self.themes],
     }
 
 
@@ -234,8 +243,14 @@ def score_move(position: EpdPosition, move: chess.Move | None) -> tuple[bool, in
   return bool(solved), points
 
 
-def evaluate_positions(positions: Sequence[EpdPosition], agent: 'agents_lib.Agent', *, name: str = 'suite',
-                       path: str = '', progress: bool = True) -> SuiteResult:
+def evaluate_positions(
+  positions: Sequence[EpdPosition],
+  agent: 'agents_lib.Agent',
+  *,
+  name: str = 'suite',
+  path: str = '',
+  progress: bool = True,
+) -> SuiteResult:
   """Plays each position once with `agent` (given a fresh board) and scores the move."""
   results = []
   with progress_bars.bar(positions, desc=name, unit='position', disable=not progress, file=sys.stderr) as bar:
@@ -246,9 +261,20 @@ def evaluate_positions(positions: Sequence[EpdPosition], agent: 'agents_lib.Agen
       solved, points = score_move(position, move if legal else None)
       if not legal and points is not None:
         points = 0
-      results.append(PositionResult(name, position.id, position.theme, position.line, position.fen,
-                                    move.uci() if move else '0000', board.san(move) if legal else '',
-                                    solved, points, position.max_points))
+      results.append(
+        PositionResult(
+          name,
+          position.id,
+          position.theme,
+          position.line,
+          position.fen,
+          move.uci() if move else '0000',
+          board.san(move) if legal else '',
+          solved,
+          points,
+          position.max_points,
+        )
+      )
       bar.set_postfix(solved=sum(r.solved for r in results), refresh=False)
   return SuiteResult(name, path, results)
 
@@ -257,15 +283,16 @@ def suite_name(path: str | os.PathLike) -> str:
   return os.path.splitext(os.path.basename(os.fspath(path)))[0]
 
 
-def evaluate_suite(path: str | os.PathLike, agent: 'agents_lib.Agent', *, num: int | None = None,
-                   progress: bool = True) -> SuiteResult:
+def evaluate_suite(
+  path: str | os.PathLike, agent: 'agents_lib.Agent', *, num: int | None = None, progress: bool = True
+) -> SuiteResult:
   """Reads the EPD file at `path` (its first `num` positions) and evaluates `agent` on it."""
-  return evaluate_positions(read_epd(path, num), agent, name=suite_name(path), path=os.fspath(path),
-                            progress=progress)
+  return evaluate_positions(read_epd(path, num), agent, name=suite_name(path), path=os.fspath(path), progress=progress)
 
 
-def write_results(path: str | os.PathLike, suites: Sequence[SuiteResult],
-                  positions: Sequence[Sequence[EpdPosition]]) -> None:
+def write_results(
+  path: str | os.PathLike, suites: Sequence[SuiteResult], positions: Sequence[Sequence[EpdPosition]]
+) -> None:
   """One CSV row per position of every suite."""
   with open(path, 'w', newline='') as f:
     writer = csv.writer(f)
@@ -273,14 +300,27 @@ def write_results(path: str | os.PathLike, suites: Sequence[SuiteResult],
     for suite, suite_positions in zip(suites, positions, strict=True):
       for r, position in zip(suite.results, suite_positions, strict=True):
         board = position.board()
-        writer.writerow([r.suite, r.id, r.theme, r.line, r.fen, r.move, r.san,
-                         ' '.join(board.san(m) for m in position.bm), ' '.join(board.san(m) for m in position.am),
-                         int(r.solved), '' if r.points is None else r.points,
-                         '' if r.max_points is None else r.max_points])
+        writer.writerow(
+          [
+            r.suite,
+            r.id,
+            r.theme,
+            r.line,
+            r.fen,
+            r.move,
+            r.san,
+            ' '.join(board.san(m) for m in position.bm),
+            ' '.join(board.san(m) for m in position.am),
+            int(r.solved),
+            '' if r.points is None else r.points,
+            '' if r.max_points is None else r.max_points,
+          ]
+        )
 
 
-def run(*, suites: Sequence[str], agent: str, out: str | os.PathLike, num: int | None = None,
-        progress: bool = True) -> dict:
+def run(
+  *, suites: Sequence[str], agent: str, out: str | os.PathLike, num: int | None = None, progress: bool = True
+) -> dict:
   """Evaluates the agent spec `agent` on every EPD file of `suites` (the first `num` positions of each).
 
   Writes ``results.csv`` and ``summary.json`` in `out`; returns the summary plus
@@ -297,12 +337,13 @@ def run(*, suites: Sequence[str], agent: str, out: str | os.PathLike, num: int |
   os.makedirs(out, exist_ok=True)
   with agents_lib.opened(agent) as player:
     start = time.perf_counter()
-    results = [evaluate_positions(p, player, name=suite_name(path), path=path, progress=progress)
-               for path, p in zip(suites, positions)]
+    results = [
+      evaluate_positions(p, player, name=suite_name(path), path=path, progress=progress)
+      for path, p in zip(suites, positions)
+    ]
     seconds, name = time.perf_counter() - start, player.name
   write_results(os.path.join(out, 'results.csv'), results, positions)
-  summary = {'agent': name, 'agent_spec': agent, 'suites': [s.summary() for s in results],
-             'seconds': round(seconds, 3)}
+  summary = {'agent': name, 'agent_spec': agent, 'suites': [s.summary() for s in results], 'seconds': round(seconds, 3)}
   with open(os.path.join(out, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
     f.write('\n')

@@ -60,7 +60,9 @@ def read_checked(spec: str, kind: str, chunk: int = 4096) -> list:
         columns = codecs.decode_batch(kind, raw)
         assert columns.moves is not None and columns.win_probs is not None
         codecs.check_win_probs(columns.win_probs)
-        out += [records.ActionValue(f, m, p) for f, m, p in zip(columns.fens, columns.moves, columns.win_probs.tolist())]
+        out += [
+          records.ActionValue(f, m, p) for f, m, p in zip(columns.fens, columns.moves, columns.win_probs.tolist())
+        ]
     except codecs.BadRecord as e:
       raise ValueError(f'{spec!r}, record {start + e.position}: {e.reason}') from None
   return out
@@ -76,8 +78,10 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
       try:
         spec, kind = bags.find(data, records.BOARD_VALUE), records.BOARD_VALUE
       except FileNotFoundError:
-        raise FileNotFoundError(f'no action_value or board_value records in {data} (looked for'
-                                ' action_value_data.bag[z], board_value_data.bag[z] and their shards)') from None
+        raise FileNotFoundError(
+          f'no action_value or board_value records in {data} (looked for'
+          ' action_value_data.bag[z], board_value_data.bag[z] and their shards)'
+        ) from None
   else:
     spec = data
     try:
@@ -98,25 +102,28 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
   return boards, dropped, spec
 
 
-def evaluate(policy: 'policy_lib.Policy', boards: Sequence[metrics.Board], *, batch_boards: int = 32,
-             progress: bool = True) -> list[dict]:
+def evaluate(
+  policy: 'policy_lib.Policy', boards: Sequence[metrics.Board], *, batch_boards: int = 32, progress: bool = True
+) -> list[dict]:
   """Per-board results: metrics plus the policy's values (moves in reference order)."""
   results = []
   bar = progress_bars.bar(total=len(boards), unit='board', desc='evaluate', disable=not progress, file=sys.stderr)
   for start in range(0, len(boards), batch_boards):
-    chunk = boards[start:start + batch_boards]
+    chunk = boards[start : start + batch_boards]
     for board, analysis in zip(chunk, policy.analyse_many([chess.Board(b.fen) for b in chunk])):
       if tuple(m.uci() for m in analysis.moves) != board.moves:
         raise AssertionError(f'move order mismatch on {board.fen}')
       values = analysis.win_probs if analysis.win_probs is not None else analysis.scores
-      results.append({
+      results.append(
+        {
           'fen': board.fen,
           'metrics': metrics.board_metrics(policy.kind, analysis.log_probs, board.win_probs, value=analysis.value),
           'moves': list(board.moves),
           'stockfish': [round(float(v), 6) for v in board.win_probs],
           'predicted': [round(float(v), 6) for v in values],
           'value': analysis.value,
-      })
+        }
+      )
     bar.update(len(chunk))
   bar.close()
   return results
@@ -131,11 +138,21 @@ def table(summary: dict) -> str:
   return '\n'.join(lines)
 
 
-def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str | None = None,
-        num_boards: int | None = None, dtype: str = 'auto', batch_boards: int = 32, progress: bool = True) -> dict:
+def run(
+  checkpoint_path: str,
+  data: str,
+  out: str | os.PathLike,
+  *,
+  policy: str | None = None,
+  num_boards: int | None = None,
+  dtype: str = 'auto',
+  batch_boards: int = 32,
+  progress: bool = True,
+) -> dict:
   """Evaluates a checkpoint on `data`; writes metrics.json and boards.jsonl under `out`."""
   from searchless.model import loading
   from searchless.play import player as player_lib  # JAX only once the inputs are checked.
+
   boards, dropped, spec = load_boards(data, num_boards)
   if not boards:
     raise ValueError(f'no complete boards in {spec} ({dropped} dropped)')
@@ -144,13 +161,15 @@ def run(checkpoint_path: str, data: str, out: str | os.PathLike, *, policy: str 
   results = evaluate(player.policy, boards, batch_boards=batch_boards, progress=progress)
   seconds = time.perf_counter() - started
   summary: dict[str, Any] = metrics.summarise([r['metrics'] for r in results])
-  summary.update({
+  summary.update(
+    {
       'dropped_boards': dropped,
       'policy': player.policy.kind,
       'checkpoint': str(checkpoint_path),
       'data': spec,
       'seconds': round(seconds, 2),
-  })
+    }
+  )
   out_dir = pathlib.Path(out)
   out_dir.mkdir(parents=True, exist_ok=True)
   with open(out_dir / 'boards.jsonl', 'w') as f:

@@ -46,8 +46,15 @@ from searchless.core import moves as moves_lib
 from searchless.core import values
 
 AV, SV, BC = 'action_value', 'state_value', 'behavioral_cloning'
-METRICS = ('action_accuracy', 'kendall_tau', 'kendall_tau_reference_argsort', 'log_loss',
-           'l2_win_prob', 'entropy', 'consistency')
+METRICS = (
+  'action_accuracy',
+  'kendall_tau',
+  'kendall_tau_reference_argsort',
+  'log_loss',
+  'l2_win_prob',
+  'entropy',
+  'consistency',
+)
 
 
 class Board(NamedTuple):
@@ -73,9 +80,14 @@ def group_boards(records: Sequence[tuple]) -> tuple[list[Board], int]:
       dropped += 1
       continue
     order = sorted(range(len(indices)), key=lambda k: moves_lib.MOVE_TO_ACTION[moves[k]])
-    boards.append(Board(fen, tuple(moves[k] for k in order),
-                        np.array([records[indices[k]][2] for k in order], np.float64),
-                        np.array([indices[k] for k in order], np.int64)))
+    boards.append(
+      Board(
+        fen,
+        tuple(moves[k] for k in order),
+        np.array([records[indices[k]][2] for k in order], np.float64),
+        np.array([indices[k] for k in order], np.int64),
+      )
+    )
   return boards, dropped
 
 
@@ -106,8 +118,9 @@ def kendall_tau_reference_argsort(predicted: np.ndarray, stockfish: np.ndarray) 
   return float(stats.kendalltau(np.argsort(predicted), np.argsort(stockfish)).statistic)
 
 
-def board_metrics(kind: str, log_probs: np.ndarray, stockfish: np.ndarray, *,
-                  value: float | None = None) -> dict[str, float]:
+def board_metrics(
+  kind: str, log_probs: np.ndarray, stockfish: np.ndarray, *, value: float | None = None
+) -> dict[str, float]:
   """The metrics of one board.
 
   Args:
@@ -123,8 +136,8 @@ def board_metrics(kind: str, log_probs: np.ndarray, stockfish: np.ndarray, *,
   if kind == BC:
     predicted = probs  # [M]
     result = {
-        'log_loss': float(-log_probs[np.argmax(stockfish)] / math.log(2)),
-        'entropy': float(-(probs * log_probs).sum() / math.log(2)),
+      'log_loss': float(-log_probs[np.argmax(stockfish)] / math.log(2)),
+      'entropy': float(-(probs * log_probs).sum() / math.log(2)),
     }
   elif kind in (AV, SV):
     num_buckets = log_probs.shape[-1]
@@ -132,9 +145,9 @@ def board_metrics(kind: str, log_probs: np.ndarray, stockfish: np.ndarray, *,
     predicted = probs @ centres  # [M]
     buckets = values.win_probabilities_to_buckets(stockfish, edges)  # [M]
     result = {
-        'log_loss': float(-np.take_along_axis(log_probs, buckets[:, None], -1).mean() / math.log(2)),
-        'l2_win_prob': float(((predicted - stockfish) ** 2).mean()),
-        'entropy': float(-(probs * log_probs).sum(-1).mean() / math.log(2)),
+      'log_loss': float(-np.take_along_axis(log_probs, buckets[:, None], -1).mean() / math.log(2)),
+      'l2_win_prob': float(((predicted - stockfish) ** 2).mean()),
+      'entropy': float(-(probs * log_probs).sum(-1).mean() / math.log(2)),
     }
     if kind == SV:
       if value is None:
@@ -167,5 +180,8 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
   [0.0046, 0.0139]
   """
   p = k / n
-  centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+  centre, half = (
+    (p + z * z / (2 * n)) / (1 + z * z / n),
+    z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n),
+  )
   return centre - half, centre + half

@@ -51,9 +51,16 @@ class MinedPuzzle:
   def lichess_row(self) -> dict[str, str]:
     """The row in `puzzles.LICHESS_COLUMNS`."""
     return {
-        'PuzzleId': self.puzzle_id, 'FEN': self.fen, 'Moves': ' '.join(self.moves), 'Rating': str(self.rating),
-        'RatingDeviation': '0', 'Popularity': '0', 'NbPlays': '0', 'Themes': ' '.join(self.themes),
-        'GameUrl': self.game_url, 'OpeningTags': '',
+      'PuzzleId': self.puzzle_id,
+      'FEN': self.fen,
+      'Moves': ' '.join(self.moves),
+      'Rating': str(self.rating),
+      'RatingDeviation': '0',
+      'Popularity': '0',
+      'NbPlays': '0',
+      'Themes': ' '.join(self.themes),
+      'GameUrl': self.game_url,
+      'OpeningTags': '',
     }
 
 

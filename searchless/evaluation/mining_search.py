@@ -161,5 +161,13 @@ def puzzle_at(searcher: Searcher, candidate: Candidate, settings: Settings) -> m
   themes = mined_puzzles.themes(len(verdicts), mates=mated, only_moves=all(v == 'only' for v in verdicts))
   second = first[1].win_prob if len(first) > 1 else 0.0
   return mined_puzzles.MinedPuzzle(
-      mined_puzzles.puzzle_id(candidate.fen, ucis), candidate.fen, ucis, mined_puzzles.rating_of_depth(depth),
-      themes, candidate.game_url, depth, round(first[0].win_prob, 4), round(second, 4))
+    mined_puzzles.puzzle_id(candidate.fen, ucis),
+    candidate.fen,
+    ucis,
+    mined_puzzles.rating_of_depth(depth),
+    themes,
+    candidate.game_url,
+    depth,
+    round(first[0].win_prob, 4),
+    round(second, 4),
+  )

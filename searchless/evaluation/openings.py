@@ -123,7 +123,7 @@ def _read_pgn(path: str) -> list[Opening]:
       variant = game.headers.get('Variant', 'Standard')
       if variant.lower() not in ('standard', 'chess', 'from position'):
         raise ValueError(f'{path}:{start}: a {variant} game: openings are standard chess')
-      if (reason := legality.problems(game.board())):
+      if reason := legality.problems(game.board()):
         raise ValueError(f'{path}:{start}: the start position is not legal chess ({reason})')
       if game.errors:
         raise ValueError(f'{path}:{start}: bad game: {game.errors[0]}')
@@ -243,9 +243,19 @@ def _mover_cp(info: chess.engine.InfoDict, turn: chess.Color) -> int:
   return info['score'].pov(turn).score(mate_score=_MATE_CP)
 
 
-def make_openings(n: int, *, plies: int = 8, seed: int = 0, engine_path: str | None = None,
-                  limit: str = 'nodes=2000', max_eval_cp: int = 100, multipv: int = 4, window_cp: int = 50,
-                  max_attempts: int | None = None, hash_mb: int = 16) -> list[Opening]:
+def make_openings(
+  n: int,
+  *,
+  plies: int = 8,
+  seed: int = 0,
+  engine_path: str | None = None,
+  limit: str = 'nodes=2000',
+  max_eval_cp: int = 100,
+  multipv: int = 4,
+  window_cp: int = 50,
+  max_attempts: int | None = None,
+  hash_mb: int = 16,
+) -> list[Opening]:
   """`n` distinct balanced openings of `plies` plies from the standard start, made with Stockfish.
 
   Line k (k = 0, 1, ...) is drawn with ``random.Random(f'{seed}:{k}')``: at each
@@ -261,9 +271,11 @@ def make_openings(n: int, *, plies: int = 8, seed: int = 0, engine_path: str | N
   (default 20 n + 100) do not give `n` openings.
   """
   if n < 0 or plies < 1 or multipv < 1 or window_cp < 0 or max_eval_cp < 0:
-    raise ValueError(f'make_openings needs n >= 0, plies >= 1, multipv >= 1, window_cp >= 0 and '
-                     f'max_eval_cp >= 0; got n={n}, plies={plies}, multipv={multipv}, window_cp={window_cp}, '
-                     f'max_eval_cp={max_eval_cp}')
+    raise ValueError(
+      f'make_openings needs n >= 0, plies >= 1, multipv >= 1, window_cp >= 0 and '
+      f'max_eval_cp >= 0; got n={n}, plies={plies}, multipv={multipv}, window_cp={window_cp}, '
+      f'max_eval_cp={max_eval_cp}'
+    )
   search_limit = launch.SearchLimit.parse(limit).to_chess()
   path = launch.require_stockfish(engine_path)
   attempts = max_attempts if max_attempts is not None else 20 * n + 100
@@ -274,8 +286,9 @@ def make_openings(n: int, *, plies: int = 8, seed: int = 0, engine_path: str | N
     for k in range(attempts):
       if len(openings) == n:
         break
-      board = _random_line(engine, search_limit, random.Random(f'{seed}:{k}'), plies, multipv, window_cp,
-                           game=(seed, k, 'line'))
+      board = _random_line(
+        engine, search_limit, random.Random(f'{seed}:{k}'), plies, multipv, window_cp, game=(seed, k, 'line')
+      )
       if board is None or board.epd() in seen:
         continue
       info = engine.analyse(board, search_limit, game=(seed, k, 'eval'))
@@ -288,13 +301,22 @@ def make_openings(n: int, *, plies: int = 8, seed: int = 0, engine_path: str | N
   finally:
     engine.quit()
   if len(openings) < n:
-    raise ValueError(f'only {len(openings)} of {n} balanced openings after {attempts} lines: allow a larger '
-                     f'max_eval_cp or window_cp, or fewer plies')
+    raise ValueError(
+      f'only {len(openings)} of {n} balanced openings after {attempts} lines: allow a larger '
+      f'max_eval_cp or window_cp, or fewer plies'
+    )
   return openings
 
 
-def _random_line(engine: chess.engine.SimpleEngine, limit: chess.engine.Limit, rng: random.Random, plies: int,
-                 multipv: int, window_cp: int, game: object) -> chess.Board | None:
+def _random_line(
+  engine: chess.engine.SimpleEngine,
+  limit: chess.engine.Limit,
+  rng: random.Random,
+  plies: int,
+  multipv: int,
+  window_cp: int,
+  game: object,
+) -> chess.Board | None:
   """`plies` moves, each uniform among the engine's near-best MultiPV moves; None if the game ends."""
   board = chess.Board()
   for _ in range(plies):
@@ -311,9 +333,20 @@ def _random_line(engine: chess.engine.SimpleEngine, limit: chess.engine.Limit, r
   return board
 
 
-def run(*, out: str | os.PathLike, num: int | None = None, source: str | os.PathLike | None = None,
-        sample: int | None = None, plies: int = 8, seed: int = 0, engine_path: str | None = None,
-        limit: str = 'nodes=2000', max_eval_cp: int = 100, multipv: int = 4, window_cp: int = 50) -> int:
+def run(
+  *,
+  out: str | os.PathLike,
+  num: int | None = None,
+  source: str | os.PathLike | None = None,
+  sample: int | None = None,
+  plies: int = 8,
+  seed: int = 0,
+  engine_path: str | None = None,
+  limit: str = 'nodes=2000',
+  max_eval_cp: int = 100,
+  multipv: int = 4,
+  window_cp: int = 50,
+) -> int:
   """Makes `num` balanced openings (`make_openings`), or reads `source` (`sample` of them drawn with `seed`).
 
   Writes them to `out` (.epd or .pgn, `write_openings`); returns how many.
@@ -331,6 +364,14 @@ def run(*, out: str | os.PathLike, num: int | None = None, source: str | os.Path
       raise ValueError('give --num N (make openings) or --from FILE (read them)')
     if sample is not None:
       raise ValueError('--sample goes with --from')
-    openings = make_openings(num, plies=plies, seed=seed, engine_path=engine_path, limit=limit,
-                             max_eval_cp=max_eval_cp, multipv=multipv, window_cp=window_cp)
+    openings = make_openings(
+      num,
+      plies=plies,
+      seed=seed,
+      engine_path=engine_path,
+      limit=limit,
+      max_eval_cp=max_eval_cp,
+      multipv=multipv,
+      window_cp=window_cp,
+    )
   return write_openings(openings, out)

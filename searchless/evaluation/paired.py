@@ -58,8 +58,11 @@ def heldout(base: pathlib.Path, new: pathlib.Path) -> dict[str, Difference]:
   a, b = _heldout(new), _heldout(base)
   out = {}
   for name in HELDOUT_METRICS:
-    pairs = [(a[fen][name], b[fen][name]) for fen in a.keys() & b.keys()
-             if a[fen].get(name) is not None and b[fen].get(name) is not None]
+    pairs = [
+      (a[fen][name], b[fen][name])
+      for fen in a.keys() & b.keys()
+      if a[fen].get(name) is not None and b[fen].get(name) is not None
+    ]
     pairs.sort()  # Sets have no order; the sums must not depend on it.
     out[name] = mean_difference([p[0] for p in pairs], [p[1] for p in pairs])
   return out
@@ -94,8 +97,13 @@ def puzzles(base: pathlib.Path, new: pathlib.Path) -> Puzzles:
   """The puzzles in both ``results.csv`` files, paired by PuzzleId."""
   a, b = _puzzles(new), _puzzles(base)
   ids = a.keys() & b.keys()
-  return Puzzles(len(ids), sum(b[i] for i in ids), sum(a[i] for i in ids),
-                 sum(a[i] and not b[i] for i in ids), sum(b[i] and not a[i] for i in ids))
+  return Puzzles(
+    len(ids),
+    sum(b[i] for i in ids),
+    sum(a[i] for i in ids),
+    sum(a[i] and not b[i] for i in ids),
+    sum(b[i] and not a[i] for i in ids),
+  )
 
 
 class Match(NamedTuple):
@@ -115,8 +123,10 @@ def _scores(path: pathlib.Path, player: str) -> dict[int, float]:
     while (game := chess.pgn.read_game(f)) is not None:
       h = game.headers
       if player not in (h.get('White'), h.get('Black')):
-        raise ValueError(f'{path}, round {h.get("Round")}: {player!r} did not play (White {h.get("White")!r}, '
-                         f'Black {h.get("Black")!r})')
+        raise ValueError(
+          f'{path}, round {h.get("Round")}: {player!r} did not play (White {h.get("White")!r}, '
+          f'Black {h.get("Black")!r})'
+        )
       white = {'1-0': 1.0, '0-1': 0.0, '1/2-1/2': 0.5}.get(h.get('Result', '*'))
       if white is None:
         continue  # Unfinished.
@@ -129,8 +139,14 @@ def match(base: pathlib.Path, new: pathlib.Path, player: str = 'searchless') -> 
   a, b = _scores(new, player), _scores(base, player)
   rounds = sorted(a.keys() & b.keys())
   new_scores, base_scores = [a[r] for r in rounds], [b[r] for r in rounds]
-  return Match(len(rounds), sum(base_scores), sum(new_scores), mean_difference(new_scores, base_scores),
-               sum(x > y for x, y in zip(new_scores, base_scores)), sum(x < y for x, y in zip(new_scores, base_scores)))
+  return Match(
+    len(rounds),
+    sum(base_scores),
+    sum(new_scores),
+    mean_difference(new_scores, base_scores),
+    sum(x > y for x, y in zip(new_scores, base_scores)),
+    sum(x < y for x, y in zip(new_scores, base_scores)),
+  )
 
 
 def compare(base: pathlib.Path, new: pathlib.Path) -> dict[str, Any]:
@@ -143,6 +159,7 @@ def compare(base: pathlib.Path, new: pathlib.Path) -> dict[str, Any]:
   if (base / 'match' / 'games.pgn').exists() and (new / 'match' / 'games.pgn').exists():
     out['match'] = match(base / 'match' / 'games.pgn', new / 'match' / 'games.pgn')
   if not out:
-    raise FileNotFoundError(f'{base} and {new} share no evaluation (heldout/boards.jsonl, puzzles/results.csv, '
-                            'match/games.pgn)')
+    raise FileNotFoundError(
+      f'{base} and {new} share no evaluation (heldout/boards.jsonl, puzzles/results.csv, match/games.pgn)'
+    )
   return out

@@ -117,8 +117,9 @@ class _SelectedGame:
   moves: tuple[chess.Move, ...]
 
 
-def _select_games(paths: Sequence[str], split: str, test_fraction: float,
-                  stats: MiningStats) -> Iterator[_SelectedGame]:
+def _select_games(
+  paths: Sequence[str], split: str, test_fraction: float, stats: MiningStats
+) -> Iterator[_SelectedGame]:
   """The kept games of `split`, in file order, keyed exactly as the annotation pipeline keys them."""
   for path in paths:
     for raw in pgn.iter_raw_games(path):
@@ -134,8 +135,9 @@ def _select_games(paths: Sequence[str], split: str, test_fraction: float,
       assert game is not None  # parse_game has read it.
       site = game.headers.get('Site', '').strip()
       stats.games_selected += 1
-      yield _SelectedGame(parsed.key, site if site not in ('', '?') else raw.location, game.board().fen(),
-                          tuple(game.mainline_moves()))
+      yield _SelectedGame(
+        parsed.key, site if site not in ('', '?') else raw.location, game.board().fen(), tuple(game.mainline_moves())
+      )
 
 
 def _positions(games: Sequence[_SelectedGame], stats: MiningStats) -> list[mining_search.Candidate]:
@@ -158,8 +160,16 @@ def _positions(games: Sequence[_SelectedGame], stats: MiningStats) -> list[minin
   return positions
 
 
-def _check(split: str, test_fraction: float, max_puzzles: int | None, min_best: float, min_gap: float,
-           max_solver_moves: int, min_swing: float, workers: int) -> None:
+def _check(
+  split: str,
+  test_fraction: float,
+  max_puzzles: int | None,
+  min_best: float,
+  min_gap: float,
+  max_solver_moves: int,
+  min_swing: float,
+  workers: int,
+) -> None:
   if split not in SPLITS:
     raise ValueError(f'split must be one of {SPLITS}, got {split!r}')
   if not 0.0 <= test_fraction <= 1.0:
@@ -175,12 +185,21 @@ def _check(split: str, test_fraction: float, max_puzzles: int | None, min_best: 
     raise ValueError(f'workers must be >= 1, got {workers}')
 
 
-def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
-                    limit: str | launch.SearchLimit = DEFAULT_LIMIT, split: str = 'test',
-                    test_fraction: float = splits.DEFAULT_TEST_FRACTION, max_puzzles: int | None = None,
-                    min_best: float = 0.7, min_gap: float = 0.3, max_solver_moves: int = 2,
-                    min_swing: float = 0.0, workers: int = 1,
-                    progress: bool = True) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
+def mine_with_stats(
+  pgn_paths: str | Sequence[str],
+  *,
+  engine_path: str | None = None,
+  limit: str | launch.SearchLimit = DEFAULT_LIMIT,
+  split: str = 'test',
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
+  max_puzzles: int | None = None,
+  min_best: float = 0.7,
+  min_gap: float = 0.3,
+  max_solver_moves: int = 2,
+  min_swing: float = 0.0,
+  workers: int = 1,
+  progress: bool = True,
+) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
   """`mine`, also returning what was read and scanned."""
   start = time.perf_counter()
   _check(split, test_fraction, max_puzzles, min_best, min_gap, max_solver_moves, min_swing, workers)
@@ -193,12 +212,14 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
   path = engine_path or launch.find_stockfish()
   if path is None:
     raise launch.EngineNotFound(
-        'no Stockfish found: install it (Debian: apt-get install stockfish), set SEARCHLESS_STOCKFISH'
-        ' or pass --engine_path')
+      'no Stockfish found: install it (Debian: apt-get install stockfish), set SEARCHLESS_STOCKFISH'
+      ' or pass --engine_path'
+    )
   if not os.access(path, os.X_OK):
     raise launch.EngineNotFound(
-        f'engine {path!r} not found or not executable: install Stockfish (Debian: apt-get install stockfish)'
-        ' or pass --engine_path')
+      f'engine {path!r} not found or not executable: install Stockfish (Debian: apt-get install stockfish)'
+      ' or pass --engine_path'
+    )
   positions = _positions(list(_select_games(stats.files, split, test_fraction, stats)), stats)
   settings = mining_search.Settings(min_best, min_gap, max_solver_moves, min_swing)
   wanted = len(positions) if max_puzzles is None else max_puzzles
@@ -226,7 +247,9 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
     # At most 4 positions per worker in flight, so max_puzzles stops the work soon.
     in_flight: collections.deque = collections.deque()
     todo = iter(positions)
-    with progress_bars.bar(total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr) as bar:
+    with progress_bars.bar(
+      total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr
+    ) as bar:
       while len(puzzles) < wanted:
         while len(in_flight) < 4 * workers and (position := next(todo, None)) is not None:
           in_flight.append(executor.submit(puzzle_at, position))
@@ -247,11 +270,21 @@ def mine_with_stats(pgn_paths: str | Sequence[str], *, engine_path: str | None =
   return puzzles, stats
 
 
-def mine(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
-         limit: str | launch.SearchLimit = DEFAULT_LIMIT, split: str = 'test',
-         test_fraction: float = splits.DEFAULT_TEST_FRACTION, max_puzzles: int | None = None, min_best: float = 0.7,
-         min_gap: float = 0.3, max_solver_moves: int = 2, min_swing: float = 0.0, workers: int = 1,
-         progress: bool = True) -> list[mined_puzzles.MinedPuzzle]:
+def mine(
+  pgn_paths: str | Sequence[str],
+  *,
+  engine_path: str | None = None,
+  limit: str | launch.SearchLimit = DEFAULT_LIMIT,
+  split: str = 'test',
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
+  max_puzzles: int | None = None,
+  min_best: float = 0.7,
+  min_gap: float = 0.3,
+  max_solver_moves: int = 2,
+  min_swing: float = 0.0,
+  workers: int = 1,
+  progress: bool = True,
+) -> list[mined_puzzles.MinedPuzzle]:
   """Mines puzzles from the games of `pgn_paths` (files or globs); see the module docstring.
 
   Puzzles come in game order, then ply order; `max_puzzles` keeps the first
@@ -260,25 +293,56 @@ def mine(pgn_paths: str | Sequence[str], *, engine_path: str | None = None,
   setting), `streams.CorruptInputError` and python-chess engine errors.
   """
   puzzles, _ = mine_with_stats(
-      pgn_paths, engine_path=engine_path, limit=limit, split=split, test_fraction=test_fraction,
-      max_puzzles=max_puzzles, min_best=min_best, min_gap=min_gap, max_solver_moves=max_solver_moves,
-      min_swing=min_swing, workers=workers, progress=progress)
+    pgn_paths,
+    engine_path=engine_path,
+    limit=limit,
+    split=split,
+    test_fraction=test_fraction,
+    max_puzzles=max_puzzles,
+    min_best=min_best,
+    min_gap=min_gap,
+    max_solver_moves=max_solver_moves,
+    min_swing=min_swing,
+    workers=workers,
+    progress=progress,
+  )
   return puzzles
 
 
-def run(*, games: Sequence[str], out: str | os.PathLike, engine_path: str | None = None,
-        limit: str = DEFAULT_LIMIT, split: str = 'test', test_fraction: float = splits.DEFAULT_TEST_FRACTION,
-        max_puzzles: int | None = None, min_best: float = 0.7, min_gap: float = 0.3, max_solver_moves: int = 2,
-        min_swing: float = 0.0, workers: int = 1,
-        progress: bool = True) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
+def run(
+  *,
+  games: Sequence[str],
+  out: str | os.PathLike,
+  engine_path: str | None = None,
+  limit: str = DEFAULT_LIMIT,
+  split: str = 'test',
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
+  max_puzzles: int | None = None,
+  min_best: float = 0.7,
+  min_gap: float = 0.3,
+  max_solver_moves: int = 2,
+  min_swing: float = 0.0,
+  workers: int = 1,
+  progress: bool = True,
+) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
   """Mines puzzles from `games` (files or globs) and writes them to the Lichess CSV `out` (`mine`).
 
   Returns the puzzles and what was read and scanned; nothing is written when
   mining fails.
   """
   puzzles, stats = mine_with_stats(
-      games, engine_path=engine_path, limit=limit, split=split, test_fraction=test_fraction,
-      max_puzzles=max_puzzles, min_best=min_best, min_gap=min_gap, max_solver_moves=max_solver_moves,
-      min_swing=min_swing, workers=workers, progress=progress)
+    games,
+    engine_path=engine_path,
+    limit=limit,
+    split=split,
+    test_fraction=test_fraction,
+    max_puzzles=max_puzzles,
+    min_best=min_best,
+    min_gap=min_gap,
+    max_solver_moves=max_solver_moves,
+    min_swing=min_swing,
+    workers=workers,
+    progress=progress,
+  )
   mined_puzzles.write_csv(puzzles, out)
   return puzzles, stats

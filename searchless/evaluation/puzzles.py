@@ -111,14 +111,21 @@ def solve(puzzle: puzzles_lib.Puzzle, agent: 'agents_lib.Agent') -> PuzzleResult
   return result(True, None)
 
 
-def evaluate(puzzles: Iterable[puzzles_lib.Puzzle], agent: 'agents_lib.Agent', *, progress: bool = True,
-             previous: Sequence[PuzzleResult] = (), on_result: Callable[[PuzzleResult], None] | None = None
-             ) -> list[PuzzleResult]:
+def evaluate(
+  puzzles: Iterable[puzzles_lib.Puzzle],
+  agent: 'agents_lib.Agent',
+  *,
+  progress: bool = True,
+  previous: Sequence[PuzzleResult] = (),
+  on_result: Callable[[PuzzleResult], None] | None = None,
+) -> list[PuzzleResult]:
   """Solves each puzzle in turn, after the `previous` results (returned first); `on_result` sees each new one.
   A tqdm bar (on stderr) shows the running accuracy of them all."""
   results: list[PuzzleResult] = list(previous)
   total = len(puzzles) if isinstance(puzzles, Sequence) else None
-  with progress_bars.bar(puzzles, total=total, desc='puzzles', unit='puzzle', disable=not progress, file=sys.stderr) as bar:
+  with progress_bars.bar(
+    puzzles, total=total, desc='puzzles', unit='puzzle', disable=not progress, file=sys.stderr
+  ) as bar:
     for puzzle in bar:
       results.append(solve(puzzle, agent))
       if on_result is not None:
@@ -135,6 +142,7 @@ def journal_key(agent: str, puzzles: str) -> dict[str, str]:
   agent, the parameters it reads and when they were written (a run trained on in between is measured again)."""
   from searchless.play import agents as agents_lib
   from searchless.model import loading
+
   key = {'agent': agent, 'puzzles': os.path.abspath(puzzles), 'model': ''}
   kind, arg, _ = agents_lib.parse_spec(agent)
   if kind in ('checkpoint', 'search'):
@@ -159,13 +167,14 @@ def _journalled(path: str, key: dict, chosen: Sequence[puzzles_lib.Puzzle]) -> l
       return []
     for line in lines[1:]:
       fields = json.loads(line)  # A PuzzleResult's fields by name; its tuples come back as lists.
-      done.append(PuzzleResult(**{**fields, 'moves_played': tuple(fields['moves_played']),
-                                  'themes': tuple(fields['themes'])}))
+      done.append(
+        PuzzleResult(**{**fields, 'moves_played': tuple(fields['moves_played']), 'themes': tuple(fields['themes'])})
+      )
   except ValueError:  # A line cut by the interruption: what came before it is kept.
     pass
   except (TypeError, KeyError):  # Not a result this version writes (another version's journal): start again.
     return []
-  return done if [r.puzzle_id for r in done] == [p.puzzle_id for p in chosen[:len(done)]] else []
+  return done if [r.puzzle_id for r in done] == [p.puzzle_id for p in chosen[: len(done)]] else []
 
 
 def accuracy(results: Sequence[PuzzleResult]) -> float:
@@ -217,8 +226,15 @@ def plot_bands(bands: Sequence[Band], path: str | os.PathLike, title: str) -> No
   width = (bands[0].upper - bands[0].lower) * 0.85 if bands else 1.0
   bars = ax.bar(centres, [b.accuracy for b in bands], width=width, color='tab:blue', alpha=0.8)
   for bar, band in zip(bars, bands):
-    ax.annotate(f'n={band.n}', (bar.get_x() + bar.get_width() / 2, bar.get_height()), xytext=(0, 2),
-                textcoords='offset points', ha='center', va='bottom', fontsize=8)
+    ax.annotate(
+      f'n={band.n}',
+      (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+      xytext=(0, 2),
+      textcoords='offset points',
+      ha='center',
+      va='bottom',
+      fontsize=8,
+    )
   if bands:
     edges = sorted({b.lower for b in bands} | {b.upper for b in bands})
     ax.set_xticks(edges, [str(e) for e in edges], rotation=45 if len(edges) > 12 else 0)
@@ -228,36 +244,61 @@ def plot_bands(bands: Sequence[Band], path: str | os.PathLike, title: str) -> No
   fig.savefig(path, dpi=100)
 
 
-def write_results(path: str | os.PathLike, puzzles: Sequence[puzzles_lib.Puzzle],
-                  results: Sequence[PuzzleResult]) -> None:
+def write_results(
+  path: str | os.PathLike, puzzles: Sequence[puzzles_lib.Puzzle], results: Sequence[PuzzleResult]
+) -> None:
   """One CSV row per puzzle: id, rating, solved (1/0), the moves played and expected, ..."""
   with open(path, 'w', newline='') as f:
     writer = csv.writer(f)
     writer.writerow(RESULT_COLUMNS)
     for puzzle, r in zip(puzzles, results, strict=True):
-      writer.writerow([r.puzzle_id, r.rating, int(r.solved), ' '.join(r.moves_played),
-                       ' '.join(puzzle.solver_moves), '' if r.first_wrong is None else r.first_wrong,
-                       ' '.join(puzzle.moves), ' '.join(r.themes)])
+      writer.writerow(
+        [
+          r.puzzle_id,
+          r.rating,
+          int(r.solved),
+          ' '.join(r.moves_played),
+          ' '.join(puzzle.solver_moves),
+          '' if r.first_wrong is None else r.first_wrong,
+          ' '.join(puzzle.moves),
+          ' '.join(r.themes),
+        ]
+      )
 
 
-def summarize(results: Sequence[PuzzleResult], bands: Sequence[Band], *, agent_name: str, agent_spec: str,
-              puzzles_path: str, band_width: int, seconds: float) -> dict:
+def summarize(
+  results: Sequence[PuzzleResult],
+  bands: Sequence[Band],
+  *,
+  agent_name: str,
+  agent_spec: str,
+  puzzles_path: str,
+  band_width: int,
+  seconds: float,
+) -> dict:
   solved = sum(r.solved for r in results)
   return {
-      'agent': agent_name,
-      'agent_spec': agent_spec,
-      'puzzles': puzzles_path,
-      'n': len(results),
-      'solved': solved,
-      'accuracy': solved / len(results),
-      'band_width': band_width,
-      'bands': [b._asdict() for b in bands],
-      'seconds': round(seconds, 3),
+    'agent': agent_name,
+    'agent_spec': agent_spec,
+    'puzzles': puzzles_path,
+    'n': len(results),
+    'solved': solved,
+    'accuracy': solved / len(results),
+    'band_width': band_width,
+    'bands': [b._asdict() for b in bands],
+    'seconds': round(seconds, 3),
   }
 
 
-def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = None, band_width: int = 200,
-        progress: bool = True) -> dict:
+def run(
+  *,
+  puzzles: str,
+  agent: str,
+  out: str | os.PathLike,
+  num: int | None = None,
+  band_width: int = 200,
+  progress: bool = True,
+) -> dict:
   """Evaluates the agent spec `agent` on the puzzle CSV `puzzles` (its first `num`); returns the summary.
 
   Writes ``results.csv``, ``summary.json`` and ``accuracy_by_rating.png`` in `out`.
@@ -286,14 +327,16 @@ def run(*, puzzles: str, agent: str, out: str | os.PathLike, num: int | None = N
       log.flush()
 
     start = time.perf_counter()
-    results = evaluate(chosen[len(done):], player, progress=progress, previous=done, on_result=journal_one)
+    results = evaluate(chosen[len(done) :], player, progress=progress, previous=done, on_result=journal_one)
     seconds, name = time.perf_counter() - start, player.name
   bands = accuracy_by_band(results, band_width)
-  summary = summarize(results, bands, agent_name=name, agent_spec=agent, puzzles_path=puzzles,
-                      band_width=band_width, seconds=seconds)
+  summary = summarize(
+    results, bands, agent_name=name, agent_spec=agent, puzzles_path=puzzles, band_width=band_width, seconds=seconds
+  )
   write_results(os.path.join(out, 'results.csv'), chosen, results)
   artefacts.PuzzleSummary(**summary).write(os.path.join(out, artefacts.PuzzleSummary.FILE))  # Typed, versioned.
-  plot_bands(bands, os.path.join(out, 'accuracy_by_rating.png'),
-             f'{name}: {summary["solved"]}/{summary["n"]} puzzles solved')
+  plot_bands(
+    bands, os.path.join(out, 'accuracy_by_rating.png'), f'{name}: {summary["solved"]}/{summary["n"]} puzzles solved'
+  )
   os.remove(journal)  # Finished: a rerun measures again.
   return summary

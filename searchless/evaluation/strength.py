@@ -76,21 +76,32 @@ def opponents(protocol: Protocol) -> list[str]:
 
 def _heldout(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool) -> dict[str, Any]:
   from searchless.evaluation import evaluate
+
   result = evaluate.run(checkpoint, str(protocol.heldout), out, num_boards=protocol.heldout_boards, progress=progress)
-  return {'path': protocol.heldout, 'boards': result['boards'],
-          **{k: result[k] for k in paired.HELDOUT_METRICS if k in result}}
+  return {
+    'path': protocol.heldout,
+    'boards': result['boards'],
+    **{k: result[k] for k in paired.HELDOUT_METRICS if k in result},
+  }
 
 
 def _puzzles(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool) -> dict[str, Any]:
   from searchless.evaluation import puzzles as puzzle_eval
+
   result = puzzle_eval.run(puzzles=str(protocol.puzzles), agent=f'checkpoint:{checkpoint}', out=out, progress=progress)
   low, high = metrics.wilson(result['solved'], result['n'])
-  return {'path': protocol.puzzles, 'n': result['n'], 'solved': result['solved'], 'wilson95': [round(low, 4),
-          round(high, 4)], 'bands': result['bands']}
+  return {
+    'path': protocol.puzzles,
+    'n': result['n'],
+    'solved': result['solved'],
+    'wilson95': [round(low, 4), round(high, 4)],
+    'bands': result['bands'],
+  }
 
 
 def _sts(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool) -> dict[str, Any]:
   from searchless.evaluation import epd
+
   result = epd.run(suites=[str(protocol.sts)], agent=f'checkpoint:{checkpoint}', out=out, progress=progress)
   suite = dict(result['suites'][0])
   suite.pop('themes', None)
@@ -99,14 +110,32 @@ def _sts(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool)
 
 def _match(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool) -> dict[str, Any]:
   from searchless.evaluation import tournament
-  results = tournament.run([f'checkpoint:{checkpoint},name={NAME}', *opponents(protocol)], gauntlet=True,
-                           openings=list(protocol.openings) or None,
-                           make_openings=None if protocol.openings else -(-protocol.games // 2),
-                           games_per_pair=protocol.games, workers=protocol.workers, out_dir=str(out),
-                           progress=progress)
-  record: dict[str, Any] = {'opponent_limit': protocol.opponent_limit, 'games_file': results['games_file'], 'pairs': [
-      {'opponent': p['b'], 'games': p['games'], 'wins': p['a_wins'], 'draws': p['draws'], 'losses': p['b_wins'],
-       'score': round(p['a_score'], 4)} for p in results['pairs']]}
+
+  results = tournament.run(
+    [f'checkpoint:{checkpoint},name={NAME}', *opponents(protocol)],
+    gauntlet=True,
+    openings=list(protocol.openings) or None,
+    make_openings=None if protocol.openings else -(-protocol.games // 2),
+    games_per_pair=protocol.games,
+    workers=protocol.workers,
+    out_dir=str(out),
+    progress=progress,
+  )
+  record: dict[str, Any] = {
+    'opponent_limit': protocol.opponent_limit,
+    'games_file': results['games_file'],
+    'pairs': [
+      {
+        'opponent': p['b'],
+        'games': p['games'],
+        'wins': p['a_wins'],
+        'draws': p['draws'],
+        'losses': p['b_wins'],
+        'score': round(p['a_score'], 4),
+      }
+      for p in results['pairs']
+    ],
+  }
   if results['elo']:  # None when BayesElo could not rate the games (e.g. all won or all lost).
     rating = next(r for r in results['elo']['players'] if r['name'] == NAME)
     record.update(bayeselo=round(rating['elo']), bayeselo95=[round(rating['lower']), round(rating['upper'])])
@@ -114,10 +143,10 @@ def _match(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: boo
 
 
 PARTS = {  # Part -> (its settings in `Protocol`, how it is measured). In order: the quick ones first.
-    'heldout': (('heldout', 'heldout_boards'), _heldout),
-    'puzzles': (('puzzles',), _puzzles),
-    'sts': (('sts',), _sts),
-    'match': (('ladder', 'games', 'openings', 'opponent_limit'), _match),
+  'heldout': (('heldout', 'heldout_boards'), _heldout),
+  'puzzles': (('puzzles',), _puzzles),
+  'sts': (('sts',), _sts),
+  'match': (('ladder', 'games', 'openings', 'opponent_limit'), _match),
 }
 
 
@@ -142,8 +171,11 @@ def measure(checkpoint: str, out: str | os.PathLike, protocol: Protocol, *, prog
     if not wanted or done.get(part, {}).get('settings') == settings:
       continue
     start = time.time()
-    done[part] = {**run(checkpoint, protocol, out / part, progress), 'settings': settings,
-                  'seconds': round(time.time() - start, 1)}
+    done[part] = {
+      **run(checkpoint, protocol, out / part, progress),
+      'settings': settings,
+      'seconds': round(time.time() - start, 1),
+    }
     _write(path, json.dumps(done, indent=2) + '\n')
   _write(out / 'strength.md', markdown(done) + '\n')
   return done
@@ -168,26 +200,39 @@ def markdown(result: dict[str, Any]) -> str:
   """
   lines: list[str] = []
   if (h := result.get('heldout')) is not None:
-    lines.append(f"- Held-out boards ({h['boards']:,}): log-loss {h.get('log_loss', float('nan')):.4f}, action accuracy "
-                 f"{h.get('action_accuracy', float('nan')):.3f}, Kendall tau-b {h.get('kendall_tau', float('nan')):.3f}.")
+    lines.append(
+      f'- Held-out boards ({h["boards"]:,}): log-loss {h.get("log_loss", float("nan")):.4f}, action accuracy '
+      f'{h.get("action_accuracy", float("nan")):.3f}, Kendall tau-b {h.get("kendall_tau", float("nan")):.3f}.'
+    )
   if (p := result.get('puzzles')) is not None:
     low, high = p['wilson95']
-    lines += [f"- Puzzles (`{os.path.basename(p['path'])}`, every move of the solution): "
-              f"**{100 * p['solved'] / p['n']:.1f}%** ({p['solved']}/{p['n']}; 95% interval "
-              f"{100 * low:.1f}-{100 * high:.1f}%).", '',
-              '  | rating | puzzles | solved | accuracy |', '  | --- | --- | --- | --- |']
-    lines += [f"  | {b['lower']}-{b['upper'] - 1} | {b['n']} | {b['solved']} | {100 * b['accuracy']:.1f}% |"
-              for b in p['bands']]
+    lines += [
+      f'- Puzzles (`{os.path.basename(p["path"])}`, every move of the solution): '
+      f'**{100 * p["solved"] / p["n"]:.1f}%** ({p["solved"]}/{p["n"]}; 95% interval '
+      f'{100 * low:.1f}-{100 * high:.1f}%).',
+      '',
+      '  | rating | puzzles | solved | accuracy |',
+      '  | --- | --- | --- | --- |',
+    ]
+    lines += [
+      f'  | {b["lower"]}-{b["upper"] - 1} | {b["n"]} | {b["solved"]} | {100 * b["accuracy"]:.1f}% |' for b in p['bands']
+    ]
   if (s := result.get('sts')) is not None:
-    lines.append(f"- {s['name']} ({s['n']} positions): {s['solved']} best moves, {s['points']}/{s['max_points']} points.")
+    lines.append(
+      f'- {s["name"]} ({s["n"]} positions): {s["solved"]} best moves, {s["points"]}/{s["max_points"]} points.'
+    )
   if (m := result.get('match')) is not None:
     for pair in m['pairs']:
-      lines.append(f"- Against {pair['opponent']} (`{m['opponent_limit']}` a move): +{pair['wins']} ={pair['draws']} "
-                   f"-{pair['losses']} ({pair['wins'] + pair['draws'] / 2:g}/{pair['games']}, "
-                   f"{100 * pair['score']:.1f}%).")
+      lines.append(
+        f'- Against {pair["opponent"]} (`{m["opponent_limit"]}` a move): +{pair["wins"]} ={pair["draws"]} '
+        f'-{pair["losses"]} ({pair["wins"] + pair["draws"] / 2:g}/{pair["games"]}, '
+        f'{100 * pair["score"]:.1f}%).'
+      )
     if 'bayeselo' in m:
       low, high = m['bayeselo95']
-      lines.append(f"- BayesElo (anchored on the opponents' UCI_Elo): **{m['bayeselo']}** (95% interval {low} to {high}).")
+      lines.append(
+        f"- BayesElo (anchored on the opponents' UCI_Elo): **{m['bayeselo']}** (95% interval {low} to {high})."
+      )
   return '\n'.join(lines)
 
 

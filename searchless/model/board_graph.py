@@ -67,14 +67,16 @@ NUM_EDGES = NUM_RELATIONS + NUM_SQUARES  # 1856: the relations and a self-loop p
 # in-degree) has 2304 (24% padding). Inside the network the nodes are ordered group by group
 # (`NODE_ORDER`), so a group's receivers are consecutive nodes: no gather per layer. Padding slots are
 # masked; which slots exist never changes what the model computes.
-_INCOMING = [[(int(s), e) for e, (s, r) in enumerate(zip(_REL_SENDERS, _REL_RECEIVERS)) if r == node] + [(node, -1)]
-             for node in range(NUM_SQUARES)]  # Per receiver: (sender, relation or -1 for the self-loop).
+_INCOMING = [
+  [(int(s), e) for e, (s, r) in enumerate(zip(_REL_SENDERS, _REL_RECEIVERS)) if r == node] + [(node, -1)]
+  for node in range(NUM_SQUARES)
+]  # Per receiver: (sender, relation or -1 for the self-loop).
 IN_DEGREE = np.array([len(edges) for edges in _INCOMING], np.int32)  # [64]: 24 (corners) .. 36 (centre).
 NUM_GROUPS = 3  # 1904 slots (2.6% padding); 4 groups: 1880, 2: 2016, 1: 2304.
 
 
 def _groups(num_groups: int) -> list[np.ndarray]:
-  """The receiving squares of each group, by in-degree: the contiguous split of the sorted degrees with the fewest slots."""
+  """The receiving squares of each group, by in-degree: the contiguous split of the sorted degrees with fewest slots."""
   order = np.argsort(IN_DEGREE, kind='stable')  # Squares by in-degree, then square.
   degrees = IN_DEGREE[order]
   best: tuple[int, tuple[int, ...]] | None = None
@@ -89,6 +91,7 @@ def _groups(num_groups: int) -> list[np.ndarray]:
 
 class Group(NamedTuple):
   """The next n nodes as receivers, their incoming edges one dense [n, K] grid of slots."""
+
   senders: np.ndarray  # [n, K]: the sending node of each slot (padding: any node).
   mask: np.ndarray  # [n, K]: a real edge.
 
@@ -102,25 +105,32 @@ for _squares in _GROUP_SQUARES:
   _senders = np.repeat(_squares[:, None], _width, axis=1)
   _mask = np.arange(_width)[None] < IN_DEGREE[_squares][:, None]
   for _i, _square in enumerate(_squares):
-    _senders[_i, :IN_DEGREE[_square]] = [sender for sender, _ in _INCOMING[_square]]
+    _senders[_i, : IN_DEGREE[_square]] = [sender for sender, _ in _INCOMING[_square]]
   _SLOT_SQUARES.append((_senders, np.repeat(_squares[:, None], _width, axis=1), _mask))
 GROUPS = tuple(Group(NODE_OF_SQUARE[senders], mask) for senders, _, mask in _SLOT_SQUARES)
 # The same edges as one [64, 36] grid, each group's rows padded to the largest in-degree
 # (`graph.ONE_GRID_ROWS` says when the network uses it).
 MAX_IN_DEGREE = int(IN_DEGREE.max())  # 36
-ONE_GRID = Group(np.concatenate([np.pad(g.senders, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1])), mode='edge')
-                                 for g in GROUPS]),
-                 np.concatenate([np.pad(g.mask, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1]))) for g in GROUPS]))
+ONE_GRID = Group(
+  np.concatenate([np.pad(g.senders, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1])), mode='edge') for g in GROUPS]),
+  np.concatenate([np.pad(g.mask, ((0, 0), (0, MAX_IN_DEGREE - g.mask.shape[1]))) for g in GROUPS]),
+)
 NUM_SLOTS = sum(g.mask.size for g in GROUPS)  # S = 1904: the groups' slots, flattened one after the other.
 # [S]: each flat slot's place in the one grid flattened ([64 x 36]); the grid's own padding holds no flat slot.
-ONE_GRID_PLACE = np.concatenate([
+ONE_GRID_PLACE = np.concatenate(
+  [
     ((row0 + np.arange(g.mask.shape[0]))[:, None] * MAX_IN_DEGREE + np.arange(g.mask.shape[1])[None]).reshape(-1)
-    for g, row0 in zip(GROUPS, np.cumsum([0] + [len(g.mask) for g in GROUPS]))]).astype(np.int32)
+    for g, row0 in zip(GROUPS, np.cumsum([0] + [len(g.mask) for g in GROUPS]))
+  ]
+).astype(np.int32)
 SLOT_SENDER = np.concatenate([senders.reshape(-1) for senders, _, _ in _SLOT_SQUARES])  # [S]: the sending square.
 SLOT_RECEIVER = np.concatenate([receivers.reshape(-1) for _, receivers, _ in _SLOT_SQUARES])  # [S]
 SLOT_MASK = np.concatenate([mask.reshape(-1) for _, _, mask in _SLOT_SQUARES])  # [S]: a real edge.
-_SLOT_OF_PAIR = {(int(s), int(r)): flat for flat, (s, r, real) in enumerate(zip(SLOT_SENDER, SLOT_RECEIVER, SLOT_MASK))
-                 if real and s != r}
+_SLOT_OF_PAIR = {
+  (int(s), int(r)): flat
+  for flat, (s, r, real) in enumerate(zip(SLOT_SENDER, SLOT_RECEIVER, SLOT_MASK))
+  if real and s != r
+}
 _SLOT_OF_RELATION = np.array([_SLOT_OF_PAIR[int(s), int(r)] for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)], np.int32)
 SLOT_OF_ACTION = _SLOT_OF_RELATION[_REL_OF_ACTION]  # [1968]: the flat slot of each move's edge.
 
@@ -158,11 +168,14 @@ BETWEEN = _between()
 # The mirror (rank flip) of a square and of a move's slot: Black's board seen as White's.
 MIRROR_SQUARE = np.array([chess.square_mirror(s) for s in range(NUM_SQUARES)], np.int32)
 MIRROR_SLOT = np.zeros(NUM_SLOTS, np.int32)  # Relation slots only; others unused.
-MIRROR_SLOT[_SLOT_OF_RELATION] = [_SLOT_OF_PAIR[int(MIRROR_SQUARE[s]), int(MIRROR_SQUARE[r])]
-                                  for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)]
+MIRROR_SLOT[_SLOT_OF_RELATION] = [
+  _SLOT_OF_PAIR[int(MIRROR_SQUARE[s]), int(MIRROR_SQUARE[r])] for s, r in zip(_REL_SENDERS, _REL_RECEIVERS)
+]
 
 # Actions -> their promotion piece (0: none, 1..4: q r b n).
-PROMOTION_OF_ACTION = np.array([' qrbn'.index(uci[4]) if len(uci) == 5 else 0 for uci in moves.ACTION_TO_MOVE], np.int32)
+PROMOTION_OF_ACTION = np.array(
+  [' qrbn'.index(uci[4]) if len(uci) == 5 else 0 for uci in moves.ACTION_TO_MOVE], np.int32
+)
 
 # FEN token layout (`tokenizer`): side, 64 squares a8..h1, 4 castling, 2 en passant, 3 half-move clock, 3 full-move.
 _T = tokenizer.CHARACTER_TO_TOKEN
@@ -188,16 +201,18 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   en_passant [B, 64] flags, clock [B] buckets, open [B, S] and legal [B, S]
   edge flags, and per move: its edge's flat slot [B, M], from/to squares [B, M], promotion [B, M], valid [B, M].
   """
-  fen = tokens[:, :tokenizer.SEQUENCE_LENGTH]  # [B, 77]
-  actions = tokens[:, tokenizer.SEQUENCE_LENGTH:]  # [B, M]
+  fen = tokens[:, : tokenizer.SEQUENCE_LENGTH]  # [B, 77]
+  actions = tokens[:, tokenizer.SEQUENCE_LENGTH :]  # [B, M]
   black = fen[:, 0] == _T['b']  # [B]
-  squares = jnp.where(black[:, None], MIRROR_SQUARE[None], np.arange(NUM_SQUARES)[None])  # [B, 64]: node -> real square.
+  squares = jnp.where(
+    black[:, None], MIRROR_SQUARE[None], np.arange(NUM_SQUARES)[None]
+  )  # [B, 64]: node -> real square.
   board = jnp.take_along_axis(fen, jnp.asarray(SQUARE_TOKEN)[squares], axis=1)  # [B, 64] tokens, mover's frame.
   pieces = jnp.where(black[:, None], jnp.asarray(_SWAPPED_PIECE_OF_TOKEN)[board], jnp.asarray(_PIECE_OF_TOKEN)[board])
   occupied = (pieces > 0).astype(jnp.float32)  # [B, 64]
   open_line = (occupied @ BETWEEN.T) == 0  # [B, S]: nothing strictly between.
 
-  rights = fen[:, _CASTLING_AT:_CASTLING_AT + 4]  # [B, 4]
+  rights = fen[:, _CASTLING_AT : _CASTLING_AT + 4]  # [B, 4]
   has = lambda char: jnp.any(rights == _T[char], axis=1)  # [B]
   white_rights = jnp.stack([has('K'), has('Q'), has('k'), has('q')], axis=1)  # [B, 4]
   black_rights = jnp.stack([has('k'), has('q'), has('K'), has('Q')], axis=1)
@@ -206,11 +221,13 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
 
   ep_file = fen[:, _EP_AT] - _T['a']  # [B]; '.' (no square) is outside 0..7.
   ep_rank = jnp.where(fen[:, _EP_AT + 1] == _T['3'], 2, 5)  # ranks 3 / 6 (0-based 2 / 5).
-  ep_square = jnp.where(black, jnp.asarray(MIRROR_SQUARE)[jnp.clip(ep_rank * 8 + ep_file, 0, 63)], ep_rank * 8 + ep_file)
+  ep_square = jnp.where(
+    black, jnp.asarray(MIRROR_SQUARE)[jnp.clip(ep_rank * 8 + ep_file, 0, 63)], ep_rank * 8 + ep_file
+  )
   has_ep = (ep_file >= 0) & (ep_file < 8)
   en_passant = has_ep[:, None] & (np.arange(NUM_SQUARES)[None] == ep_square[:, None])  # [B, 64]
 
-  digits = fen[:, _CLOCK_AT:_CLOCK_AT + 3]  # [B, 3]: digits then '.' padding.
+  digits = fen[:, _CLOCK_AT : _CLOCK_AT + 3]  # [B, 3]: digits then '.' padding.
   is_digit = digits < 10
   count = jnp.sum(is_digit, axis=1)  # [B]
   place = jnp.where(is_digit, 10.0 ** (count[:, None] - 1 - jnp.arange(3)[None]), 0.0)
@@ -223,8 +240,15 @@ def node_and_edge_inputs(tokens: jax.Array) -> dict[str, jax.Array]:
   batch = jnp.arange(tokens.shape[0])[:, None]
   legal = jnp.zeros((tokens.shape[0], NUM_SLOTS), jnp.float32).at[batch, slot].max(valid.astype(jnp.float32))
   return {
-      'pieces': pieces, 'castling': castling.astype(jnp.float32), 'en_passant': en_passant.astype(jnp.float32),
-      'clock': clock, 'open': open_line.astype(jnp.float32), 'legal': legal,
-      'slot': slot, 'from': jnp.asarray(SLOT_SENDER)[slot], 'to': jnp.asarray(SLOT_RECEIVER)[slot],
-      'promotion': jnp.asarray(PROMOTION_OF_ACTION)[action], 'valid': valid,
+    'pieces': pieces,
+    'castling': castling.astype(jnp.float32),
+    'en_passant': en_passant.astype(jnp.float32),
+    'clock': clock,
+    'open': open_line.astype(jnp.float32),
+    'legal': legal,
+    'slot': slot,
+    'from': jnp.asarray(SLOT_SENDER)[slot],
+    'to': jnp.asarray(SLOT_RECEIVER)[slot],
+    'promotion': jnp.asarray(PROMOTION_OF_ACTION)[action],
+    'valid': valid,
   }

@@ -35,8 +35,15 @@ MOVE_ATTENTIONS = ('self', 'moves')  # What a packed move token attends to besid
 
 _FROM_POLICY = ('output_size', 'max_sequence_length')  # `from_config` derives them from the policy and the buckets.
 # The smallest value of each numeric field, and whether it is allowed.
-_RANGES = (('embedding_dim', 1, True), ('num_layers', 1, True), ('num_heads', 1, True), ('widening_factor', 0, False),
-           ('joint_layers', 0, True), ('graph_edge_dim', 1, True), ('smolgen', 0, True))
+_RANGES = (
+  ('embedding_dim', 1, True),
+  ('num_layers', 1, True),
+  ('num_heads', 1, True),
+  ('widening_factor', 0, False),
+  ('joint_layers', 0, True),
+  ('graph_edge_dim', 1, True),
+  ('smolgen', 0, True),
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,14 +74,18 @@ class ModelConfig:
   mover_view: bool = False  # Black to move: board and moves mirrored, so every board is seen as White.
   move_squares: str = 'none'  # 'none' | 'tied' | 'untied': move tokens add their squares' and promotion's embeddings.
   square_bias: str = 'none'  # 'none' | 'relative' | 'open_lines': learned attention biases by square displacement.
-  smolgen: int = 0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
-  move_gather: bool = False  # Before every block a move token adds a map of its from- and to-square's states (action-value).
+  smolgen: int = (
+    0  # > 0: a board-dependent bias between squares per head and layer (Leela's smolgen), summary this wide.
+  )
+  move_gather: bool = (
+    False  # Before every block a move token adds a map of its from- and to-square's states (action-value).
+  )
 
   def __post_init__(self):
     for name, low, inclusive in _RANGES:
       value = getattr(self, name)
       if not (value >= low if inclusive else value > low):  # NaN fails both.
-        raise ValueError(f"model.{name} must be {'>=' if inclusive else '>'} {low}, got {value}")
+        raise ValueError(f'model.{name} must be {">=" if inclusive else ">"} {low}, got {value}')
     if self.kind not in KINDS:
       raise ValueError(f'model kind must be one of {KINDS}, got {self.kind!r}')
     if self.move_squares not in priors.MOVE_SQUARES:
@@ -84,9 +95,13 @@ class ModelConfig:
     if self.embedding_dim % self.num_heads:
       raise ValueError(f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}')
     if self.kind == 'graph':
-      if self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen or self.move_gather:
-        raise ValueError('mover_view, move_squares, square_bias, smolgen and move_gather are transformer options '
-                         '(the graph model has its own)')
+      if (
+        self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen or self.move_gather
+      ):
+        raise ValueError(
+          'mover_view, move_squares, square_bias, smolgen and move_gather are transformer options '
+          '(the graph model has its own)'
+        )
       if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
         raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
       return
@@ -142,11 +157,12 @@ class ModelConfig:
     if fields['packing'] == 'board' and policy != 'action_value':
       raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
     if fields['move_squares'] != 'none' and policy != 'action_value':
-      raise ValueError(f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}")
+      raise ValueError(
+        f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}"
+      )
     if fields['move_gather'] and policy != 'action_value':
       raise ValueError(f"model.move_gather reads the input's move token: it needs policy action_value, not {policy!r}")
     if fields['kind'] == 'graph' and policy != 'action_value':
       raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
     output_size = moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets
     return cls(**fields, output_size=output_size, max_sequence_length=POSITION_ROWS)
-

@@ -51,20 +51,36 @@ MOVE_SLOTS = 218  # A packed model's exported move slots: the most legal moves o
 _CONFIG_KEY = 'searchless.model_config'  # safetensors metadata key of the ModelConfig JSON.
 
 
-def export(out: str | os.PathLike, model_config: ModelConfig, params: Mapping[str, Any],
-           experiment: Any, *, jax_forward: bool = True) -> pathlib.Path:
+def export(
+  out: str | os.PathLike,
+  model_config: ModelConfig,
+  params: Mapping[str, Any],
+  experiment: Any,
+  *,
+  jax_forward: bool = True,
+) -> pathlib.Path:
   """Writes the folder described in the module docstring; returns it. `experiment`: a config or None."""
   out_dir = pathlib.Path(out)
   out_dir.mkdir(parents=True, exist_ok=True)
-  flat = {f'{module}/{name}': np.ascontiguousarray(np.asarray(value, np.float32))
-          for module, leaves in params.items() for name, value in leaves.items()}
+  flat = {
+    f'{module}/{name}': np.ascontiguousarray(np.asarray(value, np.float32))
+    for module, leaves in params.items()
+    for name, value in leaves.items()
+  }
   config_json = json.dumps(dataclasses.asdict(model_config), sort_keys=True)
   # Through our atomic writer: safetensors' own save_file leaves the file 0600 whatever the umask.
   atomic.write_bytes(out_dir / WEIGHTS, safetensors.numpy.save(flat, metadata={_CONFIG_KEY: config_json}))
-  (out_dir / CONFIG).write_text(json.dumps({
-      'model': dataclasses.asdict(model_config),
-      'experiment': None if experiment is None else json.loads(config_lib.to_json(experiment)),
-  }, indent=2, sort_keys=True) + '\n')
+  (out_dir / CONFIG).write_text(
+    json.dumps(
+      {
+        'model': dataclasses.asdict(model_config),
+        'experiment': None if experiment is None else json.loads(config_lib.to_json(experiment)),
+      },
+      indent=2,
+      sort_keys=True,
+    )
+    + '\n'
+  )
   if jax_forward:
     (out_dir / FORWARD).write_bytes(_exported_forward(model_config, params).serialize())
   return out_dir

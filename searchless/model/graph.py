@@ -113,13 +113,15 @@ class Gateau(hk.Module):
     self._num_heads = num_heads
     self._compute_dtype = compute_dtype
 
-  def __call__(self, h: jax.Array, edges: Sequence[jax.Array],
-               groups: Sequence[board_graph.Group]) -> tuple[jax.Array, tuple[jax.Array, ...]]:
+  def __call__(
+    self, h: jax.Array, edges: Sequence[jax.Array], groups: Sequence[board_graph.Group]
+  ) -> tuple[jax.Array, tuple[jax.Array, ...]]:
     """h [B, N, D], edges [B, n_g, K_g, De] per group -> (h [B, N, D], edges [B, n_g, K_g, De] per group)."""
     batch, num_nodes, width = h.shape
     if sum(len(g.mask) for g in groups) != num_nodes:
-      raise ValueError(f'the groups must hold each of the {num_nodes} nodes once as a receiver, '
-                       f'got {sum(len(g.mask) for g in groups)}')
+      raise ValueError(
+        f'the groups must hold each of the {num_nodes} nodes once as a receiver, got {sum(len(g.mask) for g in groups)}'
+      )
     edge_width = edges[0].shape[-1]
     heads = self._num_heads
     dtype = self._compute_dtype
@@ -132,30 +134,36 @@ class Gateau(hk.Module):
     receiver_w = _LinearWeights(name='receiver')(width, edge_width)
     edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
-    score = hk.get_parameter('score', (heads, edge_width // heads), jnp.float32,
-                             init=hk.initializers.TruncatedNormal(1.0 / math.sqrt(edge_width // heads)))
+    score = hk.get_parameter(
+      'score',
+      (heads, edge_width // heads),
+      jnp.float32,
+      init=hk.initializers.TruncatedNormal(1.0 / math.sqrt(edge_width // heads)),
+    )
     # Each head's score vector as one block-diagonal [De, H] matrix: one matmul, no per-head reshape of z.
     block = (_head_expansion(heads, edge_width, jnp.float32) * score.reshape(1, -1)).T  # [De, H]
     value_w = _LinearWeights(name='value')(width, width)  # [D, D]
     # The three node projections as one matmul (the same weights, names and initial values as their hk.Linear;
     # fewer, larger kernels: 3% of a training step on XLA:CPU, RESULTS "Where a micro-batched graph step goes").
     projected = hn @ jnp.concatenate([sender_w, receiver_w, value_w], axis=1).astype(dtype)  # [B, N, 2 De + D]
-    to_sender, to_receiver = projected[..., :edge_width], projected[..., edge_width:2 * edge_width]
-    value = split(projected[..., 2 * edge_width:])  # [B, N, H, D/H]
+    to_sender, to_receiver = projected[..., :edge_width], projected[..., edge_width : 2 * edge_width]
+    value = split(projected[..., 2 * edge_width :])  # [B, N, H, D/H]
     pooled, activations, start = [], [], 0
     for e, group in zip(edges, groups):
       count = len(group.mask)
-      from_edge = (_normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype)
-                   + (edge_offset @ edge_w).astype(dtype))  # [B, n, K, De]
-      z = to_sender[:, group.senders] + to_receiver[:, start:start + count, None] + from_edge  # [B, n, K, De]
+      from_edge = _normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype) + (
+        edge_offset @ edge_w
+      ).astype(dtype)  # [B, n, K, De]
+      z = to_sender[:, group.senders] + to_receiver[:, start : start + count, None] + from_edge  # [B, n, K, De]
       start += count
       logits = jax.nn.leaky_relu(z, 0.2).astype(jnp.float32) @ block  # [B, n, K, H]
       logits = jnp.where(jnp.asarray(group.mask)[None, :, :, None], logits, jnp.finfo(jnp.float32).min)
       weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each receiver's incoming edges.
       # Node messages through a dense [n, N] attention matrix per head (no [B, n, K, D] gather):
       # A[j, i] = the weight of edge i -> j.
-      incidence = (jax.nn.one_hot(group.senders, num_nodes, dtype=dtype)
-                   * jnp.asarray(group.mask, dtype)[..., None])  # [n, K, N]
+      incidence = (
+        jax.nn.one_hot(group.senders, num_nodes, dtype=dtype) * jnp.asarray(group.mask, dtype)[..., None]
+      )  # [n, K, N]
       attention = jnp.einsum('bnkh,nkm->bhnm', weights, incidence)  # [B, H, n, N]
       from_nodes = jnp.einsum('bhnm,bmhd->bnhd', attention, value).reshape(batch, count, width)
       from_edges = jnp.einsum('bnkh,bnkhd->bnhd', weights, split(from_edge)).reshape(batch, count, edge_width)
@@ -179,8 +187,9 @@ def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -
     return hk.Linear(width, with_bias=False, name='linear_2')(jax.nn.silu(gate) * up).astype(jnp.float32)
 
 
-def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
-            with_value: bool = False) -> jax.Array | tuple[jax.Array, jax.Array]:
+def forward(
+  tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, with_value: bool = False
+) -> jax.Array | tuple[jax.Array, jax.Array]:
   """[B, 77 + M] tokens -> [B, M, V] log-probs per move slot (and [B, V] state-value log-probs)."""
   num_moves = tokens.shape[1] - tokenizer.SEQUENCE_LENGTH
   if num_moves < 1:
@@ -191,11 +200,13 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   table = lambda name, rows, dim: hk.get_parameter(name, (rows, dim), jnp.float32, init=init)
   nodes = board_graph.NODE_ORDER  # Node i of the network is square board_graph.NODE_ORDER[i].
   with hk.name_scope('inputs'):
-    h = (table('piece', len(board_graph.PIECES), width)[x['pieces'][:, nodes]]  # [B, 64, D]
-         + table('square', board_graph.NUM_SQUARES, width)[nodes][None]
-         + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
-         + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
-         + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None])
+    h = (
+      table('piece', len(board_graph.PIECES), width)[x['pieces'][:, nodes]]  # [B, 64, D]
+      + table('square', board_graph.NUM_SQUARES, width)[nodes][None]
+      + jnp.einsum('bnc,cd->bnd', x['castling'][:, nodes], table('castling', 4, width))
+      + x['en_passant'][:, nodes, None] * table('en_passant', 1, width)
+      + table('clock', board_graph.CLOCK_BUCKETS, width)[x['clock']][:, None]
+    )
     one_grid = _one_grid(tokens.shape[0])
     # The edges' inputs, made in the grids' own layout (P places): the one grid's (its padding reaches no real
     # edge), or the flat slots, the three grids one after the other.
@@ -213,8 +224,10 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
   groups = (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS
   slots = np.cumsum([0] + [g.mask.size for g in groups])  # Each grid's places in the flat edge tensor.
-  edges: Sequence[jax.Array] = [e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per grid
-                                for g, start, end in zip(groups, slots, slots[1:])]
+  edges: Sequence[jax.Array] = [
+    e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per grid
+    for g, start, end in zip(groups, slots, slots[1:])
+  ]
   for layer in range(config.num_layers):
     h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(h, edges, groups)
     h = h + _mlp(h, width, config.widening_factor, compute_dtype, f'mlp_{layer}')
@@ -224,8 +237,9 @@ def forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
   place = jnp.asarray(board_graph.ONE_GRID_PLACE)[x['slot']] if one_grid else x['slot']  # [B, M]
   of_square = jnp.asarray(board_graph.NODE_OF_SQUARE)
   # The moves' edges, then their LayerNorm (per edge: the same as normalising every slot first).
-  move = jnp.concatenate([layers.layer_norm(e[batch, place]), h[batch, of_square[x['from']]],
-                          h[batch, of_square[x['to']]]], axis=-1)  # [B, M, De + 2D]
+  move = jnp.concatenate(
+    [layers.layer_norm(e[batch, place]), h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]], axis=-1
+  )  # [B, M, De + 2D]
   move = hk.Linear(width, name='move_in')(move.astype(compute_dtype)) + promotion
   logits = hk.Linear(config.output_size, name='move_out')(jax.nn.gelu(move).astype(compute_dtype))  # [B, M, V]
   action_values = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
@@ -255,8 +269,9 @@ def flops_per_board(config: ModelConfig, num_moves: int, boards_per_pass: int | 
   d, de, w = config.embedding_dim, config.graph_edge_dim, config.widening_factor
   n, h = board_graph.NUM_SQUARES, config.num_heads
   slots = board_graph.ONE_GRID.mask.size if _one_grid(boards_per_pass) else board_graph.NUM_SLOTS
-  per_layer = (2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d
-               + 3 * w * n * d * d + 2 * slots * de * de)
+  per_layer = (
+    2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d + 3 * w * n * d * d + 2 * slots * de * de
+  )
   read_out = num_moves * (de + 2 * d) * d + num_moves * d * config.output_size
   return 2 * (config.num_layers * per_layer + read_out + board_graph.NUM_SLOTS * board_graph.NUM_SQUARES)
 

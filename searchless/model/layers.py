@@ -17,7 +17,6 @@ from searchless.model import priors
 from searchless.model.config import ModelConfig
 
 
-
 def layer_norm(x: jax.Array) -> jax.Array:
   """LayerNorm over features, always in float32."""
   return hk.LayerNorm(axis=-1, create_scale=True, create_offset=True)(x.astype(jnp.float32))
@@ -26,16 +25,22 @@ def layer_norm(x: jax.Array) -> jax.Array:
 class MultiHeadDotProductAttention(hk.Module):
   """Self-attention without biases; the class name fixes the parameter names."""
 
-  def __init__(self, num_heads: int, use_causal_mask: bool, apply_qk_layernorm: bool,
-               compute_dtype: jnp.dtype):
+  def __init__(self, num_heads: int, use_causal_mask: bool, apply_qk_layernorm: bool, compute_dtype: jnp.dtype):
     super().__init__()
     self._num_heads = num_heads
     self._use_causal_mask = use_causal_mask
     self._apply_qk_layernorm = apply_qk_layernorm
     self._compute_dtype = compute_dtype
 
-  def __call__(self, x: jax.Array, *, query_start: int = 0, mask: jax.Array | None = None,
-               moves_from: int | None = None, geometry: priors.Geometry | None = None) -> jax.Array:
+  def __call__(
+    self,
+    x: jax.Array,
+    *,
+    query_start: int = 0,
+    mask: jax.Array | None = None,
+    moves_from: int | None = None,
+    geometry: priors.Geometry | None = None,
+  ) -> jax.Array:
     """[B, T, D] -> [B, T - query_start, D]: the outputs of the positions from `query_start` on.
 
     `mask`: [B or 1, 1, T - query_start, T] bool, True where a query may attend to a key.
@@ -58,13 +63,12 @@ class MultiHeadDotProductAttention(hk.Module):
     if moves_from is not None:
       mixed = self._board_and_self(split(q), split(k), split(v), query_start, moves_from, bias)  # [B, Tq, H, K]
       return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
-    logits = jnp.einsum('bthk,bshk->bhts', split(q), split(k),
-                        preferred_element_type=jnp.float32)  # [B, H, T, T]
+    logits = jnp.einsum('bthk,bshk->bhts', split(q), split(k), preferred_element_type=jnp.float32)  # [B, H, T, T]
     logits = logits * (1.0 / math.sqrt(head_dim))
     if bias is not None:
       logits = logits + bias
     if self._use_causal_mask:
-      causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1]:]
+      causal = np.tril(np.ones((1, 1, length, length), dtype=bool))[:, :, -q.shape[1] :]
       logits = jnp.where(causal, logits, jnp.finfo(jnp.float32).min)
     if mask is not None:
       logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
@@ -74,12 +78,14 @@ class MultiHeadDotProductAttention(hk.Module):
     mixed = jnp.einsum('bhts,bshk->bhtk', weights, split(v)).transpose(0, 2, 1, 3)  # [B, T, H, K]
     return hk.Linear(width, with_bias=False)(mixed.reshape(batch, q.shape[1], width))
 
-  def _board_and_self(self, q: jax.Array, k: jax.Array, v: jax.Array, query_start: int, moves_from: int,
-                      bias: jax.Array | None) -> jax.Array:
+  def _board_and_self(
+    self, q: jax.Array, k: jax.Array, v: jax.Array, query_start: int, moves_from: int, bias: jax.Array | None
+  ) -> jax.Array:
     """q [B, Tq, H, K] (positions query_start...), k, v [B, T, H, K], bias [B or 1, H, Tq, S] -> [B, Tq, H, K]."""
     scale = 1.0 / math.sqrt(q.shape[-1])
-    board_logits = jnp.einsum('bthk,bshk->bhts', q, k[:, :moves_from],
-                              preferred_element_type=jnp.float32) * scale  # [B, H, Tq, S]
+    board_logits = (
+      jnp.einsum('bthk,bshk->bhts', q, k[:, :moves_from], preferred_element_type=jnp.float32) * scale
+    )  # [B, H, Tq, S]
     if bias is not None:
       board_logits = board_logits + bias
     own_k, own_v = k[:, query_start:], v[:, query_start:]  # [B, Tq, H, K]
@@ -106,30 +112,39 @@ def embed(inputs: jax.Array, position_ids: jax.Array | np.ndarray, config: Model
   squares' and promotion's embeddings (`priors.move_square_embedding`).
   """
   tokens = hk.Embed(
-      vocab_size=moves.NUM_ACTIONS,
-      embed_dim=config.embedding_dim,
-      lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
-      w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
+    vocab_size=moves.NUM_ACTIONS,
+    embed_dim=config.embedding_dim,
+    lookup_style=hk.EmbedLookupStyle.ARRAY_INDEX,
+    w_init=hk.initializers.TruncatedNormal(stddev=config.emb_init_scale),
   )(inputs)  # [B, T, D]
   position_table = hk.Embed(vocab_size=config.max_sequence_length, embed_dim=config.embedding_dim)
   h = tokens * math.sqrt(config.embedding_dim) + position_table(jnp.asarray(position_ids))  # [B, T, D]
   if config.move_squares == 'none' or inputs.shape[1] <= priors.MOVES_AT:
     return h
-  squares = priors.move_square_embedding(inputs[:, priors.MOVES_AT:], position_table.embeddings,
-                                         config.move_squares, config.embedding_dim)  # [B, M, D]
-  return h.at[:, priors.MOVES_AT:].add(squares)
+  squares = priors.move_square_embedding(
+    inputs[:, priors.MOVES_AT :], position_table.embeddings, config.move_squares, config.embedding_dim
+  )  # [B, M, D]
+  return h.at[:, priors.MOVES_AT :].add(squares)
 
 
-def block(h: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, *, query_start: int = 0,
-           mask: jax.Array | None = None, moves_from: int | None = None,
-           geometry: priors.Geometry | None = None) -> jax.Array:
+def block(
+  h: jax.Array,
+  config: ModelConfig,
+  compute_dtype: jnp.dtype,
+  *,
+  query_start: int = 0,
+  mask: jax.Array | None = None,
+  moves_from: int | None = None,
+  geometry: priors.Geometry | None = None,
+) -> jax.Array:
   """One transformer block: [B, T, D] -> [B, T - query_start, D] (only later positions queried)."""
   attention = MultiHeadDotProductAttention(
-      config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
+    config.num_heads, config.use_causal_mask, config.apply_qk_layernorm, compute_dtype
   )
   normed = layer_norm(h).astype(compute_dtype)
-  h = h[:, query_start:] + attention(normed, query_start=query_start, mask=mask, moves_from=moves_from,
-                                     geometry=geometry)
+  h = h[:, query_start:] + attention(
+    normed, query_start=query_start, mask=mask, moves_from=moves_from, geometry=geometry
+  )
   return h + swiglu(layer_norm(h).astype(compute_dtype), config)
 
 

@@ -55,8 +55,9 @@ def _steps(directory: epath.Path) -> list[int]:
   if not directory.is_dir():
     return []
   return sorted(
-      int(child.name) for child in directory.iterdir()
-      if child.name.isdigit() and ((child / PARAMS).exists() or (child / PARAMS_EMA).exists())
+    int(child.name)
+    for child in directory.iterdir()
+    if child.name.isdigit() and ((child / PARAMS).exists() or (child / PARAMS_EMA).exists())
   )
 
 
@@ -74,8 +75,9 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   if str(path) in SHIPPED:
     root = pretrained_dir(str(path))
     if not (root / PARAMS_EMA).exists():
-      raise FileNotFoundError(f'the {path} model is missing from this installation ({root}): it ships as package '
-                              'data; reinstall searchless')
+      raise FileNotFoundError(
+        f'the {path} model is missing from this installation ({root}): it ships as package data; reinstall searchless'
+      )
     return root / PARAMS_EMA
   root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
   if not root.exists():
@@ -93,8 +95,8 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
     if root.is_dir() and _is_pytree_dir(root):
       return root
     raise FileNotFoundError(
-        f'no parameters found at {path}: expected a params or params_ema checkpoint, a step'
-        ' dir containing one, or a dir of step dirs'
+      f'no parameters found at {path}: expected a params or params_ema checkpoint, a step'
+      ' dir containing one, or a dir of step dirs'
     )
   order = (PARAMS_EMA, PARAMS) if ema else (PARAMS,)
   for name in order:
@@ -124,8 +126,15 @@ def _restore_numpy(directory: epath.Path) -> dict:
   return jax.tree.map(lambda a: a.astype(np.float32) if a.dtype == jax.numpy.bfloat16 else a, restored)
 
 
-def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: str = 'bfloat16',
-           run: str | None = None, metadata: Mapping[str, Any] | None = None) -> epath.Path:
+def export(
+  directory: str,
+  params: PyTree,
+  config: config_lib.Config,
+  *,
+  dtype: str = 'bfloat16',
+  run: str | None = None,
+  metadata: Mapping[str, Any] | None = None,
+) -> epath.Path:
   """Writes a model to play: `params` cast to `dtype` as ``params_ema`` and `config` as
   ``config/config.json`` (the layout `load_model` reads). Returns the directory.
 
@@ -145,7 +154,8 @@ def export(directory: str, params: PyTree, config: config_lib.Config, *, dtype: 
   as_loaded = jax.tree.map(lambda a: np.asarray(a, np.float32), cast)  # What `load_model` will compute with.
   (out / PROBE).mkdir()
   (out / PROBE / PROBE_FILE).write_text(
-      json.dumps({PARAMS_EMA: network.probe(ModelConfig.from_config(config), as_loaded)}))
+    json.dumps({PARAMS_EMA: network.probe(ModelConfig.from_config(config), as_loaded)})
+  )
   if run is not None:
     for name in RUN_FILES:
       (out / f'train_{name}').write_bytes((epath.Path(run) / name).read_bytes())
@@ -172,7 +182,7 @@ def experiment_config(params_dir: epath.Path) -> ml_collections.FrozenConfigDict
 
 
 def load_model(
-    path: str, *, ema: bool = True, num_heads: int | None = None
+  path: str, *, ema: bool = True, num_heads: int | None = None
 ) -> tuple[ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
   """Returns (ModelConfig, params, experiment config or None) of a checkpoint.
 
@@ -192,17 +202,26 @@ def load_model(
     _check_probe(params_dir, model_config, params)
     return model_config, params, experiment
   inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
-  shape_fields = ('embedding_dim', 'num_layers', 'widening_factor', 'output_size',
-                  'max_sequence_length', 'apply_post_ln', 'apply_qk_layernorm')
+  shape_fields = (
+    'embedding_dim',
+    'num_layers',
+    'widening_factor',
+    'output_size',
+    'max_sequence_length',
+    'apply_post_ln',
+    'apply_qk_layernorm',
+  )
   mismatched = [f for f in shape_fields if getattr(inferred, f) != getattr(model_config, f)]
   if mismatched:
     raise ValueError(
-        f'parameters at {params_dir} do not fit their config: '
-        + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
+      f'parameters at {params_dir} do not fit their config: '
+      + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
     )
   if num_heads is not None and num_heads != model_config.num_heads:
-    raise ValueError(f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
-                     f'num_heads {model_config.num_heads}')
+    raise ValueError(
+      f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
+      f'num_heads {model_config.num_heads}'
+    )
   _check_shapes(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
   _check_probe(params_dir, model_config, params)
   return model_config, params, experiment
@@ -210,13 +229,17 @@ def load_model(
 
 def _check_shapes(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
   """Refuses parameters whose names or shapes are not those of their config's model."""
-  want = {jax.tree_util.keystr(k): tuple(a.shape) for k, a in
-          jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: network.init_params(model_config)))}
+  want = {
+    jax.tree_util.keystr(k): tuple(a.shape)
+    for k, a in jax.tree_util.tree_leaves_with_path(jax.eval_shape(lambda: network.init_params(model_config)))
+  }
   got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
-    raise ValueError(f'parameters at {params_dir} do not fit their config: {name} is '
-                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's {model_config.kind} model")
+    raise ValueError(
+      f'parameters at {params_dir} do not fit their config: {name} is '
+      f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's {model_config.kind} model"
+    )
 
 
 def _check_probe(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
@@ -230,7 +253,8 @@ def _check_probe(params_dir: epath.Path, model_config: ModelConfig, params: dict
   distance = network.probe_distance(saved, network.probe(model_config, params))
   if distance > PROBE_TOLERANCE:
     raise ValueError(
-        f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
-        f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
-        f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'
-        ' move_attention, joint_layers, use_causal_mask?)')
+      f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
+      f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
+      f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'
+      ' move_attention, joint_layers, use_causal_mask?)'
+    )

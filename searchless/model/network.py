@@ -59,8 +59,9 @@ def resolve_dtype(name: str, platform: str | None = None) -> jnp.dtype:
   return jnp.dtype(name)
 
 
-def build(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False,
-          with_value: bool = False) -> hk.Transformed:
+def build(
+  config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False, with_value: bool = False
+) -> hk.Transformed:
   """Returns the predictor: `apply(params, rng_or_None, sequences [B, T] int) -> [B, T, V]`.
 
   With `last_only` it returns the last position's log-probs [B, V] (all that

@@ -72,15 +72,23 @@ FROM_SQUARE = np.array([_FEN_SQUARE(chess.parse_square(m[:2])) for m in moves.AC
 TO_SQUARE = np.array([_FEN_SQUARE(chess.parse_square(m[2:4])) for m in moves.ACTION_TO_MOVE], np.int32)  # [1968]
 PROMOTION = np.array([' qrbn'.index(m[4]) if len(m) == 5 else 0 for m in moves.ACTION_TO_MOVE], np.int32)  # 0: none.
 
-_SQUARE = [chess.square(index % 8, 7 - index // 8) for index in range(NUM_SQUARES)]  # Board token index (a8 = 0) -> square.
+_SQUARE = [
+  chess.square(index % 8, 7 - index // 8) for index in range(NUM_SQUARES)
+]  # Board token index (a8 = 0) -> square.
 _RANK, _FILE = np.arange(NUM_SQUARES) // 8, np.arange(NUM_SQUARES) % 8  # Of the board token indices (rank 0: the 8th).
-SQUARE_DISPLACEMENT = ((_RANK[None, :] - _RANK[:, None] + 7) * 15
-                       + (_FILE[None, :] - _FILE[:, None] + 7)).astype(np.int32)  # [64, 64]: key minus query square.
+SQUARE_DISPLACEMENT = ((_RANK[None, :] - _RANK[:, None] + 7) * 15 + (_FILE[None, :] - _FILE[:, None] + 7)).astype(
+  np.int32
+)  # [64, 64]: key minus query square.
 # [64, 64] float32: the two squares share a rank, file or diagonal (a queen's line; a square and itself do not).
 QUEEN_LINE = np.array([[float(a != b and bool(chess.ray(a, b))) for b in _SQUARE] for a in _SQUARE], np.float32)
 # [64 * 64, 64] float32: row (i, j) marks the squares strictly between squares i and j on their line (none: off it).
-BETWEEN = ((np.array([chess.between(a, b) for a in _SQUARE for b in _SQUARE], np.uint64)[:, None]
-            >> np.array(_SQUARE, np.uint64)[None]) & np.uint64(1)).astype(np.float32)
+BETWEEN = (
+  (
+    np.array([chess.between(a, b) for a in _SQUARE for b in _SQUARE], np.uint64)[:, None]
+    >> np.array(_SQUARE, np.uint64)[None]
+  )
+  & np.uint64(1)
+).astype(np.float32)
 
 
 def open_lines(board_tokens: jax.Array) -> jax.Array:
@@ -95,34 +103,39 @@ def open_lines(board_tokens: jax.Array) -> jax.Array:
   blocked = occupied @ jnp.asarray(BETWEEN).T  # [B, 64 * 64]: pieces strictly between.
   return jnp.where(blocked.reshape(-1, NUM_SQUARES, NUM_SQUARES) > 0, 0.0, jnp.asarray(QUEEN_LINE))
 
+
 # FEN token index -> the index it is read from when mirroring: the squares' ranks flip, the rest stay.
 _MIRROR_INDEX = np.arange(tokenizer.SEQUENCE_LENGTH)
-_MIRROR_INDEX[1:1 + NUM_SQUARES] = 1 + (7 - np.arange(NUM_SQUARES) // 8) * 8 + np.arange(NUM_SQUARES) % 8
+_MIRROR_INDEX[1 : 1 + NUM_SQUARES] = 1 + (7 - np.arange(NUM_SQUARES) // 8) * 8 + np.arange(NUM_SQUARES) % 8
 _SWAP_CASE = np.arange(len(tokenizer.CHARACTERS))  # Piece tokens: colour swapped.
 for _char in 'pnbrqk':
   _SWAP_CASE[_T[_char]], _SWAP_CASE[_T[_char.upper()]] = _T[_char.upper()], _T[_char]
 _SWAP_EP_RANK = np.arange(len(tokenizer.CHARACTERS))
 _SWAP_EP_RANK[_T['3']], _SWAP_EP_RANK[_T['6']] = _T['6'], _T['3']
 # Castling rights (K, Q, k, q as bits 8, 4, 2, 1) -> the 4 tokens of the mirrored board's rights.
-_MIRROR_CASTLING = np.array([
+_MIRROR_CASTLING = np.array(
+  [
     [_T[c] for c in ''.join(right for bit, right in zip((2, 1, 8, 4), 'KQkq') if bits & bit).ljust(4, '.')]
-    for bits in range(16)], np.int32)  # [16, 4]
+    for bits in range(16)
+  ],
+  np.int32,
+)  # [16, 4]
 
 
 def mover_view(sequences: jax.Array, moves_from: int) -> tuple[jax.Array, jax.Array]:
   """[B, T] tokens (77 FEN tokens, move tokens from index `moves_from` on, -1 kept) -> (same, mirrored
   where Black is to move; [B] bool: mirrored)."""
-  fen = sequences[:, :tokenizer.SEQUENCE_LENGTH]  # [B, 77]
+  fen = sequences[:, : tokenizer.SEQUENCE_LENGTH]  # [B, 77]
   black = fen[:, 0] == _T['b']  # [B]
   mirrored = fen[:, _MIRROR_INDEX]
-  board = jnp.asarray(_SWAP_CASE)[mirrored[:, 1:1 + NUM_SQUARES]]  # [B, 64]
-  rights = fen[:, _CASTLING_AT:_CASTLING_AT + 4]  # [B, 4]
+  board = jnp.asarray(_SWAP_CASE)[mirrored[:, 1 : 1 + NUM_SQUARES]]  # [B, 64]
+  rights = fen[:, _CASTLING_AT : _CASTLING_AT + 4]  # [B, 4]
   bits = sum(jnp.any(rights == _T[c], axis=1).astype(jnp.int32) * bit for c, bit in zip('KQkq', (8, 4, 2, 1)))
   castling = jnp.asarray(_MIRROR_CASTLING)[bits]  # [B, 4]
   ep = jnp.stack([fen[:, _EP_AT], jnp.asarray(_SWAP_EP_RANK)[fen[:, _EP_AT + 1]]], axis=1)  # [B, 2]
   side = jnp.full_like(fen[:, :1], _T['w'])
-  mirrored = jnp.concatenate([side, board, castling.astype(fen.dtype), ep, fen[:, _EP_AT + 2:]], axis=1)
-  rest = sequences[:, tokenizer.SEQUENCE_LENGTH:moves_from]  # Tokens between (none, or a bucket): kept.
+  mirrored = jnp.concatenate([side, board, castling.astype(fen.dtype), ep, fen[:, _EP_AT + 2 :]], axis=1)
+  rest = sequences[:, tokenizer.SEQUENCE_LENGTH : moves_from]  # Tokens between (none, or a bucket): kept.
   move_tokens = sequences[:, moves_from:]  # [B, M]
   move_tokens = jnp.where(move_tokens >= 0, jnp.asarray(MIRROR_ACTION)[jnp.maximum(move_tokens, 0)], move_tokens)
   out = jnp.concatenate([mirrored, rest, move_tokens.astype(sequences.dtype)], axis=1)
@@ -142,11 +155,12 @@ def move_square_embedding(actions: jax.Array, positions: jax.Array, mode: str, w
   """
   from_square, to_square = jnp.asarray(FROM_SQUARE)[actions], jnp.asarray(TO_SQUARE)[actions]  # [B, M]
   if mode == 'tied':
-    squares = positions[SQUARES_AT:SQUARES_AT + NUM_SQUARES]  # [64, D]
+    squares = positions[SQUARES_AT : SQUARES_AT + NUM_SQUARES]  # [64, D]
     out = squares[from_square] + squares[to_square]
   else:
-    out = (hk.Embed(NUM_SQUARES, width, name='move_from_square')(from_square)
-           + hk.Embed(NUM_SQUARES, width, name='move_to_square')(to_square))
+    out = hk.Embed(NUM_SQUARES, width, name='move_from_square')(from_square) + hk.Embed(
+      NUM_SQUARES, width, name='move_to_square'
+    )(to_square)
   return out + hk.Embed(len(' qrbn'), width, name='move_promotion')(jnp.asarray(PROMOTION)[actions])
 
 
@@ -178,7 +192,9 @@ class Geometry(NamedTuple):
 
   displacement: np.ndarray | None  # [T, T] int32: key square minus query square as a class (NUM_DISPLACEMENTS: none).
   move_squares: jax.Array | None  # [B, T, 2] int32: a move token's from- and to-square positions (-1: not a move).
-  open_lines: jax.Array | None  # [B, 64, 64] float32: `open_lines` of the board (None: square_bias is not 'open_lines').
+  open_lines: (
+    jax.Array | None
+  )  # [B, 64, 64] float32: `open_lines` of the board (None: square_bias is not 'open_lines').
   smolgen: hk.Linear | None  # The summary -> [64 x 64] bias map shared by every layer (None: no smolgen).
   smolgen_width: int  # Width of a layer's board summary, per head.
 
@@ -195,11 +211,13 @@ def geometry(inputs: jax.Array, *, square_bias: str, smolgen: int) -> Geometry |
   batch, length = inputs.shape
   displacement = np.full((length, length), NUM_DISPLACEMENTS, np.int32)  # [T, T]: not two squares, no class.
   squares = min(NUM_SQUARES, max(0, length - SQUARES_AT))
-  displacement[SQUARES_AT:SQUARES_AT + squares, SQUARES_AT:SQUARES_AT + squares] = SQUARE_DISPLACEMENT[:squares, :squares]
+  displacement[SQUARES_AT : SQUARES_AT + squares, SQUARES_AT : SQUARES_AT + squares] = SQUARE_DISPLACEMENT[
+    :squares, :squares
+  ]
   move_squares = jnp.full((batch, length, 2), -1, jnp.int32)
   if length > MOVES_AT:
     move_squares = move_squares.at[:, MOVES_AT:].set(move_ends(inputs))
-  lines = open_lines(inputs[:, SQUARES_AT:SQUARES_AT + NUM_SQUARES]) if square_bias == 'open_lines' else None
+  lines = open_lines(inputs[:, SQUARES_AT : SQUARES_AT + NUM_SQUARES]) if square_bias == 'open_lines' else None
   return Geometry(displacement, move_squares, lines, generator, smolgen)
 
 
@@ -231,7 +249,7 @@ def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int
     maps = table[:, SQUARE_DISPLACEMENT[first_row:]][None] * geo.open_lines[:, None, first_row:]
   if geo.smolgen is not None:
     batch = x.shape[0]
-    squares = x[:, SQUARES_AT:SQUARES_AT + NUM_SQUARES]  # [B, 64, D]
+    squares = x[:, SQUARES_AT : SQUARES_AT + NUM_SQUARES]  # [B, 64, D]
     compressed = hk.Linear(SMOLGEN_SQUARE_WIDTH, with_bias=False, name='smolgen_compress')(squares)  # [B, 64, C]
     summary = hk.Linear(geo.smolgen_width, name='smolgen_summary')(compressed.reshape(batch, -1))  # [B, W]
     summary = hk.LayerNorm(-1, True, True, name='smolgen_summary_norm')(jax.nn.silu(summary.astype(jnp.float32)))
@@ -246,6 +264,13 @@ def attention_bias(geo: Geometry, x: jax.Array, num_heads: int, query_start: int
   length = x.shape[1]
   row_start = max(query_start, SQUARES_AT) - query_start
   rows = length - query_start
-  maps = maps[:, :, :, :max(0, num_keys - SQUARES_AT)]
-  return bias + jnp.pad(maps, ((0, 0), (0, 0), (row_start, rows - row_start - maps.shape[2]),
-                               (SQUARES_AT, num_keys - SQUARES_AT - maps.shape[3])))
+  maps = maps[:, :, :, : max(0, num_keys - SQUARES_AT)]
+  return bias + jnp.pad(
+    maps,
+    (
+      (0, 0),
+      (0, 0),
+      (row_start, rows - row_start - maps.shape[2]),
+      (SQUARES_AT, num_keys - SQUARES_AT - maps.shape[3]),
+    ),
+  )

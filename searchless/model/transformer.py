@@ -51,14 +51,11 @@ _PUBLISHED_HEADS = {(8, 256): 8, (8, 1024): 8, (16, 1024): 8, (4, 64): 4}
 _ATTENTION = 'multi_head_dot_product_attention'
 
 
-def forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
-            last_only: bool = False) -> jax.Array:
+def forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype, last_only: bool = False) -> jax.Array:
   """[B, T] tokens -> [B, T, V] float32 log-probabilities of each next token ([B, V] if `last_only`)."""
   _, length = sequences.shape
   if length > config.max_sequence_length:
-    raise ValueError(
-        f'sequence length {length} exceeds max_sequence_length {config.max_sequence_length}'
-    )
+    raise ValueError(f'sequence length {length} exceeds max_sequence_length {config.max_sequence_length}')
   black = None
   if config.mover_view:  # An action-value sequence's token 77 is a move (its 78th, a bucket, is never read).
     move_end = min(length, tokenizer.SEQUENCE_LENGTH + 1)
@@ -75,7 +72,9 @@ def forward(sequences: jax.Array, config: ModelConfig, compute_dtype: jnp.dtype,
       h = priors.gather_move_squares(h, inputs)
     h = layers.block(h, config, compute_dtype, query_start=length - 1 if last else 0, geometry=geometry)
   log_probs = layers.read_out(h, config, compute_dtype)
-  if black is not None and config.output_size == moves.NUM_ACTIONS:  # Behavioral cloning: back to the real board's moves.
+  if (
+    black is not None and config.output_size == moves.NUM_ACTIONS
+  ):  # Behavioral cloning: back to the real board's moves.
     log_probs = priors.unmirror_actions(log_probs, black)
   return log_probs[:, -1] if last_only else log_probs
 
@@ -110,7 +109,7 @@ def packed_forward(tokens: jax.Array, config: ModelConfig, compute_dtype: jnp.dt
   num_moves = length - tokenizer.SEQUENCE_LENGTH
   if num_moves < 1:
     raise ValueError(f'a packed board needs 77 FEN tokens and at least one move slot, got {length} tokens')
-  valid = tokens[:, tokenizer.SEQUENCE_LENGTH:] >= 0  # [B, M]
+  valid = tokens[:, tokenizer.SEQUENCE_LENGTH :] >= 0  # [B, M]
   if config.mover_view:
     tokens, _ = priors.mover_view(tokens, tokenizer.SEQUENCE_LENGTH)  # Values are the mover's: nothing to undo.
   inputs = jnp.pad(jnp.maximum(tokens, 0), ((0, 0), (1, 0)))  # [B, 78 + M]: 0, FEN, moves.
@@ -183,16 +182,16 @@ def infer_config(params: Mapping[str, Any], num_heads: int | None = None) -> Mod
     num_heads = _PUBLISHED_HEADS.get((num_layers, d))
     if num_heads is None:
       raise ValueError(
-          f'cannot infer num_heads of a {num_layers}-layer, d={d} model from parameter'
-          f' shapes (known: {sorted(_PUBLISHED_HEADS)}); pass num_heads'
+        f'cannot infer num_heads of a {num_layers}-layer, d={d} model from parameter'
+        f' shapes (known: {sorted(_PUBLISHED_HEADS)}); pass num_heads'
       )
   return ModelConfig(
-      embedding_dim=d,
-      num_layers=num_layers,
-      num_heads=num_heads,
-      widening_factor=params['linear']['w'].shape[1] // d,
-      apply_post_ln=num_layer_norms == 2 * num_layers + 1,
-      apply_qk_layernorm=f'{_ATTENTION}/layer_norm' in params,
-      output_size=output['w'].shape[1],
-      max_sequence_length=max_sequence_length,
+    embedding_dim=d,
+    num_layers=num_layers,
+    num_heads=num_heads,
+    widening_factor=params['linear']['w'].shape[1] // d,
+    apply_post_ln=num_layer_norms == 2 * num_layers + 1,
+    apply_qk_layernorm=f'{_ATTENTION}/layer_norm' in params,
+    output_size=output['w'].shape[1],
+    max_sequence_length=max_sequence_length,
   )

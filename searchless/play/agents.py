@@ -53,8 +53,15 @@ class Agent(Protocol):
 class UciAgent:
   """A UCI engine process playing at a fixed limit."""
 
-  def __init__(self, path: str, limit: launch.SearchLimit, *, options: dict | None = None,
-               name: str | None = None, hang_seconds: float = 60.0):
+  def __init__(
+    self,
+    path: str,
+    limit: launch.SearchLimit,
+    *,
+    options: dict | None = None,
+    name: str | None = None,
+    hang_seconds: float = 60.0,
+  ):
     self._engine = launch.open_engine(path, options=options)
     self.limit = limit
     self.path = launch.resolve(path)
@@ -69,8 +76,11 @@ class UciAgent:
   def _game_token(self, board: chess.Board) -> object:
     """A new token (so python-chess sends ucinewgame) when `board` is not the game continued."""
     stack = board.move_stack
-    continued = (self._game is not None and len(stack) >= len(self._last_stack)
-                 and stack[:len(self._last_stack)] == self._last_stack)
+    continued = (
+      self._game is not None
+      and len(stack) >= len(self._last_stack)
+      and stack[: len(self._last_stack)] == self._last_stack
+    )
     if not continued:
       self._game = object()
     self._last_stack = list(stack)
@@ -89,8 +99,17 @@ class UciAgent:
 class StockfishAgent(UciAgent):
   """Stockfish at a limit; `elo` limits its strength with UCI_Elo."""
 
-  def __init__(self, limit: launch.SearchLimit, *, elo: int | None = None, skill: int | None = None,
-               threads: int = 1, hash_mb: int = 16, path: str | None = None, name: str | None = None):
+  def __init__(
+    self,
+    limit: launch.SearchLimit,
+    *,
+    elo: int | None = None,
+    skill: int | None = None,
+    threads: int = 1,
+    hash_mb: int = 16,
+    path: str | None = None,
+    name: str | None = None,
+  ):
     path = launch.require_stockfish(path)
     options: dict[str, object] = {'Threads': threads, 'Hash': hash_mb}
     if elo is not None:
@@ -162,18 +181,28 @@ def from_spec(spec: str) -> Agent:
   name = params.pop('name', None)
   if kind == 'checkpoint':
     from searchless.play import player as player_lib  # Only checkpoint agents need JAX.
-    option_types = {'temperature': float, 'temperature_full_moves': int, 'decisive': str,
-                    'decisive_threshold': float, 'seed': int, 'stockfish_limit': str}
+
+    option_types = {
+      'temperature': float,
+      'temperature_full_moves': int,
+      'decisive': str,
+      'decisive_threshold': float,
+      'seed': int,
+      'stockfish_limit': str,
+    }
     policy = params.pop('policy', None)
     dtype = params.pop('dtype', 'auto')
     unknown = set(params) - set(option_types)
     if unknown:
-      raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(unknown)}; '
-                       f'expected policy, dtype, name, {", ".join(option_types)}')
+      raise ValueError(
+        f'bad agent {spec!r}: unknown option(s) {sorted(unknown)}; '
+        f'expected policy, dtype, name, {", ".join(option_types)}'
+      )
     options = player_lib.PlayOptions(**{k: option_types[k](v) for k, v in params.items()})
     return player_lib.Player.load(arg, policy=policy, compute_dtype=dtype, options=options, name=name)
   if kind == 'search':
     from searchless.play.search import agent as search_agent  # Needs JAX.
+
     return search_agent.from_options(arg, params, spec=spec, name=name)
   limit = _limit(params, spec)
   if kind == 'uci':
@@ -181,7 +210,7 @@ def from_spec(spec: str) -> Agent:
     for key in list(params):
       if not key.startswith('option.'):
         raise ValueError(f'bad agent {spec!r}: {key!r} (engine options are option.NAME=VALUE)')
-      engine_options[key[len('option.'):]] = params.pop(key)
+      engine_options[key[len('option.') :]] = params.pop(key)
     return UciAgent(arg, limit, options=engine_options, name=name)
   path = params.pop('path', None)
   if kind == 'stockfish-all-moves':
@@ -192,5 +221,12 @@ def from_spec(spec: str) -> Agent:
   if set(params) - known:
     raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(set(params) - known)}; expected {sorted(known)}')
   as_int = lambda key: int(params[key]) if key in params else None
-  return StockfishAgent(limit, elo=as_int('elo'), skill=as_int('skill'), threads=as_int('threads') or 1,
-                        hash_mb=as_int('hash') or 16, path=path, name=name)
+  return StockfishAgent(
+    limit,
+    elo=as_int('elo'),
+    skill=as_int('skill'),
+    threads=as_int('threads') or 1,
+    hash_mb=as_int('hash') or 16,
+    path=path,
+    name=name,
+  )

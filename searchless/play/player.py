@@ -70,8 +70,12 @@ def _progress_key(board: chess.Board, move: chess.Move) -> tuple:
   board.push(move)
   try:
     mate = board.is_checkmate()
-    drawn = (board.is_stalemate() or board.is_insufficient_material()
-             or board.can_claim_draw() or board.is_fivefold_repetition())
+    drawn = (
+      board.is_stalemate()
+      or board.is_insufficient_material()
+      or board.can_claim_draw()
+      or board.is_fivefold_repetition()
+    )
     check = board.is_check()
   finally:
     board.pop()
@@ -79,8 +83,9 @@ def _progress_key(board: chess.Board, move: chess.Move) -> tuple:
   return (mate, not drawn, _PIECE_VALUES[move.promotion], _PIECE_VALUES[captured], pawn, check)
 
 
-def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'auto',
-                ema: bool = True) -> policy_lib.Policy:
+def load_policy(
+  path: str, *, policy: str | None = None, compute_dtype: str = 'auto', ema: bool = True
+) -> policy_lib.Policy:
   """A checkpoint (ours, the published layout, or a shipped model's name: ``'pretrained'``) as a policy.
 
   `policy` defaults to the checkpoint's experiment config (published
@@ -97,8 +102,10 @@ def load_policy(path: str, *, policy: str | None = None, compute_dtype: str = 'a
   model_config, params, experiment = loading.load_model(path, ema=ema)
   trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
   if policy is not None and trained is not None and policy != trained:
-    raise ValueError(f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
-                     'it never learned (leave the policy unset)')
+    raise ValueError(
+      f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
+      'it never learned (leave the policy unset)'
+    )
   kind = policy or trained or policy_lib.ACTION_VALUE
   predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=network.resolve_dtype(compute_dtype))
   return policy_lib.make_policy(kind, predictor)
@@ -115,8 +122,16 @@ class Player:
     self._stockfish: chess.engine.SimpleEngine | None = None
 
   @classmethod
-  def load(cls, path: str, *, policy: str | None = None, compute_dtype: str = 'auto', ema: bool = True,
-           options: PlayOptions = PlayOptions(), name: str | None = None) -> 'Player':
+  def load(
+    cls,
+    path: str,
+    *,
+    policy: str | None = None,
+    compute_dtype: str = 'auto',
+    ema: bool = True,
+    options: PlayOptions = PlayOptions(),
+    name: str | None = None,
+  ) -> 'Player':
     """Loads a checkpoint (ours, or the published layout) as a player.
 
     `policy` defaults to the checkpoint's experiment config (published
@@ -144,8 +159,7 @@ class Player:
         board.push(move)
         # A position can only recur since the last capture or pawn move: a claim
         # (now, or after the opponent's reply) needs 7 reversible plies at least.
-        if board.halfmove_clock >= 7 and (board.is_fivefold_repetition()
-                                          or board.can_claim_threefold_repetition()):
+        if board.halfmove_clock >= 7 and (board.is_fivefold_repetition() or board.can_claim_threefold_repetition()):
           scores[i] = 0.5
         board.pop()
     return scores
@@ -154,8 +168,9 @@ class Player:
     move, _ = self.choose(board)
     return move
 
-  def choose(self, board: chess.Board, root_moves: Sequence[chess.Move] | None = None
-             ) -> tuple[chess.Move, policy_lib.Analysis]:
+  def choose(
+    self, board: chess.Board, root_moves: Sequence[chess.Move] | None = None
+  ) -> tuple[chess.Move, policy_lib.Analysis]:
     """The move to play (among `root_moves` if given) and the analysis it came from."""
     analysis = self.analyse(board)
     if root_moves:
@@ -166,8 +181,9 @@ class Player:
       raise ValueError(f'no legal moves in {board.fen()}')
     scores = self.adjusted_scores(board, analysis)
     options = self.options
-    if options.temperature and (options.temperature_full_moves is None
-                                or board.fullmove_number <= options.temperature_full_moves):
+    if options.temperature and (
+      options.temperature_full_moves is None or board.fullmove_number <= options.temperature_full_moves
+    ):
       logits = (analysis.log_probs if analysis.win_probs is None else scores) / options.temperature
       probs = np.exp(logits - logits.max())
       return analysis.moves[self._rng.choice(len(probs), p=probs / probs.sum())], analysis

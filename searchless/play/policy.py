@@ -66,7 +66,8 @@ def model_fen(board: chess.Board) -> str:
     rooks = [chess.square_file(r) for r in chess.scan_forward(board.clean_castling_rights() & board.occupied_co[color])]
     if king is not None:
       letters += h_side * any(f > chess.square_file(king) for f in rooks) + a_side * any(
-          f < chess.square_file(king) for f in rooks)
+        f < chess.square_file(king) for f in rooks
+      )
   fields = board.fen(en_passant='legal').split(' ')
   fields[2] = letters or '-'
   return ' '.join(fields)
@@ -123,8 +124,12 @@ class Analysis:
     """This analysis with only the `allowed` moves (kept in the reference order)."""
     keep = [i for i, m in enumerate(self.moves) if m in set(allowed)]
     return dataclasses.replace(
-        self, moves=tuple(self.moves[i] for i in keep), scores=self.scores[keep], log_probs=self.log_probs[keep],
-        win_probs=None if self.win_probs is None else self.win_probs[keep])
+      self,
+      moves=tuple(self.moves[i] for i in keep),
+      scores=self.scores[keep],
+      log_probs=self.log_probs[keep],
+      win_probs=None if self.win_probs is None else self.win_probs[keep],
+    )
 
   def ranked(self) -> list[tuple[chess.Move, float]]:
     """(move, score) pairs, best first."""
@@ -240,11 +245,12 @@ class StateValuePolicy(_Policy):
     results, start = [], 0
     for board, ms in zip(boards, legal):
       own = log_probs[start]
-      following = log_probs[start + 1:start + 1 + len(ms)][:, ::-1]  # [M, K]: the mover's view.
+      following = log_probs[start + 1 : start + 1 + len(ms)][:, ::-1]  # [M, K]: the mover's view.
       start += 1 + len(ms)
       wp = np.exp(following) @ self.centres
-      results.append(Analysis(board.fen(), tuple(ms), wp, np.ascontiguousarray(following), wp,
-                              float(np.exp(own) @ self.centres)))
+      results.append(
+        Analysis(board.fen(), tuple(ms), wp, np.ascontiguousarray(following), wp, float(np.exp(own) @ self.centres))
+      )
     return results
 
 
@@ -266,9 +272,9 @@ class BehavioralCloningPolicy(_Policy):
 
 
 _POLICY_CLASSES = {
-    ACTION_VALUE: ActionValuePolicy,
-    STATE_VALUE: StateValuePolicy,
-    BEHAVIORAL_CLONING: BehavioralCloningPolicy,
+  ACTION_VALUE: ActionValuePolicy,
+  STATE_VALUE: StateValuePolicy,
+  BEHAVIORAL_CLONING: BehavioralCloningPolicy,
 }
 
 

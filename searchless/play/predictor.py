@@ -42,8 +42,14 @@ class Predictor:
   into chunks of the bucket sizes, trading padding against calls (`_chunks`).
   """
 
-  def __init__(self, model_config: ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
-               batch_buckets: Sequence[int] = BATCH_BUCKETS):
+  def __init__(
+    self,
+    model_config: ModelConfig,
+    params: hk.Params,
+    *,
+    compute_dtype: DTypeLike = jnp.float32,
+    batch_buckets: Sequence[int] = BATCH_BUCKETS,
+  ):
     self.model_config = model_config
     self._params = jax.device_put(params)
     self._apply = jax.jit(network.build(model_config, compute_dtype, last_only=True).apply)
@@ -83,7 +89,7 @@ class Predictor:
     outputs, start = [], 0
     for rows, size in self._chunks(len(sequences), buckets):
       padded = np.zeros((size, length), np.int32)
-      padded[:rows] = sequences[start:start + rows]
+      padded[:rows] = sequences[start : start + rows]
       with self.shapes.guard((size, length)):
         outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
       self.shapes.mark((size, length))
@@ -137,8 +143,15 @@ class PackedPredictor:
   empty boards), so nothing recompiles per board.
   """
 
-  def __init__(self, model_config: ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32,
-               move_buckets: Sequence[int] = MOVE_BUCKETS, board_buckets: Sequence[int] = BOARD_BUCKETS):
+  def __init__(
+    self,
+    model_config: ModelConfig,
+    params: hk.Params,
+    *,
+    compute_dtype: DTypeLike = jnp.float32,
+    move_buckets: Sequence[int] = MOVE_BUCKETS,
+    board_buckets: Sequence[int] = BOARD_BUCKETS,
+  ):
     if not model_config.packed:
       raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
     self.model_config = model_config
@@ -191,11 +204,11 @@ class PackedPredictor:
         buckets = [b for b in self._board_buckets if (b, length) in self.shapes.ready] or None
       for rows, size in self._board_chunks(len(members), buckets):
         batch = np.full((size, tokenizer.SEQUENCE_LENGTH + slots), -1, np.int32)  # [B, 77 + M]
-        batch[:, :tokenizer.SEQUENCE_LENGTH] = 0
-        chunk = members[start:start + rows]
+        batch[:, : tokenizer.SEQUENCE_LENGTH] = 0
+        chunk = members[start : start + rows]
         for row, i in enumerate(chunk):
-          batch[row, :tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
-          batch[row, tokenizer.SEQUENCE_LENGTH:tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
+          batch[row, : tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
+          batch[row, tokenizer.SEQUENCE_LENGTH : tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
         with self.shapes.guard((size, length)):
           pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
         self.shapes.mark((size, length))
@@ -205,7 +218,7 @@ class PackedPredictor:
     for chunk, result in pending:
       result = np.asarray(result)  # [B, M, V]
       for row, i in enumerate(chunk):
-        out[i] = result[row, :len(actions[i])]
+        out[i] = result[row, : len(actions[i])]
     return out
 
   def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
@@ -217,7 +230,8 @@ class PackedPredictor:
     calls meanwhile use the compiled shapes only (more padding, no compile).
     """
     needed = [b for b in self._board_buckets if b < max_boards] + [
-        min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])]
+      min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])
+    ]
     first_slots = next((s for s in self._move_buckets if s >= FIRST_MOVE_SLOTS), self._move_buckets[-1])
     by_use = sorted(self._move_buckets, key=lambda s: abs(s - first_slots))  # 48, 32, 64, 16, 96, 128, 256.
     shapes = [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed]
@@ -234,8 +248,9 @@ class PackedPredictor:
     self.shapes.close()
 
 
-def predictor_for(model_config: ModelConfig, params: hk.Params, *,
-                  compute_dtype: DTypeLike = jnp.float32) -> Predictor | PackedPredictor:
+def predictor_for(
+  model_config: ModelConfig, params: hk.Params, *, compute_dtype: DTypeLike = jnp.float32
+) -> Predictor | PackedPredictor:
   """The predictor a model needs: `PackedPredictor` for a board-packed model, else `Predictor`."""
   cls = PackedPredictor if model_config.packed else Predictor
   return cls(model_config, params, compute_dtype=compute_dtype)

@@ -53,14 +53,14 @@ FIGURES = (training.TRAINING_PNG, metrics.CALIBRATION_PNG, puzzles.PUZZLES_PNG, 
 
 # The sections after the summary, in order, with the title and anchor an error in one is shown under.
 SECTIONS: tuple[tuple[Callable[[Context], Section | None], str, str], ...] = (
-    (dataset.dataset_section, 'Dataset', 'dataset'),
-    (training.training_section, 'Training', 'training'),
-    (metrics.metrics_section, 'Test-set metrics', 'metrics'),
-    (puzzles.puzzles_section, 'Puzzles', 'puzzles'),
-    (match.match_section, 'Match', 'match'),
-    (pretrained.pretrained_section, 'Beside the pretrained model', 'pretrained'),
-    (game.sample_game_section, 'A sample game', 'sample-game'),
-    (play.play_section, 'Play it', 'play'),
+  (dataset.dataset_section, 'Dataset', 'dataset'),
+  (training.training_section, 'Training', 'training'),
+  (metrics.metrics_section, 'Test-set metrics', 'metrics'),
+  (puzzles.puzzles_section, 'Puzzles', 'puzzles'),
+  (match.match_section, 'Match', 'match'),
+  (pretrained.pretrained_section, 'Beside the pretrained model', 'pretrained'),
+  (game.sample_game_section, 'A sample game', 'sample-game'),
+  (play.play_section, 'Play it', 'play'),
 )
 
 
@@ -83,15 +83,17 @@ def _sections(ctx: Context) -> list[Section]:
       raise  # An artefact of another format or version: the report would misread it.
     except Exception as error:  # A broken artefact spoils its section, not the report.
       ctx.facts, ctx.headlines = facts, headlines
-      made = Section(title, anchor, [Callout('error', f'This section could not be built: '
-                                                      f'{type(error).__name__}: {error}')], 'error')
+      made = Section(
+        title, anchor, [Callout('error', f'This section could not be built: {type(error).__name__}: {error}')], 'error'
+      )
     if made is not None:  # None: an optional section with nothing to show.
       sections.append(made)
   return sections
 
 
-def build(run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = None,
-          data_dir: str | os.PathLike | None = None) -> Report:
+def build(
+  run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None
+) -> Report:
   """Writes the report of `run_dir` (report.md, report.html and figures) to `out_dir` (default
   ``RUN_DIR/report``), its annotated data read from `data_dir` (default ``RUN_DIR/data``); returns the
   paths of the HTML and Markdown files."""
@@ -106,11 +108,16 @@ def build(run_dir: str | os.PathLike, *, out_dir: str | os.PathLike | None = Non
   sections = _sections(ctx)
   sections.insert(0, summary.summary_section(ctx, sections))
   from searchless import __version__
+
   title = 'searchless run report'
   subtitle = f'Run directory `{run_dir}`'
-  footer = (f'Generated {datetime.datetime.now().strftime("%Y-%m-%d %H:%M")} by `searchless-report` '
-            f'(searchless {__version__}). Rebuild: `{ctx.cmds["report"]}`. Figures: `{out}`.')
+  footer = (
+    f'Generated {datetime.datetime.now().strftime("%Y-%m-%d %H:%M")} by `searchless-report` '
+    f'(searchless {__version__}). Rebuild: `{ctx.cmds["report"]}`. Figures: `{out}`.'
+  )
   report = Report(html=out / HTML_FILE, markdown=out / MARKDOWN_FILE)
-  report.markdown.write_text(render.render_markdown(title, subtitle, sections) + f'\n---\n\n{footer}\n', encoding='utf-8')
+  report.markdown.write_text(
+    render.render_markdown(title, subtitle, sections) + f'\n---\n\n{footer}\n', encoding='utf-8'
+  )
   report.html.write_text(render.render_html(title, subtitle, sections, out, footer), encoding='utf-8')
   return report

@@ -1,8 +1,8 @@
 """Where a run's artefacts are, how to read the untyped ones, and what the report's sections share.
 
 A run directory has the layout of `searchless.commands.demo` (``make run``):
-``data/`` (annotation; or a data directory of its own, ``--data_dir``), ``train/``, ``eval/``, ``puzzles/``, ``match/``, the
-pretrained model's ``eval_pretrained/`` and ``puzzles_pretrained/``, and
+``data/`` (annotation; or a data directory of its own, ``--data_dir``), ``train/``, ``eval/``, ``puzzles/``,
+``match/``, the pretrained model's ``eval_pretrained/`` and ``puzzles_pretrained/``, and
 ``commands.json`` (each step's command line, as the demo ran it). The typed
 artefacts (`searchless.core.artefacts`) are read with their own classes; this
 module reads the rest (JSON lines, CSV, PGN) and knows which match player is
@@ -132,17 +132,20 @@ def commands(run_dir: str | os.PathLike, data_dir: str | os.PathLike | None = No
   q = shlex.quote
   model = f'checkpoint:{d}/train,name=searchless'
   hints = {
-      'all': f'python -m searchless.commands.demo --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
-      'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(data)}',
-      'train': (f'searchless-train --config CONFIG --workdir {q(d + "/train")} '
-                f'--data {q(data + "/train/action_value*")} --eval_data {q(data + "/test/action_value*")}'),
-      'evaluate': f'searchless-evaluate --checkpoint {q(d + "/train")} --data {q(data + "/test")} --out {q(d + "/eval")}',
-      'mine': f'searchless-mine-puzzles --games TEST_GAMES.pgn --out {q(d + "/puzzles/puzzles.csv")}',
-      'puzzles': (f'searchless-puzzles --puzzles {q(d + "/puzzles/puzzles.csv")} --agent {q(model)} '
-                  f'--out {q(d + "/puzzles")}'),
-      'match': f'searchless-tournament --agent {q(model)} --agent OPPONENT --out {q(d + "/match")}',
-      'analyse_game': f'searchless-analyse-game --run_dir {q(d)}',
-      'report': f'searchless-report --run_dir {q(d)}',
+    'all': f'python -m searchless.commands.demo --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
+    'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(data)}',
+    'train': (
+      f'searchless-train --config CONFIG --workdir {q(d + "/train")} '
+      f'--data {q(data + "/train/action_value*")} --eval_data {q(data + "/test/action_value*")}'
+    ),
+    'evaluate': f'searchless-evaluate --checkpoint {q(d + "/train")} --data {q(data + "/test")} --out {q(d + "/eval")}',
+    'mine': f'searchless-mine-puzzles --games TEST_GAMES.pgn --out {q(d + "/puzzles/puzzles.csv")}',
+    'puzzles': (
+      f'searchless-puzzles --puzzles {q(d + "/puzzles/puzzles.csv")} --agent {q(model)} --out {q(d + "/puzzles")}'
+    ),
+    'match': f'searchless-tournament --agent {q(model)} --agent OPPONENT --out {q(d + "/match")}',
+    'analyse_game': f'searchless-analyse-game --run_dir {q(d)}',
+    'report': f'searchless-report --run_dir {q(d)}',
   }
   return {**hints, **(read_json(pathlib.Path(run_dir) / COMMANDS_FILE) or {})}
 
@@ -159,8 +162,9 @@ def _checkpoint(spec: str) -> str | None:
 def model_names(results: artefacts.MatchResults | None, names: Sequence[str], train_dir: pathlib.Path) -> set[str]:
   """The match players that are this run's model: checkpoint agents of `train_dir`; else the only checkpoint
   agent; else players whose name starts with 'searchless'."""
-  checkpoints = {a['name']: path for a in (results.agents if results else [])
-                 if (path := _checkpoint(a.get('spec', ''))) is not None}
+  checkpoints = {
+    a['name']: path for a in (results.agents if results else []) if (path := _checkpoint(a.get('spec', ''))) is not None
+  }
   here = os.path.abspath(train_dir)
   found = {name for name, path in checkpoints.items() if os.path.abspath(path) == here}
   if not found and len(checkpoints) == 1:
@@ -170,8 +174,14 @@ def model_names(results: artefacts.MatchResults | None, names: Sequence[str], tr
 
 def other_model(results: artefacts.MatchResults | None, models: set[str]) -> str | None:
   """The match's other checkpoint agent (the model this run's is compared with), if any."""
-  return next((a['name'] for a in (results.agents if results else [])
-               if _checkpoint(a.get('spec', '')) is not None and a['name'] not in models), None)
+  return next(
+    (
+      a['name']
+      for a in (results.agents if results else [])
+      if _checkpoint(a.get('spec', '')) is not None and a['name'] not in models
+    ),
+    None,
+  )
 
 
 # --- What the sections share ------------------------------------------------------------------------
@@ -191,7 +201,9 @@ class Context:
   def not_run(self, section: Section, what: str, *steps: str) -> Section:
     """Marks `section` as not run: why, and the commands of `steps` that make its artefacts."""
     section.status = NOT_RUN
-    section.blocks = [Callout('not-run', f'{what} To make it, run:'),
-                      Code('\n'.join(self.cmds[s] for s in steps)),
-                      Text(f'(or the whole job: `{self.cmds["all"]}`)')]
+    section.blocks = [
+      Callout('not-run', f'{what} To make it, run:'),
+      Code('\n'.join(self.cmds[s] for s in steps)),
+      Text(f'(or the whole job: `{self.cmds["all"]}`)'),
+    ]
     return section

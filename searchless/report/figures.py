@@ -39,8 +39,9 @@ class CalibrationBin(NamedTuple):
   mean_stockfish: float
 
 
-def calibration_bins(predicted: Sequence[float] | np.ndarray, stockfish: Sequence[float] | np.ndarray,
-                     num_bins: int = 10) -> list[CalibrationBin]:
+def calibration_bins(
+  predicted: Sequence[float] | np.ndarray, stockfish: Sequence[float] | np.ndarray, num_bins: int = 10
+) -> list[CalibrationBin]:
   """Reliability bins of predicted win probabilities against Stockfish's (see the module docstring)."""
   p = np.asarray(predicted, np.float64)
   s = np.asarray(stockfish, np.float64)
@@ -53,9 +54,15 @@ def calibration_bins(predicted: Sequence[float] | np.ndarray, stockfish: Sequenc
   for k in range(num_bins):
     mask = index == k
     count = int(mask.sum())
-    bins.append(CalibrationBin(k / num_bins, (k + 1) / num_bins, count,
-                               float(p[mask].mean()) if count else math.nan,
-                               float(s[mask].mean()) if count else math.nan))
+    bins.append(
+      CalibrationBin(
+        k / num_bins,
+        (k + 1) / num_bins,
+        count,
+        float(p[mask].mean()) if count else math.nan,
+        float(s[mask].mean()) if count else math.nan,
+      )
+    )
   return bins
 
 
@@ -82,13 +89,20 @@ def plot_training(records: Sequence[dict], path: pathlib.Path, num_buckets: int)
   """Train and eval loss (left, beside the uniform guess over `num_buckets`) and eval action accuracy (right)."""
   fig = _figure(11, 4)
   loss_ax, acc_ax = fig.subplots(1, 2)
-  for key, label, color in (('loss', 'train loss (mean over log window)', 'tab:blue'),
-                            ('eval_loss', 'eval loss (EMA params)', 'tab:orange')):
+  for key, label, color in (
+    ('loss', 'train loss (mean over log window)', 'tab:blue'),
+    ('eval_loss', 'eval loss (EMA params)', 'tab:orange'),
+  ):
     steps, values = plot_lib.series(records, key)
     if steps:
       loss_ax.plot(steps, values, label=label, color=color, marker='o' if len(steps) <= 30 else None, ms=3)
-  loss_ax.axhline(uniform_loss(num_buckets), color='grey', ls=':', lw=1,
-                  label=f'uniform over {num_buckets} buckets (ln {num_buckets})')
+  loss_ax.axhline(
+    uniform_loss(num_buckets),
+    color='grey',
+    ls=':',
+    lw=1,
+    label=f'uniform over {num_buckets} buckets (ln {num_buckets})',
+  )
   loss_ax.set(xlabel='step', ylabel='log-loss (nats)', title='Loss')
   loss_ax.legend(fontsize=9)
   steps, values = plot_lib.series(records, 'eval_action_accuracy')
@@ -96,16 +110,24 @@ def plot_training(records: Sequence[dict], path: pathlib.Path, num_buckets: int)
     acc_ax.plot(steps, [100 * v for v in values], color='tab:green', marker='o', ms=4)
     acc_ax.set_ylim(0, max(10.0, 100 * max(values) * 1.25))
   else:
-    acc_ax.text(0.5, 0.5, 'no evaluation records\n(train with --eval_data)', ha='center', va='center',
-                transform=acc_ax.transAxes, color='grey')
+    acc_ax.text(
+      0.5,
+      0.5,
+      'no evaluation records\n(train with --eval_data)',
+      ha='center',
+      va='center',
+      transform=acc_ax.transAxes,
+      color='grey',
+    )
   acc_ax.set(xlabel='step', ylabel='action accuracy (%)', title='Eval action accuracy (EMA params)')
   for ax in (loss_ax, acc_ax):
     ax.grid(alpha=0.3)
   fig.savefig(path)
 
 
-def plot_calibration(predicted: np.ndarray, stockfish: np.ndarray, bins: Sequence[CalibrationBin],
-                     path: pathlib.Path) -> None:
+def plot_calibration(
+  predicted: np.ndarray, stockfish: np.ndarray, bins: Sequence[CalibrationBin], path: pathlib.Path
+) -> None:
   """Reliability curve with per-bin counts (left) and every (board, move) pair (right)."""
   fig = _figure(11, 4.8)
   grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
@@ -114,35 +136,60 @@ def plot_calibration(predicted: np.ndarray, stockfish: np.ndarray, bins: Sequenc
   scatter = fig.add_subplot(grid[:, 1])
   full = [b for b in bins if b.count]
   curve.plot([0, 1], [0, 1], color='grey', ls='--', lw=1, label='perfect calibration')
-  curve.plot([b.mean_predicted for b in full], [b.mean_stockfish for b in full], color='tab:blue', marker='o',
-             label='per-bin means')
-  curve.set(ylabel="Stockfish's win prob. (mean)", xlim=(0, 1), ylim=(0, 1),
-            title='Reliability (binned by predicted win prob.)')
+  curve.plot(
+    [b.mean_predicted for b in full],
+    [b.mean_stockfish for b in full],
+    color='tab:blue',
+    marker='o',
+    label='per-bin means',
+  )
+  curve.set(
+    ylabel="Stockfish's win prob. (mean)", xlim=(0, 1), ylim=(0, 1), title='Reliability (binned by predicted win prob.)'
+  )
   curve.legend(fontsize=9, loc='upper left')
   curve.grid(alpha=0.3)
   curve.tick_params(labelbottom=False)
   width = bins[0].upper - bins[0].lower if bins else 0.1
-  bars = counts.bar([b.lower + width / 2 for b in bins], [b.count for b in bins], width=width * 0.9, color='tab:blue',
-                    alpha=0.5)
+  bars = counts.bar(
+    [b.lower + width / 2 for b in bins], [b.count for b in bins], width=width * 0.9, color='tab:blue', alpha=0.5
+  )
   for bar, b in zip(bars, bins):
     if b.count:
-      counts.annotate(str(b.count), (bar.get_x() + bar.get_width() / 2, bar.get_height()), xytext=(0, 1),
-                      textcoords='offset points', ha='center', va='bottom', fontsize=7)
+      counts.annotate(
+        str(b.count),
+        (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+        xytext=(0, 1),
+        textcoords='offset points',
+        ha='center',
+        va='bottom',
+        fontsize=7,
+      )
   counts.set(xlabel="model's predicted win prob.", ylabel='pairs')
   counts.set_ylim(0, max([b.count for b in bins] + [1]) * 1.35)
   counts.grid(alpha=0.3, axis='y')
   alpha = float(np.clip(300 / max(len(predicted), 1), 0.03, 0.6))
   scatter.scatter(predicted, stockfish, s=6, alpha=alpha, color='tab:purple', edgecolors='none')
   scatter.plot([0, 1], [0, 1], color='grey', ls='--', lw=1)
-  scatter.set(xlim=(0, 1), ylim=(0, 1), xlabel="model's predicted win prob.", ylabel="Stockfish's win prob.",
-              title=f'All {len(predicted):,} (board, move) pairs')
+  scatter.set(
+    xlim=(0, 1),
+    ylim=(0, 1),
+    xlabel="model's predicted win prob.",
+    ylabel="Stockfish's win prob.",
+    title=f'All {len(predicted):,} (board, move) pairs',
+  )
   scatter.set_aspect('equal')
   scatter.grid(alpha=0.3)
   fig.savefig(path)
 
 
-def plot_game(plies: Sequence[int], model_view: Sequence[float | None], stockfish_view: Sequence[float | None],
-              title: str, path: pathlib.Path, opening_plies: int = 0) -> None:
+def plot_game(
+  plies: Sequence[int],
+  model_view: Sequence[float | None],
+  stockfish_view: Sequence[float | None],
+  title: str,
+  path: pathlib.Path,
+  opening_plies: int = 0,
+) -> None:
   """The model's side's win probability per position, as the model and as Stockfish see it."""
   fig = _figure(11, 3.6)
   ax = fig.subplots()
@@ -153,8 +200,7 @@ def plot_game(plies: Sequence[int], model_view: Sequence[float | None], stockfis
     xs = [x for x, v in zip(plies, view) if v is not None]
     if xs:
       ax.plot(xs, [v for v in view if v is not None], label=label, color=color, marker='.', ms=4, lw=1.4)
-  ax.set(xlabel='plies played', ylabel="win prob. of the model's side",
-         ylim=(-0.02, 1.02), title=title)
+  ax.set(xlabel='plies played', ylabel="win prob. of the model's side", ylim=(-0.02, 1.02), title=title)
   ax.legend(fontsize=9, loc='best')
   ax.grid(alpha=0.3)
   fig.savefig(path)

@@ -35,8 +35,20 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from searchless.report.document import (Block, Callout, Cards, Cell, Code, Facts, Image, Section, Svg, Table, Text,
-                                        format_number)
+from searchless.report.document import (
+  Block,
+  Callout,
+  Cards,
+  Cell,
+  Code,
+  Facts,
+  Image,
+  Section,
+  Svg,
+  Table,
+  Text,
+  format_number,
+)
 
 _LABELS = {'not-run': 'Not run.', 'error': 'Error.', 'note': 'Note.'}
 
@@ -89,7 +101,9 @@ def markdown_block(block: Block) -> str:
     return '> ' + f'**{_LABELS[block.kind]}** {block.text}'.replace('\n', '\n> ')
   if isinstance(block, Cards):
     lines = ['| | |', '| --- | ---: |']
-    lines += [f'| {label} | **{value}**' + (f' ({detail})' if detail else '') + ' |' for label, value, detail in block.cards]
+    lines += [
+      f'| {label} | **{value}**' + (f' ({detail})' if detail else '') + ' |' for label, value, detail in block.cards
+    ]
     return '\n'.join(lines)
   if isinstance(block, Facts):
     return '\n'.join(f'- **{label}:** {value}' for label, value in block.facts)
@@ -145,8 +159,10 @@ def html_block(block: Block, directory: pathlib.Path) -> str:
     return f'<div class="callout {block.kind}"><strong>{_LABELS[block.kind]}</strong> {text}</div>'
   if isinstance(block, Cards):
     cards = ''.join(
-        f'<div class="card"><div class="label">{html.escape(label)}</div><div class="value">{html.escape(value)}</div>'
-        f'<div class="detail">{inline_html(detail)}</div></div>' for label, value, detail in block.cards)
+      f'<div class="card"><div class="label">{html.escape(label)}</div><div class="value">{html.escape(value)}</div>'
+      f'<div class="detail">{inline_html(detail)}</div></div>'
+      for label, value, detail in block.cards
+    )
     return f'<div class="cards">{cards}</div>'
   if isinstance(block, Facts):
     items = ''.join(f'<dt>{html.escape(label)}</dt><dd>{inline_html(value)}</dd>' for label, value in block.facts)
@@ -156,21 +172,46 @@ def html_block(block: Block, directory: pathlib.Path) -> str:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-  return jinja2.Environment(loader=jinja2.PackageLoader('searchless.report', 'templates'),
-                            autoescape=True, trim_blocks=True, keep_trailing_newline=True,
-                            undefined=jinja2.StrictUndefined)
+  return jinja2.Environment(
+    loader=jinja2.PackageLoader('searchless.report', 'templates'),
+    autoescape=True,
+    trim_blocks=True,
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+  )
 
 
 def stylesheet() -> str:
   """The page's CSS (package data ``searchless/report/templates/report.css``)."""
-  return importlib.resources.files('searchless.report').joinpath('templates').joinpath('report.css').read_text(encoding='utf-8')
+  return (
+    importlib.resources.files('searchless.report')
+    .joinpath('templates')
+    .joinpath('report.css')
+    .read_text(encoding='utf-8')
+  )
 
 
-def render_html(title: str, subtitle: str, sections: Sequence[Section], directory: pathlib.Path,
-                footer: str = '') -> str:
+def render_html(
+  title: str, subtitle: str, sections: Sequence[Section], directory: pathlib.Path, footer: str = ''
+) -> str:
   """The report as one self-contained HTML page (PNGs from `directory` embedded as data URIs)."""
-  pages = [{'title': s.title, 'anchor': s.anchor, 'status': s.status,
-            'body': markupsafe.Markup('\n'.join(html_block(b, directory) for b in s.blocks))} for s in sections]
-  return _environment().get_template('page.html.j2').render(
-      title=title, subtitle=markupsafe.Markup(inline_html(subtitle)), sections=pages,
-      footer=markupsafe.Markup(inline_html(footer)) if footer else '', css=markupsafe.Markup(stylesheet()))
+  pages = [
+    {
+      'title': s.title,
+      'anchor': s.anchor,
+      'status': s.status,
+      'body': markupsafe.Markup('\n'.join(html_block(b, directory) for b in s.blocks)),
+    }
+    for s in sections
+  ]
+  return (
+    _environment()
+    .get_template('page.html.j2')
+    .render(
+      title=title,
+      subtitle=markupsafe.Markup(inline_html(subtitle)),
+      sections=pages,
+      footer=markupsafe.Markup(inline_html(footer)) if footer else '',
+      css=markupsafe.Markup(stylesheet()),
+    )
+  )

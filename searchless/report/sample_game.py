@@ -59,12 +59,15 @@ class SampleGame(artefacts.Artefact):
 
 def pick_game(games: Sequence[chess.pgn.Game], models: set[str]) -> chess.pgn.Game | None:
   """The model's longest win, else the longest game it played, else the longest game."""
+
   def plies(g: chess.pgn.Game) -> int:
     return sum(1 for _ in g.mainline_moves())
 
   def won(g: chess.pgn.Game) -> bool:
     h = g.headers
-    return (h.get('White') in models and h.get('Result') == '1-0') or (h.get('Black') in models and h.get('Result') == '0-1')
+    return (h.get('White') in models and h.get('Result') == '1-0') or (
+      h.get('Black') in models and h.get('Result') == '0-1'
+    )
 
   played = [g for g in games if g.headers.get('White') in models or g.headers.get('Black') in models]
   for pool in ([g for g in played if won(g)], played, list(games)):
@@ -81,14 +84,15 @@ def _model_view(train_dir: pathlib.Path, boards: Sequence[chess.Board]) -> list[
   live = [i for i, b in enumerate(boards) if any(b.legal_moves)]
   out: list[Any] = [None] * len(boards)
   for start in range(0, len(live), _BATCH):
-    chunk = live[start:start + _BATCH]
+    chunk = live[start : start + _BATCH]
     for i, analysis in zip(chunk, player.policy.analyse_many([boards[i] for i in chunk])):
       out[i] = analysis
   return out
 
 
-def _stockfish_view(boards: Sequence[chess.Board], color: chess.Color, nodes: int,
-                    engine_path: str | None) -> list[float | None]:
+def _stockfish_view(
+  boards: Sequence[chess.Board], color: chess.Color, nodes: int, engine_path: str | None
+) -> list[float | None]:
   """Stockfish's win probability for `color` of each board (terminal boards by the rules)."""
   from searchless.core import values
   from searchless.engines import launch
@@ -126,9 +130,16 @@ def _positions(game: chess.pgn.Game) -> tuple[list[chess.Board], list[chess.Move
   return boards, moves, book_end
 
 
-def analyse_game(game: chess.pgn.Game, models: set[str], *, train_dir: pathlib.Path, games_file: str,
-                 stockfish_nodes: int = DEFAULT_STOCKFISH_NODES, use_model: bool = True,
-                 engine_path: str | None = None) -> SampleGame:
+def analyse_game(
+  game: chess.pgn.Game,
+  models: set[str],
+  *,
+  train_dir: pathlib.Path,
+  games_file: str,
+  stockfish_nodes: int = DEFAULT_STOCKFISH_NODES,
+  use_model: bool = True,
+  engine_path: str | None = None,
+) -> SampleGame:
   """`game` with the model's view (the checkpoint in `train_dir`, unless not `use_model`) and Stockfish's
   (`stockfish_nodes` per position; 0: none) of the moves of `models`' side."""
   h = game.headers
@@ -140,8 +151,10 @@ def analyse_game(game: chess.pgn.Game, models: set[str], *, train_dir: pathlib.P
     try:
       analyses = _model_view(train_dir, boards)
     except Exception as error:  # No checkpoint, no JAX, ...: the game is kept without the model's view.
-      notes.append(f"The model's view is missing: the checkpoint in `{train_dir}` could not be analysed "
-                   f'({type(error).__name__}: {error}).')
+      notes.append(
+        f"The model's view is missing: the checkpoint in `{train_dir}` could not be analysed "
+        f'({type(error).__name__}: {error}).'
+      )
   stockfish: list[float | None] = [None] * len(boards)
   if color is not None and stockfish_nodes > 0:
     try:
@@ -159,21 +172,41 @@ def analyse_game(game: chess.pgn.Game, models: set[str], *, train_dir: pathlib.P
       top = a.best_move()
       if top is not None and top != move:
         best = board.san(top)
-    plies.append({'san': board.san(move), 'uci': move.uci(), 'color': chess.COLOR_NAMES[board.turn],
-                  'model_prob': prob, 'model_best': best})
+    plies.append(
+      {
+        'san': board.san(move),
+        'uci': move.uci(),
+        'color': chess.COLOR_NAMES[board.turn],
+        'model_prob': prob,
+        'model_best': best,
+      }
+    )
   # The model's view where it is to move: its own position as it judges it (its best move's value).
-  model_view = [None if a is None or a.value is None or b.turn != color else float(a.value)
-                for a, b in zip(analyses, boards)]
+  model_view = [
+    None if a is None or a.value is None or b.turn != color else float(a.value) for a, b in zip(analyses, boards)
+  ]
   return SampleGame(
-      games_file=games_file,
-      headers={k: h[k] for k in ('Round', 'White', 'Black', 'Result', 'PlyCount', 'Opening') if k in h},
-      ending=game.end().comment, model_color=None if color is None else chess.COLOR_NAMES[color],
-      book_plies=book_end, plies=plies, model_view=model_view, stockfish_view=stockfish,
-      stockfish_nodes=stockfish_nodes, final_fen=boards[-1].fen(), notes=notes)
+    games_file=games_file,
+    headers={k: h[k] for k in ('Round', 'White', 'Black', 'Result', 'PlyCount', 'Opening') if k in h},
+    ending=game.end().comment,
+    model_color=None if color is None else chess.COLOR_NAMES[color],
+    book_plies=book_end,
+    plies=plies,
+    model_view=model_view,
+    stockfish_view=stockfish,
+    stockfish_nodes=stockfish_nodes,
+    final_fen=boards[-1].fen(),
+    notes=notes,
+  )
 
 
-def analyse(run_dir: str | os.PathLike, *, stockfish_nodes: int = DEFAULT_STOCKFISH_NODES, use_model: bool = True,
-            engine_path: str | None = None) -> pathlib.Path:
+def analyse(
+  run_dir: str | os.PathLike,
+  *,
+  stockfish_nodes: int = DEFAULT_STOCKFISH_NODES,
+  use_model: bool = True,
+  engine_path: str | None = None,
+) -> pathlib.Path:
   """Analyses the sample game of `run_dir`'s match; writes and returns ``RUN_DIR/report/sample_game.json``."""
   paths = context_lib.RunPaths(pathlib.Path(run_dir))
   if not paths.run_dir.is_dir():
@@ -186,7 +219,14 @@ def analyse(run_dir: str | os.PathLike, *, stockfish_nodes: int = DEFAULT_STOCKF
   models = context_lib.model_names(results, names, paths.train)
   game = pick_game(games, models)
   assert game is not None  # There are games.
-  analysis = analyse_game(game, models, train_dir=paths.train, games_file=str(paths.games),
-                          stockfish_nodes=stockfish_nodes, use_model=use_model, engine_path=engine_path)
+  analysis = analyse_game(
+    game,
+    models,
+    train_dir=paths.train,
+    games_file=str(paths.games),
+    stockfish_nodes=stockfish_nodes,
+    use_model=use_model,
+    engine_path=engine_path,
+  )
   analysis.write(paths.sample_game)
   return paths.sample_game

@@ -156,9 +156,7 @@ class Checkpointer:
   def __init__(self, directory: str, *, keep: int | None = None, async_save: bool = True):
     # Orbax wants absolute paths: a relative one is taken from the current directory, as every other path argument.
     self.directory = epath.Path(directory if '://' in str(directory) else os.path.abspath(directory))
-    options = ocp.CheckpointManagerOptions(
-        max_to_keep=keep, create=True, enable_async_checkpointing=async_save
-    )
+    options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=async_save)
     self._manager = ocp.CheckpointManager(self.directory, options=options, handler_registry=_registry())
 
   def latest_step(self) -> int | None:
@@ -167,9 +165,18 @@ class Checkpointer:
   def all_steps(self) -> list[int]:
     return sorted(self._manager.all_steps())
 
-  def save(self, step: int, *, params: PyTree, params_ema: PyTree, opt_state: PyTree, config: Config,
-           data_iter: Any = None, data_iter_state: bytes | dict | None = None,
-           probes: dict[str, list[float]] | None = None) -> bool:
+  def save(
+    self,
+    step: int,
+    *,
+    params: PyTree,
+    params_ema: PyTree,
+    opt_state: PyTree,
+    config: Config,
+    data_iter: Any = None,
+    data_iter_state: bytes | dict | None = None,
+    probes: dict[str, list[float]] | None = None,
+  ) -> bool:
     """Saves one step; returns False (saving nothing) if that step is already saved.
 
     `config` is the experiment config (a ConfigDict). `probes` maps ``params``
@@ -181,10 +188,10 @@ class Checkpointer:
     if step in self._manager.all_steps():
       return False
     items = {
-        PARAMS: ocp.args.StandardSave(params),
-        PARAMS_EMA: ocp.args.StandardSave(params_ema),
-        OPT_STATE: ocp.args.StandardSave(opt_state),
-        CONFIG: ocp.args.JsonSave(json.loads(config_lib.to_json(config))),
+      PARAMS: ocp.args.StandardSave(params),
+      PARAMS_EMA: ocp.args.StandardSave(params_ema),
+      OPT_STATE: ocp.args.StandardSave(opt_state),
+      CONFIG: ocp.args.JsonSave(json.loads(config_lib.to_json(config))),
     }
     if probes is not None:
       items[PROBE] = ocp.args.JsonSave(probes)
@@ -194,17 +201,25 @@ class Checkpointer:
     if data_iter_state is not None:
       state_kind = 'dict' if isinstance(data_iter_state, dict) else 'bytes'
       data_iter = _IteratorState(
-          json.dumps(data_iter_state).encode() if state_kind == 'dict' else bytes(data_iter_state)
+        json.dumps(data_iter_state).encode() if state_kind == 'dict' else bytes(data_iter_state)
       )
     elif data_iter is not None:
       state_kind = 'dict' if isinstance(data_iter, grain.DatasetIterator) else 'bytes'
     if data_iter is not None:
       items[DATA_ITER] = grain_checkpoint.CheckpointSave(data_iter)
-    return self._manager.save(step, args=ocp.args.Composite(**items), force=True,
-                              custom_metadata={_STATE_KIND: state_kind})
+    return self._manager.save(
+      step, args=ocp.args.Composite(**items), force=True, custom_metadata={_STATE_KIND: state_kind}
+    )
 
-  def restore(self, step: int | None = None, *, params: PyTree = None, params_ema: PyTree = None,
-              opt_state: PyTree = None, data_iter: Any = None) -> Restored:
+  def restore(
+    self,
+    step: int | None = None,
+    *,
+    params: PyTree = None,
+    params_ema: PyTree = None,
+    opt_state: PyTree = None,
+    data_iter: Any = None,
+  ) -> Restored:
     """Restores `step` (default: the latest) into the given targets.
 
     A target is a pytree like the item whose leaves are jax.Arrays,
@@ -241,13 +256,13 @@ class Checkpointer:
       if state is not None and (self._manager.metadata(step).custom_metadata or {}).get(_STATE_KIND) == 'dict':
         state = json.loads(state)
     return Restored(
-        step=step,
-        params=restored[PARAMS],
-        params_ema=restored[PARAMS_EMA],
-        opt_state=restored[OPT_STATE],
-        config=config_lib.from_json(json.dumps(restored[CONFIG])),
-        data_iter=data_iter if holder is not None and data_iter is not None else None,
-        data_iter_state=state,
+      step=step,
+      params=restored[PARAMS],
+      params_ema=restored[PARAMS_EMA],
+      opt_state=restored[OPT_STATE],
+      config=config_lib.from_json(json.dumps(restored[CONFIG])),
+      data_iter=data_iter if holder is not None and data_iter is not None else None,
+      data_iter_state=state,
     )
 
   def wait(self) -> None:

@@ -51,8 +51,10 @@ def _eval_rows(config: config_lib.Config, raw: list[bytes]) -> tuple[np.ndarray,
   rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M + 1]
   for index, row in enumerate(rows):
     if row[-1] >= 0:  # A partial board: its action accuracy and tau-b would be over some moves only.
-      raise ValueError(f'{config.data.eval!r}, record {index}: a partial board ({board_records[index].fen!r} has more '
-                       'legal moves than values); evaluate on complete boards (board_value records)')
+      raise ValueError(
+        f'{config.data.eval!r}, record {index}: a partial board ({board_records[index].fen!r} has more '
+        'legal moves than values); evaluate on complete boards (board_value records)'
+      )
   boards = [metrics.Board(b.fen, b.moves, np.asarray(b.win_probs), np.arange(len(b.moves))) for b in board_records]
   return rows, boards
 
@@ -61,7 +63,7 @@ def load_eval_set(config: config_lib.Config) -> EvalSet:
   """The held-out records of `config.data.eval`; a bag that is empty or of another kind is a ValueError naming it."""
   reader = bags.reader(config.data.eval)
   codecs.check_kind(config.data.eval, records.BOARD_VALUE if packing.packed(config) else config.policy, reader)
-  raw = list(reader[:min(len(reader), config.train.eval_records)])
+  raw = list(reader[: min(len(reader), config.train.eval_records)])
   boards: list[metrics.Board] = []
   if packing.packed(config):
     sequences, boards = _eval_rows(config, raw)
@@ -71,7 +73,7 @@ def load_eval_set(config: config_lib.Config) -> EvalSet:
       boards, _ = metrics.group_boards(list(zip(*codecs.decode_batch('action_value', raw))))  # type: ignore[arg-type]
   batch = config.data.batch_size
   padded = np.zeros((-len(raw) % batch + len(raw), sequences.shape[1]), np.int32)
-  padded[:len(raw)] = sequences
+  padded[: len(raw)] = sequences
   return EvalSet(padded, len(raw), boards)
 
 
@@ -80,11 +82,12 @@ def _evaluate_packed(functions: Scorer, params: hk.Params, config: config_lib.Co
   _, centres = values.uniform_buckets(config.num_return_buckets)
   picked, predicted = [], []
   for i in range(0, len(eval_set.sequences), batch):
-    rows = eval_set.sequences[i:i + batch]
+    rows = eval_set.sequences[i : i + batch]
     inputs, targets, _ = packing.split_packed(rows)
-    local = inputs[pi * batch // pc:(pi + 1) * batch // pc]
-    log_probs = np.asarray(jax.device_get(
-        functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))))  # [B, M, V]
+    local = inputs[pi * batch // pc : (pi + 1) * batch // pc]
+    log_probs = np.asarray(
+      jax.device_get(functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding)))
+    )  # [B, M, V]
     for b in range(len(rows)):
       if i + b >= eval_set.num_real:
         break
@@ -93,11 +96,12 @@ def _evaluate_packed(functions: Scorer, params: hk.Params, config: config_lib.Co
       picked.append(np.take_along_axis(lp, targets[b, :num, None], axis=-1)[:, 0])
       predicted.append(np.exp(lp) @ centres)
   return {
-      'eval_loss': float(-np.concatenate(picked).mean()),
-      'eval_action_accuracy': metrics.action_accuracy(
-          [p for p, b in zip(predicted, eval_set.boards) if len(b.moves)],
-          [b.win_probs for b in eval_set.boards if len(b.moves)]),
-      'eval_boards': sum(1 for b in eval_set.boards if len(b.moves)),
+    'eval_loss': float(-np.concatenate(picked).mean()),
+    'eval_action_accuracy': metrics.action_accuracy(
+      [p for p, b in zip(predicted, eval_set.boards) if len(b.moves)],
+      [b.win_probs for b in eval_set.boards if len(b.moves)],
+    ),
+    'eval_boards': sum(1 for b in eval_set.boards if len(b.moves)),
   }
 
 
@@ -108,17 +112,17 @@ def evaluate(functions: Scorer, params: hk.Params, config: config_lib.Config, ev
   batch, pc, pi = config.data.batch_size, jax.process_count(), jax.process_index()
   picked, bucket_probs = [], []
   for i in range(0, len(eval_set.sequences), batch):
-    local = eval_set.sequences[i:i + batch][pi * batch // pc:(pi + 1) * batch // pc]
+    local = eval_set.sequences[i : i + batch][pi * batch // pc : (pi + 1) * batch // pc]
     log_probs = functions.last_log_probs(params, sharding.global_batch(local, functions.batch_sharding))
     log_probs = np.asarray(jax.device_get(log_probs))  # [B, V], replicated.
-    targets = eval_set.sequences[i:i + batch, -1]
+    targets = eval_set.sequences[i : i + batch, -1]
     picked.append(np.take_along_axis(log_probs, targets[:, None], axis=-1)[:, 0])
     bucket_probs.append(np.exp(log_probs))
-  losses = np.concatenate(picked)[:eval_set.num_real]
+  losses = np.concatenate(picked)[: eval_set.num_real]
   result = {'eval_loss': float(-losses.mean())}
   if eval_set.boards:
     _, centres = values.uniform_buckets(config.num_return_buckets)
-    expected = np.concatenate(bucket_probs)[:eval_set.num_real] @ centres  # [N] expected win prob.
+    expected = np.concatenate(bucket_probs)[: eval_set.num_real] @ centres  # [N] expected win prob.
     predicted = [expected[b.records] for b in eval_set.boards]
     result['eval_action_accuracy'] = metrics.action_accuracy(predicted, [b.win_probs for b in eval_set.boards])
     result['eval_boards'] = len(eval_set.boards)

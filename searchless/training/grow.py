@@ -30,7 +30,9 @@ from searchless.model.config import ModelConfig
 TOLERANCE = 1e-5  # Largest total-variation distance between the two models' probe outputs (float32 rounding).
 
 
-def grow(small: Mapping[str, Mapping[str, Any]], big: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, np.ndarray]]:
+def grow(
+  small: Mapping[str, Mapping[str, Any]], big: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, np.ndarray]]:
   """`big` (a fresh init of the bigger model: haiku {module: {name: array}}) holding `small`'s weights.
 
   >>> small = {'mlp_0/linear': {'w': np.ones((2, 2))}, 'mlp_0/linear_2': {'w': np.ones((2, 2))}}
@@ -42,8 +44,7 @@ def grow(small: Mapping[str, Mapping[str, Any]], big: Mapping[str, Mapping[str, 
   """
   missing = sorted(f'{m}/{n}' for m, names in small.items() for n in names if n not in big.get(m, {}))
   if missing:
-    raise ValueError(f'cannot grow a model into one without its weights: {missing[0]} is missing from the bigger '
-                     'model')
+    raise ValueError(f'cannot grow a model into one without its weights: {missing[0]} is missing from the bigger model')
   grown: dict[str, dict[str, np.ndarray]] = {}
   for module, names in big.items():
     grown[module] = {}
@@ -65,21 +66,27 @@ def _widened(name: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return old.astype(new.dtype)
   grown_axes = [axis for axis, (a, b) in enumerate(zip(old.shape, new.shape)) if a != b]
   if old.ndim != 2 or new.ndim != 2 or len(grown_axes) != 1 or old.shape[grown_axes[0]] > new.shape[grown_axes[0]]:
-    raise ValueError(f'cannot grow {name} from {old.shape} to {new.shape}: only a weight matrix grown along '
-                     'one axis keeps what the model computes')
+    raise ValueError(
+      f'cannot grow {name} from {old.shape} to {new.shape}: only a weight matrix grown along '
+      'one axis keeps what the model computes'
+    )
   if grown_axes == [0]:  # New inputs: read nowhere yet.
-    new[old.shape[0]:] = 0
-  new[:old.shape[0], :old.shape[1]] = old
+    new[old.shape[0] :] = 0
+  new[: old.shape[0], : old.shape[1]] = old
   return new
 
 
-def check_same_function(small_config: ModelConfig, small: Any, big_config: ModelConfig, big: Any,
-                        source: str) -> None:
+def check_same_function(small_config: ModelConfig, small: Any, big_config: ModelConfig, big: Any, source: str) -> None:
   """Refuses a grown model whose probe output is not the small one's (`source` names the small checkpoint)."""
   distance = network.probe_distance(network.probe(small_config, small), network.probe(big_config, big))
   if distance > TOLERANCE:
-    changed = [f'{f} {getattr(small_config, f)} -> {getattr(big_config, f)}' for f in small_config.__dataclass_fields__
-               if getattr(small_config, f) != getattr(big_config, f)]
-    raise ValueError(f'growing {source} into this config changes what it computes (probe distance {distance:.3g} > '
-                     f"{TOLERANCE:g}; changed: {', '.join(changed) or 'nothing'}): only widening_factor and "
-                     'num_layers grow a graph model as the same function')
+    changed = [
+      f'{f} {getattr(small_config, f)} -> {getattr(big_config, f)}'
+      for f in small_config.__dataclass_fields__
+      if getattr(small_config, f) != getattr(big_config, f)
+    ]
+    raise ValueError(
+      f'growing {source} into this config changes what it computes (probe distance {distance:.3g} > '
+      f'{TOLERANCE:g}; changed: {", ".join(changed) or "nothing"}): only widening_factor and '
+      'num_layers grow a graph model as the same function'
+    )

@@ -113,9 +113,14 @@ def board_targets(board: chess.Board, search: 'SearchResult') -> dict:
   model's own value where the search did not visit it), its visits, the root's value and move."""
   if search.move is None:
     raise ValueError(f'no search result to learn from: {board.fen()} has no legal move')
-  return {'fen': board.fen(), 'moves': [m.uci() for m in search.moves],
-          'win_probs': [float(np.clip((q + 1) / 2, 0, 1)) for q in search.q],
-          'visits': [int(v) for v in search.visits], 'value': search.win_probability, 'best': search.move.uci()}
+  return {
+    'fen': board.fen(),
+    'moves': [m.uci() for m in search.moves],
+    'win_probs': [float(np.clip((q + 1) / 2, 0, 1)) for q in search.q],
+    'visits': [int(v) for v in search.visits],
+    'value': search.win_probability,
+    'best': search.move.uci(),
+  }
 
 
 def training_records(kind: str, targets: Sequence[dict], min_visits: int = 1) -> list:
@@ -127,6 +132,7 @@ def training_records(kind: str, targets: Sequence[dict], min_visits: int = 1) ->
   moves towards the (usually lower) backed-up values while the others keep the model's optimism
   would shift the model's choice towards moves nobody searched.
   """
+
   def searched(t):
     return [(m, p) for m, p, v in zip(t['moves'], t['win_probs'], t['visits']) if v >= min_visits]
 
@@ -179,8 +185,9 @@ def play_game(agent: 'SearchAgent', rng: random.Random, config: ImproveConfig) -
   return targets, result, [m.uci() for m in board.move_stack]
 
 
-def self_play(checkpoint: str, out: pathlib.Path, config: ImproveConfig, *, iteration: int,
-              progress: bool = True) -> int:
+def self_play(
+  checkpoint: str, out: pathlib.Path, config: ImproveConfig, *, iteration: int, progress: bool = True
+) -> int:
   """Plays the iteration's games into `out` (a JSON line per finished game); returns the boards written."""
   from searchless.play import player as player_lib
   from searchless.play.search import agent as search_agent
@@ -196,19 +203,31 @@ def self_play(checkpoint: str, out: pathlib.Path, config: ImproveConfig, *, iter
   kind = records.BOARD_VALUE if packing.packed(experiment) else experiment.policy
   if len(done) < config.games:
     policy = player_lib.load_policy(checkpoint, compute_dtype='float32')
-    agent = search_agent.agent_for(policy, 'mcts', simulations=config.sims, dirichlet_fraction=config.noise,
-                                   seed=config.seed * 1000 + iteration)
+    agent = search_agent.agent_for(
+      policy, 'mcts', simulations=config.sims, dirichlet_fraction=config.noise, seed=config.seed * 1000 + iteration
+    )
     agent.searcher.warm_up()
-    bar = progress_bars.bar(total=config.games, initial=len(done), desc=f'self-play {iteration}', unit='game',
-                            disable=not progress)
+    bar = progress_bars.bar(
+      total=config.games, initial=len(done), desc=f'self-play {iteration}', unit='game', disable=not progress
+    )
     with open(path, 'a') as f:
       for game in range(len(done), config.games):
         rng = random.Random(f'{config.seed}:{iteration}:{game}')
         agent.rng = np.random.default_rng(rng.randrange(2**32))
         start = time.perf_counter()
         targets, result, moves = play_game(agent, rng, config)
-        f.write(json.dumps({'game': game, 'result': result, 'moves': moves, 'boards': targets,
-                            'seconds': round(time.perf_counter() - start, 2)}) + '\n')
+        f.write(
+          json.dumps(
+            {
+              'game': game,
+              'result': result,
+              'moves': moves,
+              'boards': targets,
+              'seconds': round(time.perf_counter() - start, 2),
+            }
+          )
+          + '\n'
+        )
         f.flush()
         os.fsync(f.fileno())
         bar.update(1)
@@ -241,7 +260,9 @@ def _read_games(path: pathlib.Path) -> list[dict]:
   return games
 
 
-def fine_tune(checkpoint: str, data: str, workdir: pathlib.Path, config: ImproveConfig, *, progress: bool = True) -> None:
+def fine_tune(
+  checkpoint: str, data: str, workdir: pathlib.Path, config: ImproveConfig, *, progress: bool = True
+) -> None:
   """Trains `checkpoint`'s config, started from its params, on `data` (resumes in `workdir`)."""
   from searchless.core import config as config_lib
   from searchless.model import loading
@@ -283,23 +304,39 @@ def measure(model: str, start: str, out: pathlib.Path, config: ImproveConfig, *,
       result.setdefault('puzzles', {})[name] = {'solved': sum(r.solved for r in solved), 'n': len(solved)}
     path.write_text(json.dumps(result, indent=2) + '\n')
   if config.match_games and 'match' not in result:
-    kwargs = dict(openings=list(config.openings)) if config.openings else dict(make_openings=(config.match_games + 1) // 2,
-                                                                               seed=config.seed)
-    results = tournament.run([f'checkpoint:{model},name=model', f'checkpoint:{start},name=start'],
-                             out_dir=str(out / 'match'), games_per_pair=config.match_games, workers=config.workers,
-                             anchor='start', progress=progress, **kwargs)
+    kwargs = (
+      dict(openings=list(config.openings))
+      if config.openings
+      else dict(make_openings=(config.match_games + 1) // 2, seed=config.seed)
+    )
+    results = tournament.run(
+      [f'checkpoint:{model},name=model', f'checkpoint:{start},name=start'],
+      out_dir=str(out / 'match'),
+      games_per_pair=config.match_games,
+      workers=config.workers,
+      anchor='start',
+      progress=progress,
+      **kwargs,
+    )
     pair = results['pairs'][0]
     elo = {p['name']: p for p in (results['elo'] or {}).get('players', [])}
-    result['match'] = {'wins': pair['a_wins'], 'draws': pair['draws'], 'losses': pair['b_wins'],
-                       'games': pair['games'], 'score': pair['a_score'],
-                       'elo': elo.get('model', {}).get('elo'), 'lower': elo.get('model', {}).get('lower'),
-                       'upper': elo.get('model', {}).get('upper')}
+    result['match'] = {
+      'wins': pair['a_wins'],
+      'draws': pair['draws'],
+      'losses': pair['b_wins'],
+      'games': pair['games'],
+      'score': pair['a_score'],
+      'elo': elo.get('model', {}).get('elo'),
+      'lower': elo.get('model', {}).get('lower'),
+      'upper': elo.get('model', {}).get('upper'),
+    }
     path.write_text(json.dumps(result, indent=2) + '\n')
   return result
 
 
-def run(checkpoint: str, workdir: str | os.PathLike, config: ImproveConfig = ImproveConfig(), *,
-        progress: bool = True) -> dict:
+def run(
+  checkpoint: str, workdir: str | os.PathLike, config: ImproveConfig = ImproveConfig(), *, progress: bool = True
+) -> dict:
   """Runs (or resumes) the loop; returns WORKDIR/summary.json's content."""
   work = pathlib.Path(workdir)
   work.mkdir(parents=True, exist_ok=True)
@@ -318,9 +355,15 @@ def run(checkpoint: str, workdir: str | os.PathLike, config: ImproveConfig = Imp
     fine_tune(current, str(out / BOARDS_FILE), out / 'train', config, progress=progress)
     measured = measure(model_of(work, i, checkpoint), checkpoint, out, config, progress=progress)
     games = _read_games(out / GAMES_FILE)
-    entry = {'iteration': i, 'model': model_of(work, i, checkpoint), 'boards': boards, 'games': len(games),
-             'results': {r: sum(g['result'] == r for g in games) for r in ('1-0', '0-1', '1/2-1/2')},
-             'self_play_seconds': round(sum(g['seconds'] for g in games), 1), **measured}
+    entry = {
+      'iteration': i,
+      'model': model_of(work, i, checkpoint),
+      'boards': boards,
+      'games': len(games),
+      'results': {r: sum(g['result'] == r for g in games) for r in ('1-0', '0-1', '1/2-1/2')},
+      'self_play_seconds': round(sum(g['seconds'] for g in games), 1),
+      **measured,
+    }
     summary['iterations'] = [e for e in summary['iterations'] if e['iteration'] != i] + [entry]
     summary_path.write_text(json.dumps(summary, indent=2) + '\n')
     if progress:
@@ -330,14 +373,14 @@ def run(checkpoint: str, workdir: str | os.PathLike, config: ImproveConfig = Imp
 
 def line(entry: dict, seconds: float | None = None) -> str:
   """One iteration's results as a line of text."""
-  parts = [f"iteration {entry['iteration']}: {entry['games']} games, {entry['boards']} boards"]
+  parts = [f'iteration {entry["iteration"]}: {entry["games"]} games, {entry["boards"]} boards']
   if 'puzzles' in entry:
     pz = entry['puzzles']
-    parts.append(f"puzzles {pz['model']['solved']}/{pz['model']['n']} (start {pz['start']['solved']})")
+    parts.append(f'puzzles {pz["model"]["solved"]}/{pz["model"]["n"]} (start {pz["start"]["solved"]})')
   if 'match' in entry:
     m = entry['match']
-    elo = (f", Elo {m['elo']:+.0f} [{m['lower']:+.0f}, {m['upper']:+.0f}]" if m.get('elo') is not None else '')
-    parts.append(f"vs start +{m['wins']} ={m['draws']} -{m['losses']}{elo}")
+    elo = f', Elo {m["elo"]:+.0f} [{m["lower"]:+.0f}, {m["upper"]:+.0f}]' if m.get('elo') is not None else ''
+    parts.append(f'vs start +{m["wins"]} ={m["draws"]} -{m["losses"]}{elo}')
   if seconds is not None:
     parts.append(f'{seconds:.0f} s')
   return '; '.join(parts)

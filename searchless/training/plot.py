@@ -26,9 +26,9 @@ def series(records: Iterable[Mapping[str, Any]], key: str) -> tuple[list[int], l
 
 
 PANELS = (  # (keys and their labels, y label, title) of each panel.
-    ((('loss', 'train loss'), ('eval_loss', 'eval loss')), 'log-loss (nats)', 'loss'),
-    ((('grad_norm', None),), 'global norm', 'gradient norm (before clipping)'),
-    ((('examples_per_s', None),), 'examples/s', 'throughput'),
+  ((('loss', 'train loss'), ('eval_loss', 'eval loss')), 'log-loss (nats)', 'loss'),
+  ((('grad_norm', None),), 'global norm', 'gradient norm (before clipping)'),
+  ((('examples_per_s', None),), 'examples/s', 'throughput'),
 )
 
 

@@ -35,8 +35,8 @@ class TrainingState(NamedTuple):
 
 def make_optimizer(config: config_lib.Config) -> optax.GradientTransformation:
   return optax.chain(
-      optax.clip_by_global_norm(config.optim.max_grad_norm),
-      optax.adam(config.optim.learning_rate),
+    optax.clip_by_global_norm(config.optim.max_grad_norm),
+    optax.adam(config.optim.learning_rate),
   )
 
 
@@ -50,7 +50,9 @@ def learning_rate_factor(step: jax.Array | int, num_steps: int, cooldown_steps: 
   return jnp.clip((num_steps - jnp.asarray(step, jnp.float32)) / cooldown_steps, 0.0, 1.0)
 
 
-def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> Callable[..., tuple[jax.Array, jax.Array]]:
+def make_loss_fn(
+  apply: Callable[..., jax.Array], config: config_lib.Config
+) -> Callable[..., tuple[jax.Array, jax.Array]]:
   """loss(params, batch, denominators=None) -> (mean loss, number of targets).
 
   Per-move sequences [B, T]: the loss on the last token (the value bucket or
@@ -67,7 +69,7 @@ def make_loss_fn(apply: Callable[..., jax.Array], config: config_lib.Config) -> 
   """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
-    raise ValueError(f"loss.kind must be log_loss or hl_gauss, got {kind!r}")
+    raise ValueError(f'loss.kind must be log_loss or hl_gauss, got {kind!r}')
   if kind == 'hl_gauss' and config.policy == 'behavioral_cloning':
     raise ValueError('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
 
@@ -109,11 +111,14 @@ def loss_denominators(config: config_lib.Config, batch: jax.Array) -> jax.Array:
   if not packing.packed(config):
     return jnp.full((2,), batch.shape[0], jnp.float32)
   _, targets, own = packing.split_packed(batch)
-  return jnp.stack([jnp.sum(targets >= 0, dtype=jnp.float32), jnp.sum(_state_targets(targets, own) >= 0, dtype=jnp.float32)])
+  return jnp.stack(
+    [jnp.sum(targets >= 0, dtype=jnp.float32), jnp.sum(_state_targets(targets, own) >= 0, dtype=jnp.float32)]
+  )
 
 
-def make_gradient_fn(loss_fn: Callable[..., tuple[jax.Array, jax.Array]], config: config_lib.Config,
-                     devices: int = 1) -> Callable[..., tuple[tuple[jax.Array, jax.Array], hk.Params]]:
+def make_gradient_fn(
+  loss_fn: Callable[..., tuple[jax.Array, jax.Array]], config: config_lib.Config, devices: int = 1
+) -> Callable[..., tuple[tuple[jax.Array, jax.Array], hk.Params]]:
   """grad(params, batch) -> ((loss, targets), gradients) of the whole batch, in ``train.micro_batch`` rows a pass.
 
   With ``train.micro_batch`` = m (0: the whole batch), the batch's B rows go
@@ -126,8 +131,10 @@ def make_gradient_fn(loss_fn: Callable[..., tuple[jax.Array, jax.Array]], config
   micro = config.train.get('micro_batch', 0) or 0
   batch_size = config.data.batch_size
   if micro and (batch_size % micro or micro % devices):
-    raise ValueError(f'train.micro_batch={micro} must divide data.batch_size={batch_size} '
-                     f'and be a multiple of the {devices} devices the batch is split over')
+    raise ValueError(
+      f'train.micro_batch={micro} must divide data.batch_size={batch_size} '
+      f'and be a multiple of the {devices} devices the batch is split over'
+    )
   whole = jax.value_and_grad(loss_fn, has_aux=True)
   if not micro or micro == batch_size:
     return whole
@@ -197,12 +204,12 @@ def make_functions(config: config_lib.Config, mesh: jax.sharding.Mesh) -> Functi
   else:
     read_out = lambda params, seqs: net.apply(params, None, seqs)[:, -1].astype(jnp.float32)  # [B, V]
   return Functions(
-      init=jax.jit(init, out_shardings=layout),
-      update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
-      last_log_probs=jax.jit(read_out, in_shardings=(layout.params, batch), out_shardings=out),
-      state_sharding=layout,
-      batch_sharding=batch,
-      model_config=model_config,
+    init=jax.jit(init, out_shardings=layout),
+    update=jax.jit(update, in_shardings=(layout, batch), out_shardings=(layout, out), donate_argnums=0),
+    last_log_probs=jax.jit(read_out, in_shardings=(layout.params, batch), out_shardings=out),
+    state_sharding=layout,
+    batch_sharding=batch,
+    model_config=model_config,
   )
 
 
@@ -212,8 +219,12 @@ def peak_flops_per_device(dtype: jnp.dtype) -> float | None:
   kind = device.device_kind.lower()
   bf16 = dtype == jnp.bfloat16
   table = {  # (bf16 dense, fp32/tf32 dense) per device.
-      'h100': (989e12, 494e12), 'h200': (989e12, 494e12), 'a100': (312e12, 156e12),
-      'v5 lite': (197e12, 197e12), 'v5p': (459e12, 459e12), 'v4': (275e12, 275e12),
+    'h100': (989e12, 494e12),
+    'h200': (989e12, 494e12),
+    'a100': (312e12, 156e12),
+    'v5 lite': (197e12, 197e12),
+    'v5p': (459e12, 459e12),
+    'v4': (275e12, 275e12),
   }
   for name, (peak_bf16, peak_fp32) in table.items():
     if name in kind:

@@ -96,8 +96,14 @@ def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter 
     scalars.write(record['step'], record)
 
 
-def train(config: config_lib.Config, workdir: str | os.PathLike, *, stop_after: int | None = None, overrides: Sequence[str] = (),
-          progress: bool = True) -> step_lib.TrainingState:
+def train(
+  config: config_lib.Config,
+  workdir: str | os.PathLike,
+  *,
+  stop_after: int | None = None,
+  overrides: Sequence[str] = (),
+  progress: bool = True,
+) -> step_lib.TrainingState:
   """Trains (or resumes) the run in `workdir`; returns the final state.
 
   Writes WORKDIR/summary.json (`artefacts.TrainingSummary`; `overrides` are
@@ -141,8 +147,9 @@ class _WorkdirLock:
     except BlockingIOError:
       holder = os.read(fd, 200).decode('utf-8', 'replace').strip() or 'a process'
       os.close(fd)
-      raise WorkdirInUse(f'{self._path.parent} is in use by another trainer ({holder}): '
-                         'wait for it to end, or use another --workdir') from None
+      raise WorkdirInUse(
+        f'{self._path.parent} is in use by another trainer ({holder}): wait for it to end, or use another --workdir'
+      ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f'pid {os.getpid()} on {socket.gethostname()}'.encode())
     self._fd = fd
@@ -165,8 +172,9 @@ def _trim_metrics(work: pathlib.Path, step: int) -> None:
     atomic.write_text(path, ''.join(kept))
 
 
-def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None,
-           overrides: Sequence[str], progress: bool) -> step_lib.TrainingState:
+def _train(
+  config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None, overrides: Sequence[str], progress: bool
+) -> step_lib.TrainingState:
   if not config.data.train:
     raise ValueError('no training data: pass --data GLOB or set data.train in the config')
   if config.train.get('on_new_data', 'refuse') not in ON_NEW_DATA:
@@ -185,8 +193,13 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   else:
     state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
     if config.train.get('init_from'):
-      state = _initialised_from(state, config.train.init_from, functions.state_sharding,
-                                grow_from=bool(config.train.get('init_grow')), model_config=functions.model_config)
+      state = _initialised_from(
+        state,
+        config.train.init_from,
+        functions.state_sharding,
+        grow_from=bool(config.train.get('init_grow')),
+        model_config=functions.model_config,
+      )
     start = 0
   _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
   scalars = None
@@ -203,13 +216,20 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   else:
     seq_len = records.SEQUENCE_LENGTHS[config.policy]
   if functions.model_config.kind == 'graph':
-    flops = 3 * graph_model.flops_per_board(functions.model_config, config.data.max_moves,
-                                            config.train.get('micro_batch') or config.data.batch_size)
+    flops = 3 * graph_model.flops_per_board(
+      functions.model_config, config.data.max_moves, config.train.get('micro_batch') or config.data.batch_size
+    )
   else:
     flops = 3 * transformer.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
   peak = step_lib.peak_flops_per_device(dtype)
-  bar = progress_bars.bar(total=num_steps, initial=start, desc='train', unit='step', disable=not progress or jax.process_index() != 0,
-                  dynamic_ncols=True)
+  bar = progress_bars.bar(
+    total=num_steps,
+    initial=start,
+    desc='train',
+    unit='step',
+    disable=not progress or jax.process_index() != 0,
+    dynamic_ncols=True,
+  )
   last_time, last_step = time.perf_counter(), start
   deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
   window = []  # Metrics of the steps since the last log line (device arrays, fetched lazily).
@@ -232,24 +252,40 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
         window = []
         now = time.perf_counter()
         examples = (done - last_step) * config.data.batch_size / (now - last_time)
-        record = {'step': done, **metrics, 'examples_per_s': examples, 'tokens_per_s': examples * seq_len,
-                  'targets': int(round(targets)), 'targets_per_s': targets / (now - last_time),
-                  'devices': jax.device_count(), 'processes': jax.process_count()}
+        record = {
+          'step': done,
+          **metrics,
+          'examples_per_s': examples,
+          'tokens_per_s': examples * seq_len,
+          'targets': int(round(targets)),
+          'targets_per_s': targets / (now - last_time),
+          'devices': jax.device_count(),
+          'processes': jax.process_count(),
+        }
         if peak:
           record['mfu'] = examples * flops / (peak * jax.device_count())
         last_time, last_step = now, done
         _log(work, record, scalars)
-        bar.set_postfix(loss=f"{metrics['loss']:.4f}", ex_s=f'{examples:.0f}', refresh=False)
+        bar.set_postfix(loss=f'{metrics["loss"]:.4f}', ex_s=f'{examples:.0f}', refresh=False)
       if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
         record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
         _log(work, record, scalars)
-        accuracy = f", action accuracy {record['eval_action_accuracy']:.3f}" if 'eval_action_accuracy' in record else ''
-        bar.write(f"step {done}: eval loss {record['eval_loss']:.4f}{accuracy} (EMA params)")
+        accuracy = f', action accuracy {record["eval_action_accuracy"]:.3f}' if 'eval_action_accuracy' in record else ''
+        bar.write(f'step {done}: eval loss {record["eval_loss"]:.4f}{accuracy} (EMA params)')
       if done % config.train.ckpt_every == 0 or done == end or signalled:
-        probes = {name: network.probe(functions.model_config, tree)
-                  for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))}
-        manager.save(done, params=state.params, params_ema=state.params_ema, opt_state=state.opt_state,
-                     config=config, data_iter_state=data_iter.get_state(), probes=probes)
+        probes = {
+          name: network.probe(functions.model_config, tree)
+          for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))
+        }
+        manager.save(
+          done,
+          params=state.params,
+          params_ema=state.params_ema,
+          opt_state=state.opt_state,
+          config=config,
+          data_iter_state=data_iter.get_state(),
+          probes=probes,
+        )
       if signalled:
         if not stop.interrupted:  # Ctrl-C: the KeyboardInterrupt below says it.
           bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
@@ -264,21 +300,33 @@ def _train(config: config_lib.Config, work: pathlib.Path, *, stop_after: int | N
   if jax.process_index() == 0:
     step = int(jax.device_get(state.step))
     artefacts.TrainingSummary(
-        step=step, num_steps=num_steps, complete=step >= num_steps,
-        num_params=network.num_params(state.params),
-        num_return_buckets=config.num_return_buckets, policy=config.policy, batch_size=config.data.batch_size,
-        overrides=list(overrides), wall_seconds=round(time.perf_counter() - started, 3),
+      step=step,
+      num_steps=num_steps,
+      complete=step >= num_steps,
+      num_params=network.num_params(state.params),
+      num_return_buckets=config.num_return_buckets,
+      policy=config.policy,
+      batch_size=config.data.batch_size,
+      overrides=list(overrides),
+      wall_seconds=round(time.perf_counter() - started, 3),
     ).write(work / artefacts.TrainingSummary.FILE)
   if jax.process_count() > 1:  # Every process returns only once process 0's summary is on disk (`run` reads it).
     multihost_utils.sync_global_devices('searchless-train-summary')
   if stop.interrupted:  # Ctrl-C: saved, and the caller (a command: exit status 130) told so.
-    raise KeyboardInterrupt(f'checkpoint saved at step {int(jax.device_get(state.step))}/{num_steps}; '
-                            'rerun the same command to resume')
+    raise KeyboardInterrupt(
+      f'checkpoint saved at step {int(jax.device_get(state.step))}/{num_steps}; rerun the same command to resume'
+    )
   return state
 
 
-def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: step_lib.TrainingState, *,
-                      model_config: ModelConfig, grow_from: bool = False) -> step_lib.TrainingState:
+def _initialised_from(
+  state: step_lib.TrainingState,
+  path: str,
+  state_sharding: step_lib.TrainingState,
+  *,
+  model_config: ModelConfig,
+  grow_from: bool = False,
+) -> step_lib.TrainingState:
   """`state` with the params (and EMA) of the checkpoint at `path` (its EMA params when it has them); with
   `grow_from`, that checkpoint's smaller model grown into this run's (`model_config`) as the same function."""
   if grow_from:
@@ -291,12 +339,15 @@ def _initialised_from(state: step_lib.TrainingState, path: str, state_sharding: 
   got = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(loaded)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
-    raise ValueError(f"train.init_from {path!r} does not fit this config's model: {name} is "
-                     f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} here")
+    raise ValueError(
+      f"train.init_from {path!r} does not fit this config's model: {name} is "
+      f'{got.get(name, "missing")} there, {want.get(name, "missing")} here'
+    )
   host = jax.tree.map(lambda a, b: np.asarray(a, b.dtype), loaded, state.params)
   # Two transfers: params and EMA are distinct buffers (the update donates both).
-  return state._replace(params=jax.device_put(host, state_sharding.params),
-                        params_ema=jax.device_put(host, state_sharding.params_ema))
+  return state._replace(
+    params=jax.device_put(host, state_sharding.params), params_ema=jax.device_put(host, state_sharding.params_ema)
+  )
 
 
 def _resume_data(data_iter: Any, iter_state: Any, config: config_lib.Config, work: pathlib.Path) -> None:
@@ -306,32 +357,49 @@ def _resume_data(data_iter: Any, iter_state: Any, config: config_lib.Config, wor
     data_iter.set_state(iter_state)
   except ValueError as e:  # grain: the saved data source, sampler or worker count is not this loader's.
     if config.train.get('on_new_data', 'refuse') != 'restart':
-      raise ValueError(f'the checkpoint in {work} was reading other data ({str(e).splitlines()[0]}): pass '
-                       'train.on_new_data=restart to go on with these from their start') from None
+      raise ValueError(
+        f'the checkpoint in {work} was reading other data ({str(e).splitlines()[0]}): pass '
+        'train.on_new_data=restart to go on with these from their start'
+      ) from None
     if jax.process_index() == 0:
-      print(f'{work}: the data differ from the checkpoint\'s ({str(e).splitlines()[0]}); reading them from their '
-            'start (train.on_new_data=restart)', flush=True)
+      print(
+        f"{work}: the data differ from the checkpoint's ({str(e).splitlines()[0]}); reading them from their "
+        'start (train.on_new_data=restart)',
+        flush=True,
+      )
 
 
-def _restore_state(manager: checkpoint.Checkpointer, state_sharding: step_lib.TrainingState
-                   ) -> tuple[step_lib.TrainingState, bytes | dict | None] | None:
+def _restore_state(
+  manager: checkpoint.Checkpointer, state_sharding: step_lib.TrainingState
+) -> tuple[step_lib.TrainingState, bytes | dict | None] | None:
   """The latest (state, data-iterator state) in `manager`, each array in its sharding; None if none."""
   step = manager.latest_step()
   if step is None:
     return None
-  restored = manager.restore(step, params=state_sharding.params, params_ema=state_sharding.params_ema,
-                             opt_state=state_sharding.opt_state)
+  restored = manager.restore(
+    step, params=state_sharding.params, params_ema=state_sharding.params_ema, opt_state=state_sharding.opt_state
+  )
   step_sharding: Any = state_sharding.step  # The state's layout: a Sharding at every leaf.
   step_array = jax.make_array_from_callback((), step_sharding, lambda _: np.asarray(step, np.int32))
-  state = state_sharding._replace(step=step_array, params=restored.params, params_ema=restored.params_ema,
-                                  opt_state=restored.opt_state)
+  state = state_sharding._replace(
+    step=step_array, params=restored.params, params_ema=restored.params_ema, opt_state=restored.opt_state
+  )
   return state, restored.data_iter_state
 
 
-def run(config: str, workdir: str, *, data: str | None = None, eval_data: str | None = None,
-        overrides: Sequence[str] = (), distributed: bool = False, coordinator: str | None = None,
-        num_processes: int | None = None, process_id: int | None = None,
-        progress: bool = True) -> artefacts.TrainingSummary:
+def run(
+  config: str,
+  workdir: str,
+  *,
+  data: str | None = None,
+  eval_data: str | None = None,
+  overrides: Sequence[str] = (),
+  distributed: bool = False,
+  coordinator: str | None = None,
+  num_processes: int | None = None,
+  process_id: int | None = None,
+  progress: bool = True,
+) -> artefacts.TrainingSummary:
   """Loads `config` (a shipped name or a file) with `overrides`, trains (or resumes) in `workdir`.
 
   `data` / `eval_data` set data.train / data.eval. Multi-host: `distributed`

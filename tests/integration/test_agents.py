@@ -8,13 +8,22 @@ from searchless.engines import launch
 
 
 def test_parse_spec():
-  assert agents.parse_spec('stockfish:nodes=1000,elo=1350,name=sf') == ('stockfish', '', {'nodes': '1000', 'elo': '1350', 'name': 'sf'})
+  assert agents.parse_spec('stockfish:nodes=1000,elo=1350,name=sf') == (
+    'stockfish',
+    '',
+    {'nodes': '1000', 'elo': '1350', 'name': 'sf'},
+  )
   assert agents.parse_spec('uci:/usr/games/toga2,time=0.1,option.Hash=8') == (
-      'uci', '/usr/games/toga2', {'time': '0.1', 'option.Hash': '8'})
+    'uci',
+    '/usr/games/toga2',
+    {'time': '0.1', 'option.Hash': '8'},
+  )
   assert agents.parse_spec('checkpoint:runs/demo/train') == ('checkpoint', 'runs/demo/train', {})
 
 
-@pytest.mark.parametrize('spec, message', [
+@pytest.mark.parametrize(
+  'spec, message',
+  [
     ('lc0:x', "bad agent 'lc0:x': expected one of"),
     ('stockfish', "bad agent 'stockfish': expected one of"),
     ('stockfish:elo=1350', 'give exactly one limit'),
@@ -24,7 +33,8 @@ def test_parse_spec():
     ('stockfish:time=0.1,fast', "'fast' is not key=value"),
     ('checkpoint:', 'checkpoint needs a path'),
     ('uci:/usr/games/stockfish,time=0.1,Hash=8', 'engine options are option.NAME=VALUE'),
-])
+  ],
+)
 def test_bad_specs_say_what_is_wrong(spec, message):
   with pytest.raises(ValueError, match=message):
     agents.from_spec(spec)
@@ -43,8 +53,12 @@ def test_missing_binaries_and_checkpoints():
 def test_stockfish_agents_play_legal_moves_and_leave_the_board_alone(stockfish):
   board = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3')
   before = board.copy()
-  for spec in ('stockfish:nodes=2000', 'stockfish:nodes=2000,elo=1350,name=weak', f'uci:{stockfish},depth=4',
-               'stockfish-all-moves:nodes=500'):
+  for spec in (
+    'stockfish:nodes=2000',
+    'stockfish:nodes=2000,elo=1350,name=weak',
+    f'uci:{stockfish},depth=4',
+    'stockfish-all-moves:nodes=500',
+  ):
     agent = agents.from_spec(spec)
     try:
       move = agent.play(board)

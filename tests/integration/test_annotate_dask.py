@@ -21,54 +21,79 @@ def _games(tmp_path, lichess_999, count):
   lines = lichess_999.read_text().splitlines(keepends=True)
   starts = [i for i, line in enumerate(lines) if line.startswith('[Event ')]
   path = tmp_path / 'games.pgn'
-  path.write_text(''.join(lines[:starts[count]]))
+  path.write_text(''.join(lines[: starts[count]]))
   return path
 
 
 def _files(out):
   """{relative path: bytes} of every file the job left, the manifest excepted."""
-  return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob('*'))
-          if p.is_file() and p.name != 'manifest.json'}
+  return {
+    str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob('*')) if p.is_file() and p.name != 'manifest.json'
+  }
 
 
 @pytest.mark.engine
 @pytest.mark.slow
 def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp_path, lichess_999, stockfish):
   games = _games(tmp_path, lichess_999, 2)
-  common = ['--input', str(games), '--limit', 'nodes=1000', '--test_fraction', '0.5', '--engine_path', stockfish,
-            '--no_progress']
+  common = [
+    '--input',
+    str(games),
+    '--limit',
+    'nodes=1000',
+    '--test_fraction',
+    '0.5',
+    '--engine_path',
+    stockfish,
+    '--no_progress',
+  ]
   direct = driver.run([*common, '--output_dir', str(tmp_path / 'direct'), '--direct_running_mode', 'in_memory'])
 
   before = {p.pid for p in psutil.Process().children(recursive=True)}
-  cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host='127.0.0.1',
-                                     dashboard_address=None)
+  cluster = distributed.LocalCluster(
+    n_workers=2, threads_per_worker=1, processes=True, host='127.0.0.1', dashboard_address=None
+  )
   try:
     cluster.wait_for_workers(2, timeout=120)  # The cluster returns once the nannies start, not their workers.
     workers = cluster.scheduler_info['workers']
     assert len(workers) == 2 and all(address.startswith('tcp://127.0.0.1:') for address in workers)
-    dask = driver.run([*common, '--output_dir', str(tmp_path / 'dask'), '--runner', DASK_RUNNER,
-                       '--dask_client_address', cluster.scheduler_address])
+    dask = driver.run(
+      [
+        *common,
+        '--output_dir',
+        str(tmp_path / 'dask'),
+        '--runner',
+        DASK_RUNNER,
+        '--dask_client_address',
+        cluster.scheduler_address,
+      ]
+    )
     # The workers are this process's grandchildren; each partition's engine was closed at its teardown.
     assert [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()] == []
   finally:
     cluster.close()
   # Scheduler, nannies, workers and engines are gone (multiprocessing's resource tracker lives on with this process).
-  left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and alive(p)
-          and 'resource_tracker' not in ' '.join(p.cmdline())]
+  left = [
+    p
+    for p in psutil.Process().children(recursive=True)
+    if p.pid not in before and alive(p) and 'resource_tracker' not in ' '.join(p.cmdline())
+  ]
   assert left == []
 
   # Byte for byte the same files (each shard's records are sorted), no temporary folder left.
   files = _files(tmp_path / 'direct')
   assert _files(tmp_path / 'dask') == files
-  assert sorted(files) == sorted(['failures.jsonl', 'skipped.jsonl',
-                                  *(f'{split}/{kind}_data.bag' for split in ('test', 'train') for kind in KINDS)])
+  assert sorted(files) == sorted(
+    ['failures.jsonl', 'skipped.jsonl', *(f'{split}/{kind}_data.bag' for split in ('test', 'train') for kind in KINDS)]
+  )
   assert not (tmp_path / 'dask' / shards.TMP_DIR).exists()
   # The same counts, though the Dask runner reports no metrics: they are data.
   assert dask.games == direct.games == {**direct.games, 'read': 2, 'kept': 2, 'skipped': {}}
   assert dask.splits == direct.splits and dask.split == direct.split and dask.outputs.keys() == direct.outputs.keys()
   assert sum(s['boards'] for s in direct.splits.values()) > 100
   assert direct.splits['train']['action_values'] == len(
-      bags.read_records(str(tmp_path / 'direct' / 'train' / 'action_value_data.bag'), 'action_value'))
+    bags.read_records(str(tmp_path / 'direct' / 'train' / 'action_value_data.bag'), 'action_value')
+  )
   assert dask.engine['id'] == direct.engine['id'] and 'ms_per_board' not in dask.timings
   assert 'ms_per_board' in direct.timings  # Runner metrics stay a bonus where the runner has them.
   assert json.loads((tmp_path / 'dask' / 'manifest.json').read_text())['games']['read'] == 2

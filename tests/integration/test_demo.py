@@ -17,13 +17,33 @@ from helpers import SAMPLE_GAMES
 
 def mini_args(games: list[pathlib.Path], run_dir: pathlib.Path) -> list[str]:
   return [
-      '--input', *map(str, games), '--run_dir', str(run_dir), '--no_progress', '--workers', '1',
-      '--annotate_args', '--mode multipv --limit nodes=5000 --state_value best_move --no_progress',
-      '--train_args', ('train.num_steps=4 data.batch_size=16 model.embedding_dim=16 model.num_layers=1 '
-                       'model.num_heads=2 train.eval_every=2 train.log_every=1 train.ckpt_every=2 '
-                       'train.eval_records=500'),
-      '--puzzles', '', '--mine_limit', 'nodes=1000', '--max_puzzles', '4',  # Mined from the test games.
-      '--match_opponent', 'stockfish:nodes=50,name=sf50', '--match_games', '2', '--match_max_plies', '16',
+    '--input',
+    *map(str, games),
+    '--run_dir',
+    str(run_dir),
+    '--no_progress',
+    '--workers',
+    '1',
+    '--annotate_args',
+    '--mode multipv --limit nodes=5000 --state_value best_move --no_progress',
+    '--train_args',
+    (
+      'train.num_steps=4 data.batch_size=16 model.embedding_dim=16 model.num_layers=1 '
+      'model.num_heads=2 train.eval_every=2 train.log_every=1 train.ckpt_every=2 '
+      'train.eval_records=500'
+    ),
+    '--puzzles',
+    '',
+    '--mine_limit',
+    'nodes=1000',
+    '--max_puzzles',
+    '4',  # Mined from the test games.
+    '--match_opponent',
+    'stockfish:nodes=50,name=sf50',
+    '--match_games',
+    '2',
+    '--match_max_plies',
+    '16',
   ]
 
 
@@ -58,7 +78,7 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
     mined = list(csv.DictReader(f))
   summary = json.loads((run_dir / 'puzzles' / 'summary.json').read_text())
   assert 0 < len(mined) <= 4 and summary['n'] == len(mined)
-  assert f"accuracy: {summary['accuracy']:.4f} ({summary['solved']}/{summary['n']})" in out
+  assert f'accuracy: {summary["accuracy"]:.4f} ({summary["solved"]}/{summary["n"]})' in out
   # 6. The match: 2 games in the PGN and in the results.
   with open(run_dir / 'match' / 'games.pgn') as f:
     played = [g for g in iter(lambda: chess.pgn.read_game(f), None)]
@@ -77,8 +97,18 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
   assert '## Beside the pretrained model' in markdown and '| this run | pretrained |' in markdown
   assert f'searchless-uci --checkpoint {run_dir / "train"}' in out
   recorded = json.loads((run_dir / 'commands.json').read_text())
-  assert list(recorded) == ['annotate', 'train', 'evaluate', 'evaluate_pretrained', 'mine', 'puzzles',
-                            'puzzles_pretrained', 'match', 'analyse_game', 'report']
+  assert list(recorded) == [
+    'annotate',
+    'train',
+    'evaluate',
+    'evaluate_pretrained',
+    'mine',
+    'puzzles',
+    'puzzles_pretrained',
+    'match',
+    'analyse_game',
+    'report',
+  ]
   assert recorded['evaluate'] in out  # The command announced is the command kept.
 
   # A rerun continues: nothing is redone.
@@ -100,9 +130,18 @@ def test_no_progress_is_passed_on_to_the_steps_that_draw_progress(tmp_path):
   (run_dir / 'data' / 'manifest.json').write_text('{}')  # Steps whose output exists are skipped: only recorded.
   (run_dir / 'train').mkdir()
   from searchless.core import artefacts
-  artefacts.TrainingSummary(step=1, num_steps=1, complete=True, num_params=1, num_return_buckets=128,
-                            policy='action_value', batch_size=1, overrides=[], wall_seconds=0.0,
-                            ).write(run_dir / 'train' / artefacts.TrainingSummary.FILE)
+
+  artefacts.TrainingSummary(
+    step=1,
+    num_steps=1,
+    complete=True,
+    num_params=1,
+    num_return_buckets=128,
+    policy='action_value',
+    batch_size=1,
+    overrides=[],
+    wall_seconds=0.0,
+  ).write(run_dir / 'train' / artefacts.TrainingSummary.FILE)
   demo.run(['--input', str(SAMPLE_GAMES), '--run_dir', str(run_dir), '--no_progress', '--steps', 'annotate', 'train'])
   commands = json.loads((run_dir / 'commands.json').read_text())
   assert sorted(commands) == ['annotate', 'train']

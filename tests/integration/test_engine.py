@@ -35,7 +35,9 @@ def test_every_legal_move_is_valued(stockfish):
       assert [m for m, _ in a.action_values] == [m.uci() for m in board.legal_moves]
       assert all(0.0 <= v <= 1.0 for _, v in a.action_values)
       assert 0.0 <= a.state_value <= 1.0
-      assert a.best_move == max(a.action_values, key=lambda mv: mv[1])[0] or dict(a.action_values)[a.best_move] == max(v for _, v in a.action_values)
+      assert a.best_move == max(a.action_values, key=lambda mv: mv[1])[0] or dict(a.action_values)[a.best_move] == max(
+        v for _, v in a.action_values
+      )
 
 
 def test_mate_in_one_gets_one_and_is_the_best_move(stockfish):
@@ -82,14 +84,22 @@ def test_missing_engine_is_a_clear_error():
 
 def test_a_program_that_is_no_uci_engine_started_synchronously_is_named_killed_and_reaped(tmp_path):
   import subprocess
+
   cat = _script(tmp_path, 'cat-engine', 'exec cat')
-  code = ('from searchless.engines import launch\n'
-          'try:\n  launch.open_engine(%r)\nexcept launch.EngineUnresponsive as e:\n  print(e)\n' % cat)
+  code = (
+    'from searchless.engines import launch\n'
+    'try:\n  launch.open_engine(%r)\nexcept launch.EngineUnresponsive as e:\n  print(e)\n' % cat
+  )
   start = time.monotonic()
-  done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60,
-                        env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)})
+  done = subprocess.run(
+    [sys.executable, '-c', code],
+    capture_output=True,
+    text=True,
+    timeout=60,
+    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
+  )
   assert time.monotonic() - start < launch.HANDSHAKE_SECONDS + 10
-  assert done.stdout == f"'{cat}' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n"
+  assert done.stdout == f'\'{cat}\' is not a UCI engine: no "uciok" within {launch.HANDSHAKE_SECONDS:g} s\n'
   assert done.stderr == ''  # No asyncio warning about a loop closed before the program was reaped.
 
 
@@ -136,6 +146,7 @@ def _kill_soon(annotator, sig, delay):
   def killer():
     time.sleep(delay)
     os.kill(annotator.pid, sig)
+
   thread = threading.Thread(target=killer)
   thread.start()
   return thread
@@ -165,13 +176,20 @@ def test_hung_engine_hits_the_deadline(stockfish):
     assert annotator.restarts == 1 and len(a.action_values) == 20
 
 
-@pytest.mark.parametrize('mode, message, attempts', [
+@pytest.mark.parametrize(
+  'mode, message, attempts',
+  [
     # A node- or depth-limited search answers the same every time: not retried, and the reason names the limit.
-    ('noscore', 'bad engine answer: the engine gave no score \\(a depth-limited search gives the same answer every '
-                'time: raise --limit depth=3\\)', 1),
+    (
+      'noscore',
+      'bad engine answer: the engine gave no score \\(a depth-limited search gives the same answer every '
+      'time: raise --limit depth=3\\)',
+      1,
+    ),
     ('banana', "bad engine answer: unknown score kind in 'info depth 1 score banana 17 nodes -3'", 2),
     ('badmove', "bad engine answer: engine answered 'bestmove z9z9' to searchmoves", 2),
-])
+  ],
+)
 def test_garbage_answers_fail_the_board_after_bounded_retries(tmp_path, mode, message, attempts):
   wrapper = tmp_path / 'garbage-engine'
   script = str(FAKE_ENGINES / 'garbage_uci.py')
@@ -206,11 +224,17 @@ def _engine_script(tmp_path, name):
 def _analyse_multipv(path, fen, limit):
   """python-chess' own MultiPV analysis of `fen` from a fresh engine state: {move: win probability}."""
   from searchless.core import values
+
   board = chess.Board(fen)
   with chess.engine.SimpleEngine.popen_uci(path) as sf:
     sf.configure({'Threads': 1, 'Hash': 16} if 'Hash' in sf.options else {})
-    infos = sf.analyse(board, limit, multipv=board.legal_moves.count(), game=object(),
-                       info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+    infos = sf.analyse(
+      board,
+      limit,
+      multipv=board.legal_moves.count(),
+      game=object(),
+      info=chess.engine.INFO_SCORE | chess.engine.INFO_PV,
+    )
   return {info['pv'][0].uci(): values.score_to_win_probability(info['score'].relative) for info in infos}
 
 
@@ -226,6 +250,7 @@ def test_multipv_lines_are_read_as_python_chess_reads_them(tmp_path):
   # The depth-2 ranking wins: d2d4 mates, e2e4 and g1f3 keep their bound scores, and line 5 (a2a4 at
   # depth 2) takes the score of the line with no PV.
   from searchless.core import values
+
   assert (a.best_move, a.state_value) == ('d2d4', 1.0)
   assert dict(a.action_values)['g1f3'] == values.score_to_win_probability(chess.engine.Cp(31))
   assert dict(a.action_values)['e2e4'] == values.score_to_win_probability(chess.engine.Cp(35))
@@ -241,11 +266,17 @@ def test_multipv_labels_match_python_chess_analyse_on_real_boards(stockfish, lic
   assert ours == [_analyse_multipv(stockfish, fen, chess.engine.Limit(nodes=20000)) for fen in fens]
 
 
-@pytest.mark.parametrize('mode, message', [
-    ('noscore', 'the engine gave no score \\(a depth-limited search gives the same answer every time: raise --limit '
-                'depth=3\\) \\(after 1 attempts\\)'),
+@pytest.mark.parametrize(
+  'mode, message',
+  [
+    (
+      'noscore',
+      'the engine gave no score \\(a depth-limited search gives the same answer every time: raise --limit '
+      'depth=3\\) \\(after 1 attempts\\)',
+    ),
     ('banana', "unknown score kind in 'info depth 1 score banana 17 nodes -3' \\(after 2 attempts\\)"),
-])
+  ],
+)
 def test_multipv_answers_without_scored_lines_fail_the_board(tmp_path, mode, message):
   """The moves a MultiPV search left unscored are searched on their own; an engine that scores none fails the board."""
   wrapper = tmp_path / 'garbage-engine'
@@ -259,9 +290,10 @@ def test_multipv_answers_without_scored_lines_fail_the_board(tmp_path, mode, mes
 
 def _real_boards(path, count):
   from searchless.data import pgn
+
   fens = []
   for raw in pgn.iter_raw_games(str(path)):
-    fens += pgn.parse_game(raw).fens[10:10 + count // 3]
+    fens += pgn.parse_game(raw).fens[10 : 10 + count // 3]
     if len(fens) >= count:
       return fens[:count]
   return fens
@@ -289,13 +321,17 @@ def _script(tmp_path, name, body):
   return str(path)
 
 
-@pytest.mark.parametrize('body, message', [
+@pytest.mark.parametrize(
+  'body, message',
+  [
     ('exec cat', 'is not a UCI engine: no "uciok" within 1 s'),  # Echoes "uci" back, forever.
     ('while true; do echo garbage; sleep 0.01; done', 'is not a UCI engine: no "uciok" within 1 s'),
     ('exit 0', 'is not a UCI engine: it exited during the "uci" handshake'),
-])
+  ],
+)
 def test_a_program_that_is_no_uci_engine_is_named_and_killed(tmp_path, body, message):
   import psutil
+
   path = _script(tmp_path, 'not-an-engine', body)
   before = {p.pid for p in psutil.Process().children(recursive=True)}
   start = time.monotonic()
@@ -314,7 +350,10 @@ def test_an_engine_failing_every_board_stops_the_job_naming_it(tmp_path):
     for fen in boards[:2]:
       with pytest.raises(engine.BoardFailed):
         annotator.annotate(fen)
-    with pytest.raises(engine.EngineBroken, match=f"^engine '{wrapper}': 3 boards in a row failed after 1 attempts "
-                       'each \\(the last: bad engine answer: the engine gave no score \\(a depth-limited search '
-                       'gives the same answer every time: raise --limit depth=3\\)\\); stopping$'):
+    with pytest.raises(
+      engine.EngineBroken,
+      match=f"^engine '{wrapper}': 3 boards in a row failed after 1 attempts "
+      'each \\(the last: bad engine answer: the engine gave no score \\(a depth-limited search '
+      'gives the same answer every time: raise --limit depth=3\\)\\); stopping$',
+    ):
       annotator.annotate(boards[2])

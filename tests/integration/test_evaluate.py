@@ -15,19 +15,34 @@ from helpers import tensorboard_scalars
 # action-value sample with the compat `local` checkpoint (its eval_* means). Its `eval_kendall_tau`
 # is the argsort tau; ours is reported as kendall_tau_reference_argsort.
 REFERENCE = {
-    'action_value': {'action_accuracy': 0.05263157894736842, 'log_loss': 7.672089559621115,
-                     'kendall_tau_reference_argsort': 0.020637542521600452, 'entropy': 6.398569109862009,
-                     'l2_win_prob': 0.08706569842962167},
-    'state_value': {'action_accuracy': 0.07017543859649122, 'log_loss': 7.617147519198977,
-                    'kendall_tau_reference_argsort': 0.034499206355491946, 'entropy': 6.402468336729246,
-                    'l2_win_prob': 0.08645257542164736, 'consistency': 0.0006910258299362383},
+  'action_value': {
+    'action_accuracy': 0.05263157894736842,
+    'log_loss': 7.672089559621115,
+    'kendall_tau_reference_argsort': 0.020637542521600452,
+    'entropy': 6.398569109862009,
+    'l2_win_prob': 0.08706569842962167,
+  },
+  'state_value': {
+    'action_accuracy': 0.07017543859649122,
+    'log_loss': 7.617147519198977,
+    'kendall_tau_reference_argsort': 0.034499206355491946,
+    'entropy': 6.402468336729246,
+    'l2_win_prob': 0.08645257542164736,
+    'consistency': 0.0006910258299362383,
+  },
 }
 
 
 @pytest.mark.parametrize('policy', sorted(REFERENCE))
 def test_metrics_match_the_reference_evaluator(compat, tmp_path, policy):
-  summary = evaluate.run(str(compat / 'reference_local_checkpoint'), str(compat / 'action_value_sample.bag'),
-                         str(tmp_path), policy=policy, dtype='float32', progress=False)
+  summary = evaluate.run(
+    str(compat / 'reference_local_checkpoint'),
+    str(compat / 'action_value_sample.bag'),
+    str(tmp_path),
+    policy=policy,
+    dtype='float32',
+    progress=False,
+  )
   assert summary['boards'] == 57 and summary['dropped_boards'] == 0
   for name, value in REFERENCE[policy].items():
     # The argsort tau jumps when float noise (1e-7) swaps two near-equal values: one board in 57.
@@ -56,11 +71,29 @@ def test_partial_boards_are_dropped_and_counted(compat, tmp_path, model_checkpoi
 def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
   data = tmp_path / 'test'
   data.mkdir()
-  bags.write_records(str(data / 'action_value_data.bag'), 'action_value',
-                     bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'))
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
-                           '--data', str(data), '--num_boards', '10', '--out', str(tmp_path / 'out')],
-                          capture_output=True, text=True, timeout=300)
+  bags.write_records(
+    str(data / 'action_value_data.bag'),
+    'action_value',
+    bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'),
+  )
+  result = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.evaluate',
+      '--checkpoint',
+      str(model_checkpoint),
+      '--data',
+      str(data),
+      '--num_boards',
+      '10',
+      '--out',
+      str(tmp_path / 'out'),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert result.returncode == 0, result.stderr
   assert 'action_value on 10 boards' in result.stdout
   summary = json.loads((tmp_path / 'out' / 'metrics.json').read_text())
@@ -71,18 +104,36 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
 
 
 def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
-                           '--data', str(tmp_path), '--out', str(tmp_path / 'out')],
-                          capture_output=True, text=True, timeout=300)
+  result = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.evaluate',
+      '--checkpoint',
+      str(model_checkpoint),
+      '--data',
+      str(tmp_path),
+      '--out',
+      str(tmp_path / 'out'),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert result.returncode == 2
-  assert result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')
+  assert (
+    result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')
+  )
 
 
-@pytest.mark.parametrize('bad, reason', [
+@pytest.mark.parametrize(
+  'bad, reason',
+  [
     (float('nan'), 'win probability nan is not in [0, 1]'),
     (7.0, 'win probability 7.0 is not in [0, 1]'),
     (-1.0, 'win probability -1.0 is not in [0, 1]'),
-])
+  ],
+)
 def test_out_of_range_win_probabilities_are_errors_naming_file_and_record(compat, tmp_path, bad, reason):
   records = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
   records[5] = records[5]._replace(win_prob=bad)
@@ -90,8 +141,10 @@ def test_out_of_range_win_probabilities_are_errors_naming_file_and_record(compat
   bags.write_records(str(bag), 'action_value', records)
   with pytest.raises(ValueError, match=f"^'{bag}', record 5: {reason.replace('[', '.').replace(']', '.')}$"):
     evaluate.load_boards(str(bag))
-  boards = [b._replace(state_value=bad) if i == 2 else b
-            for i, b in enumerate(bags.read_records(str(_board_bag(compat, tmp_path)), 'board_value'))]
+  boards = [
+    b._replace(state_value=bad) if i == 2 else b
+    for i, b in enumerate(bags.read_records(str(_board_bag(compat, tmp_path)), 'board_value'))
+  ]
   bags.write_records(str(tmp_path / 'bad_boards.bag'), 'board_value', boards)
   with pytest.raises(ValueError, match=f"'{tmp_path / 'bad_boards.bag'}', record 2: win probability"):
     evaluate.load_boards(str(tmp_path / 'bad_boards.bag'))
@@ -99,6 +152,7 @@ def test_out_of_range_win_probabilities_are_errors_naming_file_and_record(compat
 
 def _board_bag(compat, tmp_path):
   from searchless.data import boards as boards_lib
+
   grouped = {}
   for r in bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'):
     grouped.setdefault(r.fen, []).append((r.move, r.win_prob))
@@ -109,14 +163,28 @@ def _board_bag(compat, tmp_path):
 
 def test_a_corrupt_record_is_an_error_naming_file_and_record(compat, tmp_path, model_checkpoint):
   import bagz
+
   raw = list(bags.reader(str(compat / 'action_value_sample.bag')))
   raw[9] = b'\xff\xfe\x00garbage that is no record'
   bag = tmp_path / 'corrupt.bag'
   with bagz.Writer(str(bag)) as writer:
     for data in raw:
       writer.write(data)
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.evaluate', '--checkpoint', str(model_checkpoint),
-                           '--data', str(bag), '--out', str(tmp_path / 'out')],
-                          capture_output=True, text=True, timeout=300)
+  result = subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.evaluate',
+      '--checkpoint',
+      str(model_checkpoint),
+      '--data',
+      str(bag),
+      '--out',
+      str(tmp_path / 'out'),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith(f"error: '{bag}', record 9: cannot decode as action_value")

@@ -16,8 +16,12 @@ from searchless.model import network
 
 
 def _round_trip(tmp_path, source, tokens):
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.export', '--checkpoint', str(source),
-                           '--out', str(tmp_path / 'out')], capture_output=True, text=True, timeout=600)
+  result = subprocess.run(
+    [sys.executable, '-m', 'searchless.commands.export', '--checkpoint', str(source), '--out', str(tmp_path / 'out')],
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
   assert result.returncode == 0, result.stderr[-2000:]
   model_config, params, _ = loading.load_model(str(source))
   weights, saved_config = export.load_safetensors(tmp_path / 'out' / 'model.safetensors')
@@ -28,7 +32,8 @@ def _round_trip(tmp_path, source, tokens):
   # Any safetensors reader sees flat 'module/name' tensors.
   flat = safetensors.numpy.load_file(str(tmp_path / 'out' / 'model.safetensors'))
   assert {name: a.shape for name, a in flat.items()} == {
-      f'{module}/{name}': np.shape(a) for module, leaves in params.items() for name, a in leaves.items()}
+    f'{module}/{name}': np.shape(a) for module, leaves in params.items() for name, a in leaves.items()
+  }
   forward = export.load_forward(tmp_path / 'out' / 'forward.jax')
   want = network.build(model_config).apply(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)

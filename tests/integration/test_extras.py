@@ -16,13 +16,15 @@ NO_BEAM = "import sys; sys.modules['apache_beam'] = None\n"
 
 
 def _run(code: str, cwd) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-c', NO_BEAM + textwrap.dedent(code)], cwd=cwd, capture_output=True,
-                        text=True, timeout=600)
+  return subprocess.run(
+    [sys.executable, '-c', NO_BEAM + textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, timeout=600
+  )
 
 
 def test_play_train_and_evaluate_need_no_beam(tmp_path, compat):
   puzzles = ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'
-  done = _run(f"""
+  done = _run(
+    f"""
       import chess
       from searchless import Player
       from searchless.commands import train
@@ -36,17 +38,26 @@ def test_play_train_and_evaluate_need_no_beam(tmp_path, compat):
                            progress=False)
       print('puzzles', solved['n'])
       print('beam', sorted(m for m in sys.modules if m.startswith('apache_beam') and sys.modules[m] is not None))
-      """, tmp_path)
+      """,
+    tmp_path,
+  )
   assert done.returncode == 0, done.stderr[-3000:]
   lines = done.stdout.splitlines()
   assert 'plays True' in lines and 'evaluated 5' in lines and 'puzzles 3' in lines and 'beam []' in lines
 
 
-@pytest.mark.parametrize('module, command', [('annotate', 'searchless-annotate'), ('import_labels', 'searchless-import'),
-                                             ('convert', 'searchless-convert'),
-                                             ('puzzles_data', 'searchless-puzzles-data')])
+@pytest.mark.parametrize(
+  'module, command',
+  [
+    ('annotate', 'searchless-annotate'),
+    ('import_labels', 'searchless-import'),
+    ('convert', 'searchless-convert'),
+    ('puzzles_data', 'searchless-puzzles-data'),
+  ],
+)
 def test_a_beam_command_without_beam_is_one_line_naming_the_extra(tmp_path, module, command):
   done = _run(f'from searchless.commands import {module}\n{module}.main(["--help"])', tmp_path)
   assert done.returncode == 2
-  assert done.stderr == (f"error: {command} needs apache_beam, which comes with an extra: "
-                         "pip install 'searchless[annotate]'\n")
+  assert done.stderr == (
+    f"error: {command} needs apache_beam, which comes with an extra: pip install 'searchless[annotate]'\n"
+  )

@@ -16,9 +16,18 @@ from searchless.training import train
 
 from helpers import play_legal_moves, uci_engine
 
-SMALL = ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'model.graph_edge_dim=8',
-         'data.batch_size=8', 'train.num_steps=4', 'train.log_every=1', 'train.ckpt_every=4',
-         'train.eval_every=2', 'train.eval_records=16']
+SMALL = [
+  'model.embedding_dim=16',
+  'model.num_layers=1',
+  'model.num_heads=2',
+  'model.graph_edge_dim=8',
+  'data.batch_size=8',
+  'train.num_steps=4',
+  'train.log_every=1',
+  'train.ckpt_every=4',
+  'train.eval_every=2',
+  'train.eval_records=16',
+]
 
 
 @pytest.fixture(scope='module')
@@ -52,7 +61,9 @@ def test_checkpoint_round_trip_and_a_config_that_does_not_fit(graph_run):
   text = config_file.read_text()
   config_file.write_text(text.replace('"graph_edge_dim": 8', '"graph_edge_dim": 16'))
   try:
-    with pytest.raises(ValueError, match=r"do not fit their config: \['gateau_0'\]\['score'\] is \(2, 4\) there, \(2, 8\)"):
+    with pytest.raises(
+      ValueError, match=r"do not fit their config: \['gateau_0'\]\['score'\] is \(2, 4\) there, \(2, 8\)"
+    ):
       loading.load_model(str(workdir))
   finally:
     config_file.write_text(text)
@@ -86,6 +97,7 @@ def test_a_graph_checkpoint_plays_through_uci(graph_run):
 
 def test_a_search_agent_runs_over_a_graph_checkpoint(graph_run):
   from searchless.play import agents
+
   back_rank = '6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'
   workdir, _ = graph_run
   with agents.opened(f'search:{workdir},sims=8,batch=4,name=graph+mcts') as agent:

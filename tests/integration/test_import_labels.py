@@ -40,14 +40,21 @@ def _read(out, split, kind):
 
 def test_the_manifest_counts_every_game_line_and_board(imported, lichess_999):
   out, manifest = imported
-  assert manifest.games == {'read': 999, 'kept': 96, 'skipped': {'no_evals': 903},
-                            'filters': {'min_elo': None, 'max_elo': None, 'speeds': '', 'exclude_bots': False,
-                                        'max_games_per_file': None}}
+  assert manifest.games == {
+    'read': 999,
+    'kept': 96,
+    'skipped': {'no_evals': 903},
+    'filters': {'min_elo': None, 'max_elo': None, 'speeds': '', 'exclude_bots': False, 'max_games_per_file': None},
+  }
   assert manifest.lines == {'read': 31, 'kept': 31, 'skipped': {}, 'max_lines_per_file': None}
-  assert manifest.sources == {'games': {'depth': {'unknown': 5795}, 'knodes': {'unknown': 5795}},
-                              'eval_db': {'depth': {'10': 31}, 'knodes': {'10-99': 30, '100-999': 1}}}
-  assert manifest.splits == {'train': {'boards_seen': 5254, 'boards': 5022, 'moves_valued': 5107, 'best_moves': 28},
-                             'test': {'boards_seen': 572, 'boards': 555, 'moves_valued': 561, 'best_moves': 3}}
+  assert manifest.sources == {
+    'games': {'depth': {'unknown': 5795}, 'knodes': {'unknown': 5795}},
+    'eval_db': {'depth': {'10': 31}, 'knodes': {'10-99': 30, '100-999': 1}},
+  }
+  assert manifest.splits == {
+    'train': {'boards_seen': 5254, 'boards': 5022, 'moves_valued': 5107, 'best_moves': 28},
+    'test': {'boards_seen': 572, 'boards': 555, 'moves_valued': 561, 'best_moves': 3},
+  }
   for split in ('train', 'test'):
     counts = manifest.splits[split]
     assert len(_read(out, split, 'state_value')) == counts['boards']
@@ -62,7 +69,9 @@ def test_the_manifest_counts_every_game_line_and_board(imported, lichess_999):
 def test_a_database_board_keeps_its_lines_best_first(imported):
   out, _ = imported
   mate = '6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'
-  found = {split: [r for r in _read(out, split, records.PARTIAL_BOARD_VALUE) if r.fen == mate] for split in ('train', 'test')}
+  found = {
+    split: [r for r in _read(out, split, records.PARTIAL_BOARD_VALUE) if r.fen == mate] for split in ('train', 'test')
+  }
   [board] = found['train'] + found['test']
   split = 'train' if found['train'] else 'test'
   assert list(board.moves) == ['d1d8', 'g2g3', 'd1e1'] and board.win_probs[0] == 1.0 and board.state_value == 1.0
@@ -91,17 +100,32 @@ def test_merge_keeps_the_deepest_source_per_field():
   shallow = free_labels.Labelled(fen, 0.6, ('a1b1', 'a1a2'), (0.6, 0.3), 'a1b1', 10, 5, 'eval_db')
   deep = free_labels.Labelled(fen, 0.7, ('a1b2',), (0.7,), 'a1b2', 30, 900, 'eval_db')
   with TestPipeline() as p:
-    merged = (p | beam.Create([game, shallow, deep]) | beam.Map(lambda b: ('k', b))
-              | beam.CombinePerKey(free_label_job.MergeBoards()) | beam.Values()
-              | beam.Map(lambda b: (b.state_value, b.best_move, b.moves, b.win_probs, b.depth)))
+    merged = (
+      p
+      | beam.Create([game, shallow, deep])
+      | beam.Map(lambda b: ('k', b))
+      | beam.CombinePerKey(free_label_job.MergeBoards())
+      | beam.Values()
+      | beam.Map(lambda b: (b.state_value, b.best_move, b.moves, b.win_probs, b.depth))
+    )
     assert_that(merged, equal_to([(0.7, 'a1b2', ('a1b2', 'a1b1', 'a1a2'), (0.7, 0.6, 0.3), 30)]))
 
 
 def test_bad_lines_are_counted_and_logged_with_their_line(tmp_path):
   db = tmp_path / 'evals.jsonl'
   good = EVAL_SAMPLE.read_text().splitlines()[:2]
-  db.write_text('\n'.join([good[0], '{"fen": "8/8/8/8/8/8/8/8 w - -", "evals": [{"pvs": [{"cp": 1, "line": "a1a2"}]}]}',
-                           '', 'not json', good[1]]) + '\n')
+  db.write_text(
+    '\n'.join(
+      [
+        good[0],
+        '{"fen": "8/8/8/8/8/8/8/8 w - -", "evals": [{"pvs": [{"cp": 1, "line": "a1a2"}]}]}',
+        '',
+        'not json',
+        good[1],
+      ]
+    )
+    + '\n'
+  )
   manifest = import_labels.run([str(db), '--output_dir', str(tmp_path / 'out'), '--test_fraction', '0', *IN_MEMORY])
   assert manifest.lines['skipped'] == {'bad_json': 1, 'illegal_fen': 1} and manifest.lines['kept'] == 2
   skips = sorted(json.loads(line)['location'] for line in (tmp_path / 'out' / 'skipped.jsonl').read_text().splitlines())
@@ -115,15 +139,17 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels']
   result = subprocess.run([*cmd, str(plain), '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
   assert result.returncode == 2 and result.stderr == (
-      f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
-      '(1 games_skipped/no_evals)\n')
+    f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
+    '(1 games_skipped/no_evals)\n'
+  )
   assert not (tmp_path / 'a').exists()
   done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout
   again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
   assert again.returncode == 2 and 'already holds a dataset (manifest.json, skipped.jsonl' in again.stderr
-  nothing = subprocess.run([*cmd, str(tmp_path / 'none-*.jsonl'), '--out', str(tmp_path / 'c')], capture_output=True,
-                           text=True)
+  nothing = subprocess.run(
+    [*cmd, str(tmp_path / 'none-*.jsonl'), '--out', str(tmp_path / 'c')], capture_output=True, text=True
+  )
   assert nothing.returncode == 2 and nothing.stderr == f"error: input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
   assert not (tmp_path / 'c').exists()  # A failed run leaves no folder behind.
   with pytest.raises(ValueError, match="--records 'state_value,moves': expected a comma-separated subset of"):
@@ -136,19 +162,33 @@ def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):
     plain, rich = pgn.parse_game(raw), pgn.parse_game(raw, with_evals=True)
     assert (plain.key, plain.fens) == (rich.key, rich.fens)
     assert len(rich.moves) == len(rich.fens) - 1 and len(rich.evals) == len(rich.fens)
-    node_evals = [None] + [n.comment and (pgn.chess.pgn.EVAL_REGEX.search(n.comment) is not None) or None
-                           for n in chess.pgn.read_game(io.StringIO(raw.text)).mainline()]
+    node_evals = [None] + [
+      n.comment and (pgn.chess.pgn.EVAL_REGEX.search(n.comment) is not None) or None
+      for n in chess.pgn.read_game(io.StringIO(raw.text)).mainline()
+    ]
     assert [e is not None for e in rich.evals] == [bool(e) for e in node_evals]
 
 
 def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
   from searchless import configs
   from searchless.training import train
+
   out, _ = imported
-  config = configs.load('graph_tiny', [
-      'model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', 'model.graph_edge_dim=8',
-      'data.batch_size=8', 'train.num_steps=2', 'train.log_every=1', 'train.ckpt_every=2', 'train.eval_every=1000',
-      f'data.train={out / "train" / "partial_board_value_data.bag"}'])
+  config = configs.load(
+    'graph_tiny',
+    [
+      'model.embedding_dim=16',
+      'model.num_layers=1',
+      'model.num_heads=2',
+      'model.graph_edge_dim=8',
+      'data.batch_size=8',
+      'train.num_steps=2',
+      'train.log_every=1',
+      'train.ckpt_every=2',
+      'train.eval_every=1000',
+      f'data.train={out / "train" / "partial_board_value_data.bag"}',
+    ],
+  )
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines() if 'loss' in line]
   assert int(state.step) == 2 and all(0 < r['targets'] < 8 * 3 for r in lines)  # About one valued move per board.
@@ -156,18 +196,23 @@ def test_a_graph_model_trains_on_imported_partial_boards(imported, tmp_path):
 
 def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path):
   import zstandard
+
   sample = EVAL_SAMPLE.read_text().splitlines()
   # 3,000 lines, each with a random field (as the real database's lines differ): several zstd blocks.
   rng = np.random.default_rng(0)
-  lines = ''.join(json.dumps({**json.loads(sample[i % len(sample)]), 'id': rng.bytes(24).hex()}) + '\n'
-                  for i in range(3000))
+  lines = ''.join(
+    json.dumps({**json.loads(sample[i % len(sample)]), 'id': rng.bytes(24).hex()}) + '\n' for i in range(3000)
+  )
   data = zstandard.ZstdCompressor().compress(lines.encode())
   cut = tmp_path / 'evals.jsonl.zst'
   cut.write_bytes(data[: len(data) // 2])
   readable = sum(1 for _ in _lines_before_error(cut))
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels', str(cut), '--direct_running_mode', 'in_memory']
   failed = subprocess.run([*cmd, '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
-  assert failed.returncode == 2 and failed.stderr.strip() == f'error: {cut}: zstd stream is truncated (the file ends inside a frame)'
+  assert (
+    failed.returncode == 2
+    and failed.stderr.strip() == f'error: {cut}: zstd stream is truncated (the file ends inside a frame)'
+  )
   assert not (tmp_path / 'a').exists()  # A failed import leaves no empty --out.
   manifest = import_labels.run([str(cut), '--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs', *IN_MEMORY])
   assert manifest.corrupt_input_files == 1 and manifest.lines['read'] == readable > 100

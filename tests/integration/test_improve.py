@@ -18,8 +18,29 @@ from searchless.training import train
 
 from helpers import write_checkpoint
 
-SMALL = ['--games', '3', '--sims', '4', '--min_visits', '1', '--max_plies', '12', '--steps', '3', '--batch_size', '8', '--match_games', '0',
-         '--sample_plies', '4', '--opening_plies', '2', '--iterations', '2', '--quiet']
+SMALL = [
+  '--games',
+  '3',
+  '--sims',
+  '4',
+  '--min_visits',
+  '1',
+  '--max_plies',
+  '12',
+  '--steps',
+  '3',
+  '--batch_size',
+  '8',
+  '--match_games',
+  '0',
+  '--sample_plies',
+  '4',
+  '--opening_plies',
+  '2',
+  '--iterations',
+  '2',
+  '--quiet',
+]
 
 
 @pytest.fixture(scope='module')
@@ -28,8 +49,17 @@ def start(tmp_path_factory):
 
 
 def _cli(workdir, start, *extra):
-  cmd = [sys.executable, '-m', 'searchless.commands.improve', '--checkpoint', start, '--workdir', str(workdir),
-         *SMALL, *extra]
+  cmd = [
+    sys.executable,
+    '-m',
+    'searchless.commands.improve',
+    '--checkpoint',
+    start,
+    '--workdir',
+    str(workdir),
+    *SMALL,
+    *extra,
+  ]
   return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -55,11 +85,18 @@ def test_the_loop_resumes_after_a_kill_and_keeps_its_games(tmp_path, start):
   for entry in summary['iterations']:
     assert entry['games'] == 3 and sum(entry['results'].values()) == 3
     # The start is a per-move action-value model: one record per legal move of each searched board.
-    records = list(bags.read_records(str(tmp_path / 'run' / f"iteration_{entry['iteration']:03d}" / improve.BOARDS_FILE),
-                                     'action_value'))
+    records = list(
+      bags.read_records(
+        str(tmp_path / 'run' / f'iteration_{entry["iteration"]:03d}' / improve.BOARDS_FILE), 'action_value'
+      )
+    )
     first = chess.Board(records[0].fen)
-    games = [json.loads(line) for line in
-             (tmp_path / 'run' / f"iteration_{entry['iteration']:03d}" / improve.GAMES_FILE).read_text().splitlines()]
+    games = [
+      json.loads(line)
+      for line in (tmp_path / 'run' / f'iteration_{entry["iteration"]:03d}' / improve.GAMES_FILE)
+      .read_text()
+      .splitlines()
+    ]
     target = next(t for g in games for t in g['boards'] if t['fen'] == records[0].fen)
     visited = [m for m, v in zip(target['moves'], target['visits']) if v >= 1]
     assert [r.move for r in records if r.fen == records[0].fen] == visited  # The searched moves only.
@@ -79,13 +116,18 @@ def test_the_loop_resumes_after_a_kill_and_keeps_its_games(tmp_path, start):
 
 def _leaves(tree):
   import jax
+
   return [np.asarray(x) for x in jax.tree.leaves(tree)]
 
 
 def test_a_workdir_of_another_start_is_refused(tmp_path, start):
   (tmp_path / improve.SUMMARY_FILE).write_text(json.dumps({'start': '/elsewhere', 'iterations': []}))
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.improve', '--checkpoint', start,
-                           '--workdir', str(tmp_path), '--quiet'], capture_output=True, text=True, timeout=120)
+  result = subprocess.run(
+    [sys.executable, '-m', 'searchless.commands.improve', '--checkpoint', start, '--workdir', str(tmp_path), '--quiet'],
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
   assert result.returncode != 0
   assert f"continues a run from '/elsewhere', not {start!r}; use a new --workdir" in result.stderr
   with pytest.raises(ValueError, match='games must be >= 1, got 0'):
@@ -95,6 +137,7 @@ def test_a_workdir_of_another_start_is_refused(tmp_path, start):
 def test_targets_are_the_search_values_of_the_moves_it_searched(start):
   from searchless.play import player
   from searchless.play.search import agent as search_agent
+
   policy = player.load_policy(start, compute_dtype='float32')
   board = chess.Board()
   board.push_san('e4')
@@ -122,8 +165,11 @@ def test_a_game_opens_randomly_then_searches_every_board(start):
   import random
   from searchless.play import player
   from searchless.play.search import agent as search_agent
+
   agent = search_agent.agent_for(player.load_policy(start, compute_dtype='float32'), 'mcts', simulations=4)
-  targets, result, moves = improve.play_game(agent, random.Random(0), improve.ImproveConfig(max_plies=6, opening_plies=2))
+  targets, result, moves = improve.play_game(
+    agent, random.Random(0), improve.ImproveConfig(max_plies=6, opening_plies=2)
+  )
   assert len(moves) == 6 and result == '1/2-1/2' and len(targets) == 4  # Two random plies, then four searched.
   board = chess.Board()
   for uci, target in zip(moves, [None, None, *targets]):
@@ -137,15 +183,28 @@ def test_a_game_opens_randomly_then_searches_every_board(start):
 @pytest.mark.slow
 def test_init_from_starts_training_from_a_checkpoint(tmp_path, compat):
   start = write_checkpoint(tmp_path / 'start', seed=5)
-  small = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
-           'train.num_steps=1', 'train.ckpt_every=1', 'train.log_every=1', 'train.compute_dtype=float32',
-           f'data.train={compat / "action_value_sample.bag"}', 'optim.learning_rate=1e-12']
+  small = [
+    'model.embedding_dim=32',
+    'model.num_layers=2',
+    'model.num_heads=2',
+    'data.batch_size=8',
+    'train.num_steps=1',
+    'train.ckpt_every=1',
+    'train.log_every=1',
+    'train.compute_dtype=float32',
+    f'data.train={compat / "action_value_sample.bag"}',
+    'optim.learning_rate=1e-12',
+  ]
   state = train.train(configs.load('tiny', [*small, f'train.init_from={start}']), tmp_path / 'tuned')
   for a, b in zip(_leaves(state.params), _leaves(loading.load_params(str(start)))):
     np.testing.assert_allclose(a, b, atol=1e-6)
   fresh = train.train(configs.load('tiny', small), tmp_path / 'fresh')
   assert any(not np.allclose(a, b, atol=1e-3) for a, b in zip(_leaves(fresh.params), _leaves(state.params)))
-  with pytest.raises(ValueError, match=r"does not fit this config's model: \['embed'\]\['embeddings'\] is "
-                                       r"\(1968, 32\) there, \(1968, 16\) here"):
-    train.train(configs.load('tiny', [*small, 'model.embedding_dim=16', f'train.init_from={start}']),
-                tmp_path / 'misfit')
+  with pytest.raises(
+    ValueError,
+    match=r"does not fit this config's model: \['embed'\]\['embeddings'\] is "
+    r'\(1968, 32\) there, \(1968, 16\) here',
+  ):
+    train.train(
+      configs.load('tiny', [*small, 'model.embedding_dim=16', f'train.init_from={start}']), tmp_path / 'misfit'
+    )

@@ -21,8 +21,14 @@ SAMPLE_GAMES = pathlib.Path(samples.__file__).parent / 'sample_games.pgn'
 
 def _interrupt_when(cmd: list[str], ready, timeout: float = 300) -> tuple[int, str, str]:
   """Starts `cmd` in its own process group, sends the group SIGINT once `ready()`; returns (status, stdout, stderr)."""
-  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                          env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)})
+  proc = subprocess.Popen(
+    cmd,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
+  )
   deadline = time.monotonic() + timeout
   try:
     while not ready():
@@ -48,11 +54,13 @@ def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, 
       started.append(time.monotonic())
     return bool(started) and time.monotonic() - started[0] > 3
 
-  args = {'annotate': ['--input', str(SAMPLE_GAMES), '--limit', 'nodes=20000', '--engine_path', stockfish,
-                       '--no_progress'],
-          'import_labels': [str(lichess_999)] * 20}[command]  # The same games 20 times: a job of some seconds.
+  args = {
+    'annotate': ['--input', str(SAMPLE_GAMES), '--limit', 'nodes=20000', '--engine_path', stockfish, '--no_progress'],
+    'import_labels': [str(lichess_999)] * 20,
+  }[command]  # The same games 20 times: a job of some seconds.
   status, stdout, stderr = _interrupt_when(
-      [sys.executable, '-m', f'searchless.commands.{command}', *args, '--out', str(out)], ready)
+    [sys.executable, '-m', f'searchless.commands.{command}', *args, '--out', str(out)], ready
+  )
   assert (status, stdout, stderr) == (130, '', f'interrupted; nothing written to {out}\n')
   assert not out.exists()
 
@@ -60,16 +68,33 @@ def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, 
 def test_ctrl_c_in_training_saves_says_how_to_resume_and_exits_130(tmp_path, compat):
   work = tmp_path / 'run'
   status, stdout, stderr = _interrupt_when(
-      [sys.executable, '-m', 'searchless.commands.train', '--config', 'tiny', '--workdir', str(work),
-       '--data', str(compat / 'action_value_sample.bag'), 'model.embedding_dim=32', 'model.num_layers=1',
-       'model.num_heads=2', 'data.batch_size=16', 'train.log_every=1', 'train.num_steps=100000',
-       'train.ckpt_every=100000', 'train.compute_dtype=float32'],
-      lambda: (work / 'metrics.jsonl').exists())
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.train',
+      '--config',
+      'tiny',
+      '--workdir',
+      str(work),
+      '--data',
+      str(compat / 'action_value_sample.bag'),
+      'model.embedding_dim=32',
+      'model.num_layers=1',
+      'model.num_heads=2',
+      'data.batch_size=16',
+      'train.log_every=1',
+      'train.num_steps=100000',
+      'train.ckpt_every=100000',
+      'train.compute_dtype=float32',
+    ],
+    lambda: (work / 'metrics.jsonl').exists(),
+  )
   steps = [int(d.name) for d in (work / 'checkpoints').iterdir() if d.name.isdigit()]
   assert len(steps) == 1  # Saved where it stopped.
   assert status == 130, stderr[-3000:]
   assert 'Traceback' not in stderr
-  assert stderr.splitlines()[-1] == (f'interrupted; checkpoint saved at step {steps[0]}/100000; '
-                                     'rerun the same command to resume')
+  assert stderr.splitlines()[-1] == (
+    f'interrupted; checkpoint saved at step {steps[0]}/100000; rerun the same command to resume'
+  )
   assert json.loads((work / 'summary.json').read_text())['step'] == steps[0]
   assert stdout == ''

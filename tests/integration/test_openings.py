@@ -42,12 +42,14 @@ def test_reads_all_five_real_tsv_files(shared_data):
 def test_reads_a_hand_written_pgn(tmp_path):
   path = tmp_path / 'set.pgn'
   path.write_text(
-      '[Event "?"]\n[ECO "C20"]\n[Opening "King\'s Pawn Game"]\n\n1. e4 e5 *\n\n'
-      '[Event "endgame"]\n[SetUp "1"]\n[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]\n\n1. e4 Kd7 *\n\n'
-      '1. d4 d5 *\n')
+    '[Event "?"]\n[ECO "C20"]\n[Opening "King\'s Pawn Game"]\n\n1. e4 e5 *\n\n'
+    '[Event "endgame"]\n[SetUp "1"]\n[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]\n\n1. e4 Kd7 *\n\n'
+    '1. d4 d5 *\n'
+  )
   a, b, c = openings.read_openings(path)
-  assert a == openings.Opening("King's Pawn Game", 'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2',
-                               ('e2e4', 'e7e5'), 'C20')
+  assert a == openings.Opening(
+    "King's Pawn Game", 'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2', ('e2e4', 'e7e5'), 'C20'
+  )
   # From a FEN start: only the end position is kept.
   assert b == openings.Opening('endgame', '8/3k4/8/8/4P3/8/8/4K3 w - - 1 2', (), '')
   assert b.board().fen() == b.fen and b.board().move_stack == []
@@ -56,23 +58,28 @@ def test_reads_a_hand_written_pgn(tmp_path):
 
 def test_reads_a_hand_written_epd(tmp_path):
   path = tmp_path / 'set.epd'
-  path.write_text('# two positions\n'
-                  'rnbqkbnr/pppppppp/8/8/8/7N/PPPPPPPP/RNBQKB1R b KQkq - id "Amar"; eco "A00";\n'
-                  '\n'
-                  '4k3/8/8/8/8/8/4P3/4K3 w - -\n')
+  path.write_text(
+    '# two positions\n'
+    'rnbqkbnr/pppppppp/8/8/8/7N/PPPPPPPP/RNBQKB1R b KQkq - id "Amar"; eco "A00";\n'
+    '\n'
+    '4k3/8/8/8/8/8/4P3/4K3 w - -\n'
+  )
   amar, endgame = openings.read_openings(path)
   assert amar == openings.Opening('Amar', 'rnbqkbnr/pppppppp/8/8/8/7N/PPPPPPPP/RNBQKB1R b KQkq - 0 1', (), 'A00')
   assert endgame == openings.Opening('set.epd:4', '4k3/8/8/8/8/8/4P3/4K3 w - - 0 1', (), '')
 
 
-@pytest.mark.parametrize('name, text, where', [
+@pytest.mark.parametrize(
+  'name, text, where',
+  [
     ('bad.tsv', 'eco\tname\tpgn\nA00\tAmar\t1. Nh3\nA00\tBroken\t1. Nh3 Ke7\n', ':3:'),
     ('bad.tsv', 'eco\tname\tpgn\nA00\tAmar\t1. Nh3\nA00\tno pgn column\n', ':3:'),
     ('bad.tsv', 'name\tpgn\nAmar\t1. Nh3\n', ':1:'),
     ('bad.epd', '4k3/8/8/8/8/8/4P3/4K3 w - -\nnot a position at all\n', ':2:'),
     ('bad.epd', '4k3/8/8/8/8/8/4P3/4K3 w - -\n\n4k3/8/8/8/8/8/8/4K2K w - -\n', ':3:'),  # Two white kings.
     ('bad.pgn', '[Event "a"]\n\n1. e4 *\n\n[Event "b"]\n\n1. e4 e4 *\n', ':5:'),
-])
+  ],
+)
 def test_malformed_lines_name_file_and_line(tmp_path, name, text, where):
   path = tmp_path / name
   path.write_text(text)
@@ -80,17 +87,26 @@ def test_malformed_lines_name_file_and_line(tmp_path, name, text, where):
     openings.read_openings(path)
 
 
-CHESS960 = ('[Event "960"]\n[Variant "Chess960"]\n[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n\n'
-            '1. g4 O-O *\n')
+CHESS960 = (
+  '[Event "960"]\n[Variant "Chess960"]\n[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n\n'
+  '1. g4 O-O *\n'
+)
 
 
-@pytest.mark.parametrize('text, message', [
+@pytest.mark.parametrize(
+  'text, message',
+  [
     ('[Event "a"]\n\n1. e4 *\n\n' + CHESS960, r':5: a Chess960 game: openings are standard chess'),
-    ('[Event "a"]\n[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n\n*\n', r':1: the start position is not legal chess \(too many kings\)'),
+    (
+      '[Event "a"]\n[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n\n*\n',
+      r':1: the start position is not legal chess \(too many kings\)',
+    ),
     ('[Event "a"]\n\n1. e4 Ke7 *\n', r":1: bad game: illegal san: 'Ke7'"),
-])
-def test_a_pgn_game_that_is_no_standard_opening_is_an_error_naming_its_line_and_logs_nothing(tmp_path, caplog, text,
-                                                                                           message):
+  ],
+)
+def test_a_pgn_game_that_is_no_standard_opening_is_an_error_naming_its_line_and_logs_nothing(
+  tmp_path, caplog, text, message
+):
   path = tmp_path / 'set.pgn'
   path.write_text(text)
   with pytest.raises(ValueError, match=f'{path}{message}'):
@@ -109,8 +125,10 @@ def test_reader_errors(tmp_path):
 
 
 def test_write_and_read_back(tmp_path):
-  made = [openings.opening_from_san('1. e4 c5 2. Nf3', name='Sicilian "Open"', eco='B27'),
-          openings.Opening('endgame', '8/3k4/8/8/4P3/8/8/4K3 w - - 1 2')]
+  made = [
+    openings.opening_from_san('1. e4 c5 2. Nf3', name='Sicilian "Open"', eco='B27'),
+    openings.Opening('endgame', '8/3k4/8/8/4P3/8/8/4K3 w - - 1 2'),
+  ]
   assert openings.write_openings(made, tmp_path / 'x.pgn') == 2
   assert openings.read_openings(tmp_path / 'x.pgn') == made
   assert openings.write_openings(made, tmp_path / 'x.epd') == 2
@@ -136,10 +154,10 @@ def test_sample_is_seeded_and_keeps_order():
 def test_make_openings_is_deterministic_balanced_and_unique(stockfish):
   made = openings.make_openings(6, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
   assert made == openings.make_openings(6, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
-  assert openings.make_openings(3, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000',
-                                max_eval_cp=60) == made[:3]
-  assert made != openings.make_openings(6, plies=6, seed=8, engine_path=stockfish, limit='nodes=1000',
-                                        max_eval_cp=60)
+  assert (
+    openings.make_openings(3, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60) == made[:3]
+  )
+  assert made != openings.make_openings(6, plies=6, seed=8, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
   assert len({chess.Board(o.fen).epd() for o in made}) == 6
   with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
     engine.configure({'Threads': 1, 'Hash': 16})
@@ -155,8 +173,9 @@ def test_make_openings_is_deterministic_balanced_and_unique(stockfish):
 @pytest.mark.engine
 def test_make_openings_gives_up_with_a_clear_error(stockfish):
   with pytest.raises(ValueError, match='only 0 of 2 balanced openings after 3 lines'):
-    openings.make_openings(2, plies=2, engine_path=stockfish, limit='nodes=200', max_eval_cp=0, window_cp=0,
-                           max_attempts=3)
+    openings.make_openings(
+      2, plies=2, engine_path=stockfish, limit='nodes=200', max_eval_cp=0, window_cp=0, max_attempts=3
+    )
 
 
 # --- CLI -----------------------------------------------------------------------------------------------
@@ -173,20 +192,24 @@ def test_cli_makes_openings(tmp_path, stockfish, capsys):
 
 def test_cli_samples_an_existing_set(tmp_path, shared_data, capsys):
   out = tmp_path / 'sample.pgn'
-  openings_command.main(['--from', str(shared_data / 'openings' / 'a.tsv'), '--sample', '5', '--seed', '2',
-                 '--out', str(out)])
+  openings_command.main(
+    ['--from', str(shared_data / 'openings' / 'a.tsv'), '--sample', '5', '--seed', '2', '--out', str(out)]
+  )
   assert capsys.readouterr().out == f'wrote 5 openings to {out}\n'
   everything = openings.read_openings(shared_data / 'openings' / 'a.tsv')
   assert openings.read_openings(out) == openings.sample_openings(everything, 5, seed=2)
 
 
-@pytest.mark.parametrize('argv, message', [
+@pytest.mark.parametrize(
+  'argv, message',
+  [
     (['--out', 'x.epd'], 'give --num N'),
     (['--out', 'x.txt', '--num', '2'], '--out must end in .epd or .pgn'),
     (['--out', 'x.epd', '--num', '2', '--from', 'y.epd'], 'not both'),
     (['--out', 'x.epd', '--from', 'missing.epd'], 'openings file not found: missing.epd'),
     (['--out', 'x.epd', '--num', '2', '--limit', 'nodes=-1'], 'bad engine limit'),
-])
+  ],
+)
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message):
   monkeypatch.chdir(tmp_path)
   with pytest.raises(SystemExit) as exit_info:

@@ -80,8 +80,11 @@ def test_each_shipped_model_is_a_probability_over_the_legal_moves_and_finds_mate
   probe_file = pathlib.Path(str(loading.pretrained_dir(name))) / loading.PROBE / loading.PROBE_FILE
   saved = json.loads(probe_file.read_text())[loading.PARAMS_EMA]
   assert network.probe_distance(saved, network.probe(model_config, params)) <= loading.PROBE_TOLERANCE
-  for fen in (chess.STARTING_FEN, 'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',
-              '8/8/8/4k3/8/8/4P3/4K3 b - - 0 1'):
+  for fen in (
+    chess.STARTING_FEN,
+    'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',
+    '8/8/8/4k3/8/8/4P3/4K3 b - - 0 1',
+  ):
     board = chess.Board(fen)
     values = player.win_probabilities(board)
     assert set(values) == {m.uci() for m in board.legal_moves}  # Every legal move, nothing else.
@@ -113,31 +116,44 @@ def test_every_console_script_is_a_command_module_main():
 def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   """Build the wheel, install it alone into a directory, and use it from elsewhere (Python API, agent, UCI)."""
   wheels, target = tmp_path / 'wheels', tmp_path / 'site'
-  subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(wheels), str(ROOT)],
-                 check=True, capture_output=True)
+  subprocess.run(
+    [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(wheels), str(ROOT)],
+    check=True,
+    capture_output=True,
+  )
   wheel = next(wheels.glob('searchless-*.whl'))
-  subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
-                 check=True, capture_output=True)
+  subprocess.run(
+    [sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
+    check=True,
+    capture_output=True,
+  )
   env = {**os.environ, 'PYTHONPATH': str(target)}
   work = tmp_path / 'elsewhere'
   work.mkdir()
   script = (
-      'import chess, searchless\n'
-      'from searchless import Player\n'
-      'from searchless.play import agents\n'
-      'p = Player.load("pretrained")\n'
-      'a = agents.from_spec("checkpoint:pretrained")\n'
-      f'b = chess.Board("{MATE_IN_ONE}")\n'
-      'print(searchless.__file__)\n'
-      'print(p.play(b).uci(), a.play(b).uci())\n')
+    'import chess, searchless\n'
+    'from searchless import Player\n'
+    'from searchless.play import agents\n'
+    'p = Player.load("pretrained")\n'
+    'a = agents.from_spec("checkpoint:pretrained")\n'
+    f'b = chess.Board("{MATE_IN_ONE}")\n'
+    'print(searchless.__file__)\n'
+    'print(p.play(b).uci(), a.play(b).uci())\n'
+  )
   out = subprocess.run([sys.executable, '-c', script], cwd=work, env=env, check=True, capture_output=True, text=True)
   module_file, moves = out.stdout.split('\n')[:2]
   assert module_file.startswith(str(target))
   first, second = moves.split()
   assert first == second and chess.Move.from_uci(first) in chess.Board(MATE_IN_ONE).legal_moves
-  uci = subprocess.run(uci_argv('pretrained'), cwd=work, env=env,
-                       input='uci\nisready\nposition startpos moves e2e4\ngo movetime 100\nquit\n',
-                       capture_output=True, text=True, timeout=300)
+  uci = subprocess.run(
+    uci_argv('pretrained'),
+    cwd=work,
+    env=env,
+    input='uci\nisready\nposition startpos moves e2e4\ngo movetime 100\nquit\n',
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   lines = uci.stdout.splitlines()
   assert 'uciok' in lines and 'readyok' in lines
   best = [line for line in lines if line.startswith('bestmove ')]
@@ -155,11 +171,31 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package, and it
   # trains a shipped config by name. (Its other steps run from the source tree in test_demo.py.)
   demo = subprocess.run(
-      [sys.executable, '-m', 'searchless.commands.demo', '--run_dir', str(tmp_path / 'demo'), '--no_progress',
-       '--annotate_args', '--max_games 4 --limit nodes=200 --test_fraction 0.1 --no_progress',
-       '--train_args', 'train.num_steps=2 data.batch_size=8 model.num_layers=1 train.eval_records=200',
-       '--pretrained', '', '--steps', 'annotate', 'train', 'puzzles', 'report'],
-      cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.demo',
+      '--run_dir',
+      str(tmp_path / 'demo'),
+      '--no_progress',
+      '--annotate_args',
+      '--max_games 4 --limit nodes=200 --test_fraction 0.1 --no_progress',
+      '--train_args',
+      'train.num_steps=2 data.batch_size=8 model.num_layers=1 train.eval_records=200',
+      '--pretrained',
+      '',
+      '--steps',
+      'annotate',
+      'train',
+      'puzzles',
+      'report',
+    ],
+    cwd=work,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=900,
+  )
   assert demo.returncode == 0, demo.stderr[-3000:]
   manifest = json.loads((tmp_path / 'demo' / 'data' / 'manifest.json').read_text())
   assert manifest['inputs']['train'] == [str(target / 'searchless' / 'samples' / 'sample_games.pgn')]

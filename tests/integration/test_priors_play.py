@@ -20,26 +20,51 @@ from searchless.training import train
 
 from helpers import play_legal_moves, uci_engine
 
-SMALL = ['model.embedding_dim=16', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
-         'train.num_steps=3', 'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000',
-         'train.compute_dtype=float32']
-OPTIONS = {'mover_view': ['model.mover_view=True'], 'tied': ['model.move_squares=tied'],
-           'untied': ['model.move_squares=untied'], 'relative': ['model.square_bias=relative'],
-           'open_lines': ['model.square_bias=open_lines'], 'smolgen': ['model.smolgen=4'],
-           'gather': ['model.move_gather=True']}
-SETS = {'mover_view': ('mover_view', True), 'tied': ('move_squares', 'tied'), 'untied': ('move_squares', 'untied'),
-        'relative': ('square_bias', 'relative'), 'open_lines': ('square_bias', 'open_lines'), 'smolgen': ('smolgen', 4),
-        'gather': ('move_gather', True)}
+SMALL = [
+  'model.embedding_dim=16',
+  'model.num_layers=2',
+  'model.num_heads=2',
+  'data.batch_size=8',
+  'train.num_steps=3',
+  'train.log_every=1',
+  'train.ckpt_every=3',
+  'train.eval_every=1000',
+  'train.compute_dtype=float32',
+]
+OPTIONS = {
+  'mover_view': ['model.mover_view=True'],
+  'tied': ['model.move_squares=tied'],
+  'untied': ['model.move_squares=untied'],
+  'relative': ['model.square_bias=relative'],
+  'open_lines': ['model.square_bias=open_lines'],
+  'smolgen': ['model.smolgen=4'],
+  'gather': ['model.move_gather=True'],
+}
+SETS = {
+  'mover_view': ('mover_view', True),
+  'tied': ('move_squares', 'tied'),
+  'untied': ('move_squares', 'untied'),
+  'relative': ('square_bias', 'relative'),
+  'open_lines': ('square_bias', 'open_lines'),
+  'smolgen': ('smolgen', 4),
+  'gather': ('move_gather', True),
+}
 
 
 # Options that fit together train in one run; the alternatives (untied squares, open-line biases) in a second.
-GROUPS = {'action_value': [('mover_view', 'tied', 'relative', 'smolgen', 'gather'), ('untied', 'open_lines')],
-          'behavioral_cloning': [('mover_view', 'relative', 'smolgen'), ('open_lines',)],
-          'state_value': [('mover_view', 'relative', 'smolgen'), ('open_lines',)]}
-OWNED = {'tied': ('move_promotion', 'embeddings'), 'untied': ('move_from_square', 'embeddings'),
-         'relative': ('multi_head_dot_product_attention', 'square_bias'),
-         'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
-         'smolgen': ('smolgen_generator', 'w'), 'gather': ('move_gather', 'w')}
+GROUPS = {
+  'action_value': [('mover_view', 'tied', 'relative', 'smolgen', 'gather'), ('untied', 'open_lines')],
+  'behavioral_cloning': [('mover_view', 'relative', 'smolgen'), ('open_lines',)],
+  'state_value': [('mover_view', 'relative', 'smolgen'), ('open_lines',)],
+}
+OWNED = {
+  'tied': ('move_promotion', 'embeddings'),
+  'untied': ('move_from_square', 'embeddings'),
+  'relative': ('multi_head_dot_product_attention', 'square_bias'),
+  'open_lines': ('multi_head_dot_product_attention', 'open_line_bias'),
+  'smolgen': ('smolgen_generator', 'w'),
+  'gather': ('move_gather', 'w'),
+}
 
 
 @pytest.mark.parametrize('policy', ['behavioral_cloning', 'state_value'])
@@ -54,8 +79,12 @@ def test_options_that_read_the_move_token_need_action_values(policy, option):
 @pytest.mark.parametrize('policy', sorted(GROUPS))
 def test_the_per_move_model_trains_a_step_with_each_prior(tmp_path, compat, policy, group):
   options = GROUPS[policy][group]
-  config = configs.load('tiny', SMALL + [o for option in options for o in OPTIONS[option]] + [
-      f'policy={policy}', f'data.train={compat / f"{policy}_sample.bag"}', 'train.num_steps=1'])
+  config = configs.load(
+    'tiny',
+    SMALL
+    + [o for option in options for o in OPTIONS[option]]
+    + [f'policy={policy}', f'data.train={compat / f"{policy}_sample.bag"}', 'train.num_steps=1'],
+  )
   state = train.train(config, tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
   assert int(state.step) == 1 and np.isfinite(lines[0]['loss'])
@@ -78,8 +107,13 @@ def priors_run(board_bag, tmp_path_factory):
 
 def test_the_checkpoint_keeps_its_priors(priors_run):
   model_config, params, experiment = loading.load_model(str(priors_run))
-  assert (model_config.mover_view, model_config.move_squares, model_config.square_bias, model_config.smolgen,
-          model_config.move_gather) == (True, 'tied', 'relative', 4, True)
+  assert (
+    model_config.mover_view,
+    model_config.move_squares,
+    model_config.square_bias,
+    model_config.smolgen,
+    model_config.move_gather,
+  ) == (True, 'tied', 'relative', 4, True)
   assert experiment.model.square_bias == 'relative' and 'move_promotion' in params and 'move_gather' in params
 
 
@@ -92,16 +126,29 @@ def test_player_evaluation_puzzles_and_search_use_them(priors_run, board_bag, sh
   mirrored = player.analyse(board.mirror())
   mirror_of = {m.uci(): p for m, p in zip(mirrored.moves, mirrored.win_probs)}
   np.testing.assert_allclose(
-      analysis.win_probs, [mirror_of[m.uci()[0] + str(9 - int(m.uci()[1])) + m.uci()[2] + str(9 - int(m.uci()[3]))
-                                     + m.uci()[4:]] for m in analysis.moves], atol=1e-5)
+    analysis.win_probs,
+    [
+      mirror_of[m.uci()[0] + str(9 - int(m.uci()[1])) + m.uci()[2] + str(9 - int(m.uci()[3])) + m.uci()[4:]]
+      for m in analysis.moves
+    ],
+    atol=1e-5,
+  )
   boards, _, _ = evaluate.load_boards(board_bag, 4)
   assert len(evaluate.evaluate(player.policy, boards, progress=False)) == 4
-  summary = puzzles.run(puzzles=str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'), agent=f'checkpoint:{priors_run}', out=tmp_path / 'p', num=3)
+  summary = puzzles.run(
+    puzzles=str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'),
+    agent=f'checkpoint:{priors_run}',
+    out=tmp_path / 'p',
+    num=3,
+  )
   assert summary['n'] == 3
   from searchless.play import agents
+
   with agents.opened(f'search:{priors_run},sims=8,batch=4') as agent:
-    assert agent.play(chess.Board('6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1')) in chess.Board(
-        '6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1').legal_moves
+    assert (
+      agent.play(chess.Board('6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1'))
+      in chess.Board('6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1').legal_moves
+    )
 
 
 def test_uci_plays_with_them(priors_run):

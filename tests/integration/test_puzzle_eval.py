@@ -22,11 +22,11 @@ HEADER = 'PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,Ga
 MATE_FEN = '6k1/1p3ppp/8/8/8/8/5PPP/R2R2K1 b - - 0 1'
 START_FEN = chess.STARTING_FEN
 ROWS = [
-    f'mate1,{MATE_FEN},b7b6 d1d8,600,80,90,100,mate mateIn1 short,,',
-    f'open2,{START_FEN},e2e4 e7e5 g1f3 b8c6,1400,80,90,100,opening,,',
-    f'edge1,{START_FEN},d2d4 d7d5,1399,80,90,100,opening,,',
-    f'edge2,{START_FEN},c2c4 e7e5,1599,80,90,100,opening,,',
-    f'edge3,{START_FEN},g1f3 g8f6,1600,80,90,100,opening,,',
+  f'mate1,{MATE_FEN},b7b6 d1d8,600,80,90,100,mate mateIn1 short,,',
+  f'open2,{START_FEN},e2e4 e7e5 g1f3 b8c6,1400,80,90,100,opening,,',
+  f'edge1,{START_FEN},d2d4 d7d5,1399,80,90,100,opening,,',
+  f'edge2,{START_FEN},c2c4 e7e5,1599,80,90,100,opening,,',
+  f'edge3,{START_FEN},g1f3 g8f6,1600,80,90,100,opening,,',
 ]
 LAST_LINE = re.compile(r'^accuracy: (\d\.\d{4}) \((\d+)/(\d+)\)$')
 
@@ -114,18 +114,19 @@ def test_evaluate_and_bands(puzzles):
   assert puzzle_eval.accuracy(results) == 0.8
   bands = puzzle_eval.accuracy_by_band(results, width=200)
   assert bands == [
-      puzzle_eval.Band(600, 800, 1, 1, 1.0),
-      puzzle_eval.Band(1200, 1400, 1, 1, 1.0),  # 1399.
-      puzzle_eval.Band(1400, 1600, 2, 1, 0.5),  # 1400 and 1599.
-      puzzle_eval.Band(1600, 1800, 1, 1, 1.0),  # 1600.
+    puzzle_eval.Band(600, 800, 1, 1, 1.0),
+    puzzle_eval.Band(1200, 1400, 1, 1, 1.0),  # 1399.
+    puzzle_eval.Band(1400, 1600, 2, 1, 0.5),  # 1400 and 1599.
+    puzzle_eval.Band(1600, 1800, 1, 1, 1.0),  # 1600.
   ]
   assert puzzle_eval.accuracy_by_band(results, width=500)[1] == puzzle_eval.Band(1000, 1500, 2, 2, 1.0)
 
 
 def test_plot_bands(tmp_path):
   path = tmp_path / 'bands.png'
-  puzzle_eval.plot_bands([puzzle_eval.Band(1400, 1600, 3, 2, 2 / 3), puzzle_eval.Band(1600, 1800, 1, 0, 0.0)],
-                         path, 'demo')
+  puzzle_eval.plot_bands(
+    [puzzle_eval.Band(1400, 1600, 3, 2, 2 / 3), puzzle_eval.Band(1600, 1800, 1, 0, 0.0)], path, 'demo'
+  )
   assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
@@ -147,8 +148,9 @@ def test_cli_errors(tmp_path, puzzle_csv, capsys):
   bad = tmp_path / 'bad.csv'
   bad.write_text(HEADER + ROWS[0] + '\n' + f'x,{START_FEN},e2e5 e7e5,1500,1,1,1,,,\n')
   assert f'{bad}:3' in _fail(capsys, ['--puzzles', str(bad), '--agent', 'stockfish:nodes=10', '--out', out])
-  err = _fail(capsys, ['--puzzles', str(puzzle_csv), '--agent', 'stockfish:nodes=10,path=/nonexistent/stockfish',
-                       '--out', out])
+  err = _fail(
+    capsys, ['--puzzles', str(puzzle_csv), '--agent', 'stockfish:nodes=10,path=/nonexistent/stockfish', '--out', out]
+  )
   assert '/nonexistent/stockfish' in err
   err = _fail(capsys, ['--puzzles', str(puzzle_csv), '--agent', f'checkpoint:{tmp_path / "nomodel"}', '--out', out])
   assert 'nomodel' in err
@@ -176,8 +178,13 @@ def test_stockfish_real_puzzles_deterministic(shared_data, stockfish):
 
 
 def _run_cli(args, cwd) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args], cwd=cwd,
-                        capture_output=True, text=True, timeout=300)
+  return subprocess.run(
+    [sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
+    cwd=cwd,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
 
 
 def _check_outputs(out, stdout: str, n: int) -> dict:
@@ -198,8 +205,19 @@ def _check_outputs(out, stdout: str, n: int) -> dict:
 @pytest.mark.engine
 def test_cli_stockfish(shared_data, stockfish, tmp_path):
   out = tmp_path / 'sf'
-  proc = _run_cli(['--puzzles', str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'), '--num', '30',
-                   '--agent', f'stockfish:nodes=2000,path={stockfish}', '--out', str(out)], tmp_path)
+  proc = _run_cli(
+    [
+      '--puzzles',
+      str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'),
+      '--num',
+      '30',
+      '--agent',
+      f'stockfish:nodes=2000,path={stockfish}',
+      '--out',
+      str(out),
+    ],
+    tmp_path,
+  )
   assert proc.returncode == 0, proc.stderr
   summary = _check_outputs(out, proc.stdout, 30)
   assert summary['agent_spec'] == f'stockfish:nodes=2000,path={stockfish}'
@@ -208,13 +226,26 @@ def test_cli_stockfish(shared_data, stockfish, tmp_path):
 
 
 @pytest.mark.engine
-def test_a_stopped_run_resumes_after_its_journalled_puzzles_and_ends_as_an_uninterrupted_one(shared_data, stockfish,
-                                                                                             tmp_path):
+def test_a_stopped_run_resumes_after_its_journalled_puzzles_and_ends_as_an_uninterrupted_one(
+  shared_data, stockfish, tmp_path
+):
   out, csv_path = tmp_path / 'sf', shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'
-  args = ['--puzzles', str(csv_path), '--num', '30', '--agent', f'stockfish:nodes=2000,path={stockfish}',
-          '--out', str(out)]
-  first = subprocess.Popen([sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
-                           cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  args = [
+    '--puzzles',
+    str(csv_path),
+    '--num',
+    '30',
+    '--agent',
+    f'stockfish:nodes=2000,path={stockfish}',
+    '--out',
+    str(out),
+  ]
+  first = subprocess.Popen(
+    [sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
+    cwd=tmp_path,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
   journal = out / puzzle_eval.JOURNAL
   deadline = time.time() + 120
   while not (journal.exists() and len(journal.read_text().splitlines()) >= 6) and time.time() < deadline:
@@ -239,15 +270,19 @@ def test_a_journal_of_another_agent_or_other_puzzles_is_not_resumed(puzzle_csv, 
   chosen = list(puzzles_lib.read_puzzles(str(puzzle_csv)))
   out = tmp_path / 'out'
   out.mkdir()
-  by_name = lambda p, moves: json.dumps(puzzle_eval.PuzzleResult(p.puzzle_id, p.rating, True, tuple(moves), None,
-                                                                  p.themes)._asdict())
+  by_name = lambda p, moves: json.dumps(
+    puzzle_eval.PuzzleResult(p.puzzle_id, p.rating, True, tuple(moves), None, p.themes)._asdict()
+  )
   by_position = lambda p, moves: json.dumps([p.puzzle_id, p.rating, True, moves, None, list(p.themes)])  # s17's form.
-  for agent, line, resumed in (('checkpoint:pretrained', by_name, True),
-                               ('checkpoint:pretrained,name=another', by_name, False),
-                               ('checkpoint:pretrained', by_position, False)):
+  for agent, line, resumed in (
+    ('checkpoint:pretrained', by_name, True),
+    ('checkpoint:pretrained,name=another', by_name, False),
+    ('checkpoint:pretrained', by_position, False),
+  ):
     key = puzzle_eval.journal_key('checkpoint:pretrained', str(puzzle_csv))
-    (out / puzzle_eval.JOURNAL).write_text('\n'.join([json.dumps(key), line(chosen[0], ['a1a2']),
-                                                       line(chosen[1], ['b1b2']), '["cut']) + '\n')
+    (out / puzzle_eval.JOURNAL).write_text(
+      '\n'.join([json.dumps(key), line(chosen[0], ['a1a2']), line(chosen[1], ['b1b2']), '["cut']) + '\n'
+    )
     summary = puzzle_eval.run(puzzles=str(puzzle_csv), agent=agent, out=out, progress=False)
     with open(out / 'results.csv', newline='') as f:
       rows = list(csv.DictReader(f))
@@ -258,6 +293,7 @@ def test_a_journal_of_another_agent_or_other_puzzles_is_not_resumed(puzzle_csv, 
 
 def test_a_journal_key_changes_when_the_models_parameters_are_written_again(model_checkpoint):
   from searchless.model import loading
+
   spec = f'search:{model_checkpoint},algo=alphabeta,depth=1'
   before = puzzle_eval.journal_key(spec, 'dev.csv')
   params = loading.resolve(str(model_checkpoint))
@@ -265,13 +301,27 @@ def test_a_journal_key_changes_when_the_models_parameters_are_written_again(mode
   os.utime(params, (1e9, 1e9))
   assert puzzle_eval.journal_key(spec, 'dev.csv')['model'] == f'{params}@1000000000.0'
   assert puzzle_eval.journal_key('stockfish:nodes=1', 'dev.csv') == {
-      'agent': 'stockfish:nodes=1', 'puzzles': os.path.abspath('dev.csv'), 'model': ''}
+    'agent': 'stockfish:nodes=1',
+    'puzzles': os.path.abspath('dev.csv'),
+    'model': '',
+  }
 
 
 def test_cli_checkpoint(shared_data, model_checkpoint, tmp_path):
   out = tmp_path / 'model'
-  proc = _run_cli(['--puzzles', str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'), '--num', '5',
-                   '--agent', f'checkpoint:{model_checkpoint}', '--out', str(out)], tmp_path)
+  proc = _run_cli(
+    [
+      '--puzzles',
+      str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'),
+      '--num',
+      '5',
+      '--agent',
+      f'checkpoint:{model_checkpoint}',
+      '--out',
+      str(out),
+    ],
+    tmp_path,
+  )
   assert proc.returncode == 0, proc.stderr
   summary = _check_outputs(out, proc.stdout, 5)
   assert summary['agent_spec'] == f'checkpoint:{model_checkpoint}'
@@ -284,6 +334,7 @@ def test_cli_checkpoint(shared_data, model_checkpoint, tmp_path):
 def test_num_below_one_is_refused_naming_the_flag(tmp_path, num):
   from searchless.evaluation import epd as epd_eval
   from searchless.evaluation import puzzles as puzzle_eval
+
   message = f'^--num must be >= 1 \\(or left out: all\\), got {num}$'
   with pytest.raises(ValueError, match=message):
     puzzle_eval.run(puzzles='unused.csv', agent='random', out=tmp_path / 'p', num=num)

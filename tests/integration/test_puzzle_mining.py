@@ -60,6 +60,7 @@ def mined(tmp_path_factory, stockfish) -> list[mined_puzzles.MinedPuzzle]:
 
 def test_default_test_fraction_is_the_annotation_pipelines():
   from searchless.pipelines import annotate as annotate_pipeline
+
   assert mine_puzzles._parser().get_default('test_fraction') == annotate_pipeline._parser().get_default('test_fraction')
 
 
@@ -82,8 +83,9 @@ def test_games_of_a_split_are_those_the_pipeline_puts_there(tmp_path):
 
 
 def test_candidates_skip_game_over_forced_and_repeated_boards():
-  game = puzzle_mining._SelectedGame('k', 'site', chess.STARTING_FEN, tuple(
-      chess.Move.from_uci(m) for m in 'e2e4 e7e5 d1h5 b8c6 f1c4 g8f6 h5f7'.split()))
+  game = puzzle_mining._SelectedGame(
+    'k', 'site', chess.STARTING_FEN, tuple(chess.Move.from_uci(m) for m in 'e2e4 e7e5 d1h5 b8c6 f1c4 g8f6 h5f7'.split())
+  )
   stats = puzzle_mining.MiningStats()
   positions = puzzle_mining._positions([game, game], stats)
   assert [p.setup.uci() for p in positions] == 'e2e4 e7e5 d1h5 b8c6 f1c4 g8f6'.split()
@@ -94,9 +96,9 @@ def test_candidates_skip_game_over_forced_and_repeated_boards():
 @pytest.mark.engine
 def test_mines_exactly_the_known_tactics(mined):
   assert [(p.fen, p.moves) for p in mined] == [
-      (SCHOLAR_FEN, ('g8f6', 'h5f7')),
-      (BACK_RANK_FEN, ('c7c3', 'd2d8', 'a8d8', 'd1d8')),  # Extended to the second solver move.
-      (board_after(BACK_RANK_FEN, 'c7c3', 'd2d8').fen(), ('a8d8', 'd1d8')),
+    (SCHOLAR_FEN, ('g8f6', 'h5f7')),
+    (BACK_RANK_FEN, ('c7c3', 'd2d8', 'a8d8', 'd1d8')),  # Extended to the second solver move.
+    (board_after(BACK_RANK_FEN, 'c7c3', 'd2d8').fen(), ('a8d8', 'd1d8')),
   ]
   scholar_puzzle, back_rank, _ = mined
   assert scholar_puzzle.themes == ('mate', 'mateIn1', 'mined', 'oneMove', 'onlyMove')
@@ -111,12 +113,12 @@ def test_mines_exactly_the_known_tactics(mined):
 
 @pytest.mark.engine
 def test_one_solver_move_at_most(tactics, stockfish):
-  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_solver_moves=1,
-                             progress=False)
+  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_solver_moves=1, progress=False)
   assert [p.moves for p in mined] == [('g8f6', 'h5f7'), ('c7c3', 'd2d8'), ('a8d8', 'd1d8')]
   assert mined[1].themes == ('mined', 'oneMove', 'onlyMove')  # Rd8+ alone does not mate.
-  assert [p.moves for p in puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_puzzles=1,
-                                              progress=False)] == [('g8f6', 'h5f7')]
+  assert [
+    p.moves for p in puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_puzzles=1, progress=False)
+  ] == [('g8f6', 'h5f7')]
 
 
 @pytest.mark.engine
@@ -133,7 +135,8 @@ def test_csv_round_trips_through_the_puzzle_reader(mined, tmp_path):
   assert path.read_text().splitlines()[0] == ','.join(puzzles_lib.LICHESS_COLUMNS)
   read = list(puzzles_lib.read_puzzles(str(path)))
   assert [(p.puzzle_id, p.fen, p.moves, p.rating, p.themes) for p in read] == [
-      (p.puzzle_id, p.fen, p.moves, p.rating, p.themes) for p in mined]
+    (p.puzzle_id, p.fen, p.moves, p.rating, p.themes) for p in mined
+  ]
   assert read[0].start_fen == board_after(SCHOLAR_FEN, 'g8f6').fen()
   assert read[1].start_fen == board_after(BACK_RANK_FEN, 'c7c3').fen()
   assert read[1].solver_moves == ('d2d8', 'd1d8')
@@ -156,8 +159,7 @@ def test_stockfish_solves_the_mined_puzzles(mined, tmp_path):
 def test_output_is_deterministic(tactics, stockfish, tmp_path):
   outputs = []
   for run, workers in enumerate((1, 1, 2)):
-    puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers,
-                                 progress=False)
+    puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers, progress=False)
     path = tmp_path / f'run{run}.csv'
     mined_puzzles.write_csv(puzzles, path)
     outputs.append(path.read_bytes())
@@ -174,8 +176,7 @@ def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
   path = tmp_path / 'games.pgn'
   path.write_text('\n'.join(scholar(site) for site in sites))
   for split in ('test', 'train'):
-    mined = puzzle_mining.mine(str(path), engine_path=stockfish, split=split, test_fraction=0.5,
-                               progress=False)
+    mined = puzzle_mining.mine(str(path), engine_path=stockfish, split=split, test_fraction=0.5, progress=False)
     assert [p.game_url for p in mined] == [sites[splits.index(split)] + '#6']
   assert puzzle_mining.mine(str(path), engine_path=stockfish, test_fraction=0.0, progress=False) == []
 
@@ -183,22 +184,26 @@ def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
 @pytest.mark.engine
 def test_cli_reports_and_writes(tactics, stockfish, tmp_path, capsys):
   out = tmp_path / 'p.csv'
-  mine_puzzles.main(['--games', str(tactics), '--out', str(out), '--split', 'all', '--engine_path', stockfish,
-                      '--no_progress'])
+  mine_puzzles.main(
+    ['--games', str(tactics), '--out', str(out), '--split', 'all', '--engine_path', stockfish, '--no_progress']
+  )
   stdout = capsys.readouterr().out
   assert 'positions: 8 scanned' in stdout
   assert stdout.splitlines()[-1] == f'puzzles: 3 -> {out}'
   assert len(list(puzzles_lib.read_puzzles(str(out)))) == 3
 
 
-@pytest.mark.parametrize('argv, message', [
+@pytest.mark.parametrize(
+  'argv, message',
+  [
     (['--games', '/no/such.pgn'], "--games '/no/such.pgn' matches no file"),
     (['--engine_path', '/no/stockfish'], "engine '/no/stockfish' not found"),
     (['--limit', 'nodes=0'], 'bad engine limit'),
     (['--test_fraction', '1.5'], 'test_fraction must be in [0, 1]'),
     (['--max_solver_moves', '0'], 'max_solver_moves must be >= 1'),
     (['--min_swing', '-0.1'], 'min_swing must be in [0, 1]'),
-])
+  ],
+)
 def test_cli_errors(argv, message, tactics, tmp_path, capsys):
   args = ['--games', str(tactics), '--out', str(tmp_path / 'p.csv'), '--no_progress']
   with pytest.raises(SystemExit) as exit_info:

@@ -69,7 +69,9 @@ def test_sample_move_softmax():
   infos = [_info('e2e4', 30), _info('d2d4', 20), _info('g1f3', -400)]
   rng = random.Random(0)
   assert selfplay.sample_move(infos, chess.WHITE, rng, 0) == chess.Move.from_uci('e2e4')
-  counts = collections.Counter(selfplay.sample_move(infos, chess.WHITE, random.Random(s), 50).uci() for s in range(2000))
+  counts = collections.Counter(
+    selfplay.sample_move(infos, chess.WHITE, random.Random(s), 50).uci() for s in range(2000)
+  )
   # Weights 1 : exp(-0.2) = 0.82 : exp(-8.6) ~ 0.0002, so g1f3 is practically never played.
   assert set(counts) == {'e2e4', 'd2d4'}
   assert 0.5 < counts['e2e4'] / counts['d2d4'] < 1.5
@@ -130,15 +132,18 @@ def test_game_headers_and_rules(stockfish):
     opening = h['Opening'].split()
     opening_moves = [m for m in opening if not m.endswith('.')]
     assert 4 <= len(opening_moves) <= 6
-    assert chess.Board().variation_san(moves[:len(opening_moves)]) == h['Opening']
+    assert chess.Board().variation_san(moves[: len(opening_moves)]) == h['Opening']
     _check_result(game)
 
 
 @pytest.mark.engine
 def test_max_plies_draw(stockfish):
   # win_plies beyond max_plies: only the rules or the ply limit can end these games.
-  games = list(selfplay.play_games(stockfish, 2, seed=0, limit=chess.engine.Limit(nodes=500),
-                                   opening_plies=(4, 4), max_plies=10, win_plies=1000))
+  games = list(
+    selfplay.play_games(
+      stockfish, 2, seed=0, limit=chess.engine.Limit(nodes=500), opening_plies=(4, 4), max_plies=10, win_plies=1000
+    )
+  )
   for game in games:
     board = game.end().board()
     if game.headers['Termination'] == 'adjudication':
@@ -160,7 +165,9 @@ def test_pipeline_writes_parsable_pgn(stockfish, tmp_path):
   assert sum(len(g.fens) - 1 for g in parsed) == summary.plies
   assert sum(summary.results.values()) == 2
   # Same as the library with the same settings.
-  expected = [_pgn(g) for g in selfplay.play_games(stockfish, 2, seed=5, limit=chess.engine.Limit(nodes=500), max_plies=16)]
+  expected = [
+    _pgn(g) for g in selfplay.play_games(stockfish, 2, seed=5, limit=chess.engine.Limit(nodes=500), max_plies=16)
+  ]
   assert [_pgn(g) for g in _read_all(out.read_text())] == expected
 
 
@@ -236,14 +243,14 @@ def test_sample_games_legal_and_results_consistent(sample_text):
     assert board.ply() <= 160
     opening = [m for m in game.headers['Opening'].split() if not m.endswith('.')]
     assert 4 <= len(opening) <= 8
-    assert chess.Board().variation_san(moves[:len(opening)]) == game.headers['Opening']
+    assert chess.Board().variation_san(moves[: len(opening)]) == game.headers['Opening']
     _check_result(game)
     terminations[game.end().comment.split(' (')[0]] += 1
   assert terminations == {
-      'White wins by adjudication: eval >= 800 cp or mate for 6 plies': 20,
-      'Black wins by adjudication: eval >= 800 cp or mate for 6 plies': 17,
-      'draw adjudicated after 160 plies': 9,
-      'threefold repetition': 2,
-      'insufficient material': 1,
-      'checkmate': 1,
+    'White wins by adjudication: eval >= 800 cp or mate for 6 plies': 20,
+    'Black wins by adjudication: eval >= 800 cp or mate for 6 plies': 17,
+    'draw adjudicated after 160 plies': 9,
+    'threefold repetition': 2,
+    'insufficient material': 1,
+    'checkmate': 1,
   }

@@ -63,8 +63,17 @@ def test_checkmate_and_headers():
   white, black = _pair(['f2f3', 'g2g4'], ['e7e5', 'd8h4'])
   game = _pgn(tournament.play_game(white, black, START, adjudication=NO_EVAL, round_number=3, date='2024.01.02'))
   assert dict(game.headers) == {
-      'Event': 'searchless tournament', 'Site': 'searchless', 'Date': '2024.01.02', 'Round': '3', 'White': 'W',
-      'Black': 'B', 'Result': '0-1', 'Opening': 'start', 'PlyCount': '4', 'Termination': 'normal'}
+    'Event': 'searchless tournament',
+    'Site': 'searchless',
+    'Date': '2024.01.02',
+    'Round': '3',
+    'White': 'W',
+    'Black': 'B',
+    'Result': '0-1',
+    'Opening': 'start',
+    'PlyCount': '4',
+    'Termination': 'normal',
+  }
   assert game.end().comment == 'checkmate'
   assert [m.uci() for m in game.mainline_moves()] == ['f2f3', 'e7e5', 'g2g4', 'd8h4']
 
@@ -96,8 +105,9 @@ def test_illegal_move_loses():
 def test_crashing_agent_loses():
   game = tournament.play_game(Scripted('W', ['d2d4']), Crashing('B'), START, adjudication=NO_EVAL)
   assert game.headers['Result'] == '1-0'
-  assert game.headers['Termination'] == ('engine crash: B: EngineTerminatedError: engine process died unexpectedly '
-                                         '(exit code: -9)')
+  assert game.headers['Termination'] == (
+    'engine crash: B: EngineTerminatedError: engine process died unexpectedly (exit code: -9)'
+  )
   assert game.end().comment == game.headers['Termination']
 
 
@@ -105,7 +115,10 @@ def test_threefold_repetition_is_a_draw_unless_claims_are_off():
   white, black = _pair(KNIGHT_DANCE[0::2], KNIGHT_DANCE[1::2])
   game = tournament.play_game(white, black, START, adjudication=NO_EVAL)
   assert (game.headers['Result'], game.headers['Termination'], game.end().comment) == (
-      '1/2-1/2', 'normal', 'threefold repetition')
+    '1/2-1/2',
+    'normal',
+    'threefold repetition',
+  )
   assert game.headers['PlyCount'] == '8'  # The start position's third occurrence.
   white, black = _pair(KNIGHT_DANCE[0::2], KNIGHT_DANCE[1::2])
   no_claims = tournament.Adjudication(max_plies=10, claim_draws=False, eval=False)
@@ -130,9 +143,17 @@ def test_schedule_rounds_colours_and_cycling():
   ops = [openings.Opening(n, chess.STARTING_FEN) for n in ('o1', 'o2')]
   tasks = tournament.schedule([(a, b), (a, c)], ops, games_per_pair=5)
   assert [(t.round, t.white.name, t.black.name, t.opening.name) for t in tasks] == [
-      (1, 'A', 'B', 'o1'), (1, 'A', 'C', 'o1'), (2, 'B', 'A', 'o1'), (2, 'C', 'A', 'o1'),
-      (3, 'A', 'B', 'o2'), (3, 'A', 'C', 'o2'), (4, 'B', 'A', 'o2'), (4, 'C', 'A', 'o2'),
-      (5, 'A', 'B', 'o1'), (5, 'A', 'C', 'o1')]
+    (1, 'A', 'B', 'o1'),
+    (1, 'A', 'C', 'o1'),
+    (2, 'B', 'A', 'o1'),
+    (2, 'C', 'A', 'o1'),
+    (3, 'A', 'B', 'o2'),
+    (3, 'A', 'C', 'o2'),
+    (4, 'B', 'A', 'o2'),
+    (4, 'C', 'A', 'o2'),
+    (5, 'A', 'B', 'o1'),
+    (5, 'A', 'C', 'o1'),
+  ]
   assert len(tournament.schedule([(a, b)], ops)) == 4
 
 
@@ -141,8 +162,11 @@ def test_anchor_names_with_equals_signs():
   ladder = tournament.Entrant('sf1350', 'stockfish:nodes=1000,elo=1350,name=sf1350', 1350)
   assert tournament.resolve_anchor('stockfish (nodes=1000)=2000', [sf, ladder]) == {'stockfish (nodes=1000)': 2000.0}
   assert tournament.resolve_anchor('stockfish (nodes=1000)', [sf, ladder]) == {'stockfish (nodes=1000)': 0.0}
-  assert tournament.resolve_anchor('ladder', [sf, ladder]) == tournament.resolve_anchor('auto', [sf, ladder]) == {
-      'sf1350': 1350.0}
+  assert (
+    tournament.resolve_anchor('ladder', [sf, ladder])
+    == tournament.resolve_anchor('auto', [sf, ladder])
+    == {'sf1350': 1350.0}
+  )
   assert tournament.resolve_anchor('auto', [sf]) == tournament.resolve_anchor('none', [sf, ladder]) == {}
   with pytest.raises(ValueError, match='UCI_Elo'):
     tournament.resolve_anchor('ladder', [sf])
@@ -150,17 +174,24 @@ def test_anchor_names_with_equals_signs():
     tournament.resolve_anchor('nobody=3', [sf])
 
 
-@pytest.mark.parametrize('argv, message', [
+@pytest.mark.parametrize(
+  'argv, message',
+  [
     (['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=2,name=X'], "'X' is the name of"),
     (['--agent', 'stockfish:nodes=1,name=X'], 'at least two --agent'),
     (['--agent', 'stockfish:nodes=1,name=X', '--agent', 'bogus:1'], 'bad agent'),
-    (['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=2,name=Y', '--anchor', 'Z=1'],
-     "--anchor 'Z=1'"),
-])
+    (
+      ['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=2,name=Y', '--anchor', 'Z=1'],
+      "--anchor 'Z=1'",
+    ),
+  ],
+)
 def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
   (tmp_path / 'o.epd').write_text(chess.Board().epd() + '\n')
   with pytest.raises(SystemExit) as exit_info:
-    tournament_command.main([*argv, '--openings', str(tmp_path / 'o.epd'), '--out', str(tmp_path / 'out'), '--no_progress'])
+    tournament_command.main(
+      [*argv, '--openings', str(tmp_path / 'o.epd'), '--out', str(tmp_path / 'out'), '--no_progress']
+    )
   assert exit_info.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: ') and message in err and err.count('\n') == 1
@@ -170,19 +201,34 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
 def test_a_program_that_is_no_uci_engine_is_one_line_soon_and_made_openings_are_not_left(tmp_path, capsys, stockfish):
   start = time.monotonic()
   with pytest.raises(SystemExit) as exit_info:
-    tournament_command.main(['--agent', 'uci:/bin/cat,nodes=1', '--agent', 'stockfish:nodes=100', '--make_openings',
-                             '2', '--engine_path', stockfish, '--out', str(tmp_path / 'out'), '--no_progress'])
+    tournament_command.main(
+      [
+        '--agent',
+        'uci:/bin/cat,nodes=1',
+        '--agent',
+        'stockfish:nodes=100',
+        '--make_openings',
+        '2',
+        '--engine_path',
+        stockfish,
+        '--out',
+        str(tmp_path / 'out'),
+        '--no_progress',
+      ]
+    )
   assert exit_info.value.code == 2
   assert capsys.readouterr().err == (
-      f"error: '/bin/cat' is not a UCI engine: no \"uciok\" within {launch.HANDSHAKE_SECONDS:g} s\n")
+    f'error: \'/bin/cat\' is not a UCI engine: no "uciok" within {launch.HANDSHAKE_SECONDS:g} s\n'
+  )
   assert time.monotonic() - start < 3 * launch.HANDSHAKE_SECONDS
   assert not (tmp_path / 'out').exists()  # Not even the openings it made.
 
 
 def test_cli_needs_openings(tmp_path, capsys):
   with pytest.raises(SystemExit):
-    tournament_command.main(['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=1,name=Y',
-                     '--out', str(tmp_path)])
+    tournament_command.main(
+      ['--agent', 'stockfish:nodes=1,name=X', '--agent', 'stockfish:nodes=1,name=Y', '--out', str(tmp_path)]
+    )
   assert 'give either --openings FILE... or --make_openings N' in capsys.readouterr().err
 
 
@@ -195,9 +241,12 @@ def _executable(path: pathlib.Path, text: str) -> str:
 def test_worker_uci_illegal_move_and_crashed_engine_rebuilt(tmp_path):
   log = tmp_path / 'starts.log'
   # Answers every search with a2a3 (illegal for Black); the other one dies when asked to search.
-  garbage = _executable(tmp_path / 'garbage.sh',
-                        f'#!/bin/sh\necho garbage >> {log}\nexec {sys.executable} {GARBAGE_UCI}\n')
-  dying = _executable(tmp_path / 'dying.py', f'''#!{sys.executable}
+  garbage = _executable(
+    tmp_path / 'garbage.sh', f'#!/bin/sh\necho garbage >> {log}\nexec {sys.executable} {GARBAGE_UCI}\n'
+  )
+  dying = _executable(
+    tmp_path / 'dying.py',
+    f"""#!{sys.executable}
 import sys
 import time
 open({str(log)!r}, 'a').write('dying\\n')
@@ -208,20 +257,26 @@ for line in sys.stdin:
     print('readyok', flush=True)
   elif line.startswith('go'):
     sys.exit(3)
-''')
-  g1, g2, d = (tournament.Entrant(n, f'uci:{path},nodes=1,name={n}') for n, path in (
-      ('G1', garbage), ('G2', garbage), ('D', dying)))
+""",
+  )
+  g1, g2, d = (
+    tournament.Entrant(n, f'uci:{path},nodes=1,name={n}')
+    for n, path in (('G1', garbage), ('G2', garbage), ('D', dying))
+  )
   worker = tournament.Worker(NO_EVAL, 'test')
   try:
-    games = [_pgn(chess.pgn.read_game(io.StringIO(worker.play(tournament.Task(1, w, b, START)))))
-             for w, b in ((g1, g2), (d, g1), (g1, d))]
+    games = [
+      _pgn(chess.pgn.read_game(io.StringIO(worker.play(tournament.Task(1, w, b, START)))))
+      for w, b in ((g1, g2), (d, g1), (g1, d))
+    ]
     assert d not in worker.agents  # Closed after its crash (and rebuilt for the third game, then closed again).
   finally:
     worker.close()
   assert [(g.headers['Result'], g.headers['Termination']) for g in games] == [
-      ('1-0', 'illegal move by G2: a2a3'),
-      ('0-1', 'engine crash: D: EngineTerminatedError: engine process died unexpectedly (exit code: 3)'),
-      ('1-0', 'engine crash: D: EngineTerminatedError: engine process died unexpectedly (exit code: 3)')]
+    ('1-0', 'illegal move by G2: a2a3'),
+    ('0-1', 'engine crash: D: EngineTerminatedError: engine process died unexpectedly (exit code: 3)'),
+    ('1-0', 'engine crash: D: EngineTerminatedError: engine process died unexpectedly (exit code: 3)'),
+  ]
   assert sorted(log.read_text().split()) == ['dying', 'dying', 'garbage', 'garbage']
 
 
@@ -239,11 +294,13 @@ def test_eval_adjudication_wins_and_draws(stockfish):
   assert game.headers['PlyCount'] == '1'
   # Opposite-coloured bishops, kings shuffling: drawn after 4 plies of |eval| < 10 cp (before any repetition).
   bishops = openings.Opening('bishops', '4k3/8/8/3b4/8/8/3B4/4K3 w - - 0 60')
-  draw = tournament.Adjudication(eval_engine=stockfish, eval_limit='nodes=2000', win_cp=None, draw_cp=10,
-                                 draw_plies=4)
+  draw = tournament.Adjudication(eval_engine=stockfish, eval_limit='nodes=2000', win_cp=None, draw_cp=10, draw_plies=4)
   game = tournament.play_game(*_pair(['e1f1', 'f1e1'], ['e8f8', 'f8e8']), bishops, adjudication=draw)
   assert (game.headers['Result'], game.headers['Termination'], game.headers['PlyCount']) == (
-      '1/2-1/2', 'adjudication: draw', '4')
+    '1/2-1/2',
+    'adjudication: draw',
+    '4',
+  )
 
 
 def _counting_stockfish(tmp_path: pathlib.Path, stockfish: str) -> tuple[str, pathlib.Path]:
@@ -262,7 +319,7 @@ def _starts(log: pathlib.Path) -> int:
 def _read_games(source) -> list[chess.pgn.Game]:
   """All games of a PGN path or text stream."""
   games = []
-  with (open(source) if isinstance(source, (str, os.PathLike)) else source) as f:
+  with open(source) if isinstance(source, (str, os.PathLike)) else source as f:
     while (game := chess.pgn.read_game(f)) is not None:
       games.append(game)
   return games
@@ -272,10 +329,27 @@ def _read_games(source) -> list[chess.pgn.Game]:
 def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, shared_data, capsys):
   wrapper, log = _counting_stockfish(tmp_path, stockfish)
   out = tmp_path / 'out'
-  argv = ['--agent', f'stockfish:nodes=1000,path={wrapper},name=sf-nodes1000',
-          '--agent', f'stockfish:nodes=1000,elo=1350,path={wrapper},name=sf-elo1350',
-          '--openings', str(shared_data / 'openings' / 'a.tsv'), '--games_per_pair', '4', '--seed', '0',
-          '--workers', '2', '--out', str(out), '--max_plies', '60', '--engine', wrapper, '--no_progress']
+  argv = [
+    '--agent',
+    f'stockfish:nodes=1000,path={wrapper},name=sf-nodes1000',
+    '--agent',
+    f'stockfish:nodes=1000,elo=1350,path={wrapper},name=sf-elo1350',
+    '--openings',
+    str(shared_data / 'openings' / 'a.tsv'),
+    '--games_per_pair',
+    '4',
+    '--seed',
+    '0',
+    '--workers',
+    '2',
+    '--out',
+    str(out),
+    '--max_plies',
+    '60',
+    '--engine',
+    wrapper,
+    '--no_progress',
+  ]
   tournament_command.main(argv)
   stdout = capsys.readouterr().out
   # Two workers, each with both agents and an adjudicating engine.
@@ -283,8 +357,11 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
   games = _read_games(out / 'games.pgn')
   sampled = openings.sample_openings(openings.read_openings(shared_data / 'openings' / 'a.tsv'), 2, seed=0)
   assert [(g.headers['Round'], g.headers['White'], g.headers['Opening']) for g in games] == [
-      ('1', 'sf-nodes1000', sampled[0].name), ('2', 'sf-elo1350', sampled[0].name),
-      ('3', 'sf-nodes1000', sampled[1].name), ('4', 'sf-elo1350', sampled[1].name)]
+    ('1', 'sf-nodes1000', sampled[0].name),
+    ('2', 'sf-elo1350', sampled[0].name),
+    ('3', 'sf-nodes1000', sampled[1].name),
+    ('4', 'sf-elo1350', sampled[1].name),
+  ]
   for game in games:
     h = game.headers
     assert {h['White'], h['Black']} == {'sf-nodes1000', 'sf-elo1350'}
@@ -293,7 +370,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
     assert h['ECO'] == opening.eco and 'FEN' not in h
     assert not game.errors and h['Termination'].split(':')[0] in ('normal', 'adjudication', 'max plies (60)')
     moves = [m.uci() for m in game.mainline_moves()]
-    assert tuple(moves[:len(opening.moves)]) == opening.moves
+    assert tuple(moves[: len(opening.moves)]) == opening.moves
     assert len(moves) <= len(opening.moves) + 60 and int(h['PlyCount']) == len(moves)
   results = json.loads((out / 'results.json').read_text())
   assert results['games'] == results['played_this_run'] == 4
@@ -312,7 +389,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
 
   # A crash that cut the last game: it is dropped and replayed, the others kept.
   text = before.rstrip('\n')
-  (out / 'games.pgn').write_text(text[:len(text) - 40])
+  (out / 'games.pgn').write_text(text[: len(text) - 40])
   tournament_command.main(argv)
   err = capsys.readouterr().err
   assert 'dropped 1 incomplete game(s)' in err
@@ -327,9 +404,14 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
 def test_gauntlet_checkpoint_against_stockfish(tmp_path, stockfish, model_checkpoint):
   start = [openings.opening_from_san('1. e4 e5 2. Nf3 Nc6', name='Open Game')]
   results = tournament.gauntlet(
-      f'checkpoint:{model_checkpoint},name=model', ['stockfish:nodes=1,name=sf1'], start, out_dir=str(tmp_path),
-      workers=1, adjudication=tournament.Adjudication(max_plies=60, eval_engine=stockfish, eval_limit='nodes=1000'),
-      progress=False)
+    f'checkpoint:{model_checkpoint},name=model',
+    ['stockfish:nodes=1,name=sf1'],
+    start,
+    out_dir=str(tmp_path),
+    workers=1,
+    adjudication=tournament.Adjudication(max_plies=60, eval_engine=stockfish, eval_limit='nodes=1000'),
+    progress=False,
+  )
   assert results['games'] == 2
   games = _read_games(tmp_path / 'games.pgn')
   assert [(g.headers['White'], g.headers['Black']) for g in games] == [('model', 'sf1'), ('sf1', 'model')]

@@ -29,22 +29,22 @@ KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1
 MATED = '7k/6Q1/6K1/8/8/8/8/8 b - - 0 1'  # Black is checkmated.
 STALEMATE = '7k/5Q2/6K1/8/8/8/8/8 b - - 0 1'
 OPTIONS = (
-    'option name Policy type combo default action_value var action_value var state_value var behavioral_cloning',
-    'option name Temperature type string default 0',
-    'option name TemperatureFullMoves type spin default 5 min 0 max 1000',
-    'option name Decisive type combo default rule var rule var stockfish var off',
-    'option name RepetitionDraws type check default true',
-    'option name Threads type spin default 1 min 1 max 1024',
-    'option name Ponder type check default false',
-    'option name MultiPV type spin default 1 min 1 max 500',
-    'option name UCI_ShowWDL type check default false',
-    'option name UCI_Chess960 type check default false',
-    'option name Hash type spin default 16 min 1 max 33554432',
-    'option name Move Overhead type spin default 10 min 0 max 5000',
-    'option name SyzygyPath type string default <empty>',
-    'option name Search type combo default none var none var mcts var alphabeta',
-    'option name SearchNodes type spin default 256 min 1 max 10000000',
-    'option name SearchDepth type spin default 2 min 1 max 64',
+  'option name Policy type combo default action_value var action_value var state_value var behavioral_cloning',
+  'option name Temperature type string default 0',
+  'option name TemperatureFullMoves type spin default 5 min 0 max 1000',
+  'option name Decisive type combo default rule var rule var stockfish var off',
+  'option name RepetitionDraws type check default true',
+  'option name Threads type spin default 1 min 1 max 1024',
+  'option name Ponder type check default false',
+  'option name MultiPV type spin default 1 min 1 max 500',
+  'option name UCI_ShowWDL type check default false',
+  'option name UCI_Chess960 type check default false',
+  'option name Hash type spin default 16 min 1 max 33554432',
+  'option name Move Overhead type spin default 10 min 0 max 5000',
+  'option name SyzygyPath type string default <empty>',
+  'option name Search type combo default none var none var mcts var alphabeta',
+  'option name SearchNodes type spin default 256 min 1 max 10000000',
+  'option name SearchDepth type spin default 2 min 1 max 64',
 )
 INFO = re.compile(r'info depth 1 seldepth 1 multipv 1 (?:score cp (-?\d+) )?nodes (\d+) nps (\d+) time (\d+) pv (\S+)')
 
@@ -105,8 +105,10 @@ def expected_go_lines(player, board, move=None):
   move = move or move_
   cp = values.win_probability_to_centipawns(float(analysis.win_probs[analysis.moves.index(move)]), clip=uci.CP_CLIP)
   n = len(analysis.moves)
-  return [f'info depth 1 seldepth 1 multipv 1 score cp {cp} nodes {n} nps {n * 1000} time 0 pv {move.uci()}',
-          f'bestmove {move.uci()}']
+  return [
+    f'info depth 1 seldepth 1 multipv 1 score cp {cp} nodes {n} nps {n * 1000} time 0 pv {move.uci()}',
+    f'bestmove {move.uci()}',
+  ]
 
 
 def test_uci_lists_id_and_options_without_loading(factory):
@@ -127,10 +129,12 @@ def test_go_lines_and_bestmove_equal_player_play(factory, reference_player):
   engine, lines = make_engine(factory)
   run(engine, 'uci', 'isready', 'ucinewgame')
   lines.clear()
-  for position, fen, moves in [('startpos', chess.STARTING_FEN, ''),
-                               ('startpos moves e2e4 e7e5', chess.STARTING_FEN, 'e2e4 e7e5'),
-                               (f'fen {KIWIPETE}', KIWIPETE, ''),
-                               (f'fen {KIWIPETE} moves e1g1 a6e2', KIWIPETE, 'e1g1 a6e2')]:
+  for position, fen, moves in [
+    ('startpos', chess.STARTING_FEN, ''),
+    ('startpos moves e2e4 e7e5', chess.STARTING_FEN, 'e2e4 e7e5'),
+    (f'fen {KIWIPETE}', KIWIPETE, ''),
+    (f'fen {KIWIPETE} moves e1g1 a6e2', KIWIPETE, 'e1g1 a6e2'),
+  ]:
     board = chess.Board(fen)
     for move in moves.split():
       board.push_uci(move)
@@ -154,10 +158,12 @@ def test_go_limits_and_bad_arguments_still_answer(factory, reference_player):
   assert lines[-1] == f'bestmove {reference_player.play(chess.Board())}'
   lines.clear()
   run(engine, 'go depth x nodes -1 bogus movetime')
-  assert lines[:4] == ["info string error: go depth expects a non-negative integer, got 'x'",
-                       "info string error: go nodes expects a non-negative integer, got '-1'",
-                       "info string error: unknown go argument 'bogus'",
-                       'info string error: go movetime expects a value']
+  assert lines[:4] == [
+    "info string error: go depth expects a non-negative integer, got 'x'",
+    "info string error: go nodes expects a non-negative integer, got '-1'",
+    "info string error: unknown go argument 'bogus'",
+    'info string error: go movetime expects a value',
+  ]
   assert lines[-1] == f'bestmove {reference_player.play(chess.Board())}'
 
 
@@ -168,8 +174,10 @@ def test_searchmoves_restricts_the_choice(factory, reference_player):
   allowed = [m for m, _ in analysis.ranked()[-3:]]  # The three worst moves.
   best_allowed = max(allowed, key=lambda m: analysis.scores[analysis.moves.index(m)])
   run(engine, f'position fen {KIWIPETE}', f'go searchmoves {" ".join(m.uci() for m in allowed)} h1h8 wtime 1000')
-  assert lines == ["info string error: searchmoves: 'h1h8' is not a legal move",
-                   *expected_go_lines(reference_player, board, best_allowed)]
+  assert lines == [
+    "info string error: searchmoves: 'h1h8' is not a legal move",
+    *expected_go_lines(reference_player, board, best_allowed),
+  ]
   lines.clear()
   run(engine, 'go searchmoves e1h1')  # King takes rook: the castling move, as UCI GUIs may write it.
   assert lines[-1] == 'bestmove e1g1'
@@ -225,36 +233,38 @@ def test_quit_ends_a_pending_search(factory):
 
 
 MALFORMED = [
-    ('xyzzy', "unknown command 'xyzzy'"),
-    ('foo bar', "unknown command 'foo bar'"),
-    ('position', 'position needs startpos or fen'),
-    ('position somewhere', "position needs startpos or fen, got 'somewhere'"),
-    ('position startpos e2e4', "unexpected 'e2e4' after position startpos"),
-    ('position fen not/a/fen w - - 0 1', "bad FEN 'not/a/fen w - - 0 1'"),
-    ('position fen 8/8/8/8/8/8/8/K6k b - - 0 1 moves h1g2 a1b1 g2b1',
-     "illegal move 'g2b1' in position 8/8/8/8/8/8/6k1/1K6 b"),
-    ('position fen 4k3/8/8/8/8/8/8/8 w - - 0 1', "illegal position '4k3/8/8/8/8/8/8/8 w - - 0 1': no white king"),
-    ('position fen 4k3/8/8/8/8/8/8/K3K3 w - -', "illegal position '4k3/8/8/8/8/8/8/K3K3 w - -': too many kings"),
-    ('position startpos moves e2e4 e7e5 e1e3', "illegal move 'e1e3' in position " + AFTER_E4_E5),
-    ('position startpos moves e2e4 0000', "illegal move '0000'"),
-    ('position startpos moves e2e4 zz', "illegal move 'zz'"),
-    ('setoption', 'setoption expects: setoption name <id> [value <x>]'),
-    ('setoption name Hashes value 16', "unknown option 'Hashes'"),
-    ('setoption name Hash value 0', "Hash must be an integer in [1, 33554432], got '0'"),
-    ('setoption name Move Overhead value -1', "Move Overhead must be an integer in [0, 5000], got '-1'"),
-    ('setoption name MultiPV value 0', "MultiPV must be an integer in [1, 500], got '0'"),
-    ('setoption name UCI_ShowWDL value 1', "UCI_ShowWDL must be true or false, got '1'"),
-    ('setoption name UCI_Chess960 value yes', "UCI_Chess960 must be true or false, got 'yes'"),
-    ('setoption name Temperature value hot', "Temperature must be a number >= 0, got 'hot'"),
-    ('setoption name Temperature value -0.5', 'Temperature must be a number >= 0'),
-    ('setoption name Temperature value nan', 'Temperature must be a number >= 0'),
-    ('setoption name TemperatureFullMoves value -1', 'TemperatureFullMoves must be an integer in [0, 1000]'),
-    ('setoption name Threads value 0', "Threads must be an integer in [1, 1024], got '0'"),
-    ('setoption name Threads value 1025', 'Threads must be an integer in [1, 1024]'),
-    ('setoption name Decisive value maybe', "Decisive must be one of rule, stockfish, off, got 'maybe'"),
-    ('setoption name Policy value alphazero', "Policy must be one of action_value, state_value, behavioral_cloning"),
-    ('setoption name RepetitionDraws value yes', "RepetitionDraws must be true or false, got 'yes'"),
-    ('debug maybe', "debug expects on or off, got 'maybe'"),
+  ('xyzzy', "unknown command 'xyzzy'"),
+  ('foo bar', "unknown command 'foo bar'"),
+  ('position', 'position needs startpos or fen'),
+  ('position somewhere', "position needs startpos or fen, got 'somewhere'"),
+  ('position startpos e2e4', "unexpected 'e2e4' after position startpos"),
+  ('position fen not/a/fen w - - 0 1', "bad FEN 'not/a/fen w - - 0 1'"),
+  (
+    'position fen 8/8/8/8/8/8/8/K6k b - - 0 1 moves h1g2 a1b1 g2b1',
+    "illegal move 'g2b1' in position 8/8/8/8/8/8/6k1/1K6 b",
+  ),
+  ('position fen 4k3/8/8/8/8/8/8/8 w - - 0 1', "illegal position '4k3/8/8/8/8/8/8/8 w - - 0 1': no white king"),
+  ('position fen 4k3/8/8/8/8/8/8/K3K3 w - -', "illegal position '4k3/8/8/8/8/8/8/K3K3 w - -': too many kings"),
+  ('position startpos moves e2e4 e7e5 e1e3', "illegal move 'e1e3' in position " + AFTER_E4_E5),
+  ('position startpos moves e2e4 0000', "illegal move '0000'"),
+  ('position startpos moves e2e4 zz', "illegal move 'zz'"),
+  ('setoption', 'setoption expects: setoption name <id> [value <x>]'),
+  ('setoption name Hashes value 16', "unknown option 'Hashes'"),
+  ('setoption name Hash value 0', "Hash must be an integer in [1, 33554432], got '0'"),
+  ('setoption name Move Overhead value -1', "Move Overhead must be an integer in [0, 5000], got '-1'"),
+  ('setoption name MultiPV value 0', "MultiPV must be an integer in [1, 500], got '0'"),
+  ('setoption name UCI_ShowWDL value 1', "UCI_ShowWDL must be true or false, got '1'"),
+  ('setoption name UCI_Chess960 value yes', "UCI_Chess960 must be true or false, got 'yes'"),
+  ('setoption name Temperature value hot', "Temperature must be a number >= 0, got 'hot'"),
+  ('setoption name Temperature value -0.5', 'Temperature must be a number >= 0'),
+  ('setoption name Temperature value nan', 'Temperature must be a number >= 0'),
+  ('setoption name TemperatureFullMoves value -1', 'TemperatureFullMoves must be an integer in [0, 1000]'),
+  ('setoption name Threads value 0', "Threads must be an integer in [1, 1024], got '0'"),
+  ('setoption name Threads value 1025', 'Threads must be an integer in [1, 1024]'),
+  ('setoption name Decisive value maybe', "Decisive must be one of rule, stockfish, off, got 'maybe'"),
+  ('setoption name Policy value alphazero', 'Policy must be one of action_value, state_value, behavioral_cloning'),
+  ('setoption name RepetitionDraws value yes', "RepetitionDraws must be true or false, got 'yes'"),
+  ('debug maybe', "debug expects on or off, got 'maybe'"),
 ]
 
 
@@ -271,14 +281,17 @@ def test_malformed_input_is_reported_and_changes_nothing(factory):
       assert engine.board is None, line
       lines.clear()
       run(engine, 'go depth 1')
-      assert lines[0].startswith(f'info string error: no position to search: the last position command was '
-                                 f'rejected ({error}') and lines[1:] == ['bestmove 0000'], (line, lines)
+      assert lines[0].startswith(
+        f'info string error: no position to search: the last position command was rejected ({error}'
+      ) and lines[1:] == ['bestmove 0000'], (line, lines)
       run(engine, 'position startpos moves d2d4')
     assert engine.board == good and engine.board.move_stack == good.move_stack, line
   lines.clear()
   run(engine, 'uci')
-  assert lines[2:-1] == ['option name Policy type combo default action_value'
-                         ' var action_value var state_value var behavioral_cloning', *OPTIONS[1:]]
+  assert lines[2:-1] == [
+    'option name Policy type combo default action_value var action_value var state_value var behavioral_cloning',
+    *OPTIONS[1:],
+  ]
 
 
 def test_unknown_leading_tokens_are_skipped(factory):
@@ -290,22 +303,36 @@ def test_unknown_leading_tokens_are_skipped(factory):
 
 def test_options_change_the_player(factory):
   engine, lines = make_engine(factory)
-  run(engine, 'setoption name Temperature value 0.75', 'setoption name TemperatureFullMoves value 12',
-      'setoption name Decisive value off', 'setoption name RepetitionDraws value false',
-      'setoption name Ponder value true', 'isready')
+  run(
+    engine,
+    'setoption name Temperature value 0.75',
+    'setoption name TemperatureFullMoves value 12',
+    'setoption name Decisive value off',
+    'setoption name RepetitionDraws value false',
+    'setoption name Ponder value true',
+    'isready',
+  )
   assert lines == ['readyok']
   options = factory.cache['action_value'].options
   assert (options.temperature, options.temperature_full_moves, options.decisive, options.repetition_draws) == (
-      0.75, 12, 'off', False)
+    0.75,
+    12,
+    'off',
+    False,
+  )
   run(engine, 'setoption name Temperature value 0', 'setoption name Decisive value stockfish')
   assert factory.cache['action_value'].options.temperature == 0.0
   assert factory.cache['action_value'].options.decisive == 'stockfish'
   lines.clear()
   run(engine, 'uci')
-  assert lines[2:8] == [OPTIONS[0], 'option name Temperature type string default 0',
-                        'option name TemperatureFullMoves type spin default 12 min 0 max 1000',
-                        'option name Decisive type combo default stockfish var rule var stockfish var off',
-                        'option name RepetitionDraws type check default false', OPTIONS[5]]
+  assert lines[2:8] == [
+    OPTIONS[0],
+    'option name Temperature type string default 0',
+    'option name TemperatureFullMoves type spin default 12 min 0 max 1000',
+    'option name Decisive type combo default stockfish var rule var stockfish var off',
+    'option name RepetitionDraws type check default false',
+    OPTIONS[5],
+  ]
 
 
 def test_temperature_samples(factory):
@@ -324,15 +351,19 @@ def test_temperature_samples(factory):
 def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, compat):
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'isready', 'setoption name Policy value state_value')
-  assert lines[-1] == (f'info string error: cannot use Policy state_value: {factory.path} was trained for the'
-                       ' action_value policy; the state_value policy would read outputs it never learned (leave the'
-                       ' policy unset); keeping action_value')
+  assert lines[-1] == (
+    f'info string error: cannot use Policy state_value: {factory.path} was trained for the'
+    ' action_value policy; the state_value policy would read outputs it never learned (leave the'
+    ' policy unset); keeping action_value'
+  )
   # A published checkpoint records no policy: it reloads as a state-value policy.
   factory = Factory(compat / 'reference_local_checkpoint')
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'isready', 'setoption name Policy value behavioral_cloning')
-  assert lines[-1] == ('info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
-                       ' fit a model with 128 outputs; keeping action_value')
+  assert lines[-1] == (
+    'info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
+    ' fit a model with 128 outputs; keeping action_value'
+  )
   run(engine, 'setoption name Policy value state_value', 'uci', 'go')
   assert factory.calls == ['action_value', 'behavioral_cloning', 'state_value']
   assert 'id name searchless (state_value, ckpt)' in lines
@@ -345,9 +376,12 @@ def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, comp
 def test_policy_set_before_loading_falls_back_when_it_does_not_fit(factory):
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'setoption name Policy value behavioral_cloning', 'isready')
-  assert lines == [f'info string error: cannot use Policy behavioral_cloning: {factory.path} was trained for the'
-                   ' action_value policy; the behavioral_cloning policy would read outputs it never learned (leave the'
-                   ' policy unset); using action_value', 'readyok']
+  assert lines == [
+    f'info string error: cannot use Policy behavioral_cloning: {factory.path} was trained for the'
+    ' action_value policy; the behavioral_cloning policy would read outputs it never learned (leave the'
+    ' policy unset); using action_value',
+    'readyok',
+  ]
   assert factory.calls == ['behavioral_cloning', 'action_value']
 
 
@@ -376,8 +410,10 @@ def test_threads_act_only_before_the_first_load(factory):
   engine, lines = make_engine(factory, thread_limiter=limiter)
   run(engine, 'setoption name Threads value 3', 'isready', 'setoption name Threads value 2')
   assert calls == [3, 'restored']
-  assert lines == ['readyok', 'info string Threads 2 recorded, but it only acts before the model is first loaded'
-                   ' (no-op now)']
+  assert lines == [
+    'readyok',
+    'info string Threads 2 recorded, but it only acts before the model is first loaded (no-op now)',
+  ]
 
 
 def test_debug_adds_info_strings(factory):
@@ -415,10 +451,16 @@ def test_a_checkpoint_that_does_not_fit_its_config_stops_the_engine_before_uciok
   import shutil
 
   from searchless.model import loading
+
   shutil.copytree(loading.pretrained_dir('pretrained') / 'config', tmp_path / 'config')
   shutil.copytree(loading.pretrained_dir('pretrained-transformer') / 'params_ema', tmp_path / 'params_ema')
-  done = subprocess.run(uci_argv(tmp_path), input='uci\nisready\nposition startpos\ngo movetime 100\nquit\n',
-                        capture_output=True, text=True, timeout=300)
+  done = subprocess.run(
+    uci_argv(tmp_path),
+    input='uci\nisready\nposition startpos\ngo movetime 100\nquit\n',
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert (done.returncode, done.stdout) == (2, '')
   [line] = done.stderr.strip().splitlines()
   assert line.startswith(f'error: could not load the model {tmp_path}: ValueError: parameters at ')
@@ -451,9 +493,24 @@ def process(model_checkpoint, compilation_cache):
 
 def test_process_id_and_options(process, model_checkpoint):
   assert process.id == {'name': f'searchless (action_value, {model_checkpoint.name})', 'author': 'searchless'}
-  assert set(process.options) == {'Policy', 'Temperature', 'TemperatureFullMoves', 'Decisive', 'RepetitionDraws',
-                                  'Threads', 'Ponder', 'MultiPV', 'UCI_ShowWDL', 'UCI_Chess960', 'Hash',
-                                  'Move Overhead', 'SyzygyPath', 'Search', 'SearchNodes', 'SearchDepth'}
+  assert set(process.options) == {
+    'Policy',
+    'Temperature',
+    'TemperatureFullMoves',
+    'Decisive',
+    'RepetitionDraws',
+    'Threads',
+    'Ponder',
+    'MultiPV',
+    'UCI_ShowWDL',
+    'UCI_Chess960',
+    'Hash',
+    'Move Overhead',
+    'SyzygyPath',
+    'Search',
+    'SearchNodes',
+    'SearchDepth',
+  }
   assert process.options['Policy'].var == list(policy_lib.POLICIES)
   assert process.options['Threads'].max == 1024
 
@@ -523,9 +580,11 @@ def test_compat_checkpoint_plays_a_game_against_stockfish(compat, stockfish):
     finally:
       theirs.quit()
   assert theirs.transport.get_returncode() == 0
-  print(f'\ncompat searchless-uci: readyok {seconds:.2f} s; {len(latencies)} moves, latency median'
-        f' {1000 * np.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms;'
-        f' {len(board.move_stack)} plies, {board.result(claim_draw=True)}')
+  print(
+    f'\ncompat searchless-uci: readyok {seconds:.2f} s; {len(latencies)} moves, latency median'
+    f' {1000 * np.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms;'
+    f' {len(board.move_stack)} plies, {board.result(claim_draw=True)}'
+  )
   assert board.is_game_over(claim_draw=True) or len(board.move_stack) == 60
 
 
@@ -543,9 +602,16 @@ def read_until(proc, prefix, lines, timeout=120.0):
 
 def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, compilation_cache):
   start = time.perf_counter()
-  proc = subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                          encoding='utf-8', env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'})
+  proc = subprocess.Popen(
+    uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    bufsize=1,
+    encoding='utf-8',
+    env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'},
+  )
   try:
     lines = []
     proc.stdin.write('uci\n')
@@ -553,8 +619,10 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
     read_until(proc, 'uciok', lines)
     proc.stdin.buffer.write(b'\xc3\x28 not utf-8\n')  # Strict UTF-8 stdin (LANG=C.UTF-8) used to end the process.
     proc.stdin.buffer.flush()
-    proc.stdin.write('hello world\nposition fen rubbish\nposition startpos moves e2e4 e2e4\n'
-                     'setoption name Temperature value x\ngo depth z\nisready\n')
+    proc.stdin.write(
+      'hello world\nposition fen rubbish\nposition startpos moves e2e4 e2e4\n'
+      'setoption name Temperature value x\ngo depth z\nisready\n'
+    )
     proc.stdin.flush()
     read_until(proc, 'readyok', lines)
     print(f'\nsearchless-uci: readyok {time.perf_counter() - start:.2f} s after start (warm compilation cache)')
@@ -562,10 +630,15 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
       read_until(proc, 'bestmove ', lines)
     errors = [line for line in lines if line.startswith('info string error: ')]
     assert len(errors) == 7
-    expected = ["unknown command '\ufffd( not utf-8'", "unknown command 'hello world'", "bad FEN 'rubbish': ",
-                "illegal move 'e2e4' in position rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
-                "Temperature must be a number >= 0, got 'x'", "go depth expects a non-negative integer, got 'z'",
-                "no position to search: the last position command was rejected (illegal move 'e2e4'"]
+    expected = [
+      "unknown command '\ufffd( not utf-8'",
+      "unknown command 'hello world'",
+      "bad FEN 'rubbish': ",
+      "illegal move 'e2e4' in position rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+      "Temperature must be a number >= 0, got 'x'",
+      "go depth expects a non-negative integer, got 'z'",
+      "no position to search: the last position command was rejected (illegal move 'e2e4'",
+    ]
     assert 'bestmove 0000' in lines
     for error, start in zip(errors, expected):
       assert error.startswith(f'info string error: {start}')
@@ -592,8 +665,9 @@ def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, 
 
 
 def test_end_of_input_ends_the_engine(model_checkpoint):
-  proc = subprocess.Popen(uci_argv(model_checkpoint), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)
+  proc = subprocess.Popen(
+    uci_argv(model_checkpoint), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+  )
   try:
     proc.stdin.write('uci\n')
     proc.stdin.flush()
@@ -619,8 +693,12 @@ CLIENT = textwrap.dedent("""
 
 
 def test_killed_client_ends_the_engine(model_checkpoint):
-  client = subprocess.Popen([sys.executable, '-c', CLIENT, *uci_argv(model_checkpoint)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+  client = subprocess.Popen(
+    [sys.executable, '-c', CLIENT, *uci_argv(model_checkpoint)],
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    text=True,
+  )
   try:
     engine = psutil.Process(int(client.stdout.readline()))
     os.kill(client.pid, signal.SIGKILL)
@@ -662,16 +740,22 @@ def test_fuzz_1200_hostile_lines_then_the_engine_still_answers_isready(factory):
 
 # lichess-bot, GUIs and match runners: python-chess and raw UCI, as they drive engines.
 
-LICHESS_BOT_OPTIONS = {'Threads': 4, 'Hash': 256, 'Move Overhead': 100, 'SyzygyPath': './syzygy/',
-                       'UCI_ShowWDL': True}  # lichess-bot's config.yml.default uci_options (SyzygyPath uncommented).
+LICHESS_BOT_OPTIONS = {
+  'Threads': 4,
+  'Hash': 256,
+  'Move Overhead': 100,
+  'SyzygyPath': './syzygy/',
+  'UCI_ShowWDL': True,
+}  # lichess-bot's config.yml.default uci_options (SyzygyPath uncommented).
 CHESS960_CASTLING = '1r2k2r/8/8/8/8/8/8/1R2K2R w HBhb - 0 1'  # Rooks on b and h: castling is king-takes-rook.
 
 
 def test_lichess_bot_options_play_multipv_and_wdl(process, reference_player):
   process.configure(LICHESS_BOT_OPTIONS)  # python-chess refuses an option the engine does not advertise.
   board = chess.Board(KIWIPETE)
-  result = process.play(board, chess.engine.Limit(white_clock=60, black_clock=60, white_inc=1, black_inc=1),
-                        info=chess.engine.INFO_ALL)
+  result = process.play(
+    board, chess.engine.Limit(white_clock=60, black_clock=60, white_inc=1, black_inc=1), info=chess.engine.INFO_ALL
+  )
   move, analysis = reference_player.choose(board.copy())
   assert result.move == move
   infos = process.analyse(board, chess.engine.Limit(time=0.1), multipv=3)
@@ -721,8 +805,14 @@ def test_a_chess960_game_against_stockfish(process, stockfish):
 
 
 def test_a_rejected_position_never_gets_a_move_of_the_board_before(model_checkpoint, compilation_cache):
-  proc = subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache), stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+  proc = subprocess.Popen(
+    uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.DEVNULL,
+    text=True,
+    bufsize=1,
+  )
   try:
     lines = []
     proc.stdin.write('uci\nisready\nposition startpos moves e2e4\ngo depth 1\n')
@@ -745,15 +835,22 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
   """Two games as a match runner plays them over raw UCI: ucinewgame, isready, position startpos moves ...,
   go with both clocks; colours alternate; every bestmove must be legal and the clock respected."""
   players = {
-      'ours': subprocess.Popen(uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               bufsize=1),
-      'stockfish': subprocess.Popen([stockfish], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1),
+    'ours': subprocess.Popen(
+      uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.DEVNULL,
+      text=True,
+      bufsize=1,
+    ),
+    'stockfish': subprocess.Popen([stockfish], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1),
   }
   try:
     for proc in players.values():
-      proc.stdin.write('uci\nsetoption name Hash value 16\nsetoption name Threads value 1\n'
-                       'setoption name Move Overhead value 50\nisready\n')
+      proc.stdin.write(
+        'uci\nsetoption name Hash value 16\nsetoption name Threads value 1\n'
+        'setoption name Move Overhead value 50\nisready\n'
+      )
       read_until(proc, 'readyok', [])
     results = []
     for game in range(2):
@@ -769,8 +866,10 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
         moves = ' '.join(m.uci() for m in board.move_stack)
         extra = '' if name == 'ours' else ' depth 1'
         start = time.perf_counter()
-        proc.stdin.write(f'position startpos{" moves " + moves if moves else ""}\n'
-                         f'go wtime {clocks[chess.WHITE]} btime {clocks[chess.BLACK]} winc 100 binc 100{extra}\n')
+        proc.stdin.write(
+          f'position startpos{" moves " + moves if moves else ""}\n'
+          f'go wtime {clocks[chess.WHITE]} btime {clocks[chess.BLACK]} winc 100 binc 100{extra}\n'
+        )
         reply = read_until(proc, 'bestmove', [])
         clocks[board.turn] += 100 - int(1000 * (time.perf_counter() - start))
         assert clocks[board.turn] > 0, f'{name} lost on time'
@@ -796,6 +895,7 @@ MATE_IN_2 = 'k7/8/2K5/8/8/8/8/1R6 w - - 0 1'  # 1.Kc7 Ka7 2.Ra1#.
 
 def test_search_mcts_go_nodes_plays_the_search_agents_move(factory, reference_player):
   from searchless.play.search import agent as search_agent
+
   engine, lines = make_engine(factory)
   run(engine, 'setoption name Search value mcts', 'position startpos moves e2e4', 'go nodes 20')
   board = chess.Board()
@@ -832,9 +932,11 @@ def test_search_infinite_runs_until_stop_and_bad_search_options_are_reported(fac
   assert lines[-1].startswith('bestmove ') and not engine.searching
   nodes = int(lines[-2].split(' nodes ')[1].split()[0])
   assert nodes > 0
-  for command, error in [('setoption name Search value deep', 'Search must be one of none, mcts, alphabeta'),
-                         ('setoption name SearchNodes value 0', 'SearchNodes must be an integer in [1, 10000000]'),
-                         ('setoption name SearchDepth value 65', 'SearchDepth must be an integer in [1, 64]')]:
+  for command, error in [
+    ('setoption name Search value deep', 'Search must be one of none, mcts, alphabeta'),
+    ('setoption name SearchNodes value 0', 'SearchNodes must be an integer in [1, 10000000]'),
+    ('setoption name SearchDepth value 65', 'SearchDepth must be an integer in [1, 64]'),
+  ]:
     run(engine, command)
     assert lines[-1] == f"info string error: {error}, got '{command.split()[-1]}'"
 
@@ -857,11 +959,17 @@ def test_process_searches_with_python_chess_limits(process):
     process.configure({'Search': 'none'})
 
 
-@pytest.mark.parametrize('value, message', [
-    ('0', 'expected 1 to 1024 (the Threads option), got 0'), ('-5', 'expected 1 to 1024 (the Threads option), got -5'),
-    ('two', "expected an integer, got 'two'")])
+@pytest.mark.parametrize(
+  'value, message',
+  [
+    ('0', 'expected 1 to 1024 (the Threads option), got 0'),
+    ('-5', 'expected 1 to 1024 (the Threads option), got -5'),
+    ('two', "expected an integer, got 'two'"),
+  ],
+)
 def test_threads_out_of_the_option_range_are_refused_on_the_command_line(value, message, capsys):
   from searchless.commands import uci as uci_command
+
   with pytest.raises(SystemExit) as exit_info:
     uci_command.main(['--checkpoint', 'pretrained', '--threads', value])
   assert exit_info.value.code == 2
@@ -877,8 +985,14 @@ ALLOWED_OVERRUN_MS = 10 + 30 + 100
 def test_a_search_keeps_every_go_limit_down_to_a_100_ms_clock(search):
   """The shipped model searching in a real process: each go's time from `go` to `bestmove`, less its limit (a
   movetime, or the clock's share: 100 ms / 30 moves), stays within the allowance."""
-  proc = subprocess.Popen(uci_argv('pretrained', '--search', search), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
+  proc = subprocess.Popen(
+    uci_argv('pretrained', '--search', search),
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.DEVNULL,
+    text=True,
+    bufsize=1,
+  )
 
   def send(line):
     proc.stdin.write(line + '\n')
@@ -893,8 +1007,12 @@ def test_a_search_keeps_every_go_limit_down_to_a_100_ms_clock(search):
     send('isready')
     until('readyok')
     moves, overruns = [], {}
-    for limit, seconds in [('wtime 100 btime 100', 0.1 / 30), ('movetime 50', 0.05), ('movetime 200', 0.2),
-                           ('wtime 500 btime 500 winc 100 binc 100 nodes 100000 depth 64', 0.5 / 30 + 0.075)] * 3:
+    for limit, seconds in [
+      ('wtime 100 btime 100', 0.1 / 30),
+      ('movetime 50', 0.05),
+      ('movetime 200', 0.2),
+      ('wtime 500 btime 500 winc 100 binc 100 nodes 100000 depth 64', 0.5 / 30 + 0.075),
+    ] * 3:
       send('position startpos' + (' moves ' + ' '.join(moves) if moves else ''))
       start = time.perf_counter()
       send(f'go {limit}')

@@ -16,8 +16,9 @@ def test_a_replaced_file_has_the_umask_mode_and_no_temporary_is_left(tmp_path):
     path.write_text('old')
     atomic.write_text(path, 'new\n')
     assert path.read_text() == 'new\n' and stat.S_IMODE(path.stat().st_mode) == 0o644
-    artefacts.EvaluationMetrics(boards=1, kendall_tau_boards=0, dropped_boards=0, policy='action_value',
-                                checkpoint='c', data='d', seconds=0.0).write(tmp_path / 'metrics.json')
+    artefacts.EvaluationMetrics(
+      boards=1, kendall_tau_boards=0, dropped_boards=0, policy='action_value', checkpoint='c', data='d', seconds=0.0
+    ).write(tmp_path / 'metrics.json')
     assert stat.S_IMODE((tmp_path / 'metrics.json').stat().st_mode) == 0o644  # Was 0600 (a temporary file's).
   finally:
     os.umask(old)

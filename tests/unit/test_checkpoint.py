@@ -71,8 +71,7 @@ def test_published_checkpoint_reproduces_reference_log_probs(published, referenc
   _, sequences, last_log_probs = reference
   config, params, experiment = loading.load_model(str(published))
   assert experiment is None
-  assert config == ModelConfig(embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
-                               max_sequence_length=79)
+  assert config == ModelConfig(embedding_dim=64, num_layers=4, num_heads=4, output_size=128, max_sequence_length=79)
   log_probs = jax.jit(network.build(config).apply)(params, None, sequences)
   assert np.abs(np.asarray(log_probs[:, -1]) - last_log_probs).max() <= 1e-5
 
@@ -139,8 +138,9 @@ def test_save_restore_round_trips_everything(tmp_path):
   assert json.loads(saved_config) == json.loads(config_lib.to_json(new[3]))
 
   params, params_ema, opt_state, experiment = new
-  restored = restore_latest(directory, params=abstract(params), params_ema=abstract(params_ema),
-                                       opt_state=abstract(opt_state))
+  restored = restore_latest(
+    directory, params=abstract(params), params_ema=abstract(params_ema), opt_state=abstract(opt_state)
+  )
   assert restored.step == 200
   assert_trees_equal(restored.params, params)
   assert_trees_equal(restored.params_ema, params_ema)
@@ -162,8 +162,7 @@ def test_save_restore_round_trips_everything(tmp_path):
 
 def test_restore_without_targets_and_load_model(tmp_path):
   params, params_ema, opt_state, experiment = tiny_state(seed=3)
-  save(str(tmp_path / 'checkpoints'), 5, params=params, params_ema=params_ema,
-                  opt_state=opt_state, config=experiment)
+  save(str(tmp_path / 'checkpoints'), 5, params=params, params_ema=params_ema, opt_state=opt_state, config=experiment)
   restored = restore_latest(str(tmp_path / 'checkpoints'))
   assert_trees_equal(restored.params, params)
   assert jax.tree.leaves(restored.opt_state)[0].shape == jax.tree.leaves(opt_state)[0].shape
@@ -204,8 +203,9 @@ def test_data_iterator_position_round_trips(tmp_path):
   dataset = grain.MapDataset.range(100).shuffle(seed=0).to_iter_dataset()
   iterator = iter(dataset)
   seen = [next(iterator) for _ in range(7)]
-  save(str(tmp_path), 7, params=params, params_ema=params_ema, opt_state=opt_state,
-                  config=experiment, data_iter=iterator)
+  save(
+    str(tmp_path), 7, params=params, params_ema=params_ema, opt_state=opt_state, config=experiment, data_iter=iterator
+  )
   expected = [next(iterator) for _ in range(5)]
   fresh = iter(dataset)
   restored = restore_latest(str(tmp_path), data_iter=fresh)
@@ -217,14 +217,24 @@ def test_data_iterator_position_round_trips(tmp_path):
 def test_raw_iterator_states_round_trip(tmp_path):
   """`get_state()` of a grain.DataLoader iterator (bytes) or a DatasetIterator (dict)."""
   params, params_ema, opt_state, experiment = tiny_state(seed=1)
-  loader = grain.DataLoader(data_source=list(range(50)), sampler=grain.samplers.IndexSampler(
-      50, shuffle=True, seed=3, num_epochs=1), worker_count=0)
+  loader = grain.DataLoader(
+    data_source=list(range(50)),
+    sampler=grain.samplers.IndexSampler(50, shuffle=True, seed=3, num_epochs=1),
+    worker_count=0,
+  )
   iterator = iter(loader)
   [next(iterator) for _ in range(4)]
   loader_state = iterator.get_state()
   assert isinstance(loader_state, bytes)
-  save(str(tmp_path), 4, params=params, params_ema=params_ema, opt_state=opt_state,
-                  config=experiment, data_iter_state=loader_state)
+  save(
+    str(tmp_path),
+    4,
+    params=params,
+    params_ema=params_ema,
+    opt_state=opt_state,
+    config=experiment,
+    data_iter_state=loader_state,
+  )
   expected = [next(iterator) for _ in range(3)]
   restored = restore_latest(str(tmp_path))
   assert restored.data_iter_state == loader_state and restored.data_iter is None
@@ -235,8 +245,15 @@ def test_raw_iterator_states_round_trip(tmp_path):
   dataset_iterator = iter(grain.MapDataset.range(30).shuffle(seed=1).to_iter_dataset())
   next(dataset_iterator)
   state = dataset_iterator.get_state()
-  save(str(tmp_path), 5, params=params, params_ema=params_ema, opt_state=opt_state,
-                  config=experiment, data_iter_state=state)
+  save(
+    str(tmp_path),
+    5,
+    params=params,
+    params_ema=params_ema,
+    opt_state=opt_state,
+    config=experiment,
+    data_iter_state=state,
+  )
   assert restore_latest(str(tmp_path)).data_iter_state == state
 
 
@@ -251,6 +268,7 @@ def test_training_states_save_and_restore_whole(tmp_path):
   params, params_ema, opt_state, experiment = tiny_state(seed=4)
   state = TrainingState(jnp.asarray(9, jnp.int32), params, params_ema, opt_state)
   from searchless.training import train
+
   manager = checkpoint.Checkpointer(str(tmp_path / 'checkpoints'), keep=2)
   device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
   layout = jax.tree.map(lambda _: device, state)
@@ -268,7 +286,7 @@ def test_training_states_save_and_restore_whole(tmp_path):
 
 def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   """A replicated save restores straight into an FSDP-style sharding (2 CPU devices)."""
-  script = textwrap.dedent(f'''
+  script = textwrap.dedent(f"""
       import jax, numpy as np
       from searchless.model import network
       from searchless.model.config import ModelConfig
@@ -296,10 +314,11 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
       assert again.params['embed']['embeddings'].sharding == embed.sharding
       jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)), again.params_ema, params)
       print('ok')
-  ''')
+  """)
   env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2', JAX_PLATFORMS='cpu')
-  result = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=120)
+  result = subprocess.run(
+    [sys.executable, '-c', script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.strip().endswith('ok')
 
@@ -308,6 +327,7 @@ def test_published_checkpoint_plays_legal_moves(compat):
   import chess
   from searchless.play import policy
   from searchless.play import predictor
+
   model_config, params, saved = loading.load_model(str(compat / 'reference_local_checkpoint'))
   assert saved is None  # Published layout: architecture inferred from the shapes.
   player = policy.make_policy('action_value', predictor.Predictor(model_config, params))

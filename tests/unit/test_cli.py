@@ -25,13 +25,16 @@ def test_help_shows_each_default_once_and_never_none(parser):
     assert option.lower().count('default') <= 1, option
 
 
-@pytest.mark.parametrize('command, argv, flag, kind', [
+@pytest.mark.parametrize(
+  'command, argv, flag, kind',
+  [
     ('train', ['--config', 'tiny', '--workdir', '{file}'], '--workdir', 'file, not a folder'),
     ('evaluate', ['--checkpoint', 'pretrained', '--data', 'x.bag', '--out', '{file}'], '--out', 'file, not a folder'),
     ('tournament', ['--agent', 'random', '--agent', 'random', '--out', '{file}'], '--out', 'file, not a folder'),
     ('openings', ['--out', '{folder}'], '--out', 'folder, not a file'),
     ('selfplay', ['--checkpoint', 'pretrained', '--output', '{folder}'], '--out/--output', 'folder, not a file'),
-])
+  ],
+)
 def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys, command, argv, flag, kind):
   (tmp_path / 'a_file').write_text('x')
   paths = {'file': str(tmp_path / 'a_file'), 'folder': str(tmp_path)}
@@ -42,10 +45,12 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys
   lines = capsys.readouterr().err.strip().splitlines()
   assert len(lines) == 1, lines  # The one line, without the usage (only a wrong flag shows it).
   last = lines[0]
-  assert last.endswith(f"error: argument {flag}: {paths['file' if 'file,' in kind else 'folder']!r} is a {kind}")
+  assert last.endswith(f'error: argument {flag}: {paths["file" if "file," in kind else "folder"]!r} is a {kind}')
 
 
-@pytest.mark.parametrize('command, canonical, old, dest', [
+@pytest.mark.parametrize(
+  'command, canonical, old, dest',
+  [
     ('pipelines.annotate', '--out', '--output_dir', 'output_dir'),
     ('pipelines.import_labels', '--out', '--output_dir', 'output_dir'),
     ('commands.puzzles_data', '--out', '--output', 'output'),
@@ -54,7 +59,8 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys
     ('commands.tournament', '--engine_path', '--engine', 'engine'),
     ('commands.improve', '--no_progress', '--quiet', 'quiet'),
     ('commands.puzzles_data', '--num', '--limit', 'limit'),
-])
+  ],
+)
 def test_one_vocabulary_and_the_old_spellings_still_accepted(command, canonical, old, dest):
   parser = importlib.import_module(f'searchless.{command}')._parser()  # pylint: disable=protected-access
   option = next(a for a in parser._actions if dest == a.dest and canonical in a.option_strings)  # pylint: disable=protected-access
@@ -71,18 +77,21 @@ def test_a_wrong_flag_still_shows_the_usage(tmp_path, capsys):
   assert exit.value.code == 2 and err.startswith('usage: searchless-epd') and 'unrecognized arguments: --bogus' in err
 
 
-@pytest.mark.parametrize('command, argv, flag', [
+@pytest.mark.parametrize(
+  'command, argv, flag',
+  [
     ('epd', ['--suite', '{missing}', '--agent', 'random', '--out', '{out}'], '--suite'),
     ('puzzles', ['--puzzles', '{missing}', '--agent', 'random', '--out', '{out}'], '--puzzles'),
     ('puzzles_data', ['--puzzles', '{missing}', '--out', '{out}/p.csv'], '--puzzles'),
-])
+  ],
+)
 def test_a_missing_input_file_is_one_line_naming_its_flag_and_leaves_no_output(tmp_path, capsys, command, argv, flag):
   paths = {'missing': str(tmp_path / 'nope.txt'), 'out': str(tmp_path / 'out')}
   module = importlib.import_module(f'searchless.commands.{command}')
   with pytest.raises(SystemExit) as exit:
     module.main([a.format(**paths) for a in argv])
   assert exit.value.code == 2
-  assert capsys.readouterr().err == f"error: argument {flag}: {paths['missing']!r}: no such file\n"
+  assert capsys.readouterr().err == f'error: argument {flag}: {paths["missing"]!r}: no such file\n'
   assert not (tmp_path / 'out').exists()
 
 
@@ -99,8 +108,11 @@ def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_p
 
 def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
   from searchless.commands import errors
-  for raised, said in ((KeyboardInterrupt(), 'stopped before the end'),
-                       (KeyboardInterrupt('saved: rerun'), 'saved: rerun')):
+
+  for raised, said in (
+    (KeyboardInterrupt(), 'stopped before the end'),
+    (KeyboardInterrupt('saved: rerun'), 'saved: rerun'),
+  ):
     with pytest.raises(SystemExit) as exit:
       with errors.one_line_errors():
         raise raised

@@ -34,15 +34,18 @@ def absl_flags_parsed():
 
 
 def test_worker_processes_need_a_program_that_parsed_absl_flags(compat):
-  code = ('from searchless.data import loader\n'
-          f"loader.build_loader({_bag(compat, 'action_value')!r}, policy='action_value', num_return_buckets=128, "
-          'batch_size=60, shuffle=False, seed=0, num_epochs=1, worker_count=1)')
+  code = (
+    'from searchless.data import loader\n'
+    f"loader.build_loader({_bag(compat, 'action_value')!r}, policy='action_value', num_return_buckets=128, "
+    'batch_size=60, shuffle=False, seed=0, num_epochs=1, worker_count=1)'
+  )
   done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
   assert done.returncode == 1
   assert done.stderr.strip().splitlines()[-1] == (
-      "ValueError: worker_count=1: grain reads absl flags in its worker processes and this program has not parsed "
-      "them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for their defaults, as "
-      "searchless's commands do), or use worker_count=0")
+    'ValueError: worker_count=1: grain reads absl flags in its worker processes and this program has not parsed '
+    'them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for their defaults, as '
+    "searchless's commands do), or use worker_count=0"
+  )
 
 
 def _bag(compat, kind: str) -> str:
@@ -50,8 +53,9 @@ def _bag(compat, kind: str) -> str:
 
 
 def _loader(spec, policy='action_value', **kwargs):
-  options = dict(policy=policy, num_return_buckets=128, batch_size=60, shuffle=True, seed=0, num_epochs=1,
-                 worker_count=0)
+  options = dict(
+    policy=policy, num_return_buckets=128, batch_size=60, shuffle=True, seed=0, num_epochs=1, worker_count=0
+  )
   options.update(kwargs)
   return loader_lib.build_loader(spec, **options)
 
@@ -117,8 +121,23 @@ def _random_string(rng: random.Random) -> str:
 
 
 def _random_float(rng: random.Random) -> float:
-  return rng.choice([0.0, -0.0, 1.0, 0.5, 0.25, 0.75, 5e-324, math.nan, math.inf, -1.5, rng.random(),
-                     rng.random(), struct.unpack('>d', bytes(rng.randrange(256) for _ in range(8)))[0]])
+  return rng.choice(
+    [
+      0.0,
+      -0.0,
+      1.0,
+      0.5,
+      0.25,
+      0.75,
+      5e-324,
+      math.nan,
+      math.inf,
+      -1.5,
+      rng.random(),
+      rng.random(),
+      struct.unpack('>d', bytes(rng.randrange(256) for _ in range(8)))[0],
+    ]
+  )
 
 
 @pytest.mark.parametrize('kind', KINDS)
@@ -139,7 +158,7 @@ def test_decoder_equals_records_decode_on_random_records(kind):
   start = 0
   while start < len(raw):  # Batches of assorted sizes, fast and slow paths mixed.
     size = rng.choice([1, 2, 7, 64, 500])
-    batch = raw[start:start + size]
+    batch = raw[start : start + size]
     columns = codecs.decode_batch(kind, batch)
     for i, data in enumerate(batch):
       want = tuple(records.decode(kind, data))
@@ -147,17 +166,21 @@ def test_decoder_equals_records_decode_on_random_records(kind):
     start += size
 
 
-@pytest.mark.parametrize('kind, data, message', [
+@pytest.mark.parametrize(
+  'kind, data, message',
+  [
     ('action_value', records.encode('action_value', (FEN, 'a1a2', 0.5))[:-1], 'truncated'),
     ('action_value', records.encode('action_value', (FEN, 'a1a2', 0.5)) + b'\x00', '1 bytes after the last field'),
     ('state_value', records.encode('action_value', (FEN, 'a1a2', 0.5)), '5 bytes after the last field'),
     ('state_value', b'', 'truncated'),
     ('behavioral_cloning', b'\x03\xff\xfe\xfde2e4', "can't decode"),
     ('behavioral_cloning', b'\x90', 'truncated'),
-])
+  ],
+)
 def test_decoder_names_the_bad_record(kind, data, message):
-  good = records.encode(kind, {'action_value': (FEN, 'a1a2', 0.5), 'state_value': (FEN, 0.5),
-                               'behavioral_cloning': (FEN, 'a1a2')}[kind])
+  good = records.encode(
+    kind, {'action_value': (FEN, 'a1a2', 0.5), 'state_value': (FEN, 0.5), 'behavioral_cloning': (FEN, 'a1a2')}[kind]
+  )
   with pytest.raises(codecs.BadRecord, match=message) as e:
     codecs.decode_batch(kind, [good, good, data, good])
   assert e.value.position == 2
@@ -186,11 +209,11 @@ def _mutants(fens: list[str], count: int) -> list[str]:
 def test_fens_tokenize_as_the_tokenizer_or_name_the_record(compat):
   fens = [json.loads(line)['fen'] for line in (compat / 'tokenizer_vectors.jsonl').read_text().splitlines()]
   odd = [
-      '8/8/8/8/8/8/8/K1k5 w K - 0 1',  # one castling right
-      '8/8/8/8/8/8/8/K1k5 w KQkq - 100 200',  # 3-digit clocks
-      '8/8/8/8/8/8/8/K1k5 w KQkq e 1000 1',  # 1-char en passant + 4-char clock: still 77 tokens
-      '9/8/8/8/8/8/8/K1k5 w - - 0 1',  # '9' is a token of its own, not 9 squares
-      '8/8/8/8/8/8/8/8/K1k5 w - - 0 1',  # the tokenizer does not count rows
+    '8/8/8/8/8/8/8/K1k5 w K - 0 1',  # one castling right
+    '8/8/8/8/8/8/8/K1k5 w KQkq - 100 200',  # 3-digit clocks
+    '8/8/8/8/8/8/8/K1k5 w KQkq e 1000 1',  # 1-char en passant + 4-char clock: still 77 tokens
+    '9/8/8/8/8/8/8/K1k5 w - - 0 1',  # '9' is a token of its own, not 9 squares
+    '8/8/8/8/8/8/8/8/K1k5 w - - 0 1',  # the tokenizer does not count rows
   ]
   valid, invalid = [], []
   for fen in fens + odd + _mutants(fens, 4000):
@@ -251,19 +274,21 @@ def test_sequences_equal_the_per_record_construction(compat, kind):
 def test_hand_written_sequences(compat):
   # 1Br1kbr1/p3pppp/5n2/np1P1Q2/1Pp4P/4P1P1/2KPNP2/q5R1 w - - 2 29, b8c7, 0.777476727204475
   action_value = (
-      [29]  # w
-      + [30, 24, 20, 30, 21, 11, 20, 30]  # .Br.kbr.
-      + [18, 30, 30, 30, 18, 18, 18, 18]  # p...pppp
-      + [30, 30, 30, 30, 30, 19, 30, 30]  # .....n..
-      + [19, 18, 30, 23, 30, 27, 30, 30]  # np.P.Q..
-      + [30, 23, 18, 30, 30, 30, 30, 23]  # .Pp....P
-      + [30, 30, 30, 30, 23, 30, 23, 30]  # ....P.P.
-      + [30, 30, 28, 23, 25, 23, 30, 30]  # ..KPNP..
-      + [22, 30, 30, 30, 30, 30, 26, 30]  # q.....R.
-      + [30, 30, 30, 30] + [30, 30]  # no castling, no en passant
-      + [2, 30, 30] + [2, 9, 30]  # '2..', '29.'
-      + [1634]  # b8c7: line 1635 of move_vocab.txt
-      + [99]  # 0.7775 * 128 = 99.5 -> bucket 99
+    [29]  # w
+    + [30, 24, 20, 30, 21, 11, 20, 30]  # .Br.kbr.
+    + [18, 30, 30, 30, 18, 18, 18, 18]  # p...pppp
+    + [30, 30, 30, 30, 30, 19, 30, 30]  # .....n..
+    + [19, 18, 30, 23, 30, 27, 30, 30]  # np.P.Q..
+    + [30, 23, 18, 30, 30, 30, 30, 23]  # .Pp....P
+    + [30, 30, 30, 30, 23, 30, 23, 30]  # ....P.P.
+    + [30, 30, 28, 23, 25, 23, 30, 30]  # ..KPNP..
+    + [22, 30, 30, 30, 30, 30, 26, 30]  # q.....R.
+    + [30, 30, 30, 30]
+    + [30, 30]  # no castling, no en passant
+    + [2, 30, 30]
+    + [2, 9, 30]  # '2..', '29.'
+    + [1634]  # b8c7: line 1635 of move_vocab.txt
+    + [99]  # 0.7775 * 128 = 99.5 -> bucket 99
   )
   first = next(iter(_loader(_bag(compat, 'action_value'), batch_size=4, shuffle=False)))
   assert first[0].tolist() == action_value
@@ -397,12 +422,15 @@ def test_missing_files_name_the_spec(tmp_path):
     _loader(str(tmp_path / 'action_value@2_data.bag'))
 
 
-@pytest.mark.parametrize('bad, message', [
-    (b'\x40' + FEN.encode(), r"record 2: cannot decode as action_value: truncated"),
+@pytest.mark.parametrize(
+  'bad, message',
+  [
+    (b'\x40' + FEN.encode(), r'record 2: cannot decode as action_value: truncated'),
     ((FEN, 'e2e9', 0.5), r"record 2: move 'e2e9' is not a move of the 1968-move vocabulary"),
     ((FEN.replace('K', 'X'), 'a1a2', 0.5), r'record 2: FEN has characters outside the alphabet'),
     ((FEN, 'a1a2', 1.5), r'record 2: win probability 1.5 is not in \[0, 1\]'),
-])
+  ],
+)
 def test_bad_records_name_spec_and_index(tmp_path, bad, message):
   good = (FEN, 'a1a2', 0.5)
   spec = _write(tmp_path / 'action_value_data.bag', 'action_value', [good] * 2 + [bad] + [good] * 5)
@@ -419,9 +447,12 @@ def test_bad_records_are_named_from_worker_processes_too(tmp_path):
 
 
 def test_policy_must_match_the_records(compat):
-  with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of"
-                                       r".*state_value_sample.bag' is a state_value record"
-                                       r' \(the file name says state_value\)'):
+  with pytest.raises(
+    ValueError,
+    match=r"policy 'action_value' needs action_value records, but record 0 of"
+    r".*state_value_sample.bag' is a state_value record"
+    r' \(the file name says state_value\)',
+  ):
     _loader(_bag(compat, 'state_value'), 'action_value', batch_size=4)
   with pytest.raises(ValueError, match="policy 'behavioral_cloning' needs .* is a action_value record"):
     _loader(_bag(compat, 'action_value'), 'behavioral_cloning', batch_size=4)
@@ -431,14 +462,17 @@ def test_policy_must_match_the_records(compat):
     _loader(_bag(compat, 'action_value'), 'policy')
 
 
-@pytest.mark.parametrize('options, message', [
+@pytest.mark.parametrize(
+  'options, message',
+  [
     (dict(batch_size=100, shard_count=3), 'batch_size 100 is global and must be divisible by the number of processes'),
     (dict(shard_index=2, shard_count=2), r'shard_index 2 is not in \[0, shard_count=2\)'),
     (dict(num_records=5000), 'num_records=5000 but .* holds 1740 records'),
     (dict(batch_size=2000), '1740 records are fewer than one batch of 2000'),
     (dict(num_epochs=0), 'num_epochs must be positive'),
     (dict(drop_remainder=False, shard_count=2), 'drop_remainder=False needs a single process'),
-])
+  ],
+)
 def test_bad_options(compat, options, message):
   with pytest.raises(ValueError, match=message):
     _loader(_bag(compat, 'action_value'), **options)
@@ -449,8 +483,7 @@ def test_bad_options(compat, options, message):
 
 def test_config_loader(compat):
   spec = _bag(compat, 'action_value')
-  config = configs.load('tiny',
-                           [f'data.train={spec}', 'data.batch_size=64', 'data.num_records=1000'])
+  config = configs.load('tiny', [f'data.train={spec}', 'data.batch_size=64', 'data.num_records=1000'])
   batch = next(iter(loader_lib.config_loader(config)))
   assert batch.shape == (64, 79) and batch.dtype == np.int32
   second = next(iter(loader_lib.config_loader(config, process_index=1, process_count=2)))
@@ -470,6 +503,7 @@ def test_global_batch_on_a_mesh():
   sharding = NamedSharding(mesh, P('data', None))
   local = np.arange(8 * 79, dtype=np.int32).reshape(8, 79)
   from searchless.training import sharding as sharding_lib
+
   array = sharding_lib.global_batch(local, sharding)
   assert array.shape == (8 * jax.process_count(), 79) and array.dtype == np.int32
   assert array.sharding == sharding

@@ -11,10 +11,21 @@ import pytest
 
 from helpers import ROOT
 
-PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')),
-         *(ROOT / page for page in ('benchmarks/README.md', 'data/README.md', 'tools/README.md',
-                                    'searchless/samples/README.md', 'searchless/pretrained/MODEL_CARD.md',
-                                    'searchless/pretrained_transformer/MODEL_CARD.md'))]
+PAGES = [
+  ROOT / 'README.md',
+  *sorted((ROOT / 'docs').glob('*.md')),
+  *(
+    ROOT / page
+    for page in (
+      'benchmarks/README.md',
+      'data/README.md',
+      'tools/README.md',
+      'searchless/samples/README.md',
+      'searchless/pretrained/MODEL_CARD.md',
+      'searchless/pretrained_transformer/MODEL_CARD.md',
+    )
+  ),
+]
 FENCE = re.compile(r'^```(\w*)\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r'`(searchless-[a-z-]+ [^`]*)`')
 STOP = {'|', '||', '&&', ';', '&', '#', '>', '2>'}  # Where a command line ends.
@@ -31,11 +42,15 @@ def _parsers(script: str) -> tuple[argparse.ArgumentParser, ...]:
   found = getattr(module, '_parser', None)
   if found is not None:
     return (found(),)
-  pipelines = [v for v in vars(module).values()
-               if getattr(v, '__name__', '').startswith('searchless.pipelines.') and hasattr(v, '_parser')]
+  pipelines = [
+    v
+    for v in vars(module).values()
+    if getattr(v, '__name__', '').startswith('searchless.pipelines.') and hasattr(v, '_parser')
+  ]
   assert len(pipelines) == 1, f'{script}: no argparse parser found in {module.__name__}'
   from apache_beam.options import pipeline_options
   import apache_beam.runners.dask.dask_runner  # noqa: F401  # Registers DaskOptions (--dask_client_address).
+
   beam = argparse.ArgumentParser(add_help=False)
   stack = [pipeline_options.PipelineOptions]
   while stack:
@@ -80,7 +95,7 @@ def _command_lines() -> list[tuple[str, str, list[str]]]:
       for i, word in enumerate(words):
         if re.fullmatch(r'(\S*/)?searchless-[a-z-]+', word) and (i == 0 or words[i - 1] in STOP):
           args = []
-          for arg in words[i + 1:]:
+          for arg in words[i + 1 :]:
             if arg in STOP:
               break
             args.append(arg)
@@ -110,8 +125,11 @@ def test_the_pages_name_no_path_a_plain_install_lacks():
 PYTHON_PAGES = [p for p in PAGES if any(lang == 'python' for lang, _ in FENCE.findall(p.read_text()))]
 
 
-@pytest.mark.parametrize('page', [pytest.param(p, marks=() if p.name == 'README.md' else pytest.mark.slow)
-                                  for p in PYTHON_PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+  'page',
+  [pytest.param(p, marks=() if p.name == 'README.md' else pytest.mark.slow) for p in PYTHON_PAGES],
+  ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
 def test_every_python_example_runs_as_written(page, capsys):
   """Each block in a fresh namespace, as a reader pastes it (the shipped models, no files of a run); the README's is
   fast, the others (search, two players) compile more and are marked slow."""

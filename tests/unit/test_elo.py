@@ -31,17 +31,21 @@ def numeric_hessian(fun, r, names, h=0.1):
   hess = np.zeros((n, n))
   for i in range(n):
     for j in range(n):
+
       def at(di, dj):
         s = dict(r)
         s[names[i]] += di
         s[names[j]] += dj
         return fun(s)
+
       hess[i, j] = (at(h, h) - at(h, -h) - at(-h, h) + at(-h, -h)) / (4 * h * h)
   return hess
 
 
 def games_of(white, black, wins=0, draws=0, losses=0):
-  return [Game(white, black, '1-0')] * wins + [Game(white, black, '1/2-1/2')] * draws + [Game(white, black, '0-1')] * losses
+  return (
+    [Game(white, black, '1-0')] * wins + [Game(white, black, '1/2-1/2')] * draws + [Game(white, black, '0-1')] * losses
+  )
 
 
 def pair_diff_closed_form(w, l, d, d_elo):
@@ -55,8 +59,12 @@ def pair_diff_closed_form(w, l, d, d_elo):
 def bisect_pair_diff(w, l, d, d_elo):
   """Independent check: bisection on the central-difference slope of the direct likelihood."""
   cells = [('A', 'B', w, d, l)]
+
   def slope(x):
-    return direct_nll({'A': x + 1e-4, 'B': 0.0}, cells, 0, d_elo) - direct_nll({'A': x - 1e-4, 'B': 0.0}, cells, 0, d_elo)
+    return direct_nll({'A': x + 1e-4, 'B': 0.0}, cells, 0, d_elo) - direct_nll(
+      {'A': x - 1e-4, 'B': 0.0}, cells, 0, d_elo
+    )
+
   lo, hi = -2000.0, 2000.0
   for _ in range(100):
     mid = (lo + hi) / 2
@@ -110,19 +118,24 @@ def test_default_prior_is_bayeselo_virtual_draws_and_keeps_all_wins_finite():
 
 
 def test_prior_spreads_virtual_draws_by_games_per_opponent():
-  games = (games_of('A', 'B', wins=1) + games_of('B', 'A', losses=1)
-           + games_of('B', 'C', wins=1, draws=1) + games_of('C', 'B', wins=2))
+  games = (
+    games_of('A', 'B', wins=1)
+    + games_of('B', 'A', losses=1)
+    + games_of('B', 'C', wins=1, draws=1)
+    + games_of('C', 'B', wins=2)
+  )
   r = elo.fit(games, scale=False)  # Default prior 2, advantage 32.8.
   # n_A = 2, n_B = 6, n_C = 4. A gives 1 draw to AB; B gives 2/6 to AB and 4/6 to BC; C gives 1 to BC.
   ab, bc = 1 + 1 / 3, 1 + 2 / 3
-  cells = [('A', 'B', 1, ab / 2, 0), ('B', 'A', 0, ab / 2, 1),
-           ('B', 'C', 1, 1 + bc / 2, 0), ('C', 'B', 2, bc / 2, 0)]
+  cells = [('A', 'B', 1, ab / 2, 0), ('B', 'A', 0, ab / 2, 1), ('B', 'C', 1, 1 + bc / 2, 0), ('C', 'B', 2, bc / 2, 0)]
   ratings = {p: r[p].elo for p in 'ABC'}
   for p in 'ABC':
     up, down = dict(ratings), dict(ratings)
     up[p] += 1e-3
     down[p] -= 1e-3
-    assert (direct_nll(up, cells, 32.8, 97.3) - direct_nll(down, cells, 32.8, 97.3)) / 2e-3 == pytest.approx(0, abs=1e-8)
+    assert (direct_nll(up, cells, 32.8, 97.3) - direct_nll(down, cells, 32.8, 97.3)) / 2e-3 == pytest.approx(
+      0, abs=1e-8
+    )
   wrong = [c[:3] + (1.0 if c[3] else 0,) + c[4:] for c in cells]  # Same code, 1 virtual draw per pair.
   up = dict(ratings, A=ratings['A'] + 1e-3)
   down = dict(ratings, A=ratings['A'] - 1e-3)
@@ -130,8 +143,12 @@ def test_prior_spreads_virtual_draws_by_games_per_opponent():
 
 
 def test_mean_zero_default_and_swapping_colours_without_advantage():
-  games = (games_of('A', 'B', wins=3, draws=2, losses=1) + games_of('B', 'C', wins=2, losses=2, draws=1)
-           + games_of('C', 'A', wins=1, draws=3) + games_of('A', 'D', wins=2, losses=1))
+  games = (
+    games_of('A', 'B', wins=3, draws=2, losses=1)
+    + games_of('B', 'C', wins=2, losses=2, draws=1)
+    + games_of('C', 'A', wins=1, draws=3)
+    + games_of('A', 'D', wins=2, losses=1)
+  )
   swapped = [Game(g.black, g.white, {'1-0': '0-1', '0-1': '1-0'}.get(g.result, g.result)) for g in games]
   r, s = elo.fit(games, elo_advantage=0), elo.fit(swapped, elo_advantage=0)
   assert sum(p.elo for p in r.players) == pytest.approx(0, abs=1e-9)
@@ -158,7 +175,7 @@ def test_anchor_fixes_and_shifts():
 
 
 def test_multi_anchor_ladder():
-  games = (games_of('sf1500', 'sf1350', wins=6, losses=4) + games_of('X', 'sf1350', wins=5, draws=4, losses=2))
+  games = games_of('sf1500', 'sf1350', wins=6, losses=4) + games_of('X', 'sf1350', wins=5, draws=4, losses=2)
   anchors = {'sf1350': 1350.0, 'sf1500': 1500.0}
   r = elo.fit(games, anchors=anchors, prior=0, elo_advantage=0)
   s = elo.elo_scale(97.3)
@@ -174,8 +191,11 @@ def test_multi_anchor_ladder():
 
 
 def test_ci_halves_when_games_are_replicated_four_times():
-  games = (games_of('A', 'B', wins=3, draws=2, losses=1) + games_of('B', 'C', wins=2, losses=1, draws=3)
-           + games_of('C', 'A', wins=1, draws=2, losses=1))
+  games = (
+    games_of('A', 'B', wins=3, draws=2, losses=1)
+    + games_of('B', 'C', wins=2, losses=1, draws=3)
+    + games_of('C', 'A', wins=1, draws=2, losses=1)
+  )
   one, four = elo.fit(games, prior=0), elo.fit(games * 4, prior=0)
   for p in 'ABC':
     assert four[p].elo == pytest.approx(one[p].elo, abs=1e-6)
@@ -184,10 +204,15 @@ def test_ci_halves_when_games_are_replicated_four_times():
 
 
 def test_ci_matches_numerically_differentiated_hessian():
-  games = (games_of('A', 'B', wins=3, draws=2, losses=1) + games_of('B', 'A', wins=1, draws=1, losses=2)
-           + games_of('B', 'C', wins=2, losses=1, draws=3) + games_of('C', 'A', wins=1, draws=2, losses=2))
+  games = (
+    games_of('A', 'B', wins=3, draws=2, losses=1)
+    + games_of('B', 'A', wins=1, draws=1, losses=2)
+    + games_of('B', 'C', wins=2, losses=1, draws=3)
+    + games_of('C', 'A', wins=1, draws=2, losses=2)
+  )
   cells = [('A', 'B', 3, 2, 1), ('B', 'A', 1, 1, 2), ('B', 'C', 2, 3, 1), ('C', 'A', 1, 2, 2)]
   names = ['A', 'B', 'C']
+
   def nll(v):
     return direct_nll(v, cells, 32.8, 97.3)
 
@@ -251,11 +276,16 @@ def test_far_anchors_converge():
 
 def test_results_from_pgn(tmp_path):
   path = tmp_path / 'games.pgn'
-  path.write_text('[White "nn"]\n[Black "sf1350"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n'
-                  '[White "sf1350"]\n[Black "nn"]\n[Result "1/2-1/2"]\n\n1. d4 1/2-1/2\n\n'
-                  '[White "nn"]\n[Black "sf1500"]\n[Result "*"]\n\n*\n')
-  assert elo.results_from_pgn(path) == [Game('nn', 'sf1350', '1-0'), Game('sf1350', 'nn', '1/2-1/2'),
-                                        Game('nn', 'sf1500', '*')]
+  path.write_text(
+    '[White "nn"]\n[Black "sf1350"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n'
+    '[White "sf1350"]\n[Black "nn"]\n[Result "1/2-1/2"]\n\n1. d4 1/2-1/2\n\n'
+    '[White "nn"]\n[Black "sf1500"]\n[Result "*"]\n\n*\n'
+  )
+  assert elo.results_from_pgn(path) == [
+    Game('nn', 'sf1350', '1-0'),
+    Game('sf1350', 'nn', '1/2-1/2'),
+    Game('nn', 'sf1500', '*'),
+  ]
 
 
 def test_table_and_to_dict():

@@ -87,20 +87,35 @@ def test_records_of_each_kind():
   assert free_labels.behavioral_cloning_records(played) == [] and free_labels.partial_board_records(played) == []
 
 
-@pytest.mark.parametrize('line,reason,detail', [
+@pytest.mark.parametrize(
+  'line,reason,detail',
+  [
     ('{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [', 'bad_json', 'JSONDecodeError'),
     ('{"evals": []}', 'bad_json', "KeyError: 'fen'"),
     ('{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": []}', 'bad_json', 'ValueError'),
-    ('{"fen": "8/8/8/8/8/8/8/8 w - -", "evals": [{"pvs": [{"cp": 1, "line": "a1a2"}], "depth": 5}]}',
-     'illegal_fen', "'8/8/8/8/8/8/8/8 w - -' is not a legal position (no white king, no black king, empty)"),
+    (
+      '{"fen": "8/8/8/8/8/8/8/8 w - -", "evals": [{"pvs": [{"cp": 1, "line": "a1a2"}], "depth": 5}]}',
+      'illegal_fen',
+      "'8/8/8/8/8/8/8/8 w - -' is not a legal position (no white king, no black king, empty)",
+    ),
     ('{"fen": "xyz w - -", "evals": [{"pvs": [{"cp": 1, "line": "a1a2"}], "depth": 5}]}', 'illegal_fen', 'xyz'),
-    ('{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"line": "a1a2"}], "depth": 5}]}',
-     'missing_score', 'neither cp nor mate'),
-    ('{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"cp": 3, "line": "a1b1"}], "depth": 5}]}',
-     'illegal_pv_move', "'a1b1' is not a legal move"),
-    ('{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"cp": 3, "line": ""}], "depth": 5}]}',
-     'illegal_pv_move', "'' is not a legal move"),
-])
+    (
+      '{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"line": "a1a2"}], "depth": 5}]}',
+      'missing_score',
+      'neither cp nor mate',
+    ),
+    (
+      '{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"cp": 3, "line": "a1b1"}], "depth": 5}]}',
+      'illegal_pv_move',
+      "'a1b1' is not a legal move",
+    ),
+    (
+      '{"fen": "8/8/8/8/8/8/8/K1k5 w - -", "evals": [{"pvs": [{"cp": 3, "line": ""}], "depth": 5}]}',
+      'illegal_pv_move',
+      "'' is not a legal move",
+    ),
+  ],
+)
 def test_bad_lines_are_skips_naming_the_line(line, reason, detail):
   skip = free_labels.from_eval_line(line, 'db.jsonl:7')
   assert isinstance(skip, pgn.Skip) and (skip.reason, skip.location) == (reason, 'db.jsonl:7')

@@ -19,9 +19,26 @@ import helpers
 pytestmark = pytest.mark.slow  # Three processes compile toy models: a few minutes on 2 busy cores.
 
 LABELS = helpers.DATA / 'labels' / 'chunk_000' / 'train' / 'board_value_data.bagz'  # Real Lichess boards.
-ROW_FIELDS = {'config', 'dtype', 'batch', 'micro_batch', 'params', 'step_ms', 'examples_per_s', 'tokens_per_s',
-              'model_flops_per_step', 'xla_flops_per_step', 'mfu', 'mfu_xla', 'peak_tflops', 'state_mib_per_device',
-              'compiled_mib_per_device', 'peak_mib_per_device', 'profiled', 'largest_batch'}
+ROW_FIELDS = {
+  'config',
+  'dtype',
+  'batch',
+  'micro_batch',
+  'params',
+  'step_ms',
+  'examples_per_s',
+  'tokens_per_s',
+  'model_flops_per_step',
+  'xla_flops_per_step',
+  'mfu',
+  'mfu_xla',
+  'peak_tflops',
+  'state_mib_per_device',
+  'compiled_mib_per_device',
+  'peak_mib_per_device',
+  'profiled',
+  'largest_batch',
+}
 
 
 def _playbook():
@@ -42,16 +59,38 @@ def run(tmp_path_factory):
   board_columns.pack(tmp / 'in.bag', tmp / 'columns', workers=1)
   playbook = _playbook()
   playbook.PART_LIMIT = 2**16  # The float32 toy model (~40k parameters) is ~0.2 MiB: parts.
-  result = playbook.main(['--quick', '--data', str(tmp / 'columns'), '--out', str(tmp / 'out'),
-                          '--scratch', str(tmp / 'scratch'), '--seconds', '30'])
+  result = playbook.main(
+    [
+      '--quick',
+      '--data',
+      str(tmp / 'columns'),
+      '--out',
+      str(tmp / 'out'),
+      '--scratch',
+      str(tmp / 'scratch'),
+      '--seconds',
+      '30',
+    ]
+  )
   return playbook, result, tmp
 
 
 def test_writes_the_json_and_table_with_every_field(run):
   _, result, tmp = run
   assert json.loads((tmp / 'out' / 'playbook.json').read_text()) == json.loads(json.dumps(result))
-  assert {'device', 'platform', 'devices', 'memory_bytes_per_device', 'batch', 'flops', 'rows', 'skipped', 'train',
-          'training', 'seconds'} <= set(result)
+  assert {
+    'device',
+    'platform',
+    'devices',
+    'memory_bytes_per_device',
+    'batch',
+    'flops',
+    'rows',
+    'skipped',
+    'train',
+    'training',
+    'seconds',
+  } <= set(result)
   (row,) = result['rows']
   assert set(row) == ROW_FIELDS
   assert (row['config'], row['dtype'], row['batch'], row['params']) == ('tiny', 'float32', 8, 402_624)

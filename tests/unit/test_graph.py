@@ -18,8 +18,16 @@ from searchless.model.config import ModelConfig
 
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
 PROMOTIONS = '1r5k/P7/8/8/8/8/6pp/4K3 w - - 0 50'  # a7a8 / a7b8 in four pieces each.
-SMALL = ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2, output_size=32,
-                    max_sequence_length=79, graph_edge_dim=8, seed=3)
+SMALL = ModelConfig(
+  kind='graph',
+  embedding_dim=16,
+  num_layers=2,
+  num_heads=2,
+  output_size=32,
+  max_sequence_length=79,
+  graph_edge_dim=8,
+  seed=3,
+)
 
 
 @pytest.fixture(scope='module')
@@ -29,7 +37,9 @@ def small():
 
 
 def _row(fen: str, board_moves) -> np.ndarray:
-  return np.concatenate([tokenizer.tokenize(fen), [moves.MOVE_TO_ACTION[m.uci()] for m in board_moves]]).astype(np.int32)
+  return np.concatenate([tokenizer.tokenize(fen), [moves.MOVE_TO_ACTION[m.uci()] for m in board_moves]]).astype(
+    np.int32
+  )
 
 
 def _layer():
@@ -77,9 +87,13 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   order = np.array([1, 3, 5, 4, 0, 2])  # New node a is old node order[a]: in-degrees <= 2, then 3-4.
   narrow, wide = order[:3], order[3:]
   to_new = np.argsort(order)
-  two = [board_graph.Group(to_new[senders[narrow, :2]], mask[narrow, :2]), board_graph.Group(to_new[senders[wide]], mask[wide])]
-  got_h, (narrow_e, wide_e) = (jax.tree.map(np.asarray, x) for x in layer.apply(
-      params, h[:, order], [e[:, narrow, :2], e[:, wide]], two))
+  two = [
+    board_graph.Group(to_new[senders[narrow, :2]], mask[narrow, :2]),
+    board_graph.Group(to_new[senders[wide]], mask[wide]),
+  ]
+  got_h, (narrow_e, wide_e) = (
+    jax.tree.map(np.asarray, x) for x in layer.apply(params, h[:, order], [e[:, narrow, :2], e[:, wide]], two)
+  )
   assert narrow_e.shape == (batch, 3, 2, edge_width)  # 18 slots in all, not 24.
   np.testing.assert_allclose(got_h, out_h[:, order], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(narrow_e, out_e[:, narrow, :2], rtol=1e-5, atol=1e-5)
@@ -106,7 +120,10 @@ def test_the_graph_is_every_queen_and_knight_relation():
   assert (board_graph.ONE_GRID_SOURCE[place] == np.arange(1904)).all()
   assert (board_graph.ONE_GRID_TYPES[place] == board_graph.SLOT_TYPES).all()
   assert int((board_graph.ONE_GRID_TYPES == board_graph.NUM_EDGE_TYPES - 1).sum()) == 2304 - 1856  # Padding.
-  assert board_graph.NODE_ORDER[board_graph.NODE_OF_SQUARE[chess.D4]] == chess.D4 and board_graph.NODE_OF_SQUARE[chess.D4] >= 48
+  assert (
+    board_graph.NODE_ORDER[board_graph.NODE_OF_SQUARE[chess.D4]] == chess.D4
+    and board_graph.NODE_OF_SQUARE[chess.D4] >= 48
+  )
   e2e4 = board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION['e2e4']]
   assert (board_graph.SLOT_SENDER[e2e4], board_graph.SLOT_RECEIVER[e2e4]) == (chess.E2, chess.E4)
   assert board_graph.BETWEEN[e2e4].nonzero()[0].tolist() == [chess.E3]
@@ -118,13 +135,15 @@ def test_inputs_are_the_board_in_the_movers_frame():
   board = chess.Board(KIWIPETE)
   x = jax.tree.map(np.asarray, board_graph.node_and_edge_inputs(_row(KIWIPETE, board.legal_moves)[None]))
   assert ''.join(board_graph.PIECES[p] for p in x['pieces'][0]) == ''.join(
-      board_graph.PIECES[0] if board.piece_at(s) is None else board.piece_at(s).symbol() for s in chess.SQUARES)
+    board_graph.PIECES[0] if board.piece_at(s) is None else board.piece_at(s).symbol() for s in chess.SQUARES
+  )
   assert np.flatnonzero(x['castling'][0].any(axis=1)).tolist() == [chess.A1, chess.H1, chess.A8, chess.H8]
   assert x['en_passant'].sum() == 0 and x['clock'].tolist() == [0]
   legal_slots = {int(board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[m.uci()]]) for m in board.legal_moves}
   assert set(np.flatnonzero(x['legal'][0]).tolist()) == legal_slots
   assert [(int(f), int(t)) for f, t in zip(x['from'][0], x['to'][0])] == [
-      (m.from_square, m.to_square) for m in board.legal_moves]
+    (m.from_square, m.to_square) for m in board.legal_moves
+  ]
   # Lines are open when nothing stands strictly between their squares.
   open_of = lambda a, b: x['open'][0][board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[a + b]]]
   assert open_of('e1', 'c1') == 1 and open_of('a1', 'a3') == 0  # a2 holds a pawn.
@@ -139,8 +158,10 @@ def test_a_board_and_its_colour_mirror_get_the_same_values(small):
   params, apply = small
   board = chess.Board(KIWIPETE)
   mirrored = board.mirror()
-  mirrored_moves = [chess.Move(chess.square_mirror(m.from_square), chess.square_mirror(m.to_square), m.promotion)
-                    for m in board.legal_moves]
+  mirrored_moves = [
+    chess.Move(chess.square_mirror(m.from_square), chess.square_mirror(m.to_square), m.promotion)
+    for m in board.legal_moves
+  ]
   a = np.asarray(apply(params, None, _row(board.fen(), board.legal_moves)[None]))
   b = np.asarray(apply(params, None, _row(mirrored.fen(), mirrored_moves)[None]))
   np.testing.assert_array_equal(a, b)
@@ -155,7 +176,7 @@ def test_the_edge_head_scores_exactly_the_given_moves(small):
   out = np.asarray(apply(params, None, row[None]))[0]  # [M, V]
   assert out.shape == (len(legal), 32) and np.allclose(np.exp(out).sum(-1), 1.0, atol=1e-5)
   padded = np.concatenate([row, [-1] * 5])
-  np.testing.assert_allclose(np.asarray(apply(params, None, padded[None]))[0, :len(legal)], out, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(apply(params, None, padded[None]))[0, : len(legal)], out, atol=1e-6)
   reversed_row = np.concatenate([row[:77], row[77:][::-1]])
   np.testing.assert_allclose(np.asarray(apply(params, None, reversed_row[None]))[0], out[::-1], atol=1e-6)
   by_move = {m.uci(): out[i] for i, m in enumerate(legal)}
@@ -210,8 +231,16 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
 
   Parameters are the seeded init plus seeded noise (so no layer-norm scale is 1 and no offset 0).
   """
-  config = ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4, output_size=128,
-                       max_sequence_length=79, graph_edge_dim=32, seed=0)
+  config = ModelConfig(
+    kind='graph',
+    embedding_dim=64,
+    num_layers=4,
+    num_heads=4,
+    output_size=128,
+    max_sequence_length=79,
+    graph_edge_dim=32,
+    seed=0,
+  )
   fens = [KIWIPETE, KIWIPETE.replace(' w KQkq - 0 1', ' b KQkq - 3 1'), PROMOTIONS, chess.STARTING_FEN]
   rows, valid = [], []
   for fen in fens:
@@ -219,15 +248,23 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
     rows.append(np.concatenate([tokenizer.tokenize(fen), actions, [-1] * (48 - len(actions))]))
     valid.append(len(actions))
   rng = np.random.default_rng(27)
-  params = jax.tree.map(lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32),
-                        network.init_params(config))
-  action_values, state_values = (np.asarray(x) for x in network.build(config, with_value=True).apply(
-      params, None, np.array(rows, np.int32)))
+  params = jax.tree.map(
+    lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32), network.init_params(config)
+  )
+  action_values, state_values = (
+    np.asarray(x) for x in network.build(config, with_value=True).apply(params, None, np.array(rows, np.int32))
+  )
   assert valid == [48, 43, 12, 20]
-  np.testing.assert_allclose([action_values[i, :n].sum() for i, n in enumerate(valid)],
-                             [-55477.469, -49229.75, -12737.309, -21326.688], rtol=1e-6)
-  np.testing.assert_allclose([action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
-                             [-11.68081, -7.70469, -2.9911, -6.12822], atol=1e-4)
+  np.testing.assert_allclose(
+    [action_values[i, :n].sum() for i, n in enumerate(valid)],
+    [-55477.469, -49229.75, -12737.309, -21326.688],
+    rtol=1e-6,
+  )
+  np.testing.assert_allclose(
+    [action_values[i, j, k] for i, j, k in [(0, 0, 0), (1, 5, 64), (2, 3, 127), (3, 19, 77)]],
+    [-11.68081, -7.70469, -2.9911, -6.12822],
+    atol=1e-4,
+  )
   np.testing.assert_allclose(state_values[:, 64], [-8.38917, -7.40736, -8.52703, -8.33627], atol=1e-4)
   # Up to 2 boards run the edges as one [64, 36] grid, larger batches as three (`graph.ONE_GRID_ROWS`): the same
   # function.

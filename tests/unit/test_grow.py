@@ -16,10 +16,12 @@ from searchless.training import grow
 from searchless.training import train
 
 # Real middlegames and endgames (dev puzzles' starting positions) and the start.
-FENS = (chess.STARTING_FEN,
-        'r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24',
-        '5rk1/1p3ppp/pq3b2/8/8/1P1Q1N2/P4PPP/3R2K1 w - - 2 27',
-        '8/8/4k3/8/2p5/8/2K5/8 w - - 0 60')
+FENS = (
+  chess.STARTING_FEN,
+  'r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24',
+  '5rk1/1p3ppp/pq3b2/8/8/1P1Q1N2/P4PPP/3R2K1 w - - 2 27',
+  '8/8/4k3/8/2p5/8/2K5/8 w - - 0 60',
+)
 
 
 def _grown(overrides):
@@ -49,16 +51,20 @@ def test_a_graph_with_wider_mlps_and_two_more_layers_plays_exactly_as_the_small_
 
 
 def test_a_wider_residual_stream_is_refused_naming_the_weight():
-  with pytest.raises(ValueError, match=r'^cannot grow gateau_0/layer_norm/offset from \(64,\) to \(128,\): only a '
-                                       r'weight matrix grown along one axis keeps what the model computes$'):
+  with pytest.raises(
+    ValueError,
+    match=r'^cannot grow gateau_0/layer_norm/offset from \(64,\) to \(128,\): only a '
+    r'weight matrix grown along one axis keeps what the model computes$',
+  ):
     _grown(['model.embedding_dim=128'])
 
 
 def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modules: layer 1's are named anew.
   small_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=1']))
   big_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=2']))
-  with pytest.raises(ValueError, match='^cannot grow a model into one without its weights: linear_3/b is missing '
-                                       'from the bigger model$'):
+  with pytest.raises(
+    ValueError, match='^cannot grow a model into one without its weights: linear_3/b is missing from the bigger model$'
+  ):
     grow.grow(jax.device_get(network.init_params(small_config)), jax.device_get(network.init_params(big_config)))
 
 
@@ -68,22 +74,39 @@ def test_a_grown_model_that_computes_something_else_is_refused():
   fresh = jax.device_get(network.init_params(big_config))
   grown = grow.grow(small, fresh)
   grown['gateau_4/out']['w'] = np.asarray(fresh['gateau_4/out']['w'])  # The new layer writes into the stream.
-  with pytest.raises(ValueError, match=r'^growing pretrained into this config changes what it computes \(probe '
-                                       r'distance .+ > 1e-05; changed: num_layers 4 -> 5\): only widening_factor '
-                                       r'and num_layers grow a graph model as the same function$'):
+  with pytest.raises(
+    ValueError,
+    match=r'^growing pretrained into this config changes what it computes \(probe '
+    r'distance .+ > 1e-05; changed: num_layers 4 -> 5\): only widening_factor '
+    r'and num_layers grow a graph model as the same function$',
+  ):
     grow.check_same_function(small_config, small, big_config, grown, 'pretrained')
 
 
 def test_training_from_a_grown_model_starts_where_the_small_one_is(tmp_path, board_bag):
-  base = [f'data.train={board_bag}', 'data.batch_size=4', 'data.worker_count=0', 'train.num_steps=1',
-          'train.log_every=1', 'train.compute_dtype=float32', 'loss.value_weight=0', 'train.init_from=pretrained']
+  base = [
+    f'data.train={board_bag}',
+    'data.batch_size=4',
+    'data.worker_count=0',
+    'train.num_steps=1',
+    'train.log_every=1',
+    'train.compute_dtype=float32',
+    'loss.value_weight=0',
+    'train.init_from=pretrained',
+  ]
   wide = [*base, 'model.widening_factor=8']
-  with pytest.raises(ValueError, match="^train.init_from 'pretrained' does not fit this config's model: "
-                                       r"\['mlp_0/linear'\]\['w'\] is \(64, 256\) there, \(64, 512\) here$"):
+  with pytest.raises(
+    ValueError,
+    match="^train.init_from 'pretrained' does not fit this config's model: "
+    r"\['mlp_0/linear'\]\['w'\] is \(64, 256\) there, \(64, 512\) here$",
+  ):
     train.train(configs.load('graph_tiny', wide), tmp_path / 'refused')  # Without init_grow shapes must match.
   grown = train.train(configs.load('graph_tiny', [*wide, 'train.init_grow=True']), tmp_path / 'grown')
   small = train.train(configs.load('graph_tiny', base), tmp_path / 'small')
-  assert grown.params['mlp_3/linear_2']['w'].shape == (512, 64) and small.params['mlp_3/linear_2']['w'].shape == (256, 64)
+  assert grown.params['mlp_3/linear_2']['w'].shape == (512, 64) and small.params['mlp_3/linear_2']['w'].shape == (
+    256,
+    64,
+  )
   # The first step's loss is computed before its update, on the same batch: the grown model's is the small one's.
   first = lambda run: json.loads((tmp_path / run / 'metrics.jsonl').read_text().splitlines()[0])['loss']
   np.testing.assert_allclose(first('grown'), first('small'), rtol=1e-5)

@@ -13,15 +13,15 @@ import pathlib
 
 # The layer order (lowest first), written once: a module may import its own layer and those below it.
 LAYERS = (
-    ('core',),
-    ('engines', 'model'),
-    ('configs',),  # The experiment configs: config values (core) and the model's fields (model).
-    ('data',),
-    ('play',),
-    ('evaluation',),
-    ('training',),
-    ('report',),
-    ('pipelines', 'commands'),
+  ('core',),
+  ('engines', 'model'),
+  ('configs',),  # The experiment configs: config values (core) and the model's fields (model).
+  ('data',),
+  ('play',),
+  ('evaluation',),
+  ('training',),
+  ('report',),
+  ('pipelines', 'commands'),
 )
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 MAX_LINES = 400  # Of any module: split by concern beyond it.
@@ -78,7 +78,7 @@ def _imports(name: str, path: pathlib.Path) -> set[str]:
     elif isinstance(node, ast.ImportFrom):
       base = node.module or ''
       if node.level:
-        parts = package.split('.')[:len(package.split('.')) - node.level + 1]
+        parts = package.split('.')[: len(package.split('.')) - node.level + 1]
         base = '.'.join(parts + ([base] if base else []))
       if base.startswith('searchless'):
         found |= {_resolve(f'{base}.{a.name}') for a in node.names}
@@ -103,8 +103,12 @@ def test_every_package_with_code_has_a_layer():
 
 
 def _upward(graph: dict[str, set[str]]) -> list[str]:
-  return sorted(f'{a} -> {b}' for a, targets in graph.items() for b in targets
-                if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a))
+  return sorted(
+    f'{a} -> {b}'
+    for a, targets in graph.items()
+    for b in targets
+    if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a)
+  )
 
 
 def test_no_import_goes_up_a_layer():
@@ -121,7 +125,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     stack.append(node)
     for target in sorted(graph.get(node, ())):
       if state[target] == 1:
-        return stack[stack.index(target):] + [target]
+        return stack[stack.index(target) :] + [target]
       if state[target] == 0 and (found := visit(target)):
         return found
     stack.pop()
@@ -140,29 +144,46 @@ def test_no_circle_of_imports():
 
 def test_the_walk_follows_importlib_loads(tmp_path):
   source = tmp_path / 'm.py'
-  source.write_text("import importlib.resources\nimportlib.resources.files('searchless.configs').iterdir()\n"
-                    "importlib.import_module('searchless.play.player')\n")
+  source.write_text(
+    "import importlib.resources\nimportlib.resources.files('searchless.configs').iterdir()\n"
+    "importlib.import_module('searchless.play.player')\n"
+  )
   assert _imports('searchless.core.m', source) == {'searchless.configs', 'searchless.play.player'}
   assert _upward({'searchless.core.m': _imports('searchless.core.m', source)}) == [
-      'searchless.core.m -> searchless.configs', 'searchless.core.m -> searchless.play.player']
+    'searchless.core.m -> searchless.configs',
+    'searchless.core.m -> searchless.play.player',
+  ]
 
 
 def _repository_tools_named(path: pathlib.Path) -> list[str]:
   """The repository's own tools (`campaign`, `benchmarks`) that `path` imports, or names in a string outside its
   docstrings (a script it would run)."""
   tree = ast.parse(path.read_text(), str(path))
-  docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.body
-                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+  docstrings = {
+    id(n.body[0].value)
+    for n in ast.walk(tree)
+    if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+    and n.body
+    and isinstance(n.body[0], ast.Expr)
+    and isinstance(n.body[0].value, ast.Constant)
+  }
   found = []
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
       found += [a.name for a in node.names if a.name.split('.')[0] in ('campaign', 'benchmarks')]
-    elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or '').split('.')[0] in (
-        'campaign', 'benchmarks'):
+    elif (
+      isinstance(node, ast.ImportFrom)
+      and not node.level
+      and (node.module or '').split('.')[0] in ('campaign', 'benchmarks')
+    ):
       found.append(node.module or '')
-    elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-          and 'benchmarks/' in node.value and '.py' in node.value):
+    elif (
+      isinstance(node, ast.Constant)
+      and isinstance(node.value, str)
+      and id(node) not in docstrings
+      and 'benchmarks/' in node.value
+      and '.py' in node.value
+    ):
       found.append(node.value)
   return found
 

@@ -17,6 +17,7 @@ def test_group_boards_by_fen_in_reference_order_and_drops_partial_boards():
   assert dropped == 0 and len(boards) == 1
   board = boards[0]
   from searchless.core import moves
+
   expected = sorted(['a1b2', 'a1a2', 'a1b1'], key=moves.MOVE_TO_ACTION.get)  # The reference order.
   assert expected != ['a1b2', 'a1a2', 'a1b1']
   assert board.moves == tuple(expected)
@@ -37,8 +38,7 @@ def test_group_boards_counts_missing_repeated_and_illegal():
 
 def test_interleaved_records_of_a_board_are_grouped():
   a, b = '7k/8/8/8/8/8/8/K7 w - - 0 1', '7k/8/8/8/8/8/8/7K w - - 0 1'
-  records = [(a, 'a1a2', 0.1), (b, 'h1g1', 0.2), (a, 'a1b1', 0.3), (b, 'h1g2', 0.4), (a, 'a1b2', 0.5),
-             (b, 'h1h2', 0.6)]
+  records = [(a, 'a1a2', 0.1), (b, 'h1g1', 0.2), (a, 'a1b1', 0.3), (b, 'h1g2', 0.4), (a, 'a1b2', 0.5), (b, 'h1h2', 0.6)]
   boards, dropped = metrics.group_boards(records)
   assert [x.fen for x in boards] == [a, b] and dropped == 0
 
@@ -46,12 +46,12 @@ def test_interleaved_records_of_a_board_are_grouped():
 def test_kendall_tau_b_on_values_with_ties():
   # x = (1, 2, 3), y = (1, 1, 2): pairs (1,2): x+ y0 -> tie in y; (1,3): +,+ concordant; (2,3): +,+ concordant.
   # tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2)) = 2 / sqrt(3 * 2) = 0.816496...
-  assert metrics.kendall_tau_b(np.array([1., 2., 3.]), np.array([1., 1., 2.])) == pytest.approx(2 / math.sqrt(6))
-  assert metrics.kendall_tau_b(np.array([3., 2., 1.]), np.array([1., 2., 3.])) == pytest.approx(-1.0)
+  assert metrics.kendall_tau_b(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0])) == pytest.approx(2 / math.sqrt(6))
+  assert metrics.kendall_tau_b(np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx(-1.0)
   assert math.isnan(metrics.kendall_tau_b(np.array([0.5]), np.array([0.5])))
   assert math.isnan(metrics.kendall_tau_b(np.array([0.2, 0.2]), np.array([0.1, 0.3])))
   # The mean leaves undefined boards out.
-  assert metrics.kendall_tau([np.array([1., 2.]), np.array([0.5])], [np.array([1., 2.]), np.array([0.5])]) == 1.0
+  assert metrics.kendall_tau([np.array([1.0, 2.0]), np.array([0.5])], [np.array([1.0, 2.0]), np.array([0.5])]) == 1.0
 
 
 def test_reference_argsort_tau_is_not_a_rank_correlation_of_values():

@@ -67,8 +67,9 @@ def test_param_names_shapes_and_count_match_reference(name, reference_shapes):
   assert flat_shapes(params) == expected['params']
   assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(params))
   assert network.num_params(params) == expected['num_params']
-  assert network.num_params(params) == {'local': 402_624, '9M': 8_954_240, '136M': 136_479_872,
-                                      '270M': 270_730_368}[name]
+  assert (
+    network.num_params(params) == {'local': 402_624, '9M': 8_954_240, '136M': 136_479_872, '270M': 270_730_368}[name]
+  )
 
 
 def test_reproduces_reference_log_probs(reference, local_apply):
@@ -119,8 +120,15 @@ def test_bfloat16_compute_is_close_to_float32(reference):
 
 
 def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
-  config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                       max_sequence_length=10, apply_qk_layernorm=True, use_causal_mask=True)
+  config = ModelConfig(
+    embedding_dim=32,
+    num_layers=2,
+    num_heads=4,
+    output_size=16,
+    max_sequence_length=10,
+    apply_qk_layernorm=True,
+    use_causal_mask=True,
+  )
   params = network.init_params(config)
   tokens = np.arange(20, dtype=np.int32).reshape(2, 10)
   fp32 = jax.jit(network.build(config).apply)(params, None, tokens)
@@ -130,8 +138,9 @@ def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
 
 
 def test_causal_mask_hides_later_tokens():
-  config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                       max_sequence_length=10, use_causal_mask=True)
+  config = ModelConfig(
+    embedding_dim=32, num_layers=2, num_heads=4, output_size=16, max_sequence_length=10, use_causal_mask=True
+  )
   params = network.init_params(config)
   apply = jax.jit(network.build(config).apply)
   tokens = np.arange(10, dtype=np.int32)[None]
@@ -141,14 +150,15 @@ def test_causal_mask_hides_later_tokens():
   np.testing.assert_array_equal(before[:, :7], after[:, :7])  # Position t sees tokens < t.
   assert np.abs(before[:, 7:] - after[:, 7:]).max() > 1e-4
   # Without the mask (the reference models) every position sees the whole board.
-  open_config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16,
-                            max_sequence_length=10)
+  open_config = ModelConfig(embedding_dim=32, num_layers=2, num_heads=4, output_size=16, max_sequence_length=10)
   apply = jax.jit(network.build(open_config).apply)
   assert np.abs(apply(params, None, tokens)[:, :7] - apply(params, None, changed)[:, :7]).max() > 1e-4
 
 
-@pytest.mark.parametrize('policy, output_size, length', [
-    ('action_value', 128, 79), ('state_value', 128, 78), ('behavioral_cloning', moves.NUM_ACTIONS, 78)])
+@pytest.mark.parametrize(
+  'policy, output_size, length',
+  [('action_value', 128, 79), ('state_value', 128, 78), ('behavioral_cloning', moves.NUM_ACTIONS, 78)],
+)
 def test_from_config_policies(policy, output_size, length):
   config = model_config('local', [f'policy={policy}'])
   assert (config.output_size, config.max_sequence_length) == (output_size, 79)  # As the reference, any policy.
@@ -177,8 +187,13 @@ def test_the_defaults_are_the_papers_9m(reference_shapes):
     shapes.setdefault(module, {})[leaf] = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
   assert transformer.infer_config(shapes) == ModelConfig()  # The published 9M checkpoint's shapes.
   config = ModelConfig()
-  assert (config.embedding_dim, config.num_layers, config.num_heads, config.output_size,
-          config.max_sequence_length) == (256, 8, 8, 128, 79)
+  assert (
+    config.embedding_dim,
+    config.num_layers,
+    config.num_heads,
+    config.output_size,
+    config.max_sequence_length,
+  ) == (256, 8, 8, 128, 79)
 
 
 def test_experiment_defaults_are_the_model_section_of_an_experiment_config():
@@ -200,8 +215,20 @@ def test_from_config_refuses_an_unknown_model_field(field):
 
 def test_a_config_saved_before_a_field_existed_loads_with_its_default():
   saved = json.loads(config_lib.to_json(configs.load('tiny')))
-  newer = ('emb_init_scale', 'packing', 'move_attention', 'joint_layers', 'kind', 'graph_edge_dim', 'graph_open_lines',
-           'mover_view', 'move_squares', 'square_bias', 'smolgen', 'move_gather')
+  newer = (
+    'emb_init_scale',
+    'packing',
+    'move_attention',
+    'joint_layers',
+    'kind',
+    'graph_edge_dim',
+    'graph_open_lines',
+    'mover_view',
+    'move_squares',
+    'square_bias',
+    'smolgen',
+    'move_gather',
+  )
   for name in newer:
     del saved['model'][name]
   old = ModelConfig.from_config(config_lib.from_json(json.dumps(saved)))
@@ -209,7 +236,9 @@ def test_a_config_saved_before_a_field_existed_loads_with_its_default():
   assert ModelConfig.from_config(_experiment()) == ModelConfig()  # An empty model section: the 9M model.
 
 
-@pytest.mark.parametrize('field, value, message', [
+@pytest.mark.parametrize(
+  'field, value, message',
+  [
     ('embedding_dim', 0, 'model.embedding_dim must be >= 1, got 0'),
     ('num_layers', 0, 'model.num_layers must be >= 1, got 0'),
     ('num_heads', 0, 'model.num_heads must be >= 1, got 0'),
@@ -217,7 +246,8 @@ def test_a_config_saved_before_a_field_existed_loads_with_its_default():
     ('joint_layers', -1, 'model.joint_layers must be >= 0, got -1'),
     ('graph_edge_dim', 0, 'model.graph_edge_dim must be >= 1, got 0'),
     ('smolgen', -1, 'model.smolgen must be >= 0, got -1'),
-])
+  ],
+)
 def test_ranges_name_the_experiment_field(field, value, message):
   with pytest.raises(ValueError, match=f'^{re.escape(message)}$'):
     ModelConfig(**{field: value})
@@ -238,9 +268,16 @@ def test_infer_config_recovers_published_models(name, reference_shapes):
 
 
 def test_infer_config_needs_heads_outside_the_published_table():
-  config = ModelConfig(embedding_dim=64, num_layers=3, num_heads=2, widening_factor=2,
-                       output_size=32, max_sequence_length=78, apply_post_ln=False,
-                       apply_qk_layernorm=True)
+  config = ModelConfig(
+    embedding_dim=64,
+    num_layers=3,
+    num_heads=2,
+    widening_factor=2,
+    output_size=32,
+    max_sequence_length=78,
+    apply_post_ln=False,
+    apply_qk_layernorm=True,
+  )
   params = abstract_params(config)
   with pytest.raises(ValueError, match='cannot infer num_heads of a 3-layer, d=64 model'):
     transformer.infer_config(params)

@@ -12,6 +12,7 @@ def test_vocabulary_is_the_reference_order(compat):
 
 def test_every_legal_move_of_real_games_is_in_the_vocabulary(lichess_999):
   from searchless.data import pgn
+
   count = 0
   for raw in list(pgn.iter_raw_games(str(lichess_999)))[:100]:
     for fen in pgn.parse_game(raw).fens:

@@ -15,7 +15,9 @@ def _pyproject() -> dict:
 def _folder(package: str, mapping: dict[str, str]) -> pathlib.Path:
   for prefix, folder in mapping.items():
     if package == prefix or package.startswith(prefix + '.'):
-      return REPO / folder / pathlib.Path(*package[len(prefix) + 1:].split('.')) if package != prefix else REPO / folder
+      return (
+        REPO / folder / pathlib.Path(*package[len(prefix) + 1 :].split('.')) if package != prefix else REPO / folder
+      )
   return REPO / pathlib.Path(*package.split('.'))
 
 

@@ -32,8 +32,16 @@ from searchless.training import train
 from helpers import play_legal_moves, uci_engine
 
 TINY_PACKED = 'tiny_packed'
-SMALL = ['model.embedding_dim=32', 'model.num_layers=2', 'model.num_heads=2', 'data.batch_size=8',
-         'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']
+SMALL = [
+  'model.embedding_dim=32',
+  'model.num_layers=2',
+  'model.num_heads=2',
+  'data.batch_size=8',
+  'train.log_every=1',
+  'train.ckpt_every=3',
+  'train.eval_every=1000',
+  'train.compute_dtype=float32',
+]
 MIDDLEGAME = 'r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1'  # 43 legal moves.
 MOST_MOVES = 'R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1'  # 218 legal moves, the most known.
 ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
@@ -46,6 +54,7 @@ ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
 @pytest.mark.parametrize('module', [boards_lib, records, network, packing])
 def test_docstring_examples(module):
   import doctest
+
   result = doctest.testmod(module)
   assert result.attempted > 0 and result.failed == 0
 
@@ -53,8 +62,14 @@ def test_docstring_examples(module):
 def test_board_value_coder_round_trip_and_layout():
   board = records.BoardValue(ONE_MOVE, ('a1b2',), (0.123456789,), 0.25)
   data = records.encode('board_value', board)
-  assert data == (bytes([len(ONE_MOVE)]) + ONE_MOVE.encode() + b'\x00\x00\x00\x01\x04a1b2'
-                  + b'\x00\x00\x00\x01' + struct.pack('>d', 0.123456789) + struct.pack('>d', 0.25))
+  assert data == (
+    bytes([len(ONE_MOVE)])
+    + ONE_MOVE.encode()
+    + b'\x00\x00\x00\x01\x04a1b2'
+    + b'\x00\x00\x00\x01'
+    + struct.pack('>d', 0.123456789)
+    + struct.pack('>d', 0.25)
+  )
   assert records.decode('board_value', data) == board
   terminal = records.BoardValue('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1', (), (), 0.0)
   assert records.decode('board_value', records.encode('board_value', terminal)) == terminal
@@ -72,8 +87,11 @@ def test_from_action_values_is_order_independent_and_derives_chessbench_records(
   assert out['state_value'] == [records.StateValue(fen, 0.7)]
   assert out['behavioral_cloning'] == [records.BehavioralCloning(fen, 'a1b1')]  # First of the equals.
   mate = records.BoardValue('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1', (), (), 0.0)
-  assert boards_lib.to_chessbench(mate) == {'action_value': [], 'state_value': [records.StateValue(mate.fen, 0.0)],
-                                            'behavioral_cloning': []}
+  assert boards_lib.to_chessbench(mate) == {
+    'action_value': [],
+    'state_value': [records.StateValue(mate.fen, 0.0)],
+    'behavioral_cloning': [],
+  }
 
 
 def test_mismatch_names_what_is_wrong():
@@ -89,9 +107,11 @@ def _convert(input_spec, output_dir, *flags):
   """searchless.data.convert.run with the command's flags (``--to board``, ``--skip_bad_boards``, ...)."""
   from searchless.pipelines import convert as command
   from searchless.data import convert
+
   args = command._parser().parse_args([str(input_spec), str(output_dir), *map(str, flags)])
-  return convert.run(args.input, args.output_dir, to=args.to, state_values=args.state_values,
-                     skip_bad_boards=args.skip_bad_boards).to_dict()
+  return convert.run(
+    args.input, args.output_dir, to=args.to, state_values=args.state_values, skip_bad_boards=args.skip_bad_boards
+  ).to_dict()
 
 
 @pytest.fixture(scope='module')
@@ -136,10 +156,15 @@ def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, co
   boards = bags.read_records(str(tmp_path / 'ok' / 'board_value_data.bag'), 'board_value')
   assert summary['bad_boards'] == 0 and len(boards) == 57 and {b.state_value for b in boards} == {0.125}
 
-  missing = [r for r in av if not (r.fen == fens[3] and r.move == min(m.uci() for m in chess.Board(fens[3]).legal_moves))]
+  missing = [
+    r for r in av if not (r.fen == fens[3] and r.move == min(m.uci() for m in chess.Board(fens[3]).legal_moves))
+  ]
   bags.write_records(str(tmp_path / 'bad.bag'), 'action_value', missing)
-  with pytest.raises(ValueError, match=r"1 board\(s\) of .*bad.bag' have moves that are not exactly their legal moves"
-                                       rf" \(first: '{fens[3]}': missing [a-h][1-8][a-h][1-8]\)"):
+  with pytest.raises(
+    ValueError,
+    match=r"1 board\(s\) of .*bad.bag' have moves that are not exactly their legal moves"
+    rf" \(first: '{fens[3]}': missing [a-h][1-8][a-h][1-8]\)",
+  ):
     _convert(tmp_path / 'bad.bag', tmp_path / 'bad', '--to', 'board')
   assert not (tmp_path / 'bad' / 'board_value_data.bag').exists()
   assert len((tmp_path / 'bad' / 'bad_boards.jsonl').read_text().splitlines()) == 1
@@ -148,12 +173,16 @@ def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, co
 
 
 def test_converter_cli_errors_are_one_line(tmp_path, compat):
-  run = lambda *argv: subprocess.run([sys.executable, '-m', 'searchless.commands.convert', *map(str, argv)],
-                                     capture_output=True, text=True, timeout=300)
+  run = lambda *argv: subprocess.run(
+    [sys.executable, '-m', 'searchless.commands.convert', *map(str, argv)], capture_output=True, text=True, timeout=300
+  )
   wrong = run(compat / 'state_value_sample.bag', tmp_path / 'x', '--to', 'board')
   assert wrong.returncode == 2
-  assert wrong.stderr.strip().splitlines()[-1].startswith(
-      "error: policy 'action_value' needs action_value records, but record 0 of")
+  assert (
+    wrong.stderr.strip()
+    .splitlines()[-1]
+    .startswith("error: policy 'action_value' needs action_value records, but record 0 of")
+  )
   assert 'is a state_value record' in wrong.stderr
   missing = run(tmp_path / 'nothing.bag', tmp_path / 'x', '--to', 'chessbench')
   assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1].startswith('error: cannot open bag')
@@ -167,8 +196,9 @@ def test_converter_cli_errors_are_one_line(tmp_path, compat):
 def small_model():
   config = ModelConfig(embedding_dim=32, num_layers=3, num_heads=4, output_size=128, max_sequence_length=79)
   rng = np.random.default_rng(0)
-  params = jax.tree.map(lambda x: x + 0.05 * rng.standard_normal(x.shape).astype(np.float32),
-                        network.init_params(config))  # Away from the symmetric init.
+  params = jax.tree.map(
+    lambda x: x + 0.05 * rng.standard_normal(x.shape).astype(np.float32), network.init_params(config)
+  )  # Away from the symmetric init.
   return config, params
 
 
@@ -186,7 +216,7 @@ def test_packed_logits_equal_each_move_alone(small_model, fen):
   other = _row(MIDDLEGAME, [moves_lib.MOVE_TO_ACTION['e1g1']], slots)  # A second board in the batch.
   together = packed(params, None, np.stack([_row(fen, actions, slots), other]))  # [2, M, V]
   alone = np.stack([packed(params, None, _row(fen, [a], 1)[None])[0, 0] for a in actions])  # [m, V]
-  np.testing.assert_allclose(together[0, :len(actions)], alone, atol=2e-5)
+  np.testing.assert_allclose(together[0, : len(actions)], alone, atol=2e-5)
   np.testing.assert_allclose(np.exp(together).sum(-1), 1.0, atol=1e-5)
   assert together.shape == (2, slots, 128)
 
@@ -201,7 +231,7 @@ def test_one_block_packed_model_is_the_per_move_model(small_model):
   packed = network.build(packed_config).apply(params, None, _row(MIDDLEGAME, actions, 48)[None])
   sequences = np.stack([np.concatenate([tokenizer.tokenize(MIDDLEGAME), [a, 0]]) for a in actions]).astype(np.int32)
   per_move = network.build(config, last_only=True).apply(params, None, sequences)
-  np.testing.assert_allclose(packed[0, :len(actions)], per_move, atol=1e-5)
+  np.testing.assert_allclose(packed[0, : len(actions)], per_move, atol=1e-5)
 
 
 def test_packed_variants(small_model):
@@ -218,7 +248,7 @@ def test_packed_variants(small_model):
   np.testing.assert_allclose(moves_view(params, None, lone)[0, 0], plain_apply(params, None, lone)[0, 0], atol=2e-5)
   for apply in (moves_view, joint):
     out = apply(params, None, row[None])
-    assert np.abs(out - plain)[0, :len(actions)].max() > 1e-3  # The moves now see each other.
+    assert np.abs(out - plain)[0, : len(actions)].max() > 1e-3  # The moves now see each other.
     # Padded slots change nothing: same output with fewer of them.
     np.testing.assert_allclose(apply(params, None, _row(MIDDLEGAME, actions, 43)[None])[0], out[0, :43], atol=2e-5)
   with pytest.raises(ValueError, match='joint_layers must be in'):
@@ -240,7 +270,8 @@ def test_packed_and_per_move_models_share_parameters(small_model):
 def test_packed_rows_keep_the_moves_in_order_and_draw_a_fixed_subset():
   edges, _ = values.uniform_buckets(128)
   board = boards_lib.from_action_values(
-      MIDDLEGAME, [(m.uci(), i / 42) for i, m in enumerate(chess.Board(MIDDLEGAME).legal_moves)])
+    MIDDLEGAME, [(m.uci(), i / 42) for i, m in enumerate(chess.Board(MIDDLEGAME).legal_moves)]
+  )
   full = packing.packed_rows([board], 48, edges)[0]
   actions = full[77:125]
   assert actions[:43].tolist() == [moves_lib.MOVE_TO_ACTION[m] for m in board.moves] and set(actions[43:]) == {-1}
@@ -283,8 +314,20 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
 @pytest.mark.slow
 def test_packed_training_on_eight_cpu_devices_matches_one(tmp_path, board_bag):
   def run(name, *extra, env=None):
-    cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY_PACKED, '--workdir', str(tmp_path / name),
-           '--data', board_bag, *SMALL, 'train.num_steps=4', *extra]
+    cmd = [
+      sys.executable,
+      '-m',
+      'searchless.commands.train',
+      '--config',
+      TINY_PACKED,
+      '--workdir',
+      str(tmp_path / name),
+      '--data',
+      board_bag,
+      *SMALL,
+      'train.num_steps=4',
+      *extra,
+    ]
     result = subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(l) for l in (tmp_path / name / 'metrics.jsonl').read_text().splitlines()]
@@ -296,19 +339,47 @@ def test_packed_training_on_eight_cpu_devices_matches_one(tmp_path, board_bag):
 
 
 def test_packed_loader_reads_board_records_only(board_bag, compat):
-  loader = loader_lib.build_loader(board_bag, policy='action_value', num_return_buckets=128, batch_size=8,
-                                shuffle=True, seed=0, num_epochs=1, worker_count=0, max_moves=64)
+  loader = loader_lib.build_loader(
+    board_bag,
+    policy='action_value',
+    num_return_buckets=128,
+    batch_size=8,
+    shuffle=True,
+    seed=0,
+    num_epochs=1,
+    worker_count=0,
+    max_moves=64,
+  )
   rows = list(loader)
   assert len(rows) == 7 and rows[0].shape == (8, 77 + 128 + 1)
-  with pytest.raises(ValueError, match=r"board packing needs board_value records, but record 0 of .* is an? "
-                                       r"action_value record.*searchless-convert"):
-    loader_lib.build_loader(str(compat / 'action_value_sample.bag'), policy='action_value', num_return_buckets=128,
-                         batch_size=8, shuffle=False, seed=0, num_epochs=1, worker_count=0, max_moves=64)
+  with pytest.raises(
+    ValueError,
+    match=r'board packing needs board_value records, but record 0 of .* is an? '
+    r'action_value record.*searchless-convert',
+  ):
+    loader_lib.build_loader(
+      str(compat / 'action_value_sample.bag'),
+      policy='action_value',
+      num_return_buckets=128,
+      batch_size=8,
+      shuffle=False,
+      seed=0,
+      num_epochs=1,
+      worker_count=0,
+      max_moves=64,
+    )
 
 
 def test_packed_training_learns_and_evaluates_every_move(tmp_path, board_bag):
-  config = _packed_config(board_bag, 'train.num_steps=60', 'optim.learning_rate=3e-3', 'train.log_every=20',
-                          'data.num_records=8', f'data.eval={board_bag}', 'train.eval_every=60')
+  config = _packed_config(
+    board_bag,
+    'train.num_steps=60',
+    'optim.learning_rate=3e-3',
+    'train.log_every=20',
+    'data.num_records=8',
+    f'data.eval={board_bag}',
+    'train.eval_every=60',
+  )
   train.train(config, tmp_path)
   log = [json.loads(l) for l in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
   losses = [r['loss'] for r in log if 'loss' in r]
@@ -336,6 +407,7 @@ def packed_checkpoint(tmp_path_factory, board_bag):
 def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_checkpoint):
   from searchless.model import loading
   from searchless.play import player as player_lib
+
   player = player_lib.Player.load(str(packed_checkpoint), compute_dtype='float32')
   assert isinstance(player.policy, policy_lib.PackedActionValuePolicy)
   boards = [chess.Board(MIDDLEGAME), chess.Board(MOST_MOVES), chess.Board(ONE_MOVE), chess.Board()]
@@ -349,8 +421,9 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
   for board, analysis in zip(boards, together):
     legal = policy_lib.ordered_legal_moves(board)
     assert analysis.moves == tuple(legal)
-    alone = np.stack([apply(params, None, _row(board.fen(), [moves_lib.MOVE_TO_ACTION[m.uci()]], 1)[None])[0, 0]
-                      for m in legal])
+    alone = np.stack(
+      [apply(params, None, _row(board.fen(), [moves_lib.MOVE_TO_ACTION[m.uci()]], 1)[None])[0, 0] for m in legal]
+    )
     np.testing.assert_allclose(analysis.log_probs, alone, atol=2e-5)
     assert player.play(board) in legal
   with pytest.raises(ValueError, match='was trained for the action_value policy; the state_value policy'):
@@ -360,8 +433,14 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
 def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat, tmp_path, board_bag):
   from searchless.evaluation import evaluate
   from searchless.play import agents
-  summary = evaluate.run(str(packed_checkpoint), str(compat / 'action_value_sample.bag'), str(tmp_path / 'av'),
-                         dtype='float32', progress=False)
+
+  summary = evaluate.run(
+    str(packed_checkpoint),
+    str(compat / 'action_value_sample.bag'),
+    str(tmp_path / 'av'),
+    dtype='float32',
+    progress=False,
+  )
   assert summary['boards'] == 57 and summary['policy'] == 'action_value' and 0 <= summary['action_accuracy'] <= 1
   on_boards = evaluate.run(str(packed_checkpoint), board_bag, str(tmp_path / 'boards'), dtype='float32', progress=False)
   for key in ('boards', 'dropped_boards', 'action_accuracy', 'kendall_tau', 'log_loss', 'l2_win_prob'):
@@ -375,10 +454,14 @@ def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat
 
 def test_evaluation_data_is_action_value_or_board_records(compat, board_bag):
   from searchless.evaluation import evaluate
+
   boards, dropped, spec = evaluate.load_boards(board_bag)
   assert (len(boards), dropped, spec) == (57, 0, board_bag)
-  with pytest.raises(ValueError, match=r"policy 'action_value' needs action_value records, but record 0 of .* is a"
-                                       r" state_value record"):
+  with pytest.raises(
+    ValueError,
+    match=r"policy 'action_value' needs action_value records, but record 0 of .* is a"
+    r' state_value record',
+  ):
     evaluate.load_boards(str(compat / 'state_value_sample.bag'))
 
 

@@ -25,8 +25,12 @@ def test_a_partial_board_holds_every_legal_move_and_targets_only_its_valued_ones
   legal = sorted((m.uci() for m in chess.Board(KIWIPETE).legal_moves), key=moves.MOVE_TO_ACTION.get)
   row = packing.packed_rows([PARTIAL], 64, EDGES)[0]
   inputs, targets, own = packing.split_packed(row[None])
-  assert inputs[0, 77:77 + 48].tolist() == [moves.MOVE_TO_ACTION[m] for m in legal] and (inputs[0, 77 + 48:] == -1).all()
-  valued = {legal.index(m): b for m, b in zip(PARTIAL.moves, values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES))}
+  assert (
+    inputs[0, 77 : 77 + 48].tolist() == [moves.MOVE_TO_ACTION[m] for m in legal] and (inputs[0, 77 + 48 :] == -1).all()
+  )
+  valued = {
+    legal.index(m): b for m, b in zip(PARTIAL.moves, values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES))
+  }
   assert {i: int(t) for i, t in enumerate(targets[0]) if t >= 0} == valued
   assert int(own[0]) == values.win_probabilities_to_buckets([0.7], EDGES)[0] == 89
   complete = records.BoardValue(KIWIPETE, tuple(legal), tuple([0.5] * 48), 0.5)
@@ -48,9 +52,17 @@ def test_a_valued_move_that_is_not_legal_is_a_bad_record_naming_it():
 
 @pytest.mark.parametrize('name', ['tiny_packed', 'graph_tiny'])
 def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
-  config = configs.load(name, ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
-                                  'model.graph_edge_dim=8' if name == 'graph_tiny' else 'model.seed=1',
-                                  'data.train=unused', 'data.max_moves=64'])
+  config = configs.load(
+    name,
+    [
+      'model.embedding_dim=16',
+      'model.num_layers=1',
+      'model.num_heads=2',
+      'model.graph_edge_dim=8' if name == 'graph_tiny' else 'model.seed=1',
+      'data.train=unused',
+      'data.max_moves=64',
+    ],
+  )
   model_config = ModelConfig.from_config(config)
   params = network.init_params(model_config)
   with_value = model_config.kind == 'graph'
@@ -69,13 +81,14 @@ def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
   if not with_value:  # The packed transformer's moves do not see each other: the same board with only those moves.
     rows_only = np.where(np.arange(rows.shape[1]) < 77, rows, -1)  # The FEN, then only the 3 valued moves.
     rows_only[0, 77:80] = [moves.MOVE_TO_ACTION[m] for m in PARTIAL.moves]
-    rows_only[0, 77 + 64:80 + 64] = values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES)
+    rows_only[0, 77 + 64 : 80 + 64] = values.win_probabilities_to_buckets(PARTIAL.win_probs, EDGES)
     np.testing.assert_allclose(float(loss_fn(params, jnp.asarray(rows_only))[0]), float(loss), rtol=1e-5)
 
 
 def test_an_eval_set_of_partial_boards_is_refused(tmp_path):
   from searchless.core import bags
   from searchless.training import eval_set
+
   path = tmp_path / 'partial_board_value_data.bag'
   bags.write_records(str(path), records.PARTIAL_BOARD_VALUE, [PARTIAL])
   config = configs.load('tiny_packed', ['data.train=unused', f'data.eval={path}'])
@@ -88,13 +101,31 @@ def test_the_loader_completes_only_the_boards_of_partial_board_value_bags(tmp_pa
   moves generated), a partial_board_value bag's get every legal move."""
   from searchless.core import bags
   from searchless.data import loader
+
   full, partial = tmp_path / 'board_value_data.bag', tmp_path / 'partial_board_value_data.bag'
   bags.write_records(str(full), records.BOARD_VALUE, [PARTIAL] * 3)  # As complete: its 3 moves only.
   bags.write_records(str(partial), records.PARTIAL_BOARD_VALUE, [PARTIAL] * 2)
-  rows = np.concatenate(list(loader.build_loader(f'{full},{partial}', policy='action_value', num_return_buckets=128,
-                                                 batch_size=5, shuffle=False, seed=0, num_epochs=1, worker_count=0,
-                                                 max_moves=64)))
+  rows = np.concatenate(
+    list(
+      loader.build_loader(
+        f'{full},{partial}',
+        policy='action_value',
+        num_return_buckets=128,
+        batch_size=5,
+        shuffle=False,
+        seed=0,
+        num_epochs=1,
+        worker_count=0,
+        max_moves=64,
+      )
+    )
+  )
   inputs, targets, own = packing.split_packed(rows)
-  assert ((inputs[:, 77:] >= 0).sum(axis=1).tolist(), (targets >= 0).sum(axis=1).tolist()) == ([3, 3, 3, 48, 48],
-                                                                                              [3, 3, 3, 3, 3])
-  assert own.tolist()[:3] == [-1, -1, -1] and own.tolist()[3:] == [int(values.win_probabilities_to_buckets([0.7], EDGES)[0])] * 2
+  assert ((inputs[:, 77:] >= 0).sum(axis=1).tolist(), (targets >= 0).sum(axis=1).tolist()) == (
+    [3, 3, 3, 48, 48],
+    [3, 3, 3, 3, 3],
+  )
+  assert (
+    own.tolist()[:3] == [-1, -1, -1]
+    and own.tolist()[3:] == [int(values.win_probabilities_to_buckets([0.7], EDGES)[0])] * 2
+  )

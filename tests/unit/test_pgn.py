@@ -11,7 +11,7 @@ from searchless.data import pgn
 
 from searchless.data import streams
 
-GAME = '''[Event "Rated Blitz game"]
+GAME = """[Event "Rated Blitz game"]
 [Site "https://lichess.org/{site}"]
 [WhiteElo "{elo}"]
 [BlackElo "1500"]
@@ -20,7 +20,7 @@ GAME = '''[Event "Rated Blitz game"]
 
 1. e4 e5 2. Nf3 Nc6 3. Bb5 {{ a comment }} ( 3. Bc4 Bc5 ) 3... a6 1-0
 
-'''
+"""
 
 
 def game(site='a', elo=1500, tc='180+0', title='', moves=None):
@@ -82,11 +82,14 @@ def test_malformed_games_are_counted_by_reason(tmp_path):
   assert results[5].location == f'{path}:{garbage_line}'
 
 
-@pytest.mark.parametrize('suffix, compress', [
+@pytest.mark.parametrize(
+  'suffix, compress',
+  [
     ('.pgn.zst', lambda b: zstandard.ZstdCompressor().compress(b)),
     ('.pgn.bz2', bz2.compress),
     ('.pgn.gz', gzip.compress),
-])
+  ],
+)
 def test_compressed_inputs_match_plain(tmp_path, lichess_999, suffix, compress):
   data = lichess_999.read_bytes()[:200_000]
   plain = tmp_path / 'g.pgn'
@@ -110,10 +113,13 @@ def test_multi_frame_zstd_streams(tmp_path, lichess_999):
   assert b''.join(streams.read_chunks(str(path))) == data
 
 
-@pytest.mark.parametrize('suffix, compress', [
+@pytest.mark.parametrize(
+  'suffix, compress',
+  [
     ('.pgn.zst', lambda b: zstandard.ZstdCompressor().compress(b)),
     ('.pgn.bz2', bz2.compress),
-])
+  ],
+)
 def test_truncated_compressed_file_is_an_error_naming_it(tmp_path, lichess_999, suffix, compress):
   packed = compress(lichess_999.read_bytes()[:300_000])
   path = tmp_path / f'cut{suffix}'
@@ -125,10 +131,30 @@ def test_truncated_compressed_file_is_an_error_naming_it(tmp_path, lichess_999, 
 def test_filters(tmp_path):
   path = tmp_path / 'f.pgn'
   path.write_text(game('a', elo=1000) + game('b', elo=2000) + game('c', tc='60+0') + game('d', title='BOT'))
-  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(min_elo=1200))] == ['filtered_elo', 'kept', 'kept', 'kept']
-  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(max_elo=1800))] == ['kept', 'filtered_elo', 'kept', 'kept']
-  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(speeds=('blitz',)))] == ['kept', 'kept', 'filtered_speed', 'kept']
-  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(exclude_bots=True))] == ['kept', 'kept', 'kept', 'filtered_bot']
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(min_elo=1200))] == [
+    'filtered_elo',
+    'kept',
+    'kept',
+    'kept',
+  ]
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(max_elo=1800))] == [
+    'kept',
+    'filtered_elo',
+    'kept',
+    'kept',
+  ]
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(speeds=('blitz',)))] == [
+    'kept',
+    'kept',
+    'filtered_speed',
+    'kept',
+  ]
+  assert [getattr(r, 'reason', 'kept') for r in parse_all(path, pgn.GameFilter(exclude_bots=True))] == [
+    'kept',
+    'kept',
+    'kept',
+    'filtered_bot',
+  ]
 
 
 def test_games_without_site_get_a_text_hash(tmp_path):
@@ -156,7 +182,9 @@ def test_a_cut_after_complete_frames_keeps_every_complete_game_and_counts_the_cu
   parsed = [pgn.parse_game(raw) for raw in read]
   assert [g.key for g in parsed if isinstance(g, pgn.Game)] == [f'https://lichess.org/s{i}' for i in range(6)]
   assert [(s.reason, s.location) for s in parsed if isinstance(s, pgn.Skip)] in (
-      [], [('truncated', f'{path}:{6 * 9 + 1}')])  # The cut frame's text, if any decompressed, is counted.
+    [],
+    [('truncated', f'{path}:{6 * 9 + 1}')],
+  )  # The cut frame's text, if any decompressed, is counted.
 
 
 def test_byte_order_marks_blank_lines_and_moves_after_the_result(tmp_path):
@@ -169,7 +197,10 @@ def test_byte_order_marks_blank_lines_and_moves_after_the_result(tmp_path):
   assert len(parsed) == 3
   assert [g.key for g in parsed[:2]] == ['https://lichess.org/a', 'https://lichess.org/b']
   assert parsed[0].fens == parsed[1].fens and len(parsed[0].fens) == 7  # The same 6 plies.
-  assert [type(g).__name__ for g in parse_all(path, pgn.GameFilter(min_elo=1500))[:2]] == ['Game', 'Game']  # Tags intact.
+  assert [type(g).__name__ for g in parse_all(path, pgn.GameFilter(min_elo=1500))[:2]] == [
+    'Game',
+    'Game',
+  ]  # Tags intact.
   assert (parsed[2].reason, parsed[2].detail) == ('unparsable', 'moves after the result token')
 
 
@@ -178,28 +209,48 @@ def test_boards_past_move_999_are_made_tokenizable_by_clamping_their_counters(tm
   path = tmp_path / 'long.pgn'
   path.write_text(f'[Event "long"]\n[SetUp "1"]\n[FEN "{start}"]\n\n999. Ra2 Ra7 1000. Ra1 Ra8 *\n\n')
   [parsed] = parse_all(path)
-  assert parsed.fens == (start, 'r3k3/8/8/8/8/8/R7/4K3 b - - 141 999', '4k3/r7/8/8/8/8/R7/4K3 w - - 142 999',
-                         '4k3/r7/8/8/8/8/8/R3K3 b - - 143 999', 'r3k3/8/8/8/8/8/8/R3K3 w - - 144 999')
+  assert parsed.fens == (
+    start,
+    'r3k3/8/8/8/8/8/R7/4K3 b - - 141 999',
+    '4k3/r7/8/8/8/8/R7/4K3 w - - 142 999',
+    '4k3/r7/8/8/8/8/8/R3K3 b - - 143 999',
+    'r3k3/8/8/8/8/8/8/R3K3 w - - 144 999',
+  )
   from searchless.core import tokenizer
+
   assert all(len(tokenizer.tokenize(fen)) == 77 for fen in parsed.fens)
-  assert (tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 1000 1001') ==
-          tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 999 999')).all()
+  assert (
+    tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 1000 1001')
+    == tokenizer.tokenize('r3k3/8/8/8/8/8/8/R3K3 w - - 999 999')
+  ).all()
 
 
 def test_a_directory_as_input_is_an_error_saying_what_to_pass(tmp_path):
-  with pytest.raises(IsADirectoryError, match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input "
-                     f"'{tmp_path}/\\*.pgn.zst'$"):
+  with pytest.raises(
+    IsADirectoryError,
+    match=f"^--input '{tmp_path}' is a directory: pass its files, e.g. --input '{tmp_path}/\\*.pgn.zst'$",
+  ):
     streams.match_files([str(tmp_path)])
 
 
-@pytest.mark.parametrize('tags,movetext,detail', [
-    ('[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n[SetUp "1"]\n', '1. Ka2 *', "'4k3/8/8/8/8/8/8/K3K3 w - - 0 1': too many kings"),
+@pytest.mark.parametrize(
+  'tags,movetext,detail',
+  [
+    (
+      '[FEN "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]\n[SetUp "1"]\n',
+      '1. Ka2 *',
+      "'4k3/8/8/8/8/8/8/K3K3 w - - 0 1': too many kings",
+    ),
     ('[FEN "4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1"]\n', '1. Qe7+ *', "'4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1': opposite check"),
-    ('[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n', '1. e4 *',
-     "'bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w KQkq - 0 1': Chess960 castling rights without a Variant tag"),
+    (
+      '[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n',
+      '1. e4 *',
+      "'bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w KQkq - 0 1': Chess960 castling rights without a Variant tag",
+    ),
     ('', '1. e4 -- 2. d4 *', 'a null move at ply 2'),
     ('', '1. e4 e5 2. Z0 Nc6 *', 'a null move at ply 3'),
-])
+  ],
+)
 def test_illegal_start_positions_and_null_moves_are_skips_with_a_reason(tags, movetext, detail):
   skip = pgn.parse_game(pgn.RawGame('x.pgn', 7, f'{tags}[Result "*"]\n\n{movetext}\n'))
   assert isinstance(skip, pgn.Skip) and skip.location == 'x.pgn:7' and skip.detail == detail

@@ -38,20 +38,28 @@ def test_temperature_samples_reproducibly_early_and_argmax_later():
   options = player_lib.PlayOptions(temperature=0.05, seed=7)
   played = [player_lib.Player(ScriptedPolicy(scores), options).play(chess.Board()) for _ in range(2)]
   assert played[0] == played[1]  # Same seed, same move.
-  many = {player_lib.Player(ScriptedPolicy(scores), player_lib.PlayOptions(temperature=0.05, seed=s))
-          .play(chess.Board()) for s in range(20)}
+  many = {
+    player_lib.Player(ScriptedPolicy(scores), player_lib.PlayOptions(temperature=0.05, seed=s)).play(chess.Board())
+    for s in range(20)
+  }
   assert len(many) > 5  # Near-equal scores: sampling spreads.
   late = chess.Board('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 6')
-  assert {player_lib.Player(ScriptedPolicy(scores), player_lib.PlayOptions(temperature=0.05, seed=s)).play(late)
-          for s in range(5)} == {chess.Move.from_uci('e2e4')}
+  assert {
+    player_lib.Player(ScriptedPolicy(scores), player_lib.PlayOptions(temperature=0.05, seed=s)).play(late)
+    for s in range(5)
+  } == {chess.Move.from_uci('e2e4')}
   always = [player_lib.PlayOptions(temperature=0.05, temperature_full_moves=None, seed=s) for s in range(20)]
   assert len({player_lib.Player(ScriptedPolicy(scores), options).play(late) for options in always}) > 5
 
 
 def test_temperature_of_a_cloning_policy_samples_from_its_probabilities():
   scores = {'e2e4': 1000.0}  # ~all the probability mass.
-  picks = {player_lib.Player(ScriptedPolicy(scores, default=1e-3, value_policy=False),
-                             player_lib.PlayOptions(temperature=1.0, seed=s)).play(chess.Board()) for s in range(10)}
+  picks = {
+    player_lib.Player(
+      ScriptedPolicy(scores, default=1e-3, value_policy=False), player_lib.PlayOptions(temperature=1.0, seed=s)
+    ).play(chess.Board())
+    for s in range(10)
+  }
   assert picks == {chess.Move.from_uci('e2e4')}
 
 
@@ -138,7 +146,9 @@ def test_a_policy_that_contradicts_the_checkpoint_is_refused(model_checkpoint, c
   player = player_lib.Player.load(str(model_checkpoint), policy='action_value', name='av')
   assert player.name == 'av' and player.policy.kind == 'action_value'
   for policy in ('state_value', 'behavioral_cloning'):
-    with pytest.raises(ValueError, match=f'^{model_checkpoint} was trained for the action_value policy; the {policy} policy'):
+    with pytest.raises(
+      ValueError, match=f'^{model_checkpoint} was trained for the action_value policy; the {policy} policy'
+    ):
       player_lib.Player.load(str(model_checkpoint), policy=policy)
   # A published checkpoint records no policy: the reference evaluator runs it as any value policy.
   published = player_lib.Player.load(str(compat / 'reference_local_checkpoint'), policy='state_value')
@@ -153,8 +163,10 @@ def _small_export(tmp_path, *overrides):
   from searchless.model import loading
   from searchless.model import network
   from searchless.model.config import ModelConfig
-  config = configs.load('tiny_packed', ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2',
-                                           *overrides])
+
+  config = configs.load(
+    'tiny_packed', ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2', *overrides]
+  )
   params = network.init_params(ModelConfig.from_config(config))
   return loading.export(str(tmp_path / 'model'), params, config, dtype='float32')
 
@@ -170,11 +182,15 @@ def _edit_model_config(model_dir, **fields):
 def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
   """Heads leave no trace in the paper's parameter shapes: the probe saved with a model catches them."""
   from searchless.model import loading
+
   model_dir = _small_export(tmp_path)
   assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The export loads as it is.
   _edit_model_config(model_dir, num_heads=4)
-  with pytest.raises(ValueError, match=r'do not compute what they computed when saved \(probe distance \d\.\d{3} > 0\.02\)'
-                                       r'.*num_heads 4'):
+  with pytest.raises(
+    ValueError,
+    match=r'do not compute what they computed when saved \(probe distance \d\.\d{3} > 0\.02\)'
+    r'.*num_heads 4',
+  ):
     player_lib.Player.load(str(model_dir))
   with pytest.raises(ValueError, match='^num_heads 2 contradicts the checkpoint at .*: its config has num_heads 4$'):
     loading.load_model(str(model_dir), num_heads=2)
@@ -184,13 +200,18 @@ def test_a_prior_edited_away_from_its_weights_is_one_line_naming_the_table(tmp_p
   """The structural priors' tables have per-head shapes: a changed head count is named, not a haiku traceback."""
   model_dir = _small_export(tmp_path, 'model.square_bias=relative')
   _edit_model_config(model_dir, num_heads=4)
-  with pytest.raises(ValueError, match=r"do not fit their config: \['multi_head_dot_product_attention'\]\['move_square_bias'\] "
-                                       r"is \(2, 2\) there, \(4, 2\) in the config's transformer model$"):
+  with pytest.raises(
+    ValueError,
+    match=r"do not fit their config: \['multi_head_dot_product_attention'\]\['move_square_bias'\] "
+    r"is \(2, 2\) there, \(4, 2\) in the config's transformer model$",
+  ):
     player_lib.Player.load(str(model_dir))
 
 
-@pytest.mark.parametrize('fen,problem', [('4k3/8/8/8/8/8/8/K3K3 w - - 0 1', 'too many kings'),
-                                         ('4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1', 'opposite check')])
+@pytest.mark.parametrize(
+  'fen,problem',
+  [('4k3/8/8/8/8/8/8/K3K3 w - - 0 1', 'too many kings'), ('4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1', 'opposite check')],
+)
 def test_an_illegal_board_is_refused_with_its_reason(fen, problem):
   player = player_lib.Player(ScriptedPolicy({}))
   for call in (player.play, player.analyse):
@@ -203,23 +224,34 @@ def _cache_files_after_a_move(checkpoint, env_changes: dict[str, str | None]) ->
   import os
   import subprocess
   import sys
+
   env = {k: v for k, v in os.environ.items() if k not in env_changes}
   env.update({k: v for k, v in env_changes.items() if v is not None})
-  code = ('import chess; from searchless.play import player; '
-          f'player.Player.load({str(checkpoint)!r}).play(chess.Board())')
+  code = (
+    f'import chess; from searchless.play import player; player.Player.load({str(checkpoint)!r}).play(chess.Board())'
+  )
   subprocess.run([sys.executable, '-c', code], env=env, check=True, capture_output=True, timeout=300)
 
 
 def test_the_python_api_keeps_compiled_shapes_in_a_persistent_cache(model_checkpoint, tmp_path):
   """By default under $XDG_CACHE_HOME/searchless/xla; $SEARCHLESS_COMPILATION_CACHE moves it; a
   JAX_COMPILATION_CACHE_DIR the user set is used as it is."""
-  _cache_files_after_a_move(model_checkpoint, {'XDG_CACHE_HOME': str(tmp_path / 'xdg'),
-                                               'SEARCHLESS_COMPILATION_CACHE': None, 'JAX_COMPILATION_CACHE_DIR': None})
+  _cache_files_after_a_move(
+    model_checkpoint,
+    {'XDG_CACHE_HOME': str(tmp_path / 'xdg'), 'SEARCHLESS_COMPILATION_CACHE': None, 'JAX_COMPILATION_CACHE_DIR': None},
+  )
   assert any((tmp_path / 'xdg' / 'searchless' / 'xla').iterdir())
-  _cache_files_after_a_move(model_checkpoint, {'XDG_CACHE_HOME': str(tmp_path / 'xdg2'),
-                                               'SEARCHLESS_COMPILATION_CACHE': None,
-                                               'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax')})
+  _cache_files_after_a_move(
+    model_checkpoint,
+    {
+      'XDG_CACHE_HOME': str(tmp_path / 'xdg2'),
+      'SEARCHLESS_COMPILATION_CACHE': None,
+      'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax'),
+    },
+  )
   assert any((tmp_path / 'jax').iterdir()) and not (tmp_path / 'xdg2').exists()
-  _cache_files_after_a_move(model_checkpoint, {'SEARCHLESS_COMPILATION_CACHE': str(tmp_path / 'ours'),
-                                               'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax2')})
+  _cache_files_after_a_move(
+    model_checkpoint,
+    {'SEARCHLESS_COMPILATION_CACHE': str(tmp_path / 'ours'), 'JAX_COMPILATION_CACHE_DIR': str(tmp_path / 'jax2')},
+  )
   assert any((tmp_path / 'ours').iterdir()) and not (tmp_path / 'jax2').exists()

@@ -8,8 +8,12 @@ from searchless.training import plot
 
 
 def test_series_orders_by_step_and_skips_missing_values():
-  records = [{'step': 20, 'loss': 4.5}, {'step': 10, 'loss': 4.8}, {'step': 20, 'eval_loss': 4.7},
-             {'step': 30, 'loss': None}]
+  records = [
+    {'step': 20, 'loss': 4.5},
+    {'step': 10, 'loss': 4.8},
+    {'step': 20, 'eval_loss': 4.7},
+    {'step': 30, 'loss': None},
+  ]
   assert plot.series(records, 'loss') == ([10, 20], [4.8, 4.5])
   assert plot.series(records, 'eval_loss') == ([20], [4.7])
 

@@ -1,6 +1,5 @@
 """Policies over a predictor: batched shapes, the three readings of the model, agreement with batch-1."""
 
-
 import chess
 import numpy as np
 import pytest

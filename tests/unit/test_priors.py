@@ -44,24 +44,33 @@ def _boards(lichess_999, count):
 def test_the_mover_view_of_real_boards_is_python_chess_mirror(lichess_999):
   boards = _boards(lichess_999, 300)
   assert {b.turn for b in boards} == {chess.WHITE, chess.BLACK}
-  tokens = np.stack([np.concatenate([tokenizer.tokenize(b.fen()),
-                                     [moves.MOVE_TO_ACTION[m.uci()] for m in list(b.legal_moves)[:3]] + [-1] * 3])
-                     for b in boards if b.legal_moves.count() >= 3]).astype(np.int32)  # [N, 77 + 6]
+  tokens = np.stack(
+    [
+      np.concatenate(
+        [tokenizer.tokenize(b.fen()), [moves.MOVE_TO_ACTION[m.uci()] for m in list(b.legal_moves)[:3]] + [-1] * 3]
+      )
+      for b in boards
+      if b.legal_moves.count() >= 3
+    ]
+  ).astype(np.int32)  # [N, 77 + 6]
   viewed, black = priors.mover_view(tokens, 77)
   viewed = np.asarray(viewed)
   for row, board, is_black in zip(viewed, [b for b in boards if b.legal_moves.count() >= 3], np.asarray(black)):
     seen = board.mirror() if board.turn == chess.BLACK else board
     assert is_black == (board.turn == chess.BLACK)
     assert row[:77].tolist() == tokenizer.tokenize(seen.fen()).tolist()
-    expected_moves = [moves.MOVE_TO_ACTION[priors._mirror_move(m.uci()) if is_black else m.uci()]
-                      for m in list(board.legal_moves)[:3]]
+    expected_moves = [
+      moves.MOVE_TO_ACTION[priors._mirror_move(m.uci()) if is_black else m.uci()] for m in list(board.legal_moves)[:3]
+    ]
     assert row[77:].tolist() == expected_moves + [-1] * 3
 
 
 def test_castling_rights_and_en_passant_are_mirrored():
-  for fen, seen in [('r3k2r/8/8/8/3Pp3/8/8/R3K2R b Kq d3 0 1', 'r3k2r/8/8/3pP3/8/8/8/R3K2R w Qk d6 0 1'),
-                    ('4k3/8/8/8/8/8/8/4K3 b - - 12 80', '4k3/8/8/8/8/8/8/4K3 w - - 12 80'),
-                    ('r3k3/8/8/8/8/8/8/4K2R b Qk - 0 1', '4k2r/8/8/8/8/8/8/R3K3 w Kq - 0 1')]:
+  for fen, seen in [
+    ('r3k2r/8/8/8/3Pp3/8/8/R3K2R b Kq d3 0 1', 'r3k2r/8/8/3pP3/8/8/8/R3K2R w Qk d6 0 1'),
+    ('4k3/8/8/8/8/8/8/4K3 b - - 12 80', '4k3/8/8/8/8/8/8/4K3 w - - 12 80'),
+    ('r3k3/8/8/8/8/8/8/4K2R b Qk - 0 1', '4k2r/8/8/8/8/8/8/R3K3 w Kq - 0 1'),
+  ]:
     viewed, _ = priors.mover_view(tokenizer.tokenize(fen)[None].astype(np.int32), 77)
     assert ''.join(tokenizer.CHARACTERS[t] for t in np.asarray(viewed[0])) == tokenizer.fen_to_characters(seen)
 
@@ -112,15 +121,24 @@ def test_open_lines_are_python_chess_rays_with_no_piece_between(lichess_999):
   lines = np.asarray(priors.open_lines(tokens[:, 1:65]))  # [B, 64, 64]
   square = lambda index: chess.square(index % 8, 7 - index // 8)  # a8 = 0.
   for board, got in zip(boards, lines):
-    want = [[float(a != b and bool(chess.ray(square(a), square(b)))
-                   and not chess.between(square(a), square(b)) & board.occupied) for b in range(64)] for a in range(64)]
+    want = [
+      [
+        float(
+          a != b and bool(chess.ray(square(a), square(b))) and not chess.between(square(a), square(b)) & board.occupied
+        )
+        for b in range(64)
+      ]
+      for a in range(64)
+    ]
     np.testing.assert_array_equal(got, want)
   assert lines[0].sum() == 666  # Kiwipete: 333 open pairs, each counted both ways.
 
 
 def test_open_line_biases_are_added_where_a_line_is_open_only():
   board = chess.Board(KIWIPETE_BLACK)
-  inputs = np.pad(tokenizer.tokenize(board.fen())[None], ((0, 0), (1, 2))).astype(np.int32)  # [1, 80]: shifted, 2 moves.
+  inputs = np.pad(tokenizer.tokenize(board.fen())[None], ((0, 0), (1, 2))).astype(
+    np.int32
+  )  # [1, 80]: shifted, 2 moves.
 
   def bias(inputs):
     geo = priors.geometry(inputs, square_bias='open_lines', smolgen=0)
@@ -129,7 +147,10 @@ def test_open_line_biases_are_added_where_a_line_is_open_only():
   model = hk.without_apply_rng(hk.transform(bias))
   params = model.init(None, inputs)
   assert {name: v.shape for name, v in params['~'].items()} == {
-      'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)}
+    'square_bias': (2, 225),
+    'move_square_bias': (2, 2),
+    'open_line_bias': (2, 225),
+  }
   classes = np.arange(225, dtype=np.float32)
   params = {'~': {**params['~'], 'open_line_bias': np.stack([classes, -classes])}}
   out = np.asarray(model.apply(params, inputs))  # [1, 2, 80, 80]
@@ -149,30 +170,50 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
   assert added(move_squares='untied') == ['move_from_square', 'move_promotion', 'move_to_square']
   biased = network.init_params(dataclasses.replace(BASE, square_bias='relative'))
   assert {k: {n: v.shape for n, v in biased[k].items()} for k in set(biased) - set(default)} == {
-      'multi_head_dot_product_attention': {'square_bias': (2, 225), 'move_square_bias': (2, 2)},
-      'multi_head_dot_product_attention_1': {'square_bias': (2, 225), 'move_square_bias': (2, 2)}}
+    'multi_head_dot_product_attention': {'square_bias': (2, 225), 'move_square_bias': (2, 2)},
+    'multi_head_dot_product_attention_1': {'square_bias': (2, 225), 'move_square_bias': (2, 2)},
+  }
   smolgen = network.init_params(dataclasses.replace(BASE, smolgen=4))
   assert {k: {n: v.shape for n, v in smolgen[k].items()} for k in set(smolgen) - set(default)} == {
-      'smolgen_generator': {'w': (4, 4096), 'b': (4096,)},
-      **{f'multi_head_dot_product_attention{layer}/{name}': shapes for layer in ('', '_1') for name, shapes in {
-          'smolgen_compress': {'w': (16, 8)}, 'smolgen_summary': {'w': (64 * 8, 4), 'b': (4,)},
-          'smolgen_summary_norm': {'scale': (4,), 'offset': (4,)}, 'smolgen_heads': {'w': (4, 2 * 4), 'b': (8,)},
-          'smolgen_heads_norm': {'scale': (4,), 'offset': (4,)}}.items()}}
+    'smolgen_generator': {'w': (4, 4096), 'b': (4096,)},
+    **{
+      f'multi_head_dot_product_attention{layer}/{name}': shapes
+      for layer in ('', '_1')
+      for name, shapes in {
+        'smolgen_compress': {'w': (16, 8)},
+        'smolgen_summary': {'w': (64 * 8, 4), 'b': (4,)},
+        'smolgen_summary_norm': {'scale': (4,), 'offset': (4,)},
+        'smolgen_heads': {'w': (4, 2 * 4), 'b': (8,)},
+        'smolgen_heads_norm': {'scale': (4,), 'offset': (4,)},
+      }.items()
+    },
+  }
   # Zero biases (and a zero smolgen map) at first: the same function as without them.
   tokens = np.concatenate([tokenizer.tokenize(KIWIPETE_BLACK), [moves.MOVE_TO_ACTION['e7e5'], 0]])[None]
   plain = network.build(BASE).apply(default, None, tokens.astype(np.int32))
   lines = network.init_params(dataclasses.replace(BASE, square_bias='open_lines'))
   assert {k: {n: v.shape for n, v in lines[k].items()} for k in set(lines) - set(default)} == {
-      f'multi_head_dot_product_attention{layer}': {
-          'square_bias': (2, 225), 'move_square_bias': (2, 2), 'open_line_bias': (2, 225)} for layer in ('', '_1')}
+    f'multi_head_dot_product_attention{layer}': {
+      'square_bias': (2, 225),
+      'move_square_bias': (2, 2),
+      'open_line_bias': (2, 225),
+    }
+    for layer in ('', '_1')
+  }
   gather = network.init_params(dataclasses.replace(BASE, move_gather=True))
   assert {k: {n: v.shape for n, v in gather[k].items()} for k in set(gather) - set(default)} == {
-      **{f'move_gather{layer}': {'w': (32, 16)} for layer in ('', '_1')},
-      **{f'move_gather_norm{layer}': {'scale': (32,), 'offset': (32,)} for layer in ('', '_1')}}
-  for options, params in ((dict(square_bias='relative'), biased), (dict(square_bias='open_lines'), lines),
-                          (dict(smolgen=4), smolgen), (dict(move_gather=True), gather)):
+    **{f'move_gather{layer}': {'w': (32, 16)} for layer in ('', '_1')},
+    **{f'move_gather_norm{layer}': {'scale': (32,), 'offset': (32,)} for layer in ('', '_1')},
+  }
+  for options, params in (
+    (dict(square_bias='relative'), biased),
+    (dict(square_bias='open_lines'), lines),
+    (dict(smolgen=4), smolgen),
+    (dict(move_gather=True), gather),
+  ):
     with_bias = network.build(dataclasses.replace(BASE, **options)).apply(
-        {**params, **default}, None, tokens.astype(np.int32))
+      {**params, **default}, None, tokens.astype(np.int32)
+    )
     np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
 
 
@@ -194,17 +235,24 @@ def _packed_row(board, legal):
 
 @pytest.mark.parametrize('move_attention,move_squares', [('self', 'untied'), ('moves', 'tied')])
 def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, move_squares):
-  config = dataclasses.replace(BASE, packing='board', move_attention=move_attention, **{**ALL, 'move_squares': move_squares})
+  config = dataclasses.replace(
+    BASE, packing='board', move_attention=move_attention, **{**ALL, 'move_squares': move_squares}
+  )
   params = _noisy(network.init_params(config))
   board = chess.Board(KIWIPETE_BLACK)
   legal = list(board.legal_moves)
   mirrored = board.mirror()
-  rows = np.stack([_packed_row(board, legal),
-                   _packed_row(mirrored, [chess.Move.from_uci(priors._mirror_move(m.uci())) for m in legal])])
+  rows = np.stack(
+    [
+      _packed_row(board, legal),
+      _packed_row(mirrored, [chess.Move.from_uci(priors._mirror_move(m.uci())) for m in legal]),
+    ]
+  )
   out = np.asarray(network.build(config).apply(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
   np.testing.assert_allclose(out[0, :-1], out[1, :-1], atol=1e-5)
-  without = np.asarray(network.build(dataclasses.replace(config, mover_view=False)).apply(
-      params, None, rows.astype(np.int32)))
+  without = np.asarray(
+    network.build(dataclasses.replace(config, mover_view=False)).apply(params, None, rows.astype(np.int32))
+  )
   assert np.abs(without[0, :-1] - without[1, :-1]).max() > 1e-2  # Not so without the mover's view.
 
 
@@ -214,8 +262,13 @@ def test_per_move_models_see_black_as_white_and_behavioral_cloning_mirrors_its_m
   value = dataclasses.replace(BASE, **ALL)
   params = _noisy(network.init_params(value))
   move = moves.MOVE_TO_ACTION['e7e5']
-  rows = np.array([np.concatenate([tokenizer.tokenize(board.fen()), [move, 5]]),
-                   np.concatenate([tokenizer.tokenize(mirrored.fen()), [priors.MIRROR_ACTION[move], 5]])], np.int32)
+  rows = np.array(
+    [
+      np.concatenate([tokenizer.tokenize(board.fen()), [move, 5]]),
+      np.concatenate([tokenizer.tokenize(mirrored.fen()), [priors.MIRROR_ACTION[move], 5]]),
+    ],
+    np.int32,
+  )
   out = np.asarray(network.build(value).apply(params, None, rows))  # [2, 79, V]
   np.testing.assert_allclose(out[0], out[1], atol=1e-5)
 

@@ -58,10 +58,13 @@ def _public_callables() -> Iterator[tuple[str, Callable[..., object]]]:
 def _missing(function: Callable[..., object]) -> list[str]:
   """The parameters (and 'return') of `function` that have no annotation."""
   signature = inspect.signature(function)
-  missing = [parameter.name for index, parameter in enumerate(signature.parameters.values())
-             if parameter.kind not in _VARIADIC
-             and not (index == 0 and parameter.name in ('self', 'cls'))
-             and parameter.annotation is inspect.Parameter.empty]
+  missing = [
+    parameter.name
+    for index, parameter in enumerate(signature.parameters.values())
+    if parameter.kind not in _VARIADIC
+    and not (index == 0 and parameter.name in ('self', 'cls'))
+    and parameter.annotation is inspect.Parameter.empty
+  ]
   if signature.return_annotation is inspect.Signature.empty and function.__name__ != '__init__':
     missing.append('return')
   return missing
@@ -84,7 +87,6 @@ def test_public_names_resolve():
 
 
 def test_import_is_light():
-  code = ('import sys, searchless; '
-          'print(sorted(m for m in ("jax", "apache_beam") if m in sys.modules))')
+  code = 'import sys, searchless; print(sorted(m for m in ("jax", "apache_beam") if m in sys.modules))'
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
   assert result.stdout.strip() == '[]', result.stdout + result.stderr

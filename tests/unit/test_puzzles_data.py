@@ -58,9 +58,9 @@ def test_limit(dev):
 
 # The ChessBench puzzles.csv layout: PuzzleId,Rating,PGN,Solution,FEN,Moves; the board is the PGN's end.
 CHESSBENCH_CSV = (
-    'PuzzleId,Rating,PGN,Solution,FEN,Moves\n'
-    'cb1,650,"1. e4 e5 2. Bc4 Nc6\n3. Qh5",Nf6 Qxf7#,,g8f6 h5f7\n'
-    'cb2,1210,1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Nbd7 5. cxd5 exd5,Nxd5 Bxd1 Bb4+,,c3d5 f6d5 g5d8 f8b4\n'
+  'PuzzleId,Rating,PGN,Solution,FEN,Moves\n'
+  'cb1,650,"1. e4 e5 2. Bc4 Nc6\n3. Qh5",Nf6 Qxf7#,,g8f6 h5f7\n'
+  'cb2,1210,1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Nbd7 5. cxd5 exd5,Nxd5 Bxd1 Bb4+,,c3d5 f6d5 g5d8 f8b4\n'
 )
 
 
@@ -80,23 +80,49 @@ def test_reads_the_chessbench_layout_from_the_pgn(tmp_path):
   assert board.is_checkmate()
   assert second.solver_moves == ('f6d5', 'f8b4') and second.opponent_moves == ('c3d5', 'g5d8')
   assert second.lichess_row() == {
-      'PuzzleId': 'cb2', 'FEN': second.fen, 'Moves': 'c3d5 f6d5 g5d8 f8b4', 'Rating': '1210',
-      'RatingDeviation': '', 'Popularity': '', 'NbPlays': '', 'Themes': '', 'GameUrl': '', 'OpeningTags': ''}
+    'PuzzleId': 'cb2',
+    'FEN': second.fen,
+    'Moves': 'c3d5 f6d5 g5d8 f8b4',
+    'Rating': '1210',
+    'RatingDeviation': '',
+    'Popularity': '',
+    'NbPlays': '',
+    'Themes': '',
+    'GameUrl': '',
+    'OpeningTags': '',
+  }
 
 
-GOOD = '00008,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7 b2b1 b3c1 b1c1 h6c1,1940,75,94,6608,crushing,u,'
+GOOD = (
+  '00008,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7 b2b1 b3c1 b1c1 h6c1,1940,75,94,6608,crushing,u,'
+)
 
 
-@pytest.mark.parametrize('header, bad, message', [
+@pytest.mark.parametrize(
+  'header, bad, message',
+  [
     (HEADER, 'x,not a fen,e2e4 e7e5,1500,1,1,1,t,u,', 'part of fen'),
     (HEADER, 'x,8/8/8/8/8/8/8/8 w - - 0 1,e2e4 e7e5,1500,1,1,1,t,u,', 'invalid position'),
-    (HEADER, 'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e8,1500,1,1,1,t,u,', r"illegal move Moves\[1\]='e6e8'"),
-    (HEADER, 'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 zz,1500,1,1,1,t,u,', r"illegal move Moves\[1\]='zz'"),
-    (HEADER, 'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3,1500,1,1,1,t,u,', 'at least one solution move'),
+    (
+      HEADER,
+      'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e8,1500,1,1,1,t,u,',
+      r"illegal move Moves\[1\]='e6e8'",
+    ),
+    (
+      HEADER,
+      'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 zz,1500,1,1,1,t,u,',
+      r"illegal move Moves\[1\]='zz'",
+    ),
+    (
+      HEADER,
+      'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3,1500,1,1,1,t,u,',
+      'at least one solution move',
+    ),
     (HEADER, 'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7,high,1,1,1,t,u,', "bad Rating 'high'"),
     (HEADER, 'x,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7', '3 fields, the header has 10'),
     ('PuzzleId,Rating,PGN,Moves', 'x,1500,1. e4 Ke7 Ke2,e2e3 e7e6', 'bad PGN'),
-])
+  ],
+)
 def test_a_bad_row_names_the_file_and_line(tmp_path, header, bad, message):
   path = tmp_path / 'bad.csv'
   good = GOOD if header == HEADER else 'y,1500,1. e4,e7e5 g1f3'
@@ -139,7 +165,12 @@ def train(tmp_path, dev_rows) -> tuple[pathlib.Path, set[str]]:
   others = [r['FEN'] for r in rows] + [chess.STARTING_FEN]  # Boards before Moves[0]: not start boards.
   directory = tmp_path / 'train'
   directory.mkdir()
-  assert bags.write_records(str(directory / 'state_value_data.bag'), 'state_value', [(f, 0.5) for f in others[:20] + inside + others[20:]]) == N + 4
+  assert (
+    bags.write_records(
+      str(directory / 'state_value_data.bag'), 'state_value', [(f, 0.5) for f in others[:20] + inside + others[20:]]
+    )
+    == N + 4
+  )
   return directory, {rows[i]['PuzzleId'] for i in OVERLAP}
 
 
@@ -156,7 +187,12 @@ def test_pipeline_reports_the_overlap(tmp_path, dev, dev_rows, train):
   assert summary.start_boards_in_train == len(OVERLAP)
   assert summary.start_boards_in_train_percent == pytest.approx(100 * len(OVERLAP) / N)
   assert summary.removed == 0
-  assert summary.train == {'spec': str(directory / 'state_value_data.bag'), 'kind': 'state_value', 'records': N + 4, 'boards': N + 4}
+  assert summary.train == {
+    'spec': str(directory / 'state_value_data.bag'),
+    'kind': 'state_value',
+    'records': N + 4,
+    'boards': N + 4,
+  }
   assert json.loads((tmp_path / 'eval' / 'puzzles.csv.json').read_text()) == summary.to_dict()
   with open(out, newline='') as f:
     assert list(csv.DictReader(f)) == dev_rows[:N]
@@ -165,8 +201,20 @@ def test_pipeline_reports_the_overlap(tmp_path, dev, dev_rows, train):
 def test_pipeline_removes_the_overlap(tmp_path, dev, dev_rows, train, capsys):
   directory, overlapping = train
   out = tmp_path / 'kept.csv'
-  command.main(['--puzzles', str(dev), '--output', str(out), '--train_dir', str(directory), '--limit', str(N),
-                 '--remove_train_overlap', '--no_progress'])
+  command.main(
+    [
+      '--puzzles',
+      str(dev),
+      '--output',
+      str(out),
+      '--train_dir',
+      str(directory),
+      '--limit',
+      str(N),
+      '--remove_train_overlap',
+      '--no_progress',
+    ]
+  )
   assert _ids(out) == [r['PuzzleId'] for r in dev_rows[:N] if r['PuzzleId'] not in overlapping]
   summary = json.loads((tmp_path / 'kept.csv.json').read_text())
   assert (summary['puzzles_read'], summary['puzzles_kept'], summary['removed']) == (N, N - 3, 3)
@@ -180,8 +228,14 @@ def test_action_value_boards_count_once_and_the_kind_comes_from_the_name(tmp_pat
   moves = [m.uci() for m in chess.Board(start).legal_moves]
   items = [(start, m, 0.5) for m in moves] + [(chess.STARTING_FEN, 'e2e4', 0.5), (start, moves[0], 0.5)]
   bags.write_records(str(tmp_path / 'action_value-00000-of-00001_data.bag'), 'action_value', items)
-  summary = pipeline.run(str(dev), str(tmp_path / 'o.csv'), limit=N, progress=False,
-                         train_dir=str(tmp_path / 'action_value-*_data.bag'), remove_train_overlap=True)
+  summary = pipeline.run(
+    str(dev),
+    str(tmp_path / 'o.csv'),
+    limit=N,
+    progress=False,
+    train_dir=str(tmp_path / 'action_value-*_data.bag'),
+    remove_train_overlap=True,
+  )
   assert summary.train['kind'] == 'action_value'
   assert (summary.train['records'], summary.train['boards']) == (len(items), 3)
   assert (summary.start_boards_in_train, summary.removed, summary.puzzles_kept) == (1, 1, N - 1)
@@ -192,7 +246,10 @@ def test_train_spec_errors(tmp_path):
   bags.write_records(str(tmp_path / 'boards.bag'), 'state_value', [(chess.STARTING_FEN, 0.5)])
   with pytest.raises(ValueError, match='pass --train_kind'):
     pipeline.train_spec(str(tmp_path / 'boards.bag'))
-  assert pipeline.train_spec(str(tmp_path / 'boards.bag'), 'state_value') == (str(tmp_path / 'boards.bag'), 'state_value')
+  assert pipeline.train_spec(str(tmp_path / 'boards.bag'), 'state_value') == (
+    str(tmp_path / 'boards.bag'),
+    'state_value',
+  )
   with pytest.raises(FileNotFoundError, match='no state_value/behavioral_cloning/action_value records'):
     pipeline.train_spec(str(tmp_path))
   with pytest.raises(ValueError, match='needs --train_dir'):
@@ -208,18 +265,25 @@ def test_the_command_fails_with_one_line(tmp_path, capsys):
 
 def test_without_a_training_set_the_set_is_copied(tmp_path, dev, dev_rows):
   summary = pipeline.run(str(dev), str(tmp_path / 'all.csv'), progress=False)
-  assert (summary.puzzles_read, summary.puzzles_kept, summary.train, summary.start_boards_in_train) == (1500, 1500, None, None)
+  assert (summary.puzzles_read, summary.puzzles_kept, summary.train, summary.start_boards_in_train) == (
+    1500,
+    1500,
+    None,
+    None,
+  )
   assert _ids(tmp_path / 'all.csv') == [r['PuzzleId'] for r in dev_rows]
 
 
 def test_compressed_input_and_output_with_a_bom_and_crlf(tmp_path, dev, dev_rows):
   import gzip
+
   path = tmp_path / 'puzzles.csv.gz'
   path.write_bytes(gzip.compress(b'\xef\xbb\xbf' + dev.read_bytes().replace(b'\n', b'\r\n')))
   assert [p.lichess_row() for p in puzzles.read_puzzles(str(path), limit=5)] == dev_rows[:5]
   pipeline.run(str(path), str(tmp_path / 'out.csv.gz'), limit=5, progress=False)
   assert gzip.decompress((tmp_path / 'out.csv.gz').read_bytes()).decode() == ''.join(
-      line + '\n' for line in dev.read_text().splitlines()[:6])
+    line + '\n' for line in dev.read_text().splitlines()[:6]
+  )
 
 
 def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path):

@@ -30,21 +30,30 @@ def test_encoding_is_byte_identical_to_the_reference(compat):
 
 # The reference's coders (Beam's), for every kind: our bytes are theirs, field by field.
 REFERENCE_CODERS = {
-    'action_value': coders.TupleCoder((coders.StrUtf8Coder(), coders.StrUtf8Coder(), coders.FloatCoder())),
-    'state_value': coders.TupleCoder((coders.StrUtf8Coder(), coders.FloatCoder())),
-    'behavioral_cloning': coders.TupleCoder((coders.StrUtf8Coder(), coders.StrUtf8Coder())),
-    'board_value': coders.TupleCoder((coders.StrUtf8Coder(), coders.IterableCoder(coders.StrUtf8Coder()),
-                                      coders.IterableCoder(coders.FloatCoder()), coders.FloatCoder())),
+  'action_value': coders.TupleCoder((coders.StrUtf8Coder(), coders.StrUtf8Coder(), coders.FloatCoder())),
+  'state_value': coders.TupleCoder((coders.StrUtf8Coder(), coders.FloatCoder())),
+  'behavioral_cloning': coders.TupleCoder((coders.StrUtf8Coder(), coders.StrUtf8Coder())),
+  'board_value': coders.TupleCoder(
+    (
+      coders.StrUtf8Coder(),
+      coders.IterableCoder(coders.StrUtf8Coder()),
+      coders.IterableCoder(coders.FloatCoder()),
+      coders.FloatCoder(),
+    )
+  ),
 }
 REFERENCE_CODERS['partial_board_value'] = REFERENCE_CODERS['board_value']
 LONG_FEN = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1' + ' ' * 100  # A two-byte varint length.
 SAMPLES = {
-    'action_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5), (LONG_FEN, 'e7e8q', 1.0), ('é', '', 0.0)],
-    'state_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.25), (LONG_FEN, 1e-300)],
-    'behavioral_cloning': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2'), (LONG_FEN, 'e7e8q'), ('', '')],
-    'board_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2', 'a1b1'), (0.5, 0.25), 0.5),
-                    (LONG_FEN, (), (), 0.0), (LONG_FEN, tuple(f'm{i}' for i in range(300)), (0.1,) * 300, 1.0)],
-    'partial_board_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2',), (0.75,), 0.5)],
+  'action_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5), (LONG_FEN, 'e7e8q', 1.0), ('é', '', 0.0)],
+  'state_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.25), (LONG_FEN, 1e-300)],
+  'behavioral_cloning': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2'), (LONG_FEN, 'e7e8q'), ('', '')],
+  'board_value': [
+    ('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2', 'a1b1'), (0.5, 0.25), 0.5),
+    (LONG_FEN, (), (), 0.0),
+    (LONG_FEN, tuple(f'm{i}' for i in range(300)), (0.1,) * 300, 1.0),
+  ],
+  'partial_board_value': [('8/8/8/8/8/8/8/K1k5 w - - 0 1', ('a1a2',), (0.75,), 0.5)],
 }
 
 
@@ -72,17 +81,24 @@ def test_unknown_kind():
     records.encode('policy', ('a', 'b'))
 
 
-@pytest.mark.parametrize('num_shards, compressed, names', [
+@pytest.mark.parametrize(
+  'num_shards, compressed, names',
+  [
     (1, False, ['state_value_data.bag']),
     (1, True, ['state_value_data.bagz']),
     (3, False, [f'state_value-0000{i}-of-00003_data.bag' for i in range(3)]),
-])
+  ],
+)
 def test_write_with_beam_and_find(tmp_path, num_shards, compressed, names):
   items = [(f'8/8/8/8/8/8/8/K1k5 w - - 0 {i}', i / 100) for i in range(1, 41)]
   with TestPipeline() as p:
-    (p | beam.Create(items)
-     | bagzio.WriteToBagz(bags.sink_path(str(tmp_path), 'state_value', num_shards, compressed),
-                          coder=convert.RecordCoder('state_value')))
+    (
+      p
+      | beam.Create(items)
+      | bagzio.WriteToBagz(
+        bags.sink_path(str(tmp_path), 'state_value', num_shards, compressed), coder=convert.RecordCoder('state_value')
+      )
+    )
   assert sorted(f.name for f in tmp_path.iterdir()) == names
   spec = bags.find(str(tmp_path), 'state_value')
   assert sorted(bags.read_records(spec, 'state_value')) == sorted(items)

@@ -38,8 +38,9 @@ def vector():
 
 
 def leaves(tree) -> dict[str, np.ndarray]:
-  return {f'{module}/{name}': np.asarray(leaf, np.float64)
-          for module, group in tree.items() for name, leaf in group.items()}
+  return {
+    f'{module}/{name}': np.asarray(leaf, np.float64) for module, group in tree.items() for name, leaf in group.items()
+  }
 
 
 def assert_digest(data: dict, prefix: str, tree, atol: float, rtol: float) -> None:
@@ -51,12 +52,14 @@ def assert_digest(data: dict, prefix: str, tree, atol: float, rtol: float) -> No
     values = leaf.reshape(-1)
     scale = np.sqrt(values.size)  # Sums and norms gather rounding from every element.
     assert values.sum() == pytest.approx(data[f'{prefix}/{name}/sum'], abs=atol * scale, rel=rtol), name
-    norm = np.sqrt((values ** 2).sum())
+    norm = np.sqrt((values**2).sum())
     assert norm == pytest.approx(data[f'{prefix}/{name}/norm'], abs=atol * scale, rel=rtol), name
-    np.testing.assert_allclose(values[:len(data[f'{prefix}/{name}/first'])], data[f'{prefix}/{name}/first'],
-                               atol=atol, rtol=rtol, err_msg=name)
-    np.testing.assert_allclose(values[data[f'{prefix}/{name}/places']], data[f'{prefix}/{name}/at'],
-                               atol=atol, rtol=rtol, err_msg=name)
+    np.testing.assert_allclose(
+      values[: len(data[f'{prefix}/{name}/first'])], data[f'{prefix}/{name}/first'], atol=atol, rtol=rtol, err_msg=name
+    )
+    np.testing.assert_allclose(
+      values[data[f'{prefix}/{name}/places']], data[f'{prefix}/{name}/at'], atol=atol, rtol=rtol, err_msg=name
+    )
 
 
 def test_vector_is_the_reference_setup(vector):
@@ -94,8 +97,9 @@ def test_one_adam_step_matches_reference(vector):
   data, params, config = vector
   fns = step_lib.make_functions(config, sharding.make_mesh(1, jax.devices()[:1]))
   copy = jax.tree.map(jnp.array, params)
-  state = step_lib.TrainingState(jnp.zeros((), jnp.int32), copy, jax.tree.map(jnp.array, params),
-                                 step_lib.make_optimizer(config).init(copy))
+  state = step_lib.TrainingState(
+    jnp.zeros((), jnp.int32), copy, jax.tree.map(jnp.array, params), step_lib.make_optimizer(config).init(copy)
+  )
   state, metrics = fns.update(state, jax.device_put(data['sequences'], fns.batch_sharding))
   assert float(metrics['loss']) == pytest.approx(float(data['loss']), rel=1e-6)
   assert_digest(data, 'stepped', state.params, atol=1e-7, rtol=1e-6)

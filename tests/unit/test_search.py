@@ -114,6 +114,7 @@ def test_visit_counts_add_up_to_the_simulations_whatever_the_batch():
         if isinstance(child, mcts.Node) and child.terminal is None:
           assert node.visits[i] == child.visits.sum() + 1
           check(child)
+
     check(root)
 
 
@@ -167,14 +168,20 @@ def test_root_moves_restrict_the_choice():
 def test_time_limit_and_stop_end_a_search():
   ticks = iter(range(1000))
   evaluator = evaluator_lib.Evaluator(StubPolicy())
-  search = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=3.0, batch_size=4), clock=lambda: next(ticks))
+  search = mcts.Mcts(
+    evaluator, mcts.MctsConfig(simulations=10**6, seconds=3.0, batch_size=4), clock=lambda: next(ticks)
+  )
   result = search.search(chess.Board())
   assert 4 <= result.simulations <= 12  # One batch per tick, three ticks allowed.
   stops = iter([False, False, True])
   result = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, batch_size=4)).search(
-      chess.Board(), stop=lambda: next(stops))
+    chess.Board(), stop=lambda: next(stops)
+  )
   assert result.simulations == 8
-  ab = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=10), ).search(chess.Board(), stop=lambda: True)
+  ab = alphabeta.AlphaBeta(
+    evaluator,
+    alphabeta.AlphaBetaConfig(depth=10),
+  ).search(chess.Board(), stop=lambda: True)
   assert ab.depth == 1 and ab.move is not None  # Depth 1 always completes.
 
 
@@ -204,8 +211,9 @@ class TimedStubPolicy(StubPolicy):
 def test_timed_searches_size_their_model_calls_to_the_time_left_and_never_overrun(seconds):
   clock = FakeClock()
   evaluator = evaluator_lib.Evaluator(TimedStubPolicy(clock, 0.005, 0.002, {'g1f3': 0.7}), clock=clock)
-  result = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=seconds, batch_size=16),
-                     clock=clock).search(chess.Board())
+  result = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=seconds, batch_size=16), clock=clock).search(
+    chess.Board()
+  )
   assert result.seconds <= seconds and result.simulations > 0
   ab = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=4, seconds=seconds), clock=clock)
   result = ab.search(chess.Board())
@@ -219,7 +227,8 @@ def test_without_time_for_one_model_call_a_search_plays_the_models_move():
   result = search.search(chess.Board())  # The root's call takes 0.011 s: no time for a batch.
   assert (result.move.uci(), result.simulations, result.seconds) == ('g1f3', 0, pytest.approx(0.011))
   result = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=3, seconds=0.012), clock=clock).search(
-      chess.Board())
+    chess.Board()
+  )
   assert (result.move.uci(), result.depth, result.seconds) == ('g1f3', 1, pytest.approx(0.011))
 
 
@@ -255,7 +264,7 @@ def test_priors_are_a_softmax_of_win_probabilities():
 def test_spec_errors_name_the_option():
   with pytest.raises(ValueError, match=r"unknown option\(s\) \['depth'\] for algo=mcts"):
     agents.from_spec('search:pretrained,depth=3')
-  with pytest.raises(ValueError, match="algo must be one of"):
+  with pytest.raises(ValueError, match='algo must be one of'):
     agents.from_spec('search:pretrained,algo=minimax')
   with pytest.raises(ValueError, match="sims must be an integer, got 'many'"):
     agents.from_spec('search:pretrained,sims=many')
@@ -267,6 +276,7 @@ def test_spec_errors_name_the_option():
 
 def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
   from searchless.play import player
+
   policy = player.load_policy('pretrained-transformer', compute_dtype='float32')
   board = chess.Board(MATE_IN_2)
   assert policy.analyse(board).best_move().uci() == 'b1b6'
@@ -276,7 +286,9 @@ def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
   assert deep.play(board).uci() == 'c6c7' and deep.last.mate_in() == 2
 
 
-@pytest.mark.parametrize('go, kind, expected', [
+@pytest.mark.parametrize(
+  'go, kind, expected',
+  [
     ('nodes 100', 'mcts', {'simulations': 100, 'seconds': None}),
     ('depth 3', 'mcts', {'simulations': 256, 'seconds': None}),  # depth means nothing to MCTS: SearchNodes.
     ('depth 99', 'alphabeta', {'depth': 64, 'seconds': None}),
@@ -286,10 +298,12 @@ def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
     ('wtime 1010 btime 1000 winc 4000', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5}),  # At most half.
     ('infinite', 'alphabeta', {'depth': 64, 'seconds': None}),
     ('', 'alphabeta', {'depth': 2, 'seconds': None}),
-])
+  ],
+)
 def test_go_limits_become_the_search_budget(go, kind, expected):
   from searchless.play.uci import protocol
   from searchless.play.uci import search as uci_search
+
   request, errors = protocol.parse_go(go.split())
   assert not errors
   assert uci_search.budget(chess.Board(), request, kind=kind, nodes=256, depth=2, overhead_ms=10) == expected
@@ -298,13 +312,17 @@ def test_go_limits_become_the_search_budget(go, kind, expected):
 @pytest.fixture(scope='module')
 def small_checkpoints(tmp_path_factory):
   from helpers import write_checkpoint
+
   root = tmp_path_factory.mktemp('search_checkpoints')
-  return {policy: str(write_checkpoint(root / policy, policy=policy))
-          for policy in ('action_value', 'state_value', 'behavioral_cloning')}
+  return {
+    policy: str(write_checkpoint(root / policy, policy=policy))
+    for policy in ('action_value', 'state_value', 'behavioral_cloning')
+  }
 
 
 def test_search_runs_over_every_kind_of_checkpoint(small_checkpoints):
   from searchless.play import player
+
   board = chess.Board(BACK_RANK)
   policies = {k: player.load_policy(path, compute_dtype='float32') for k, path in small_checkpoints.items()}
   for kind, policy in policies.items():
@@ -320,14 +338,18 @@ def test_search_runs_over_every_kind_of_checkpoint(small_checkpoints):
   assert bc.value == 0.0 and bc.move_values is None
   # ... with one, its leaves get that model's value.
   paired = evaluator_lib.Evaluator(policies['behavioral_cloning'], value_policy=policies['state_value'])
-  assert paired.evaluate([chess.Board()])[0].value == pytest.approx(2 * policies['state_value'].analyse(chess.Board()).value - 1)
+  assert paired.evaluate([chess.Board()])[0].value == pytest.approx(
+    2 * policies['state_value'].analyse(chess.Board()).value - 1
+  )
   with pytest.raises(ValueError, match='value checkpoint must be an action-value or state-value one'):
     evaluator_lib.Evaluator(policies['behavioral_cloning'], value_policy=policies['behavioral_cloning'])
 
 
 def test_a_behavioral_cloning_spec_takes_a_value_checkpoint(small_checkpoints):
-  spec = (f"search:{small_checkpoints['behavioral_cloning']},value={small_checkpoints['state_value']},"
-          'sims=4,batch=1,name=bc+sv')
+  spec = (
+    f'search:{small_checkpoints["behavioral_cloning"]},value={small_checkpoints["state_value"]},'
+    'sims=4,batch=1,name=bc+sv'
+  )
   with agents.opened(spec) as agent:
     assert agent.name == 'bc+sv' and agent.play(chess.Board(BACK_RANK)).uci() == 'd1d8'
     assert agent.evaluator.value_policy is not None and agent.evaluator.value_policy.kind == 'state_value'
@@ -337,10 +359,12 @@ def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
   """The MCTS-solver: a mate in 2 and in 1 proven, reported as `score mate N` by UCI; a lost root plays the
   longest defence and reads as being mated."""
   from searchless.play.uci import search as uci_search
+
   found = {}
   for fen, simulations in ((MATE_IN_2, 400), (BACK_RANK, 16)):
     result = mcts.Mcts(evaluator_lib.Evaluator(decoy), mcts.MctsConfig(simulations=simulations, batch_size=4)).search(
-        chess.Board(fen))
+      chess.Board(fen)
+    )
     found[fen] = (result.move.uci(), result.mate_in(), result.value, uci_search._score(result.value, False))  # pylint: disable=protected-access
   assert found[MATE_IN_2] == ('c6c7', 2, pytest.approx(MATE - 3 * MATE_STEP), 'score mate 2 ')
   assert found[BACK_RANK] == ('d1d8', 1, pytest.approx(MATE - MATE_STEP), 'score mate 1 ')

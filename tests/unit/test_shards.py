@@ -25,9 +25,12 @@ def _write(tmp_path, spec, values, buckets=1, per_shard=shards.DEFAULT_RECORDS_P
   reported = tmp_path / f'reported-{uuid.uuid4().hex}'
   reported.mkdir()
   with TestPipeline() as p:
-    _ = (p | beam.Create([(spec.key, v) for v in values])
-         | shards.WriteShards([shards.RecordSet(spec, ENCODE, lambda r: r[0], buckets, per_shard)])
-         | beam.Map(_save, reported))
+    _ = (
+      p
+      | beam.Create([(spec.key, v) for v in values])
+      | shards.WriteShards([shards.RecordSet(spec, ENCODE, lambda r: r[0], buckets, per_shard)])
+      | beam.Map(_save, reported)
+    )
   return [shards.Piece(**json.loads(f.read_text())) for f in sorted(reported.iterdir())]
 
 
@@ -47,7 +50,11 @@ def test_fixed_shards_hold_a_hash_of_each_board_sorted_and_empty_ones_exist(tmp_
   assert final == {spec.key: [str(out / n) for n in names]}
   assert sorted(p.name for p in out.iterdir()) == names  # The temporary folder is gone.
   assert [_records(out / n) for n in names] == [
-      [(FENS[0], 0.5), (FENS[0], 0.75)], [(FENS[1], 0.25)], [], []]  # Sorted by their encoded bytes.
+    [(FENS[0], 0.5), (FENS[0], 0.75)],
+    [(FENS[1], 0.25)],
+    [],
+    [],
+  ]  # Sorted by their encoded bytes.
   assert bags.find(str(out), 'state_value') == ','.join(str(out / n) for n in names)
 
 

@@ -19,8 +19,10 @@ def _heldout(folder, rows):
   (folder / 'heldout').mkdir(parents=True)
   with open(folder / 'heldout' / 'boards.jsonl', 'w') as f:
     for fen, log_loss, accuracy, tau in rows:
-      f.write(json.dumps({'fen': fen, 'metrics': {'log_loss': log_loss, 'action_accuracy': accuracy,
-                                                  'kendall_tau': tau}}) + '\n')
+      f.write(
+        json.dumps({'fen': fen, 'metrics': {'log_loss': log_loss, 'action_accuracy': accuracy, 'kendall_tau': tau}})
+        + '\n'
+      )
 
 
 def _puzzles(folder, solved):
@@ -36,8 +38,12 @@ def _match(folder, results):
   with open(folder / 'match' / 'games.pgn', 'w') as f:
     for round_number, white, result in results:
       game = chess.pgn.Game()
-      game.headers.update(Round=str(round_number), White='searchless' if white else 'stockfish-elo1350',
-                          Black='stockfish-elo1350' if white else 'searchless', Result=result)
+      game.headers.update(
+        Round=str(round_number),
+        White='searchless' if white else 'stockfish-elo1350',
+        Black='stockfish-elo1350' if white else 'searchless',
+        Result=result,
+      )
       print(game, file=f, end='\n\n')
 
 
@@ -77,8 +83,14 @@ def test_two_folders_pair_their_boards_puzzles_and_games_and_leave_out_the_unsha
   assert out[5].startswith('match: 3 games in both; base 2.5, new 1.5; per game -0.333 ± ')
   assert out[5].endswith('new better in 0, worse in 1')
   command.main(['compare', str(base), str(new), '--json'])
-  assert json.loads(capsys.readouterr().out)['puzzles'] == {'n': 4, 'base_solved': 2, 'new_solved': 3,
-                                                            'new_only': 2, 'base_only': 1, 'z': 1 / 3 ** 0.5}
+  assert json.loads(capsys.readouterr().out)['puzzles'] == {
+    'n': 4,
+    'base_solved': 2,
+    'new_solved': 3,
+    'new_only': 2,
+    'base_only': 1,
+    'z': 1 / 3**0.5,
+  }
 
 
 def test_a_match_the_player_did_not_play_and_folders_with_nothing_shared_are_errors(tmp_path, capsys):
@@ -100,8 +112,12 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
   _puzzles(new, {'p1': False})
   read, write = os.pipe()
   os.close(read)  # The reader is gone before the command writes.
-  result = subprocess.run([sys.executable, '-m', 'searchless.commands.strength', 'compare', str(base), str(new)],
-                          stdout=write, stderr=subprocess.PIPE, text=True)
+  result = subprocess.run(
+    [sys.executable, '-m', 'searchless.commands.strength', 'compare', str(base), str(new)],
+    stdout=write,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
   os.close(write)
   assert (result.returncode, result.stderr) == (1, '')
 
@@ -114,7 +130,9 @@ def test_a_protocol_measures_only_what_it_is_given_and_refuses_a_missing_file(tm
   with pytest.raises(ValueError, match='^--games must be >= 1 for a ladder, got 0$'):
     strength.Protocol(ladder=(1350,), games=0)
   assert strength.opponents(strength.Protocol(ladder=(1350, 1800), opponent_limit='nodes=100')) == [
-      'stockfish:nodes=100,elo=1350,name=stockfish-elo1350', 'stockfish:nodes=100,elo=1800,name=stockfish-elo1800']
+    'stockfish:nodes=100,elo=1350,name=stockfish-elo1350',
+    'stockfish:nodes=100,elo=1800,name=stockfish-elo1800',
+  ]
 
 
 @pytest.mark.slow
@@ -122,6 +140,7 @@ def test_measure_keeps_each_part_and_measures_again_only_what_changed(model_chec
   """Puzzles and an EPD suite on a small model: strength.json and the card's lines; a rerun with the same settings
   measures nothing, another puzzle file measures the puzzles again and keeps the suite."""
   from helpers import ROOT
+
   lines = (ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv').read_text().splitlines(True)
   few, other = tmp_path / 'few.csv', tmp_path / 'other.csv'
   few.write_text(''.join(lines[:6]))
@@ -138,7 +157,9 @@ def test_measure_keeps_each_part_and_measures_again_only_what_changed(model_chec
   assert sum(b['n'] for b in done['puzzles']['bands']) == 5
   printed = capsys.readouterr().out
   assert printed.strip() == (out / 'strength.md').read_text().strip() == strength.markdown(done)
-  assert printed.startswith(f"- Puzzles (`few.csv`, every move of the solution): **{20 * done['puzzles']['solved']:.1f}%**")
+  assert printed.startswith(
+    f'- Puzzles (`few.csv`, every move of the solution): **{20 * done["puzzles"]["solved"]:.1f}%**'
+  )
   assert '- suite (1 positions): ' in printed
   assert (out / 'puzzles' / 'results.csv').exists()  # The paired comparison's input.
   stamps = {part: done[part]['seconds'] for part in ('puzzles', 'sts')}

@@ -27,15 +27,32 @@ def test_batch_equals_single(compat):
 
 def test_start_position_layout():
   chars = tokenizer.fen_to_characters('rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1')
-  assert chars == 'b' + 'rnbqkbnr' + 'p' * 8 + '.' * 16 + '....P...' + '.' * 8 + 'PPPP.PPP' + 'RNBQKBNR' + 'KQkq' + 'e3' + '0..' + '1..'
+  assert (
+    chars
+    == 'b'
+    + 'rnbqkbnr'
+    + 'p' * 8
+    + '.' * 16
+    + '....P...'
+    + '.' * 8
+    + 'PPPP.PPP'
+    + 'RNBQKBNR'
+    + 'KQkq'
+    + 'e3'
+    + '0..'
+    + '1..'
+  )
 
 
-@pytest.mark.parametrize('fen, message', [
+@pytest.mark.parametrize(
+  'fen, message',
+  [
     ('8/8/8/8/8/8/8/K1k5 w - -', '6 space-separated fields'),
     ('8/8/8/8/8/8/8/K1k5 w - - 0 x1000', 'tokenize to 77'),  # Counters clamp only when they are numbers.
     ('8/8/8/8/8/8/8/K1k4 w - - 0 1', 'tokenize to 77'),
     ('8/8/8/8/8/8/8/K1x5 w - - 0 1', "outside the alphabet ['x']"),
-])
+  ],
+)
 def test_bad_fens_are_named(fen, message):
   with pytest.raises(ValueError, match=message.replace('[', r'\[').replace(']', r'\]')):
     tokenizer.tokenize(fen)

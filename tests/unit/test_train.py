@@ -24,8 +24,16 @@ from helpers import tensorboard_scalars
 
 TINY = 'tiny'
 # A very small model and batch so a step takes milliseconds on a CPU.
-SMALL = ['model.embedding_dim=32', 'model.num_layers=1', 'model.num_heads=2', 'data.batch_size=16',
-         'train.log_every=1', 'train.ckpt_every=3', 'train.eval_every=1000', 'train.compute_dtype=float32']
+SMALL = [
+  'model.embedding_dim=32',
+  'model.num_layers=1',
+  'model.num_heads=2',
+  'data.batch_size=16',
+  'train.log_every=1',
+  'train.ckpt_every=3',
+  'train.eval_every=1000',
+  'train.compute_dtype=float32',
+]
 
 
 def small_config(data, *extra):
@@ -38,17 +46,21 @@ def av_bag(compat):
 
 
 def _losses(workdir):
-  return [r['loss'] for r in map(json.loads, (pathlib.Path(workdir) / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r]
+  return [
+    r['loss']
+    for r in map(json.loads, (pathlib.Path(workdir) / 'metrics.jsonl').read_text().splitlines())
+    if 'loss' in r
+  ]
 
 
 @pytest.mark.parametrize('packed', [False, True, 'graph'], ids=['per_move', 'board_packed', 'graph'])
 def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
   if packed == 'graph':
-    config = configs.load('graph_tiny', SMALL + ['model.graph_edge_dim=8', f'data.train={board_bag}',
-                                                    'train.num_steps=6'])
+    config = configs.load(
+      'graph_tiny', SMALL + ['model.graph_edge_dim=8', f'data.train={board_bag}', 'train.num_steps=6']
+    )
   elif packed:
-    config = configs.load('tiny_packed', SMALL + [f'data.train={board_bag}',
-                                                                                  'train.num_steps=6'])
+    config = configs.load('tiny_packed', SMALL + [f'data.train={board_bag}', 'train.num_steps=6'])
   else:
     config = small_config(av_bag, 'train.num_steps=6')
   straight = train.train(config, tmp_path / 'a')
@@ -66,8 +78,9 @@ def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
 def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
   # 32 records, seen many times: the model must memorise them (the full sample's
   # bucket marginal is nearly uniform, so only memorising lowers the loss fast).
-  config = small_config(av_bag, 'train.num_steps=100', 'optim.learning_rate=3e-3', 'train.log_every=20',
-                        'data.num_records=32')
+  config = small_config(
+    av_bag, 'train.num_steps=100', 'optim.learning_rate=3e-3', 'train.log_every=20', 'data.num_records=32'
+  )
   train.train(config, tmp_path)
   losses = _losses(tmp_path)  # Means over 20 steps.
   assert len(losses) == 5
@@ -88,8 +101,20 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
 
 
 def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
-  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', config, '--workdir', str(workdir), '--data', data,
-         *SMALL, f'train.num_steps={steps}', *extra]
+  cmd = [
+    sys.executable,
+    '-m',
+    'searchless.commands.train',
+    '--config',
+    config,
+    '--workdir',
+    str(workdir),
+    '--data',
+    data,
+    *SMALL,
+    f'train.num_steps={steps}',
+    *extra,
+  ]
   return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
 
 
@@ -98,6 +123,7 @@ def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
   from searchless.data import loader
   from searchless.training import sharding
   from searchless.training import step as step_lib
+
   data = av_bag if name == 'tiny' else board_bag
   base = SMALL + ['model.graph_edge_dim=8', f'data.train={data}', 'data.worker_count=0', 'loss.value_weight=0.5']
   if name == 'tiny':
@@ -111,6 +137,7 @@ def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
     results.append((state, metrics))
   (whole, whole_metrics), (micro, micro_metrics) = results
   from searchless.data import packing
+
   valued = 16 if name == 'tiny' else int((packing.split_packed(np.asarray(batch))[1] >= 0).sum())  # Every valued move.
   assert float(micro_metrics['targets']) == float(whole_metrics['targets']) == valued
   np.testing.assert_allclose(float(micro_metrics['loss']), float(whole_metrics['loss']), rtol=1e-6)
@@ -128,8 +155,12 @@ def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
 def test_a_micro_batch_that_does_not_divide_the_batch_is_an_error(av_bag):
   from searchless.training import sharding
   from searchless.training import step as step_lib
-  with pytest.raises(ValueError, match='^train.micro_batch=5 must divide data.batch_size=16 and be a multiple of '
-                                       'the 1 devices the batch is split over$'):
+
+  with pytest.raises(
+    ValueError,
+    match='^train.micro_batch=5 must divide data.batch_size=16 and be a multiple of '
+    'the 1 devices the batch is split over$',
+  ):
     step_lib.make_functions(small_config(av_bag, 'train.micro_batch=5'), sharding.make_mesh(1))
 
 
@@ -137,12 +168,14 @@ def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_ba
   from searchless.data import loader
   from searchless.training import sharding
   from searchless.training import step as step_lib
+
   base = [*SMALL, f'data.train={av_bag}', 'data.worker_count=0', 'train.num_steps=10']
   batch = next(iter(loader.config_loader(configs.load(TINY, base), split='train')))  # [16, T] real rows.
   moves = {}
   for cooldown, at in ((0, 9), (4, 9), (4, 7), (4, 6)):
-    fns = step_lib.make_functions(configs.load(TINY, [*base, f'optim.cooldown_steps={cooldown}']),
-                                  sharding.make_mesh(1))
+    fns = step_lib.make_functions(
+      configs.load(TINY, [*base, f'optim.cooldown_steps={cooldown}']), sharding.make_mesh(1)
+    )
     start = fns.init(jax.random.PRNGKey(0))
     start = start._replace(step=jax.device_put(np.int32(at), fns.state_sharding.step))  # Steps taken so far.
     before = [np.array(p) for p in jax.tree.leaves(start.params)]  # The update donates `start`.
@@ -151,17 +184,22 @@ def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_ba
     moves[cooldown, at] = [np.asarray(e) - b for e, b in zip(jax.tree.leaves(end.params), before)]
   # The last update (step 9 of 10) moves a quarter as far; step 7, 3/4; step 6 is the cooldown's first: all of it.
   # A move is read back as (p + u) - p: float32 rounds it at 6e-8 for weights near 1 (Adam's first u is lr = 1e-3).
-  for (key, factor) in (((4, 9), 0.25), ((4, 7), 0.75), ((4, 6), 1.0)):
+  for key, factor in (((4, 9), 0.25), ((4, 7), 0.75), ((4, 6), 1.0)):
     for got, full in zip(moves[key], moves[0, 9]):
       np.testing.assert_allclose(got, factor * full, rtol=1e-5, atol=1.2e-7)
   assert max(np.abs(m).max() for m in moves[4, 9]) < 0.3 * max(np.abs(m).max() for m in moves[0, 9])
 
 
-@pytest.mark.parametrize('override, message', [
-    ('optim.cooldown_steps=11', 'optim.cooldown_steps=11 must be <= train.num_steps=10: the cooldown ends at '
-                                'train.num_steps'),
+@pytest.mark.parametrize(
+  'override, message',
+  [
+    (
+      'optim.cooldown_steps=11',
+      'optim.cooldown_steps=11 must be <= train.num_steps=10: the cooldown ends at train.num_steps',
+    ),
     ('optim.cooldown_steps=-1', 'optim.cooldown_steps must be >= 0, got -1'),
-])
+  ],
+)
 def test_a_cooldown_longer_than_the_run_is_an_error(override, message):
   with pytest.raises(ValueError, match=f'^{message}$'):
     configs.load(TINY, ['train.num_steps=10', override])
@@ -183,8 +221,16 @@ def test_eight_cpu_devices_on_two_meshes_match_one_device(tmp_path, av_bag):
 def test_graph_model_on_eight_cpu_devices_with_fsdp_and_micro_batches_matches_one_device(tmp_path, board_bag):
   one = _run_cli(tmp_path / 'one', board_bag, 'model.graph_edge_dim=8', steps=4, config='graph_tiny')
   assert one.returncode == 0, one.stderr[-3000:]
-  eight = _run_cli(tmp_path / 'eight', board_bag, 'model.graph_edge_dim=8', 'train.fsdp=2', 'train.micro_batch=8',
-                   steps=4, config='graph_tiny', env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  eight = _run_cli(
+    tmp_path / 'eight',
+    board_bag,
+    'model.graph_edge_dim=8',
+    'train.fsdp=2',
+    'train.micro_batch=8',
+    steps=4,
+    config='graph_tiny',
+    env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'},
+  )
   assert eight.returncode == 0, eight.stderr[-3000:]
   np.testing.assert_allclose(_losses(tmp_path / 'eight'), _losses(tmp_path / 'one'), rtol=2e-5)
   assert json.loads((tmp_path / 'eight' / 'metrics.jsonl').read_text().splitlines()[0])['devices'] == 8
@@ -199,9 +245,25 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
   port = _free_port()
-  cmd = lambda i: [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(tmp_path / 'run'),
-                   '--data', av_bag, '--coordinator', f'127.0.0.1:{port}', '--num_processes', '2',
-                   '--process_id', str(i), *SMALL, 'train.num_steps=6']
+  cmd = lambda i: [
+    sys.executable,
+    '-m',
+    'searchless.commands.train',
+    '--config',
+    TINY,
+    '--workdir',
+    str(tmp_path / 'run'),
+    '--data',
+    av_bag,
+    '--coordinator',
+    f'127.0.0.1:{port}',
+    '--num_processes',
+    '2',
+    '--process_id',
+    str(i),
+    *SMALL,
+    'train.num_steps=6',
+  ]
   procs = [subprocess.Popen(cmd(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
   outputs = [p.communicate(timeout=600) for p in procs]
   for p, (out, err) in zip(procs, outputs):
@@ -217,9 +279,27 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
 def test_a_signal_to_one_process_stops_both_at_the_same_step(tmp_path, av_bag):
   """A pod's hosts agree on stopping: one host signalled alone would leave the other waiting in a collective."""
   port = _free_port()
-  cmd = lambda i: [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(tmp_path / 'run'),
-                   '--data', av_bag, '--coordinator', f'127.0.0.1:{port}', '--num_processes', '2',
-                   '--process_id', str(i), *SMALL, 'train.num_steps=100000', 'train.ckpt_every=100000', 'train.log_every=7']
+  cmd = lambda i: [
+    sys.executable,
+    '-m',
+    'searchless.commands.train',
+    '--config',
+    TINY,
+    '--workdir',
+    str(tmp_path / 'run'),
+    '--data',
+    av_bag,
+    '--coordinator',
+    f'127.0.0.1:{port}',
+    '--num_processes',
+    '2',
+    '--process_id',
+    str(i),
+    *SMALL,
+    'train.num_steps=100000',
+    'train.ckpt_every=100000',
+    'train.log_every=7',
+  ]
   procs = [subprocess.Popen(cmd(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
   metrics = tmp_path / 'run' / 'metrics.jsonl'
   deadline = time.time() + 300
@@ -233,12 +313,15 @@ def test_a_signal_to_one_process_stops_both_at_the_same_step(tmp_path, av_bag):
   steps = [int(d.name) for d in (tmp_path / 'run' / 'checkpoints').iterdir() if d.name.isdigit()]
   assert len(steps) == 1 and steps[0] >= 3  # One checkpoint, at the step both stopped at.
   assert f'stopped by signal at step {steps[0]}' in outputs[0][0] + outputs[0][1]  # Process 0 was never signalled.
-  assert json.loads(metrics.read_text().splitlines()[-1])['step'] == steps[0]  # Its last steps logged, at whatever step.
+  assert (
+    json.loads(metrics.read_text().splitlines()[-1])['step'] == steps[0]
+  )  # Its last steps logged, at whatever step.
 
 
 def test_fsdp_rule_shards_the_largest_divisible_dimension():
   from jax.sharding import PartitionSpec as P
   from searchless.training import sharding
+
   assert sharding._spec((1968, 64), 2) == P('fsdp', None)
   assert sharding._spec((64, 256), 4) == P(None, 'fsdp')
   assert sharding._spec((3,), 2) == P()
@@ -251,8 +334,10 @@ def test_fsdp_rule_shards_the_largest_divisible_dimension():
 def test_periodic_evaluation_reports_loss_and_action_accuracy(tmp_path, av_bag):
   from searchless.core import bags
   from searchless.evaluation import metrics
-  config = small_config(av_bag, 'train.num_steps=4', 'train.eval_every=2', 'train.eval_records=300',
-                        f'data.eval={av_bag}')
+
+  config = small_config(
+    av_bag, 'train.num_steps=4', 'train.eval_every=2', 'train.eval_records=300', f'data.eval={av_bag}'
+  )
   train.train(config, tmp_path)
   evals = [r for r in map(json.loads, (tmp_path / 'metrics.jsonl').read_text().splitlines()) if 'eval_loss' in r]
   assert [r['step'] for r in evals] == [2, 4]
@@ -286,8 +371,20 @@ def test_progress_false_draws_no_training_bar(tmp_path, av_bag, capsys):
 def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_line_per_step(tmp_path, av_bag):
   import signal
   import time
-  cmd = [sys.executable, '-m', 'searchless.commands.train', '--config', TINY, '--workdir', str(tmp_path), '--data', av_bag,
-         *SMALL, 'train.num_steps=100000']
+
+  cmd = [
+    sys.executable,
+    '-m',
+    'searchless.commands.train',
+    '--config',
+    TINY,
+    '--workdir',
+    str(tmp_path),
+    '--data',
+    av_bag,
+    *SMALL,
+    'train.num_steps=100000',
+  ]
   first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
   metrics = tmp_path / 'metrics.jsonl'
   deadline = time.monotonic() + 300
@@ -308,20 +405,24 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
   assert [json.loads(line)['step'] for line in metrics.read_text().splitlines()] == list(range(1, end + 1))
 
 
-@pytest.mark.parametrize('override, message', [
+@pytest.mark.parametrize(
+  'override, message',
+  [
     ('optim.learning_rate=-1', 'optim.learning_rate must be > 0, got -1.0'),
     ('train.num_steps=-5', 'train.num_steps must be >= 1, got -5'),
     ('data.batch_size=0', 'data.batch_size must be >= 1, got 0'),
     ('optim.ema_decay=1.5', 'optim.ema_decay must be <= 1, got 1.5'),
-])
+  ],
+)
 def test_out_of_range_config_values_are_errors_naming_the_field(override, message):
   with pytest.raises(ValueError, match=f'^{message}$'):
     configs.load(TINY, [override])
 
 
 def test_a_directory_as_data_is_an_error_saying_what_to_pass(tmp_path):
-  with pytest.raises(IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. "
-                     f"'{tmp_path}/action_value\\*'$"):
+  with pytest.raises(
+    IsADirectoryError, match=f"^bag spec '{tmp_path}' is a directory: pass its bags, e.g. '{tmp_path}/action_value\\*'$"
+  ):
     train.train(small_config(str(tmp_path)), tmp_path / 'work')
   assert not (tmp_path / 'work').exists()  # A refused run leaves no workdir (not even its lock).
 
@@ -330,7 +431,11 @@ def test_tensorboard_holds_every_metrics_line(tmp_path, av_bag):
   train.train(small_config(av_bag, 'train.num_steps=6', 'train.log_every=2'), tmp_path)
   lines = [json.loads(line) for line in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
   scalars = tensorboard_scalars(tmp_path / 'tensorboard')
-  assert scalars['loss'] == [(r['step'], round(r['loss'], 4)) for r in lines] and [s for s, _ in scalars['loss']] == [2, 4, 6]
+  assert scalars['loss'] == [(r['step'], round(r['loss'], 4)) for r in lines] and [s for s, _ in scalars['loss']] == [
+    2,
+    4,
+    6,
+  ]
   assert set(scalars) == {k for k in lines[0] if k != 'step'}
 
 
@@ -340,11 +445,14 @@ def test_a_relative_workdir_is_taken_from_the_current_directory(tmp_path, av_bag
   state = train.train(small_config(av_bag, 'train.num_steps=2'), 'runs/relative')
   assert int(state.step) == 2 and (tmp_path / 'runs' / 'relative' / 'checkpoints' / '2').is_dir()
   state = train.train(small_config(av_bag, 'train.num_steps=3'), 'runs/relative')  # Resumes from there.
-  assert int(state.step) == 3 and sorted(p.name for p in (tmp_path / 'runs' / 'relative' / 'checkpoints').iterdir()) == ['2', '3']
+  assert int(state.step) == 3 and sorted(
+    p.name for p in (tmp_path / 'runs' / 'relative' / 'checkpoints').iterdir()
+  ) == ['2', '3']
 
 
 def test_an_empty_eval_bag_is_refused_before_the_first_step(tmp_path, av_bag):
   import bagz
+
   empty = str(tmp_path / 'empty.bag')
   with bagz.Writer(empty):
     pass
@@ -352,7 +460,10 @@ def test_an_empty_eval_bag_is_refused_before_the_first_step(tmp_path, av_bag):
     train.train(small_config(av_bag, f'data.eval={empty}', 'train.num_steps=2'), tmp_path / 'w')
   assert not (tmp_path / 'w' / 'metrics.jsonl').exists() and list((tmp_path / 'w' / 'checkpoints').iterdir()) == []
   from searchless.evaluation import evaluate
-  with pytest.raises(ValueError, match=f"^'{empty}' holds no records"):  # searchless-evaluate: one line, not an IndexError.
+
+  with pytest.raises(
+    ValueError, match=f"^'{empty}' holds no records"
+  ):  # searchless-evaluate: one line, not an IndexError.
     evaluate.load_boards(empty)
 
 
@@ -361,8 +472,11 @@ def test_a_resume_on_other_data_is_refused_unless_asked_to_restart_them(tmp_path
   moved.parent.mkdir()
   moved.write_bytes(pathlib.Path(av_bag).read_bytes())
   train.train(small_config(av_bag, 'train.num_steps=3'), tmp_path / 'run')
-  with pytest.raises(ValueError, match=r'the checkpoint in .*run was reading other data \(DataSource in checkpoint does '
-                                       r'not match .*pass train.on_new_data=restart'):
+  with pytest.raises(
+    ValueError,
+    match=r'the checkpoint in .*run was reading other data \(DataSource in checkpoint does '
+    r'not match .*pass train.on_new_data=restart',
+  ):
     train.train(small_config(str(moved), 'train.num_steps=5'), tmp_path / 'run')
   state = train.train(small_config(str(moved), 'train.num_steps=5', 'train.on_new_data=restart'), tmp_path / 'run')
   assert int(state.step) == 5  # Params, optimiser and step carried on; the new data read from their start.

@@ -47,11 +47,11 @@ EVENT = 'searchless tournament'
 SITE = 'searchless'
 _ILLEGAL_UCI = re.compile(r"(?:illegal|invalid) uci[^:]*: '([^']*)'")  # python-chess' words for a bad bestmove.
 _OUTCOMES = {
-    chess.Termination.CHECKMATE: 'checkmate',
-    chess.Termination.STALEMATE: 'stalemate',
-    chess.Termination.INSUFFICIENT_MATERIAL: 'insufficient material',
-    chess.Termination.SEVENTYFIVE_MOVES: 'seventy-five-move rule',
-    chess.Termination.FIVEFOLD_REPETITION: 'fivefold repetition',
+  chess.Termination.CHECKMATE: 'checkmate',
+  chess.Termination.STALEMATE: 'stalemate',
+  chess.Termination.INSUFFICIENT_MATERIAL: 'insufficient material',
+  chess.Termination.SEVENTYFIVE_MOVES: 'seventy-five-move rule',
+  chess.Termination.FIVEFOLD_REPETITION: 'fivefold repetition',
 }
 
 
@@ -128,7 +128,7 @@ def _one_line(text: object, limit: int = 200) -> str:
   'engine crash...'
   """
   text = ' '.join(str(text).split())
-  return text if len(text) <= limit else text[:limit - 3] + '...'
+  return text if len(text) <= limit else text[: limit - 3] + '...'
 
 
 def _score_text(score: chess.engine.Score) -> str:
@@ -140,10 +140,18 @@ def _loss(color: chess.Color) -> str:
   return '0-1' if color == chess.WHITE else '1-0'
 
 
-def play_game(white: agents_lib.Agent, black: agents_lib.Agent, opening: openings_lib.Opening, *,
-              adjudication: Adjudication = Adjudication(), evaluator: Evaluator | None = None,
-              round_number: int | str = '?', event: str = EVENT, site: str = SITE,
-              date: str | None = None) -> chess.pgn.Game:
+def play_game(
+  white: agents_lib.Agent,
+  black: agents_lib.Agent,
+  opening: openings_lib.Opening,
+  *,
+  adjudication: Adjudication = Adjudication(),
+  evaluator: Evaluator | None = None,
+  round_number: int | str = '?',
+  event: str = EVENT,
+  site: str = SITE,
+  date: str | None = None,
+) -> chess.pgn.Game:
   """Plays one game from `opening` (see the module docstring for how it ends).
 
   `evaluator`: the adjudicating engine to reuse; when None and `adjudication`
@@ -181,8 +189,12 @@ def _play(white, black, opening, adjudication, evaluator, round_number, event, s
         termination = f'adjudication: {chess.COLOR_NAMES[winner].capitalize()} wins'
         reason = f'{termination}, eval {_score_text(score)} for White'
         break
-      drawish = (adjudication.draw_cp is not None and cp is not None and abs(cp) < adjudication.draw_cp
-                 and board.fullmove_number > adjudication.draw_after_move)
+      drawish = (
+        adjudication.draw_cp is not None
+        and cp is not None
+        and abs(cp) < adjudication.draw_cp
+        and board.fullmove_number > adjudication.draw_after_move
+      )
       draw_streak = draw_streak + 1 if drawish else 0
       if adjudication.draw_cp is not None and draw_streak >= adjudication.draw_plies:
         result, termination = '1/2-1/2', 'adjudication: draw'

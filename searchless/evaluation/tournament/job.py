@@ -21,12 +21,27 @@ from searchless.play import agents as agents_lib
 OPENINGS_FILE = 'openings.pgn'
 
 
-def run(agents: Sequence[str], *, out_dir: str, openings: Sequence[str] | None = None,
-        make_openings: int | None = None, opening_plies: int = 8, seed: int = 0, gauntlet: bool = False,
-        games_per_pair: int | None = None, workers: int = 1, max_plies: int | None = 400,
-        adjudicate_cp: int = 1300, eval_limit: str = 'time=0.01', draw_cp: int | None = None,
-        draw_plies: int = 10, engine: str | None = None, anchor: str | None = 'auto', event: str = games.EVENT,
-        progress: bool = True) -> dict:
+def run(
+  agents: Sequence[str],
+  *,
+  out_dir: str,
+  openings: Sequence[str] | None = None,
+  make_openings: int | None = None,
+  opening_plies: int = 8,
+  seed: int = 0,
+  gauntlet: bool = False,
+  games_per_pair: int | None = None,
+  workers: int = 1,
+  max_plies: int | None = 400,
+  adjudicate_cp: int = 1300,
+  eval_limit: str = 'time=0.01',
+  draw_cp: int | None = None,
+  draw_plies: int = 10,
+  engine: str | None = None,
+  anchor: str | None = 'auto',
+  event: str = games.EVENT,
+  progress: bool = True,
+) -> dict:
   """Plays a tournament between agent specs; returns results.json's content (`runner.run_tournament`).
 
   `agents`: at least two specs (`searchless.play.agents`); with `gauntlet` the
@@ -48,10 +63,15 @@ def run(agents: Sequence[str], *, out_dir: str, openings: Sequence[str] | None =
     raise ValueError(f'--workers must be >= 1, got {workers}')
   if games_per_pair is not None and games_per_pair < 1:
     raise ValueError(f'--games_per_pair must be >= 1, got {games_per_pair}')
-  adjudication = games.Adjudication(max_plies=max_plies, eval=adjudicate_cp > 0 or draw_cp is not None,
-                                    eval_engine=engine, eval_limit=eval_limit,
-                                    win_cp=adjudicate_cp if adjudicate_cp > 0 else None,
-                                    draw_cp=draw_cp, draw_plies=draw_plies)
+  adjudication = games.Adjudication(
+    max_plies=max_plies,
+    eval=adjudicate_cp > 0 or draw_cp is not None,
+    eval_engine=engine,
+    eval_limit=eval_limit,
+    win_cp=adjudicate_cp if adjudicate_cp > 0 else None,
+    draw_cp=draw_cp,
+    draw_plies=draw_plies,
+  )
   if engine and not os.access(engine, os.X_OK):
     raise ValueError(f'--engine {engine!r} is not an executable')
   if adjudication.needs_engine and not (engine or launch.find_stockfish()):
@@ -70,8 +90,15 @@ def run(agents: Sequence[str], *, out_dir: str, openings: Sequence[str] | None =
       chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]
       if games_per_pair is not None:
         chosen = openings_lib.sample_openings(chosen, math.ceil(games_per_pair / 2), seed=seed)
-    kwargs: dict[str, Any] = dict(out_dir=out_dir, games_per_pair=games_per_pair, workers=workers,
-                                  adjudication=adjudication, anchor=anchor, event=event, progress=progress)
+    kwargs: dict[str, Any] = dict(
+      out_dir=out_dir,
+      games_per_pair=games_per_pair,
+      workers=workers,
+      adjudication=adjudication,
+      anchor=anchor,
+      event=event,
+      progress=progress,
+    )
     if gauntlet:
       return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
     return runner.round_robin(agents, chosen, **kwargs)

@@ -6,7 +6,8 @@ crash cut short) and plays only the others; at the end the file is rewritten in
 schedule order (`write_games`). A `Record` is what the rest of the tournament
 needs of one game.
 
->>> text = '[Round "3"]\\n[White "A"]\\n[Black "B"]\\n[Result "1-0"]\\n[Termination "normal"]\\n\\n1. f3 e5 {checkmate} 1-0'
+>>> text = ('[Round "3"]\\n[White "A"]\\n[Black "B"]\\n[Result "1-0"]\\n[Termination "normal"]\\n\\n'
+...         '1. f3 e5 {checkmate} 1-0')
 >>> record = parse(text)
 >>> record.key, record.result, record.reason
 ((3, 'A', 'B'), '1-0', 'checkmate')
@@ -45,9 +46,16 @@ def record(game: chess.pgn.Game) -> Record:
     round_number = int(h.get('Round', ''))
   except ValueError:
     round_number = -1
-  return Record((round_number, h.get('White', '?'), h.get('Black', '?')), h.get('White', '?'),
-                h.get('Black', '?'), h.get('Result', '*'), h.get('Opening', ''), h.get('Termination', ''),
-                game.end().comment, game.accept(chess.pgn.StringExporter()))
+  return Record(
+    (round_number, h.get('White', '?'), h.get('Black', '?')),
+    h.get('White', '?'),
+    h.get('Black', '?'),
+    h.get('Result', '*'),
+    h.get('Opening', ''),
+    h.get('Termination', ''),
+    game.end().comment,
+    game.accept(chess.pgn.StringExporter()),
+  )
 
 
 def parse(text: str) -> Record:
@@ -74,7 +82,7 @@ def load_games(path: str) -> tuple[list[Record], int]:
     start = stream.tell()
     if (game := chess.pgn.read_game(stream)) is None:
       return records, dropped
-    text = stream.getvalue()[start:stream.tell()].strip()
+    text = stream.getvalue()[start : stream.tell()].strip()
     result = game.headers.get('Result')
     plies = sum(1 for _ in game.mainline_moves())
     if game.errors or result not in RESULTS or game.headers.get('PlyCount') != str(plies) or not text.endswith(result):

@@ -105,26 +105,44 @@ def _kind(termination: str) -> str:
   return termination.split(':')[0].split(' (')[0]
 
 
-def tally(records: Sequence[pgn_file.Record], entrants: Sequence[scheduling.Entrant], *, games_file: str,
-          played: int, workers: int, wall_seconds: float, adjudication: games_lib.Adjudication,
-          anchors: dict[str, float], confidence: float = 0.95) -> dict:
+def tally(
+  records: Sequence[pgn_file.Record],
+  entrants: Sequence[scheduling.Entrant],
+  *,
+  games_file: str,
+  played: int,
+  workers: int,
+  wall_seconds: float,
+  adjudication: games_lib.Adjudication,
+  anchors: dict[str, float],
+  confidence: float = 0.95,
+) -> dict:
   """The content of results.json: scores, pairs, endings and the Elo fit (or why it failed) of `records`."""
   names = [e.name for e in entrants]
   results = {
-      'games_file': games_file, 'games': len(records), 'played_this_run': played, 'workers': workers,
-      'wall_seconds': round(wall_seconds, 3),
-      'games_per_minute': round(60 * played / wall_seconds, 2) if played and wall_seconds > 0 else None,
-      'agents': [e._asdict() for e in entrants], 'adjudication': dataclasses.asdict(adjudication),
-      'scores': {n: {'points': p, 'games': g} for n, (p, g) in scores(records).items()},
-      'pairs': pair_results(records, names),
-      'terminations': dict(collections.Counter(_kind(r.termination) for r in records)),
-      'endings': dict(collections.Counter(r.reason if r.termination == 'normal' else _kind(r.termination)
-                                          for r in records)),
-      'anchors': anchors, 'elo': None, 'elo_table': None, 'elo_error': None,
+    'games_file': games_file,
+    'games': len(records),
+    'played_this_run': played,
+    'workers': workers,
+    'wall_seconds': round(wall_seconds, 3),
+    'games_per_minute': round(60 * played / wall_seconds, 2) if played and wall_seconds > 0 else None,
+    'agents': [e._asdict() for e in entrants],
+    'adjudication': dataclasses.asdict(adjudication),
+    'scores': {n: {'points': p, 'games': g} for n, (p, g) in scores(records).items()},
+    'pairs': pair_results(records, names),
+    'terminations': dict(collections.Counter(_kind(r.termination) for r in records)),
+    'endings': dict(
+      collections.Counter(r.reason if r.termination == 'normal' else _kind(r.termination) for r in records)
+    ),
+    'anchors': anchors,
+    'elo': None,
+    'elo_table': None,
+    'elo_error': None,
   }
   try:
-    ratings = elo_lib.fit([elo_lib.Game(r.white, r.black, r.result) for r in records],
-                          anchors=anchors or None, confidence=confidence)
+    ratings = elo_lib.fit(
+      [elo_lib.Game(r.white, r.black, r.result) for r in records], anchors=anchors or None, confidence=confidence
+    )
     results['elo'], results['elo_table'] = ratings.to_dict(), ratings.table()
   except ValueError as error:
     results['elo_error'] = str(error)
@@ -142,17 +160,24 @@ def summary(results: dict) -> str:
   """The results as text: pair results, endings, the Elo table and the run's speed."""
   lines = []
   for p in results['pairs']:
-    lines.append(f"{p['a']} - {p['b']}: +{p['a_wins']} ={p['draws']} -{p['b_wins']} "
-                 f"({p['a_wins'] + p['draws'] / 2:g}/{p['games']}, {100 * p['a_score']:.1f}%)")
+    lines.append(
+      f'{p["a"]} - {p["b"]}: +{p["a_wins"]} ={p["draws"]} -{p["b_wins"]} '
+      f'({p["a_wins"] + p["draws"] / 2:g}/{p["games"]}, {100 * p["a_score"]:.1f}%)'
+    )
   lines.append('terminations: ' + ', '.join(f'{k} {v}' for k, v in sorted(results['endings'].items())))
   if results['elo_table']:
-    anchored = (', anchored: ' + ', '.join(f'{k}={v:g}' for k, v in results['anchors'].items())
-                if results['anchors'] else ', mean 0')
-    lines += [f"Elo (BayesElo, {100 * results['elo']['confidence']:g}% intervals{anchored}):", results['elo_table']]
+    anchored = (
+      ', anchored: ' + ', '.join(f'{k}={v:g}' for k, v in results['anchors'].items())
+      if results['anchors']
+      else ', mean 0'
+    )
+    lines += [f'Elo (BayesElo, {100 * results["elo"]["confidence"]:g}% intervals{anchored}):', results['elo_table']]
   else:
-    lines.append(f"Elo: not fitted: {results['elo_error']}")
+    lines.append(f'Elo: not fitted: {results["elo_error"]}')
   rate = results['games_per_minute']
-  lines.append(f"played {results['played_this_run']} game(s) in {results['wall_seconds']:.1f} s"
-               + (f' ({rate:g} games/minute, {results["workers"]} workers)' if rate else '')
-               + f"; {results['games']} in {results['games_file']}")
+  lines.append(
+    f'played {results["played_this_run"]} game(s) in {results["wall_seconds"]:.1f} s'
+    + (f' ({rate:g} games/minute, {results["workers"]} workers)' if rate else '')
+    + f'; {results["games"]} in {results["games_file"]}'
+  )
   return '\n'.join(lines)

@@ -25,10 +25,18 @@ from searchless.evaluation.tournament import scheduling
 from searchless.evaluation.tournament import workers as workers_lib
 
 
-def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[scheduling.Task], *, out_dir: str,
-                   workers: int = 1, adjudication: games.Adjudication = games.Adjudication(),
-                   anchor: str | None = 'auto', event: str = games.EVENT, progress: bool = True,
-                   confidence: float = 0.95) -> dict:
+def run_tournament(
+  entrants: Sequence[scheduling.Entrant],
+  tasks: Sequence[scheduling.Task],
+  *,
+  out_dir: str,
+  workers: int = 1,
+  adjudication: games.Adjudication = games.Adjudication(),
+  anchor: str | None = 'auto',
+  event: str = games.EVENT,
+  progress: bool = True,
+  confidence: float = 0.95,
+) -> dict:
   """Plays the `tasks` not yet in ``out_dir/games.pgn`` and rates all its games; returns results.json's content."""
   if workers < 1:
     raise ValueError(f'workers must be >= 1, got {workers}')
@@ -42,14 +50,22 @@ def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[sched
   played = {r.key: r for r in records}
   for task in tasks:
     if task.key in played and played[task.key].opening != task.opening.name:
-      raise ValueError(f'{pgn_path}: round {task.round} {task.white.name} - {task.black.name} was played from '
-                       f'opening {played[task.key].opening!r}, not {task.opening.name!r}: use another --out')
+      raise ValueError(
+        f'{pgn_path}: round {task.round} {task.white.name} - {task.black.name} was played from '
+        f'opening {played[task.key].opening!r}, not {task.opening.name!r}: use another --out'
+      )
   todo = [t for t in tasks if t.key not in played]
   names = [e.name for e in entrants]
   scores = results_lib.scores(records)
   start = time.monotonic()
-  bar = progress_bars.bar(total=len(tasks), initial=len(tasks) - len(todo), desc='games', unit='game',
-                  disable=not progress, dynamic_ncols=True)
+  bar = progress_bars.bar(
+    total=len(tasks),
+    initial=len(tasks) - len(todo),
+    desc='games',
+    unit='game',
+    disable=not progress,
+    dynamic_ncols=True,
+  )
   bar.set_postfix_str(results_lib.score_line(scores, names), refresh=False)
   try:
     for _, text in workers_lib.play_all(todo, workers, adjudication, event):
@@ -65,14 +81,29 @@ def run_tournament(entrants: Sequence[scheduling.Entrant], tasks: Sequence[sched
   order = {t.key: i for i, t in enumerate(tasks)}
   records.sort(key=lambda r: (order.get(r.key, len(order)), r.key[0]))  # Stable: unknown games keep their order.
   pgn_file.write_games(pgn_path, records)
-  results = results_lib.tally(records, entrants, games_file=pgn_path, played=len(todo), workers=workers,
-                              wall_seconds=wall, adjudication=adjudication, anchors=anchors, confidence=confidence)
+  results = results_lib.tally(
+    records,
+    entrants,
+    games_file=pgn_path,
+    played=len(todo),
+    workers=workers,
+    wall_seconds=wall,
+    adjudication=adjudication,
+    anchors=anchors,
+    confidence=confidence,
+  )
   results_lib.write_results(out_dir, results)
   return results
 
 
-def round_robin(specs: Sequence[str], openings: Sequence[openings_lib.Opening], *, out_dir: str,
-                games_per_pair: int | None = None, **kwargs: Any) -> dict:
+def round_robin(
+  specs: Sequence[str],
+  openings: Sequence[openings_lib.Opening],
+  *,
+  out_dir: str,
+  games_per_pair: int | None = None,
+  **kwargs: Any,
+) -> dict:
   """Every pair of agents plays from every opening with both colours; returns the results (see run_tournament)."""
   entrants = scheduling.resolve_entrants(specs)
   if len(entrants) < 2:
@@ -81,8 +112,15 @@ def round_robin(specs: Sequence[str], openings: Sequence[openings_lib.Opening], 
   return run_tournament(entrants, tasks, out_dir=out_dir, **kwargs)
 
 
-def gauntlet(candidate_spec: str, opponent_specs: Sequence[str], openings: Sequence[openings_lib.Opening], *,
-             out_dir: str, games_per_pair: int | None = None, **kwargs: Any) -> dict:
+def gauntlet(
+  candidate_spec: str,
+  opponent_specs: Sequence[str],
+  openings: Sequence[openings_lib.Opening],
+  *,
+  out_dir: str,
+  games_per_pair: int | None = None,
+  **kwargs: Any,
+) -> dict:
   """The candidate plays each opponent from every opening with both colours (see run_tournament)."""
   if not opponent_specs:
     raise ValueError('a gauntlet needs at least one opponent')

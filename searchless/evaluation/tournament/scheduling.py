@@ -40,8 +40,9 @@ class Task(NamedTuple):
     return self.round, self.white.name, self.black.name
 
 
-def schedule(pairs: Sequence[tuple[Entrant, Entrant]], openings: Sequence[openings_lib.Opening],
-             games_per_pair: int | None = None) -> list[Task]:
+def schedule(
+  pairs: Sequence[tuple[Entrant, Entrant]], openings: Sequence[openings_lib.Opening], games_per_pair: int | None = None
+) -> list[Task]:
   """Games of each pair in rounds 1..games_per_pair (default: every opening with both colours), by round."""
   if not openings:
     raise ValueError('no openings to play')

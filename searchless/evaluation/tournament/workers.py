@@ -39,9 +39,15 @@ class Worker:
 
   def play(self, task: scheduling.Task) -> str:
     """The PGN text of `task`'s game."""
-    game = games.play_game(self.agent(task.white), self.agent(task.black), task.opening,
-                           adjudication=self.adjudication, evaluator=self.evaluator, round_number=task.round,
-                           event=self.event)
+    game = games.play_game(
+      self.agent(task.white),
+      self.agent(task.black),
+      task.opening,
+      adjudication=self.adjudication,
+      evaluator=self.evaluator,
+      round_number=task.round,
+      event=self.event,
+    )
     if game.headers['Termination'].startswith('engine crash'):  # Rebuild the loser for its next game.
       loser = task.white if game.headers['Result'] == '0-1' else task.black
       self._close(loser)
@@ -111,8 +117,9 @@ def _play_task(item: tuple[int, scheduling.Task]) -> tuple[int, str]:
   return index, _WORKER.play(task)
 
 
-def play_all(tasks: Sequence[scheduling.Task], workers: int, adjudication: games.Adjudication,
-             event: str) -> Iterator[tuple[int, str]]:
+def play_all(
+  tasks: Sequence[scheduling.Task], workers: int, adjudication: games.Adjudication, event: str
+) -> Iterator[tuple[int, str]]:
   """(index, PGN text) of every task, as games finish."""
   if not tasks:
     return
@@ -124,8 +131,12 @@ def play_all(tasks: Sequence[scheduling.Task], workers: int, adjudication: games
     finally:
       worker.close()
     return
-  pool = _Pool(min(workers, len(tasks)), initializer=_init_worker, initargs=(adjudication, event),
-               context=multiprocessing.get_context('spawn'))
+  pool = _Pool(
+    min(workers, len(tasks)),
+    initializer=_init_worker,
+    initargs=(adjudication, event),
+    context=multiprocessing.get_context('spawn'),
+  )
   try:
     yield from pool.imap_unordered(_play_task, enumerate(tasks), chunksize=1)
     pool.close()  # Workers close their agents and exit.

@@ -42,9 +42,16 @@ Searcher = mcts.Mcts | alphabeta.AlphaBeta
 class SearchAgent:
   """Plays the move a search finds; satisfies the tournament `Agent` protocol."""
 
-  def __init__(self, searcher: Searcher, *, name: str, temperature: float = 0.0,
-               temperature_full_moves: int | None = 5, seed: int | None = None,
-               owned: Sequence[policy_lib.Policy] = ()):
+  def __init__(
+    self,
+    searcher: Searcher,
+    *,
+    name: str,
+    temperature: float = 0.0,
+    temperature_full_moves: int | None = 5,
+    seed: int | None = None,
+    owned: Sequence[policy_lib.Policy] = (),
+  ):
     self.searcher = searcher
     self._owned = tuple(owned)  # Policies this agent loaded: `close` stops their background compiling.
     self.name = name
@@ -57,16 +64,18 @@ class SearchAgent:
   def evaluator(self) -> evaluator_lib.Evaluator:
     return self.searcher.evaluator
 
-  def search(self, board: chess.Board, *, stop: Callable[[], bool] | None = None,
-             root_moves: Sequence[chess.Move] | None = None) -> SearchResult:
+  def search(
+    self, board: chess.Board, *, stop: Callable[[], bool] | None = None, root_moves: Sequence[chess.Move] | None = None
+  ) -> SearchResult:
     """The search's result for `board` (left unchanged), choosing among `root_moves` when given."""
     self.last = self.searcher.search(board, stop=stop, root_moves=root_moves)
     return self.last
 
   def play(self, board: chess.Board) -> chess.Move:
     result = self.search(board)
-    sampling = self.temperature and (self.temperature_full_moves is None
-                                     or board.fullmove_number <= self.temperature_full_moves)
+    sampling = self.temperature and (
+      self.temperature_full_moves is None or board.fullmove_number <= self.temperature_full_moves
+    )
     move = result.sample(self.temperature, self.rng) if sampling else result.move
     if move is None:
       raise ValueError(f'no legal moves in {board.fen()}')
@@ -88,28 +97,39 @@ def _number(params: dict[str, str], key: str, kind: type, spec: str):
   try:
     return kind(text)
   except ValueError:
-    raise ValueError(f'bad agent {spec!r}: {key} must be a{"n integer" if kind is int else " number"}, '
-                     f'got {text!r}') from None
+    raise ValueError(
+      f'bad agent {spec!r}: {key} must be a{"n integer" if kind is int else " number"}, got {text!r}'
+    ) from None
 
 
 def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', name: str | None = None) -> SearchAgent:
   """The agent of ``search:CHECKPOINT,key=value,...`` (see the module docstring); `params` is consumed."""
   from searchless.play import player as player_lib  # Loading needs JAX; the spec parser does not.
+
   spec = spec or f'search:{checkpoint}'
   params = dict(params)
   algo = params.pop('algo', 'mcts')
   if algo not in ALGORITHMS:
     raise ValueError(f'bad agent {spec!r}: algo must be one of {ALGORITHMS}, got {algo!r}')
   per_algo: dict[str, dict[str, type]] = {
-      'mcts': {'sims': int, 'batch': int, 'c': float, 'reuse': int, 'noise': float}, 'alphabeta': {'depth': int}}
+    'mcts': {'sims': int, 'batch': int, 'c': float, 'reuse': int, 'noise': float},
+    'alphabeta': {'depth': int},
+  }
   keys = per_algo[algo]
-  common: dict[str, type] = {'time': float, 'prior_temperature': float, 'temperature': float, 'temperature_full_moves': int,
-            'seed': int}
+  common: dict[str, type] = {
+    'time': float,
+    'prior_temperature': float,
+    'temperature': float,
+    'temperature_full_moves': int,
+    'seed': int,
+  }
   strings = {'policy', 'dtype', 'value'}
   unknown = set(params) - set(keys) - set(common) - strings
   if unknown:
-    raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(unknown)} for algo={algo}; expected '
-                     f'{", ".join(sorted([*keys, *common, *strings]))}')
+    raise ValueError(
+      f'bad agent {spec!r}: unknown option(s) {sorted(unknown)} for algo={algo}; expected '
+      f'{", ".join(sorted([*keys, *common, *strings]))}'
+    )
   got = {k: _number(params, k, kind, spec) for k, kind in {**keys, **common}.items() if k in params}
   seconds = got.get('time')
   timed = [f'{seconds:g} s'] if seconds is not None else []
@@ -117,8 +137,11 @@ def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', nam
     sims = got.get('sims', mcts.MctsConfig.simulations if seconds is None else None)
     fields = {'batch': 'batch_size', 'c': 'c_init', 'noise': 'dirichlet_fraction', 'seed': 'seed'}
     config: mcts.MctsConfig | alphabeta.AlphaBetaConfig = mcts.MctsConfig(
-        simulations=10**9 if sims is None else sims, seconds=seconds, reuse_tree=bool(got.get('reuse', 1)),
-        **{field: got[key] for key, field in fields.items() if key in got})
+      simulations=10**9 if sims is None else sims,
+      seconds=seconds,
+      reuse_tree=bool(got.get('reuse', 1)),
+      **{field: got[key] for key, field in fields.items() if key in got},
+    )
     budget = ', '.join(([] if sims is None else [f'{sims} sims']) + timed)
   else:
     depth = got.get('depth', alphabeta.AlphaBetaConfig.depth if seconds is None else None)
@@ -129,14 +152,22 @@ def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', nam
   value_path = params.pop('value', None)
   value_policy = player_lib.load_policy(value_path, compute_dtype=dtype) if value_path else None
   evaluator = evaluator_lib.Evaluator(
-      policy, prior_temperature=got.get('prior_temperature', evaluator_lib.DEFAULT_PRIOR_TEMPERATURE),
-      value_policy=value_policy)
-  searcher: Searcher = (mcts.Mcts(evaluator, config) if isinstance(config, mcts.MctsConfig)
-                        else alphabeta.AlphaBeta(evaluator, config))
+    policy,
+    prior_temperature=got.get('prior_temperature', evaluator_lib.DEFAULT_PRIOR_TEMPERATURE),
+    value_policy=value_policy,
+  )
+  searcher: Searcher = (
+    mcts.Mcts(evaluator, config) if isinstance(config, mcts.MctsConfig) else alphabeta.AlphaBeta(evaluator, config)
+  )
   searcher.warm_up(background=True)  # One batch shape now, the others on a worker thread: ready as soon as the policy.
-  return SearchAgent(searcher, name=name or f'search({algo}, {budget})', temperature=got.get('temperature', 0.0),
-                     temperature_full_moves=got.get('temperature_full_moves', 5), seed=got.get('seed'),
-                     owned=[p for p in (policy, value_policy) if p is not None])
+  return SearchAgent(
+    searcher,
+    name=name or f'search({algo}, {budget})',
+    temperature=got.get('temperature', 0.0),
+    temperature_full_moves=got.get('temperature_full_moves', 5),
+    seed=got.get('seed'),
+    owned=[p for p in (policy, value_policy) if p is not None],
+  )
 
 
 def agent_for(policy: policy_lib.Policy, algo: str = 'mcts', **config) -> SearchAgent:

@@ -68,8 +68,12 @@ class _OutOfTime(Exception):
 class AlphaBeta:
   """Iterative-deepening negamax with alpha-beta pruning over an `Evaluator`."""
 
-  def __init__(self, evaluator: evaluator_lib.Evaluator, config: AlphaBetaConfig = AlphaBetaConfig(),
-               clock: Callable[[], float] = time.perf_counter):
+  def __init__(
+    self,
+    evaluator: evaluator_lib.Evaluator,
+    config: AlphaBetaConfig = AlphaBetaConfig(),
+    clock: Callable[[], float] = time.perf_counter,
+  ):
     self.evaluator = evaluator
     self.config = config
     self._clock = clock
@@ -85,15 +89,17 @@ class AlphaBeta:
   def reset(self) -> None:
     """Nothing is kept between searches; here for the agents' common interface."""
 
-  def search(self, board: chess.Board, *, stop: Callable[[], bool] | None = None,
-             root_moves: Sequence[chess.Move] | None = None) -> SearchResult:
+  def search(
+    self, board: chess.Board, *, stop: Callable[[], bool] | None = None, root_moves: Sequence[chess.Move] | None = None
+  ) -> SearchResult:
     """Searches `board` (left unchanged) to the configured depth or time, among `root_moves` if given."""
     start = self._clock()
     evaluations_before = self.evaluator.boards_evaluated
     if not any(True for _ in board.legal_moves):
       value = evaluator_lib.terminal_value(board, at_root=True)
-      return SearchResult(None, (), np.zeros(0), np.zeros(0), np.zeros(0),
-                          -MATE if value == -1 else 0.0, 0, 0, 0, (), 0.0)
+      return SearchResult(
+        None, (), np.zeros(0), np.zeros(0), np.zeros(0), -MATE if value == -1 else 0.0, 0, 0, 0, (), 0.0
+      )
     self._cache, self._nodes = {}, 0
     self._deadline, self._stop = None, None  # The root is always evaluated: depth 1 is the model's move.
     work = board.copy()
@@ -118,9 +124,19 @@ class AlphaBeta:
     best = root.moves.index(pv[0])
     visits = np.zeros(len(root.moves))
     visits[best] = 1
-    return SearchResult(pv[0], root.moves, visits, q, root.priors, float(q[best]), self._nodes,
-                        self.evaluator.boards_evaluated - evaluations_before, depth, tuple(pv),
-                        self._clock() - start)
+    return SearchResult(
+      pv[0],
+      root.moves,
+      visits,
+      q,
+      root.priors,
+      float(q[best]),
+      self._nodes,
+      self.evaluator.boards_evaluated - evaluations_before,
+      depth,
+      tuple(pv),
+      self._clock() - start,
+    )
 
   def _key(self, board: chess.Board) -> int:
     return chess.polyglot.zobrist_hash(board)
@@ -160,9 +176,18 @@ class AlphaBeta:
     if (self._deadline is not None and self._clock() >= self._deadline) or (self._stop is not None and self._stop()):
       raise _OutOfTime
 
-  def _negamax(self, work: chess.Board, remaining: int, alpha: float, beta: float, ply: int, *,
-               root_values: np.ndarray | None = None, first: int | None = None,
-               allowed: list[int] | None = None) -> tuple[float, list[chess.Move]]:
+  def _negamax(
+    self,
+    work: chess.Board,
+    remaining: int,
+    alpha: float,
+    beta: float,
+    ply: int,
+    *,
+    root_values: np.ndarray | None = None,
+    first: int | None = None,
+    allowed: list[int] | None = None,
+  ) -> tuple[float, list[chess.Move]]:
     """(value for the side to move, principal line) of `work` searched `remaining` plies."""
     self._nodes += 1
     self._check_time(remaining + ply)

@@ -47,8 +47,14 @@ class Evaluator:
   """Turns a `Policy`'s analyses into `Evaluation`s; counts the boards it evaluates and times its calls
   (`clock`), so that a timed search sizes its model calls to the time it has left (`boards_within`)."""
 
-  def __init__(self, policy: policy_lib.Policy, *, prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
-               value_policy: policy_lib.Policy | None = None, clock: Callable[[], float] = time.perf_counter):
+  def __init__(
+    self,
+    policy: policy_lib.Policy,
+    *,
+    prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
+    value_policy: policy_lib.Policy | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+  ):
     if prior_temperature <= 0:
       raise ValueError(f'prior_temperature must be > 0, got {prior_temperature}')
     if value_policy is not None and value_policy.kind == policy_lib.BEHAVIORAL_CLONING:
@@ -108,8 +114,9 @@ class Evaluator:
         logits = win_probs / self.prior_temperature
         priors = np.exp(logits - logits.max())
         move_values = 2 * win_probs - 1
-      results.append(Evaluation(analysis.moves, priors / priors.sum(), move_values,
-                                0.0 if own is None else 2 * float(own) - 1))
+      results.append(
+        Evaluation(analysis.moves, priors / priors.sum(), move_values, 0.0 if own is None else 2 * float(own) - 1)
+      )
     self._calls.append((len(boards), self._clock() - start))
     return results
 
@@ -128,8 +135,12 @@ def terminal_value(board: chess.Board, *, at_root: bool = False) -> float | None
   """
   if board.is_checkmate():
     return -1.0
-  if (board.is_stalemate() or board.is_insufficient_material() or board.halfmove_clock >= 100
-      or (not at_root and board.is_repetition(2))):
+  if (
+    board.is_stalemate()
+    or board.is_insufficient_material()
+    or board.halfmove_clock >= 100
+    or (not at_root and board.is_repetition(2))
+  ):
     return 0.0
   return None
 

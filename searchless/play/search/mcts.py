@@ -90,8 +90,20 @@ def _mark_mates(node: 'Node', board: chess.Board) -> 'Node':
 class Node:
   """A board in the tree: its moves' priors and statistics (values from its side to move)."""
 
-  __slots__ = ('moves', 'priors', 'base_priors', 'first_q', 'visits', 'value_sum', 'children', 'value', 'terminal',
-               'excluded', 'mates_marked', 'proven')
+  __slots__ = (
+    'moves',
+    'priors',
+    'base_priors',
+    'first_q',
+    'visits',
+    'value_sum',
+    'children',
+    'value',
+    'terminal',
+    'excluded',
+    'mates_marked',
+    'proven',
+  )
 
   def __init__(self, evaluation: evaluator_lib.Evaluation | None, *, terminal: float | None = None):
     self.terminal = terminal  # The exact value of a finished game (its moves are empty), else None.
@@ -107,8 +119,11 @@ class Node:
       self.value = evaluation.value  # The model's value of this board.
       self.priors = self.base_priors = evaluation.priors  # [M]
       # What an unvisited move is worth: the model's value of it, or this board's own value.
-      self.first_q = (np.array(evaluation.move_values) if evaluation.move_values is not None
-                      else np.full(len(self.moves), evaluation.value))  # [M]
+      self.first_q = (
+        np.array(evaluation.move_values)
+        if evaluation.move_values is not None
+        else np.full(len(self.moves), evaluation.value)
+      )  # [M]
     self.visits = np.zeros(len(self.moves))  # [M] (virtual visits included while a batch waits).
     self.value_sum = np.zeros(len(self.moves))  # [M] sum of backed-up values, this node's side to move.
     self.children: list[Any] = [None] * len(self.moves)  # Node, None (unexpanded) or _PENDING (in a batch).
@@ -169,8 +184,12 @@ def _best_index(node: Node) -> int:
 class Mcts:
   """PUCT search over an `Evaluator`; keeps its tree between the moves of one game."""
 
-  def __init__(self, evaluator: evaluator_lib.Evaluator, config: MctsConfig = MctsConfig(),
-               clock: Callable[[], float] = time.perf_counter):
+  def __init__(
+    self,
+    evaluator: evaluator_lib.Evaluator,
+    config: MctsConfig = MctsConfig(),
+    clock: Callable[[], float] = time.perf_counter,
+  ):
     self.evaluator = evaluator
     self.config = config
     self._clock = clock
@@ -198,9 +217,9 @@ class Mcts:
     if old.root() != board.root() or old.chess960 != board.chess960:
       return None
     stack, played = old.move_stack, board.move_stack
-    if len(played) < len(stack) or played[:len(stack)] != stack:
+    if len(played) < len(stack) or played[: len(stack)] != stack:
       return None
-    for move in played[len(stack):]:
+    for move in played[len(stack) :]:
       if node is None or move not in node.moves:
         return None
       child = node.children[node.moves.index(move)]
@@ -209,16 +228,28 @@ class Mcts:
       return None
     return node
 
-  def search(self, board: chess.Board, *, stop: Callable[[], bool] | None = None,
-             root_moves: Sequence[chess.Move] | None = None) -> SearchResult:
+  def search(
+    self, board: chess.Board, *, stop: Callable[[], bool] | None = None, root_moves: Sequence[chess.Move] | None = None
+  ) -> SearchResult:
     """Searches `board` (left unchanged) within the configured budget, among `root_moves` if given."""
     config = self.config
     start = self._clock()
     evaluations_before = self.evaluator.boards_evaluated
     if not any(True for _ in board.legal_moves):
       self.reset()
-      return SearchResult(None, (), np.zeros(0), np.zeros(0), np.zeros(0),
-                          float(evaluator_lib.terminal_value(board, at_root=True) or 0.0), 0, 0, 0, (), 0.0)
+      return SearchResult(
+        None,
+        (),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0),
+        float(evaluator_lib.terminal_value(board, at_root=True) or 0.0),
+        0,
+        0,
+        0,
+        (),
+        0.0,
+      )
     root = self._reused_root(board)
     if root is None:
       root = Node(self.evaluator.evaluate([board])[0])
@@ -243,8 +274,9 @@ class Mcts:
       batch_done, batch_depth = self._run_batch(root, work, size)
       done += batch_done
       depth = max(depth, batch_depth)
-    return self._result(root, work, done, self.evaluator.boards_evaluated - evaluations_before,
-                        depth, self._clock() - start)
+    return self._result(
+      root, work, done, self.evaluator.boards_evaluated - evaluations_before, depth, self._clock() - start
+    )
 
   def _run_batch(self, root: Node, work: chess.Board, size: int) -> tuple[int, int]:
     """Gathers up to `size` leaves under virtual loss, evaluates them in one call, backs up."""
@@ -312,8 +344,9 @@ class Mcts:
       child = node.children[index]
       proving = proving and isinstance(child, Node) and child.proven is not None and node.prove()
 
-  def _result(self, root: Node, board: chess.Board, simulations: int, evaluations: int, depth: int,
-              seconds: float) -> SearchResult:
+  def _result(
+    self, root: Node, board: chess.Board, simulations: int, evaluations: int, depth: int, seconds: float
+  ) -> SearchResult:
     q = root.q()
     best = _best_index(root)
     pv, node = [root.moves[best]], root.children[best]
@@ -321,5 +354,16 @@ class Mcts:
       i = _best_index(node)
       pv.append(node.moves[i])
       node = node.children[i]
-    return SearchResult(root.moves[best], root.moves, root.visits.copy(), q, root.base_priors, float(q[best]),
-                        simulations, evaluations, depth, tuple(pv), seconds)
+    return SearchResult(
+      root.moves[best],
+      root.moves,
+      root.visits.copy(),
+      q,
+      root.base_priors,
+      float(q[best]),
+      simulations,
+      evaluations,
+      depth,
+      tuple(pv),
+      seconds,
+    )

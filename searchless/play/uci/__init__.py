@@ -122,6 +122,16 @@ from searchless.play.uci.serve import checkpoint_policy
 from searchless.play.uci.serve import run
 
 __all__ = [
-    'CP_CLIP', 'GoRequest', 'NULL_MOVE', 'SEARCHES', 'UciEngine', 'UciError', 'available_cpus', 'checkpoint_policy',
-    'limit_cpu_threads', 'parse_go', 'parse_position', 'run',
+  'CP_CLIP',
+  'GoRequest',
+  'NULL_MOVE',
+  'SEARCHES',
+  'UciEngine',
+  'UciError',
+  'available_cpus',
+  'checkpoint_policy',
+  'limit_cpu_threads',
+  'parse_go',
+  'parse_position',
+  'run',
 ]

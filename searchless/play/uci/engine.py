@@ -59,13 +59,23 @@ class UciEngine:
   `warm_up=False` skips compiling the batch shapes at load; `clock` times ``go``.
   """
 
-  def __init__(self, player_factory: loader_lib.PlayerFactory, output: Output, *,
-               policy: str = policy_lib.ACTION_VALUE, checkpoint_name: str = '',
-               options: player_lib.PlayOptions = player_lib.PlayOptions(temperature=0.0),
-               threads: int = 1, max_threads: int | None = None, thread_limiter: loader_lib.ThreadLimiter | None = None,
-               warm_up: bool = True, clock: Callable[[], float] = time.perf_counter,
-               search: str = protocol.NO_SEARCH, search_nodes: int = mcts.MctsConfig.simulations,
-               search_depth: int = alphabeta.AlphaBetaConfig.depth):
+  def __init__(
+    self,
+    player_factory: loader_lib.PlayerFactory,
+    output: Output,
+    *,
+    policy: str = policy_lib.ACTION_VALUE,
+    checkpoint_name: str = '',
+    options: player_lib.PlayOptions = player_lib.PlayOptions(temperature=0.0),
+    threads: int = 1,
+    max_threads: int | None = None,
+    thread_limiter: loader_lib.ThreadLimiter | None = None,
+    warm_up: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+    search: str = protocol.NO_SEARCH,
+    search_nodes: int = mcts.MctsConfig.simulations,
+    search_depth: int = alphabeta.AlphaBetaConfig.depth,
+  ):
     if policy not in policy_lib.POLICIES:
       raise ValueError(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
     if search not in SEARCHES:
@@ -143,8 +153,14 @@ class UciEngine:
     del args
     self._send(f'id name {self.name}')
     self._send('id author searchless')
-    for line in options_lib.declarations(policy=self._policy, options=self._options, threads=self._threads,
-                                         search=self._search_kind, searches=SEARCHES, settings=self._settings):
+    for line in options_lib.declarations(
+      policy=self._policy,
+      options=self._options,
+      threads=self._threads,
+      search=self._search_kind,
+      searches=SEARCHES,
+      settings=self._settings,
+    ):
       self._send(line)
     self._send('uciok')
 
@@ -358,8 +374,16 @@ class UciEngine:
     if self._debug:
       top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
       self._info(f'{player.policy.kind} top moves: {top}')
-    for line in search_lib.info_lines(board, move, analysis, player, multipv=self._settings.multipv,
-                                      show_wdl=self._settings.show_wdl, nodes=nodes, seconds=seconds):
+    for line in search_lib.info_lines(
+      board,
+      move,
+      analysis,
+      player,
+      multipv=self._settings.multipv,
+      show_wdl=self._settings.show_wdl,
+      nodes=nodes,
+      seconds=seconds,
+    ):
       self._send(line)
     return move
 
@@ -370,22 +394,30 @@ class UciEngine:
         self._searcher = self._loader.searcher(player, self._search_kind)
       return self._searcher
 
-  def _choose_by_search(self, search: search_lib.Search, player: player_lib.Player,
-                        root_moves: list[chess.Move] | None) -> chess.Move | None:
+  def _choose_by_search(
+    self, search: search_lib.Search, player: player_lib.Player, root_moves: list[chess.Move] | None
+  ) -> chess.Move | None:
     """The move of an MCTS or alpha-beta search over the player's policy, within the go's limits."""
     searcher_agent = self._ensure_searcher(player)
     settings = self._settings
-    budget = search_lib.budget(search.board, search.request, kind=self._search_kind, nodes=settings.search_nodes,
-                               depth=settings.search_depth, overhead_ms=settings.move_overhead_ms,
-                               spent=self._clock() - search.started)
+    budget = search_lib.budget(
+      search.board,
+      search.request,
+      kind=self._search_kind,
+      nodes=settings.search_nodes,
+      depth=settings.search_depth,
+      overhead_ms=settings.move_overhead_ms,
+      spent=self._clock() - search.started,
+    )
     searcher = searcher_agent.searcher
     searcher.config = dataclasses.replace(searcher.config, **budget)  # type: ignore[arg-type]
     result = searcher_agent.search(search.board, stop=search.release.is_set, root_moves=root_moves)
     seconds = max(self._clock() - search.started, 0.0)
     if self._debug:
       self._info(f'{self._search_kind} {budget}: {result.simulations} nodes, {result.evaluations} boards evaluated')
-    for line in search_lib.search_info_lines(result, multipv=settings.multipv, show_wdl=settings.show_wdl,
-                                             seconds=seconds):
+    for line in search_lib.search_info_lines(
+      result, multipv=settings.multipv, show_wdl=settings.show_wdl, seconds=seconds
+    ):
       self._send(line)
     return result.move
 

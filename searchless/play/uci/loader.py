@@ -29,8 +29,9 @@ class Loader:
     self._warm_up = warm_up
     self.backend_started = False  # After the first load Threads cannot act.
 
-  def player(self, policy: str, options: player_lib.PlayOptions, threads: int, *,
-             warm_up: bool = True) -> player_lib.Player:
+  def player(
+    self, policy: str, options: player_lib.PlayOptions, threads: int, *, warm_up: bool = True
+  ) -> player_lib.Player:
     """A new player with `policy`; raises ValueError when the model does not fit it. `warm_up=False`: only
     load it (`warm` later)."""
     restore = None

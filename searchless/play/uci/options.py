@@ -40,7 +40,7 @@ def parse_setoption(args: list[str]) -> tuple[str, str, str]:
     raise UciError('setoption expects: setoption name <id> [value <x>]')
   rest = args[1:]
   split = rest.index('value') if 'value' in rest else len(rest)
-  name, value = ' '.join(rest[:split]), ' '.join(rest[split + 1:])
+  name, value = ' '.join(rest[:split]), ' '.join(rest[split + 1 :])
   return name, name.lower().replace(' ', '_'), value
 
 
@@ -127,27 +127,34 @@ def play_options(key: str, value: str, current: player_lib.PlayOptions) -> playe
   return None
 
 
-def declarations(*, policy: str, options: player_lib.PlayOptions, threads: int, search: str,
-                 searches: tuple[str, ...], settings: Settings) -> list[str]:
+def declarations(
+  *,
+  policy: str,
+  options: player_lib.PlayOptions,
+  threads: int,
+  search: str,
+  searches: tuple[str, ...],
+  settings: Settings,
+) -> list[str]:
   """The ``option name ...`` lines of the ``uci`` answer, with the current values as defaults."""
   full_moves = protocol.MAX_FULL_MOVES if options.temperature_full_moves is None else options.temperature_full_moves
   return [
-      f'option name Policy type combo default {policy} ' + ' '.join(f'var {p}' for p in policy_lib.POLICIES),
-      f'option name Temperature type string default {protocol.format_float(options.temperature or 0.0)}',
-      f'option name TemperatureFullMoves type spin default {full_moves} min 0 max {protocol.MAX_FULL_MOVES}',
-      f'option name Decisive type combo default {options.decisive} '
-      + ' '.join(f'var {d}' for d in player_lib.DECISIVE_RULES),
-      f'option name RepetitionDraws type check default {str(options.repetition_draws).lower()}',
-      f'option name Threads type spin default {threads} min 1 max {protocol.MAX_THREADS}',
-      'option name Ponder type check default false',
-      f'option name MultiPV type spin default {settings.multipv} min 1 max {protocol.MAX_MULTIPV}',
-      f'option name UCI_ShowWDL type check default {str(settings.show_wdl).lower()}',
-      f'option name UCI_Chess960 type check default {str(settings.chess960).lower()}',
-      f'option name Hash type spin default {settings.hash_mb} min 1 max {protocol.MAX_HASH_MB}',
-      f'option name Move Overhead type spin default {settings.move_overhead_ms} min 0 '
-      f'max {protocol.MAX_MOVE_OVERHEAD_MS}',
-      f'option name SyzygyPath type string default {settings.syzygy_path or "<empty>"}',
-      f'option name Search type combo default {search} ' + ' '.join(f'var {k}' for k in searches),
-      f'option name SearchNodes type spin default {settings.search_nodes} min 1 max {protocol.MAX_SEARCH_NODES}',
-      f'option name SearchDepth type spin default {settings.search_depth} min 1 max {alphabeta.MAX_DEPTH}',
+    f'option name Policy type combo default {policy} ' + ' '.join(f'var {p}' for p in policy_lib.POLICIES),
+    f'option name Temperature type string default {protocol.format_float(options.temperature or 0.0)}',
+    f'option name TemperatureFullMoves type spin default {full_moves} min 0 max {protocol.MAX_FULL_MOVES}',
+    f'option name Decisive type combo default {options.decisive} '
+    + ' '.join(f'var {d}' for d in player_lib.DECISIVE_RULES),
+    f'option name RepetitionDraws type check default {str(options.repetition_draws).lower()}',
+    f'option name Threads type spin default {threads} min 1 max {protocol.MAX_THREADS}',
+    'option name Ponder type check default false',
+    f'option name MultiPV type spin default {settings.multipv} min 1 max {protocol.MAX_MULTIPV}',
+    f'option name UCI_ShowWDL type check default {str(settings.show_wdl).lower()}',
+    f'option name UCI_Chess960 type check default {str(settings.chess960).lower()}',
+    f'option name Hash type spin default {settings.hash_mb} min 1 max {protocol.MAX_HASH_MB}',
+    f'option name Move Overhead type spin default {settings.move_overhead_ms} min 0 '
+    f'max {protocol.MAX_MOVE_OVERHEAD_MS}',
+    f'option name SyzygyPath type string default {settings.syzygy_path or "<empty>"}',
+    f'option name Search type combo default {search} ' + ' '.join(f'var {k}' for k in searches),
+    f'option name SearchNodes type spin default {settings.search_nodes} min 1 max {protocol.MAX_SEARCH_NODES}',
+    f'option name SearchDepth type spin default {settings.search_depth} min 1 max {alphabeta.MAX_DEPTH}',
   ]

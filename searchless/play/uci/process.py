@@ -32,6 +32,7 @@ def limit_cpu_threads(threads: int) -> Callable[[], None] | None:
     return None
   try:
     from jax._src import xla_bridge  # pylint: disable=import-outside-toplevel
+
     if xla_bridge.backends_are_initialized():
       return None
   except (ImportError, AttributeError):

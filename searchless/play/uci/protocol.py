@@ -21,8 +21,20 @@ NULL_MOVE = '0000'  # UCI's "no move".
 GO_NUMBERS = ('wtime', 'btime', 'winc', 'binc', 'movestogo', 'movetime', 'depth', 'nodes', 'mate')
 GO_FLAGS = ('infinite', 'ponder')
 _GO_KEYWORDS = (*GO_NUMBERS, *GO_FLAGS, 'searchmoves')
-COMMANDS = ('uci', 'debug', 'isready', 'setoption', 'register', 'ucinewgame', 'position', 'go', 'stop',
-            'ponderhit', 'quit', 'd')
+COMMANDS = (
+  'uci',
+  'debug',
+  'isready',
+  'setoption',
+  'register',
+  'ucinewgame',
+  'position',
+  'go',
+  'stop',
+  'ponderhit',
+  'quit',
+  'd',
+)
 MAX_FULL_MOVES = 1000  # TemperatureFullMoves' spin maximum.
 MAX_THREADS = 1024  # Threads' spin maximum (Stockfish's); more than the CPUs available is clamped to them.
 MAX_MULTIPV = 500  # MultiPV's spin maximum (more than any position's legal moves).
@@ -91,16 +103,16 @@ def parse_position(args: Sequence[str], chess960: bool = False) -> chess.Board:
 
   >>> parse_position('startpos moves e2e4 e7e5'.split()).fen()
   'rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2'
-  >>> parse_position(['fen', '8/8/8/8/8/8/8/8', 'w', '-', '-', '0', '1'])
+  >>> parse_position(['fen', '8/8/8/8/8/8/8/8', 'w', '-', '-', '0', '1'])  # doctest: +ELLIPSIS
   Traceback (most recent call last):
   ...
-  searchless.play.uci.protocol.UciError: illegal position '8/8/8/8/8/8/8/8 w - - 0 1': no white king, no black king, empty
+  searchless.play.uci.protocol.UciError: illegal position '8/8/8/8/8/8/8/8 w - - 0 1': no white king, ...
   """
   if not args:
     raise UciError('position needs startpos or fen')
   if 'moves' in args:
     split = args.index('moves')
-    setup, moves = args[:split], args[split + 1:]
+    setup, moves = args[:split], args[split + 1 :]
   else:
     setup, moves = args, []
   if setup[0] == 'startpos':
@@ -162,8 +174,11 @@ def board_lines(board: chess.Board) -> list[str]:
     pieces = [board.piece_at(chess.square(f, rank)) for f in range(8)]
     lines.append(' | ' + ' | '.join(p.symbol() if p else ' ' for p in pieces) + f' | {rank + 1}')
     lines.append(rule)
-  lines += ['   a   b   c   d   e   f   g   h', '',
-            f'Fen: {board.fen()}',
-            f'Checkers: {" ".join(chess.square_name(s) for s in board.checkers())}',
-            f'Moves: {" ".join(m.uci() for m in board.move_stack)}']
+  lines += [
+    '   a   b   c   d   e   f   g   h',
+    '',
+    f'Fen: {board.fen()}',
+    f'Checkers: {" ".join(chess.square_name(s) for s in board.checkers())}',
+    f'Moves: {" ".join(m.uci() for m in board.move_stack)}',
+  ]
   return lines

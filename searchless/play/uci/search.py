@@ -27,8 +27,7 @@ MIN_SEARCH_SECONDS = 0.001  # A timed search whose time went on loading the mode
 class Search:
   """One pending ``go``: its worker thread and the event that releases ``bestmove``."""
 
-  def __init__(self, board: chess.Board, request: protocol.GoRequest, started: float,
-               run: Callable[['Search'], None]):
+  def __init__(self, board: chess.Board, request: protocol.GoRequest, started: float, run: Callable[['Search'], None]):
     self.board = board
     self.request = request
     self.started = started
@@ -75,8 +74,17 @@ def wdl(bucket_probs: np.ndarray, centres: np.ndarray) -> tuple[int, int, int]:
   return w, 1000 - w - l, l
 
 
-def info_lines(board: chess.Board, chosen: chess.Move, analysis: policy_lib.Analysis, player: player_lib.Player,
-               *, multipv: int, show_wdl: bool, nodes: int, seconds: float) -> list[str]:
+def info_lines(
+  board: chess.Board,
+  chosen: chess.Move,
+  analysis: policy_lib.Analysis,
+  player: player_lib.Player,
+  *,
+  multipv: int,
+  show_wdl: bool,
+  nodes: int,
+  seconds: float,
+) -> list[str]:
   """The ``info`` lines of a finished search: `multipv` lines, the chosen move's first, then the
   other moves best first (after the repetition rule); scores in centipawns and, with
   `show_wdl`, win/draw/loss per mille (no score for behavioral cloning)."""
@@ -96,16 +104,26 @@ def info_lines(board: chess.Board, chosen: chess.Move, analysis: policy_lib.Anal
         else:
           w, d, l = wdl(np.exp(np.asarray(analysis.log_probs[i], np.float64)), centres)
         score += f'wdl {w} {d} {l} '
-    lines.append(f'info depth 1 seldepth 1 multipv {k} {score}nodes {nodes} '
-                 f'nps {int(nodes / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {analysis.moves[i].uci()}')
+    lines.append(
+      f'info depth 1 seldepth 1 multipv {k} {score}nodes {nodes} '
+      f'nps {int(nodes / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {analysis.moves[i].uci()}'
+    )
   return lines
 
 
 CLOCK_MOVES = 30  # A clock without movestogo is shared as if this many moves remained.
 
 
-def budget(board: chess.Board, request: protocol.GoRequest, *, kind: str, nodes: int, depth: int,
-           overhead_ms: int, spent: float = 0.0) -> dict[str, float | int | None]:
+def budget(
+  board: chess.Board,
+  request: protocol.GoRequest,
+  *,
+  kind: str,
+  nodes: int,
+  depth: int,
+  overhead_ms: int,
+  spent: float = 0.0,
+) -> dict[str, float | int | None]:
   """The search config fields (`MctsConfig` or `AlphaBetaConfig`) of one ``go``.
 
   ``nodes`` gives MCTS its simulations, ``depth`` alpha-beta its depth;
@@ -171,9 +189,11 @@ def search_info_lines(result: result_lib.SearchResult, *, multipv: int, show_wdl
   first = result.moves.index(result.move)
   order = [int(i) for i in np.lexsort((-result.q, -result.visits)) if i != first]
   lines = []
-  for k, i in enumerate([first] + order[:multipv - 1], start=1):
+  for k, i in enumerate([first] + order[: multipv - 1], start=1):
     pv = ' '.join(m.uci() for m in result.pv) if i == first else result.moves[i].uci()
-    lines.append(f'info depth {max(result.depth, 1)} seldepth {max(result.depth, 1)} multipv {k} '
-                 f'{_score(float(result.q[i]), show_wdl)}nodes {result.simulations} '
-                 f'nps {int(result.simulations / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {pv}')
+    lines.append(
+      f'info depth {max(result.depth, 1)} seldepth {max(result.depth, 1)} multipv {k} '
+      f'{_score(float(result.q[i]), show_wdl)}nodes {result.simulations} '
+      f'nps {int(result.simulations / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {pv}'
+    )
   return lines

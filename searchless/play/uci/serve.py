@@ -24,9 +24,17 @@ def checkpoint_policy(path: str) -> str:
   return experiment.policy if experiment is not None else policy_lib.ACTION_VALUE
 
 
-def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto', temperature: float = 0.0,
-        threads: int | None = None, seed: int | None = None,
-        compilation_cache: str | None = None, search: str = engine_lib.SEARCHES[0]) -> bool:
+def run(
+  checkpoint_path: str,
+  *,
+  policy: str | None = None,
+  dtype: str = 'auto',
+  temperature: float = 0.0,
+  threads: int | None = None,
+  seed: int | None = None,
+  compilation_cache: str | None = None,
+  search: str = engine_lib.SEARCHES[0],
+) -> bool:
   """Speaks UCI on stdin/stdout with the model of `checkpoint_path` until ``quit`` or the end of input.
 
   `policy`: default the checkpoint's; `temperature`, `threads` (default: all
@@ -52,10 +60,16 @@ def run(checkpoint_path: str, *, policy: str | None = None, dtype: str = 'auto',
   def factory(policy_name: str, play_options: player_lib.PlayOptions) -> player_lib.Player:
     return player_lib.Player.load(checkpoint_path, policy=policy_name, compute_dtype=dtype, options=play_options)
 
-  engine = engine_lib.UciEngine(factory, output, policy=policy,
-                                checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
-                                options=options, threads=threads or process.available_cpus(),
-                                thread_limiter=process.limit_cpu_threads, search=search)
+  engine = engine_lib.UciEngine(
+    factory,
+    output,
+    policy=policy,
+    checkpoint_name=os.path.basename(os.path.normpath(checkpoint_path)),
+    options=options,
+    threads=threads or process.available_cpus(),
+    thread_limiter=process.limit_cpu_threads,
+    search=search,
+  )
   try:  # Before speaking: a checkpoint that cannot play ends the process here (one line, status 2).
     engine.load()
   except Exception as e:  # pylint: disable=broad-except  # Whatever the reason, no move without a model.

@@ -37,8 +37,11 @@ def _cell(p: GamePly | None, stockfish: Sequence[float | None]) -> Cell:
   """A move with the model's and Stockfish's numbers (and Stockfish's drop of 10 points or more)."""
   if p is None:
     return Cell('', '')
-  md_move, html_move = (f'**{p.san}**', f'<strong>{html.escape(p.san)}</strong>') if p.by_model else (
-      (f'*{p.san}*', f'<em>{html.escape(p.san)}</em>') if p.book else (p.san, html.escape(p.san)))
+  md_move, html_move = (
+    (f'**{p.san}**', f'<strong>{html.escape(p.san)}</strong>')
+    if p.by_model
+    else ((f'*{p.san}*', f'<em>{html.escape(p.san)}</em>') if p.book else (p.san, html.escape(p.san)))
+  )
   notes, drop_text = [], ''
   if p.by_model:
     if p.model_move_prob is not None:
@@ -50,8 +53,9 @@ def _cell(p: GamePly | None, stockfish: Sequence[float | None]) -> Cell:
         drop_text = f'−{100 * (before - after):.0f} pts'
   text = ' · '.join(notes + ([drop_text] if drop_text else []))
   html_notes = html.escape(' · '.join(notes)) + (f' · <span class="drop">{drop_text}</span>' if drop_text else '')
-  return Cell(md_move + (f' ({text})' if text else ''),
-              html_move + (f' <span class="muted">{html_notes}</span>' if text else ''))
+  return Cell(
+    md_move + (f' ({text})' if text else ''), html_move + (f' <span class="muted">{html_notes}</span>' if text else '')
+  )
 
 
 def move_table(rows: Sequence[GamePly], stockfish: Sequence[float | None]) -> Table:
@@ -76,8 +80,17 @@ def _plies(game: sample_game_lib.SampleGame) -> list[GamePly]:
   rows = []
   for i, p in enumerate(game.plies):
     color = p['color'] == 'white'
-    rows.append(GamePly(i, p['san'], color, i < game.book_plies, color == model_color and i >= game.book_plies,
-                        p.get('model_prob'), p.get('model_best')))
+    rows.append(
+      GamePly(
+        i,
+        p['san'],
+        color,
+        i < game.book_plies,
+        color == model_color and i >= game.book_plies,
+        p.get('model_prob'),
+        p.get('model_best'),
+      )
+    )
   return rows
 
 
@@ -94,35 +107,60 @@ def sample_game_section(ctx: Context) -> Section:
   model_color = _color(game.model_color)
   won = model_color is not None and h.get('Result') == ('1-0' if model_color == chess.WHITE else '0-1')
   blocks = section.blocks
-  blocks.append(Text(f"Round {h.get('Round', '?')}: **{h.get('White', '?')}** (White) vs **{h.get('Black', '?')}** (Black), "
-                     f"**{h.get('Result', '*')}** after {h.get('PlyCount', '?')} plies"
-                     + (f", opening {h['Opening']}" if h.get('Opening') else '')
-                     + (f'; {game.ending}' if game.ending else '') + '. '
-                     + ("Chosen as the model's longest win." if won else 'Chosen as the longest game (the model won none).')))
-  blocks.append(Text("How to read the moves: the model's moves are **bold**, the given opening's in italics. After each "
-                     "model move: `model` = the win probability the model predicted for the move it played (in brackets "
-                     "its top-scored move when the play rules chose another); `SF` = Stockfish's win probability for "
-                     f"the model's side after the move ({game.stockfish_nodes:,} nodes per position); `−N pts` = how much "
-                     'that dropped with the move, when 10 points or more.'))
+  blocks.append(
+    Text(
+      f'Round {h.get("Round", "?")}: **{h.get("White", "?")}** (White) vs **{h.get("Black", "?")}** (Black), '
+      f'**{h.get("Result", "*")}** after {h.get("PlyCount", "?")} plies'
+      + (f', opening {h["Opening"]}' if h.get('Opening') else '')
+      + (f'; {game.ending}' if game.ending else '')
+      + '. '
+      + ("Chosen as the model's longest win." if won else 'Chosen as the longest game (the model won none).')
+    )
+  )
+  blocks.append(
+    Text(
+      "How to read the moves: the model's moves are **bold**, the given opening's in italics. After each "
+      'model move: `model` = the win probability the model predicted for the move it played (in brackets '
+      "its top-scored move when the play rules chose another); `SF` = Stockfish's win probability for "
+      f"the model's side after the move ({game.stockfish_nodes:,} nodes per position); `−N pts` = how much "
+      'that dropped with the move, when 10 points or more.'
+    )
+  )
   if ctx.paths.games.exists() and ctx.paths.games.stat().st_mtime > path.stat().st_mtime:
-    blocks.append(Callout('note', f'`{path}` is older than `{ctx.paths.games}`: it may show a game of an earlier match. '
-                                  f'Rerun `{ctx.cmds["analyse_game"]}`.'))
+    blocks.append(
+      Callout(
+        'note',
+        f'`{path}` is older than `{ctx.paths.games}`: it may show a game of an earlier match. '
+        f'Rerun `{ctx.cmds["analyse_game"]}`.',
+      )
+    )
   for note in game.notes:
     blocks.append(Callout('note', note))
   stockfish = game.stockfish_view
   blocks.append(move_table(_plies(game), stockfish))
   if model_color is not None and any(v is not None for v in game.model_view + stockfish):
     side = chess.COLOR_NAMES[model_color]
-    figures.plot_game(list(range(len(game.model_view))), game.model_view, stockfish,
-                      f"{h.get('White', '?')} – {h.get('Black', '?')} {h.get('Result', '*')}: win probability of the model ({side})",
-                      ctx.out_dir / GAME_PNG, opening_plies=game.book_plies)
-    blocks.append(Image(GAME_PNG, 'win probability over the game',
-                        "Blue: the model's view of its position when it is to move (its best move's predicted win "
-                        "probability); red: Stockfish's, before every ply."))
+    figures.plot_game(
+      list(range(len(game.model_view))),
+      game.model_view,
+      stockfish,
+      f'{h.get("White", "?")} – {h.get("Black", "?")} {h.get("Result", "*")}: win probability of the model ({side})',
+      ctx.out_dir / GAME_PNG,
+      opening_plies=game.book_plies,
+    )
+    blocks.append(
+      Image(
+        GAME_PNG,
+        'win probability over the game',
+        "Blue: the model's view of its position when it is to move (its best move's predicted win "
+        "probability); red: Stockfish's, before every ply.",
+      )
+    )
   final = chess.Board(game.final_fen)
   last = chess.Move.from_uci(game.plies[-1]['uci']) if game.plies else None
-  svg = chess.svg.board(final, size=320, lastmove=last, orientation=model_color if model_color is not None else chess.WHITE)
+  svg = chess.svg.board(
+    final, size=320, lastmove=last, orientation=model_color if model_color is not None else chess.WHITE
+  )
   (ctx.out_dir / GAME_SVG).write_text(svg)
   blocks.append(Svg(GAME_SVG, svg, f'Final position ({h.get("Result", "*")}): {game.final_fen}'))
   return section
-

@@ -27,8 +27,11 @@ def _match_rows(results: artefacts.MatchResults, model: str, other: str | None) 
     cells = []
     for player in (model, other):
       record = _record(find(player, opponent), player)
-      cells.append('-' if record is None else
-                   f'+{record[0]} ={record[1]} -{record[2]} ({format_percent((record[0] + record[1] / 2) / record[3])})')
+      cells.append(
+        '-'
+        if record is None
+        else f'+{record[0]} ={record[1]} -{record[2]} ({format_percent((record[0] + record[1] / 2) / record[3])})'
+      )
     rows.append([f'Against `{opponent}`', *cells])
   head = _record(find(model, other), model)
   if head:
@@ -36,8 +39,12 @@ def _match_rows(results: artefacts.MatchResults, model: str, other: str | None) 
     rows.append(['Head to head', f'+{wins} ={draws} -{losses}', f'+{losses} ={draws} -{wins}'])
   if results.elo:
     ratings = {p['name']: p for p in results.elo['players']}
-    rows.append(['Elo (BayesElo)', *[f"{ratings[n]['elo']:.0f} ± {ratings[n]['plus_minus']:.0f}" if n in ratings
-                                     else '-' for n in (model, other)]])
+    rows.append(
+      [
+        'Elo (BayesElo)',
+        *[f'{ratings[n]["elo"]:.0f} ± {ratings[n]["plus_minus"]:.0f}' if n in ratings else '-' for n in (model, other)],
+      ]
+    )
   return rows
 
 
@@ -46,8 +53,10 @@ def pretrained_section(ctx: Context) -> Section | None:
   section) when the run did not include the pretrained model."""
   paths = ctx.paths
   evals = [artefacts.EvaluationMetrics.read_or_none(p) for p in (paths.eval_metrics, paths.pretrained_eval_metrics)]
-  puzzles = [artefacts.PuzzleSummary.read_or_none(d / artefacts.PuzzleSummary.FILE)
-             for d in (paths.puzzles, paths.pretrained_puzzles)]
+  puzzles = [
+    artefacts.PuzzleSummary.read_or_none(d / artefacts.PuzzleSummary.FILE)
+    for d in (paths.puzzles, paths.pretrained_puzzles)
+  ]
   results = artefacts.MatchResults.read_or_none(paths.match_results)
   names = [a['name'] for a in results.agents] if results else []
   model = next(iter(sorted(model_names(results, names, paths.train))), None) if results else None
@@ -61,12 +70,18 @@ def pretrained_section(ctx: Context) -> Section | None:
       fmt = format_percent if key == 'action_accuracy' else format_number
       rows.append([label, *[fmt(v) if v is not None else '-' for v in values]])
   if any(puzzles):
-    rows.append(['Puzzles solved', *[f'{format_percent(q.accuracy)} ({q.solved}/{q.n})' if q else '-' for q in puzzles]])
+    rows.append(
+      ['Puzzles solved', *[f'{format_percent(q.accuracy)} ({q.solved}/{q.n})' if q else '-' for q in puzzles]]
+    )
   if results and model:
     rows += _match_rows(results, model, other)
   section = Section('Beside the pretrained model', 'pretrained')
-  section.blocks.append(Text('The model this run trained beside the pretrained one shipped in the package '
-                             "(`Player.load('pretrained')`; how it was made: its model card, "
-                             '`searchless/pretrained/MODEL_CARD.md`), on the same test boards, puzzles and opponents.'))
+  section.blocks.append(
+    Text(
+      'The model this run trained beside the pretrained one shipped in the package '
+      "(`Player.load('pretrained')`; how it was made: its model card, "
+      '`searchless/pretrained/MODEL_CARD.md`), on the same test boards, puzzles and opponents.'
+    )
+  )
   section.blocks.append(Table(['', 'this run', 'pretrained'], rows, numeric=(1, 2)))
   return section

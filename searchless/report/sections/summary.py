@@ -20,6 +20,11 @@ def summary_section(ctx: Context, sections: Sequence[Section]) -> Section:
     section.blocks.append(Facts(facts))
   incomplete = [f'{s.title} ({s.status})' for s in sections if s.status != 'ok']
   if incomplete:
-    section.blocks.append(Callout('note', 'Incomplete: ' + ', '.join(incomplete) + '. Run the missing steps '
-                                  f'(`{ctx.cmds["all"]}` runs or continues everything), then `{ctx.cmds["report"]}`.'))
+    section.blocks.append(
+      Callout(
+        'note',
+        'Incomplete: ' + ', '.join(incomplete) + '. Run the missing steps '
+        f'(`{ctx.cmds["all"]}` runs or continues everything), then `{ctx.cmds["report"]}`.',
+      )
+    )
   return section

@@ -16,8 +16,17 @@ import numpy as np
 from searchless.core import artefacts
 from searchless.report import figures
 from searchless.report.context import Context, read_json, read_jsonl
-from searchless.report.document import (Facts, Image, Section, Table, format_count, format_duration, format_number,
-                                        format_params, format_percent)
+from searchless.report.document import (
+  Facts,
+  Image,
+  Section,
+  Table,
+  format_count,
+  format_duration,
+  format_number,
+  format_params,
+  format_percent,
+)
 
 TRAINING_PNG = 'training.png'
 
@@ -68,42 +77,73 @@ def training_section(ctx: Context) -> Section:
   throughput = float(np.median([r['examples_per_s'] for r in window])) if train_records else None
   mfu = [r['mfu'] for r in window if r.get('mfu') is not None]
   blocks = section.blocks
-  blocks.append(Facts([
-      ('Model', f"{policy} transformer: {m['num_layers']} layers, d={m['embedding_dim']}, "
-                f"{m['num_heads']} heads, SwiGLU ×{m['widening_factor']}, {buckets} value buckets"),
-      ('Parameters', format_params(params)),
-      ('Optimiser', f"Adam, learning rate {config['optim']['learning_rate']:g}, batch {batch}, "
-                    f"clip {config['optim']['max_grad_norm']:g}, EMA {config['optim']['ema_decay']:g}, "
-                    f"loss `{config['loss']['kind']}`"),
-      ('Steps', f'{format_count(steps)} of {format_count(num_steps)}' + ('' if complete else ' (not finished: rerun to resume)')
-                + f' = {format_count(examples)} examples{epochs}'),
-      ('Wall time', f'≈ {format_duration(wall)} (from the logged throughput: steps and evaluations, not start-up)'),
-      ('Throughput', (f'{throughput:,.0f} examples/s (median)' if throughput else 'n/a')
-                     + (f', MFU {format_percent(float(np.median(mfu)), 2)}' if mfu else '')),
-      ('Data', f"`{config['data'].get('train', '')}`; eval: `{config['data'].get('eval', '') or 'none'}`"),
-  ]))
+  blocks.append(
+    Facts(
+      [
+        (
+          'Model',
+          f'{policy} transformer: {m["num_layers"]} layers, d={m["embedding_dim"]}, '
+          f'{m["num_heads"]} heads, SwiGLU ×{m["widening_factor"]}, {buckets} value buckets',
+        ),
+        ('Parameters', format_params(params)),
+        (
+          'Optimiser',
+          f'Adam, learning rate {config["optim"]["learning_rate"]:g}, batch {batch}, '
+          f'clip {config["optim"]["max_grad_norm"]:g}, EMA {config["optim"]["ema_decay"]:g}, '
+          f'loss `{config["loss"]["kind"]}`',
+        ),
+        (
+          'Steps',
+          f'{format_count(steps)} of {format_count(num_steps)}'
+          + ('' if complete else ' (not finished: rerun to resume)')
+          + f' = {format_count(examples)} examples{epochs}',
+        ),
+        ('Wall time', f'≈ {format_duration(wall)} (from the logged throughput: steps and evaluations, not start-up)'),
+        (
+          'Throughput',
+          (f'{throughput:,.0f} examples/s (median)' if throughput else 'n/a')
+          + (f', MFU {format_percent(float(np.median(mfu)), 2)}' if mfu else ''),
+        ),
+        ('Data', f'`{config["data"].get("train", "")}`; eval: `{config["data"].get("eval", "") or "none"}`'),
+      ]
+    )
+  )
   rows = []
   if train_records:
     last = train_records[-1]
-    rows.append(['train loss (last log window)', format_number(last['loss']), f"step {last['step']}"])
+    rows.append(['train loss (last log window)', format_number(last['loss']), f'step {last["step"]}'])
   if eval_records:
     last = eval_records[-1]
-    rows.append(['eval loss', format_number(last['eval_loss']), f"step {last['step']}"])
+    rows.append(['eval loss', format_number(last['eval_loss']), f'step {last["step"]}'])
     if 'eval_action_accuracy' in last:
       best = max(eval_records, key=lambda r: r.get('eval_action_accuracy', -1))
-      rows.append(['eval action accuracy', format_percent(last['eval_action_accuracy']),
-                   f"step {last['step']} (best {format_percent(best['eval_action_accuracy'])} at step {best['step']}; "
-                   f"{last.get('eval_boards', '?')} boards)"])
+      rows.append(
+        [
+          'eval action accuracy',
+          format_percent(last['eval_action_accuracy']),
+          f'step {last["step"]} (best {format_percent(best["eval_action_accuracy"])} at step {best["step"]}; '
+          f'{last.get("eval_boards", "?")} boards)',
+        ]
+      )
   if rows:
     blocks.append(Table(['', 'value', 'when'], rows, numeric=(1,)))
   if records:
     figures.plot_training(records, ctx.out_dir / TRAINING_PNG, buckets)
-    blocks.append(Image(TRAINING_PNG, 'training curves',
-                        f'Losses in nats (ln {buckets} = {figures.uniform_loss(buckets):.2f} is a uniform guess over the '
-                        f'{buckets} value buckets). Evaluation uses the EMA parameters on the first `train.eval_records` '
-                        'test records.'))
-  ctx.facts['Model'] = (f"{policy} transformer, {m['num_layers']} layers × d={m['embedding_dim']}, "
-                        f"{format_params(params)} parameters")
-  ctx.facts['Training'] = (f'{format_count(steps)} steps × batch {batch}' + ('' if complete else ' (unfinished)')
-                           + f' ({format_count(examples)} examples{epochs}), ≈ {format_duration(wall)}')
+    blocks.append(
+      Image(
+        TRAINING_PNG,
+        'training curves',
+        f'Losses in nats (ln {buckets} = {figures.uniform_loss(buckets):.2f} is a uniform guess over the '
+        f'{buckets} value buckets). Evaluation uses the EMA parameters on the first `train.eval_records` '
+        'test records.',
+      )
+    )
+  ctx.facts['Model'] = (
+    f'{policy} transformer, {m["num_layers"]} layers × d={m["embedding_dim"]}, {format_params(params)} parameters'
+  )
+  ctx.facts['Training'] = (
+    f'{format_count(steps)} steps × batch {batch}'
+    + ('' if complete else ' (unfinished)')
+    + f' ({format_count(examples)} examples{epochs}), ≈ {format_duration(wall)}'
+  )
   return section

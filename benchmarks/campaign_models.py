@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
 
 from campaign import model as campaign_model  # noqa: E402
+from campaign import boards as campaign_boards  # noqa: E402
 from campaign import run as campaign  # noqa: E402
 from searchless.evaluation import metrics  # noqa: E402
 
@@ -105,9 +106,9 @@ def main(argv=None) -> None:
   work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()
   puzzles = pathlib.Path(args.puzzles) if args.puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   models = [parse_model(m) for m in args.models]
-  folders = campaign.label_folders(shared)
-  train_boards = campaign.merge_boards(folders, work / 'boards', 'train')
-  heldout = campaign.merge_boards(folders, work / 'boards', 'test')
+  folders = campaign_boards.label_folders(shared)
+  train_boards = campaign_boards.merge_boards(folders, work / 'boards', 'train')
+  heldout = campaign_boards.merge_boards(folders, work / 'boards', 'test')
   print(
     f'machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores | {train_boards["distinct_boards"]:,} '
     f'distinct train boards | {args.points} points x {args.minutes:g} min per model',

@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
 
 from campaign import games as campaign_games  # noqa: E402
+from campaign import boards as campaign_boards  # noqa: E402
 from campaign import run as campaign  # noqa: E402
 from searchless.core import bags  # noqa: E402
 from searchless.core import records  # noqa: E402
@@ -145,9 +146,9 @@ def main(argv=None) -> None:
       (chunks_dir / f'{source.name}_{i:03d}.pgn').write_text(texts[i])
   inputs = [str(chunks_dir / f'{source.name}_{i:03d}.pgn') for i in range(source.shared_labels)]
   free = _import(inputs, work / 'import_chunks', ['--test_fraction', '0.05'])
-  folders = campaign.label_folders(shared)
-  ours_train = campaign.merge_boards(folders, work / 'ours_boards', 'train')
-  heldout = campaign.merge_boards(folders, work / 'ours_boards', 'test')
+  folders = campaign_boards.label_folders(shared)
+  ours_train = campaign_boards.merge_boards(folders, work / 'ours_boards', 'train')
+  heldout = campaign_boards.merge_boards(folders, work / 'ours_boards', 'test')
   count = _same_boards(work / 'import_chunks' / 'train' / 'state_value_data.bag', ours_train['bag'], work / 'same')
   print(
     f"same boards: {count} train boards hold both Lichess's and our state values "

@@ -43,7 +43,7 @@ import numpy as np
 from searchless.core import bags
 from searchless import configs
 from searchless.core import records
-from searchless.data import annotate
+from searchless.data import annotation_records
 from searchless.data import pgn
 from searchless.data import splits
 from searchless.engines import annotator as engine_lib
@@ -126,10 +126,10 @@ def annotate_mode(args) -> dict:
       if used >= budget_s:
         break
     engine_id = annotator.engine_id
-  kinds = annotate.record_kinds('chessbench' if mode == 'board' else 'board', mode)
+  kinds = annotation_records.record_kinds('chessbench' if mode == 'board' else 'board', mode)
   counts = {}
   for kind in kinds:
-    items = [r for a in annotations for r in annotate.RECORDS_OF[kind](a)]
+    items = [r for a in annotations for r in annotation_records.RECORDS_OF[kind](a)]
     counts[kind] = bags.write_records(str(out_dir / f'{kind}_data.bag'), kind, items)
   result = {
     'name': name,
@@ -165,7 +165,7 @@ def reference_boards(fens: list[str], limit: str, workdir: pathlib.Path, engine_
     with multiprocessing.get_context('spawn').Pool(processes) as pool:
       annotations = [a for part in pool.map(reference_chunk, [(c, limit, engine_path) for c in chunks]) for a in part]
     by_fen = {a.fen: a for a in annotations}
-    items = [annotate.board_value_records(by_fen[f])[0] for f in fens]
+    items = [annotation_records.board_value_records(by_fen[f])[0] for f in fens]
     tmp = path.with_suffix('.tmp')
     bags.write_records(str(tmp), records.BOARD_VALUE, items)
     tmp.rename(path)

@@ -42,6 +42,7 @@ import pathlib
 import time
 from typing import Any
 
+from campaign import boards
 from campaign import games as games_lib
 from campaign import labels as campaign_labels
 from campaign import log as campaign_log
@@ -50,8 +51,6 @@ from campaign import ship as campaign_ship
 from searchless import configs
 from searchless.commands import cli
 from searchless.commands import errors
-from searchless.core import atomic
-from searchless.data import distinct
 from searchless.evaluation import strength
 from searchless.model import loading
 
@@ -66,30 +65,6 @@ def named_openings(shared: pathlib.Path) -> list[pathlib.Path]:
   """The opening files a match samples from, in the order sampled: SHARED/data/openings/*.tsv, sorted. Matches
   pair game by game only if they sample the same list."""
   return sorted((shared / 'data' / 'openings').glob('*.tsv'))
-
-
-def label_folders(shared: pathlib.Path, workdir: pathlib.Path | None = None) -> list[pathlib.Path]:
-  """The shared chunks' label folders, then (with `workdir`) the campaign's finished ones, in name order."""
-  shared_dirs = sorted(p.parent for p in (shared / 'data' / 'labels').glob('chunk_*/manifest.json'))
-  if workdir is None:
-    return shared_dirs
-  return shared_dirs + sorted(p.parent for p in (workdir / 'labels').glob('*/manifest.json'))
-
-
-def merge_boards(folders: Sequence[pathlib.Path], out_dir: pathlib.Path, split: str) -> dict[str, Any]:
-  """One bag of the distinct boards of `split` in `folders` (`distinct.merge`: first label wins); rebuilt only when
-  `folders` change. Returns (and keeps in OUT_DIR/SPLIT.json) the bag's path, the folders and the counts."""
-  from searchless.core import bags
-
-  index = out_dir / f'{split}.json'
-  names = [str(f) for f in folders]
-  if index.exists() and (done := json.loads(index.read_text()))['folders'] == names:
-    return done
-  path = out_dir / f'{split}_board_value_data.bag'
-  counts = distinct.merge([bags.find(str(folder / split), 'board_value') for folder in folders], path)
-  done = {'bag': str(path), 'folders': names, **counts}
-  atomic.write_text(index, json.dumps(done, indent=2) + '\n')
-  return done
 
 
 def train_model(
@@ -237,16 +212,16 @@ def run(
   train_dir = workdir / 'train'
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   if 'adopt' in steps and model is not None:  # (Checked above: adopt comes with its model.)
-    boards = workdir / 'boards' / 'train.json'
+    index = workdir / 'boards' / 'train.json'
     record = campaign_model.adopt(
-      workdir, model_folder(model), json.loads(boards.read_text())['distinct_boards'] if boards.exists() else None
+      workdir, model_folder(model), json.loads(index.read_text())['distinct_boards'] if index.exists() else None
     )
     campaign_log.log_run(workdir, record)
     print(f'[adopt] {record["model"]}: {record["steps"]} steps on {record["device"]}', flush=True)
     readme()
   if 'train' in steps:
-    folders = label_folders(shared, workdir)
-    merged = merge_boards(folders, workdir / 'boards', 'train')
+    folders = boards.label_folders(shared, workdir)
+    merged = boards.merge_boards(folders, workdir / 'boards', 'train')
     print(
       f'[boards] {merged["distinct_boards"]:,} distinct train boards of {merged["records_read"]:,} records '
       f'in {len(folders)} label folders',
@@ -275,7 +250,9 @@ def run(
     model_dir, model_name, step = campaign_model.current_model(workdir)
   out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)
   if 'evaluate' in steps:
-    heldout = merge_boards(label_folders(shared), workdir / 'boards', 'test')  # Fixed: the curve's points compare.
+    heldout = boards.merge_boards(
+      boards.label_folders(shared), workdir / 'boards', 'test'
+    )  # Fixed: the curve's points compare.
     record = {
       **evaluate_model(model_dir, heldout['bag'], puzzle_csv, out, num_boards=heldout_boards),
       'checkpoint_step': step,

@@ -29,6 +29,7 @@ errors.beam_command('searchless-annotate')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
 from searchless.data import annotate  # noqa: E402
 from searchless.data import annotation_job  # noqa: E402
+from searchless.data import annotation_records  # noqa: E402
 from searchless.data import splits  # noqa: E402
 from searchless.engines import annotator as engine_lib  # noqa: E402
 from searchless.engines import launch  # noqa: E402
@@ -181,7 +182,9 @@ def parse(argv: Sequence[str] | None) -> tuple[annotate.AnnotateOptions, engine_
   options = annotate.AnnotateOptions(
     input=tuple(args.input), test_input=tuple(args.test_input), **{f: getattr(args, f) for f in _OPTION_FIELDS}
   )
-  annotate.record_kinds(options.records, options.mode)  # A bad --records fails before the engine is looked for.
+  annotation_records.record_kinds(
+    options.records, options.mode
+  )  # A bad --records fails before the engine is looked for.
   engine_config = engine_lib.EngineConfig(
     path=launch.require_stockfish(args.engine_path),
     limit=launch.SearchLimit.parse(args.limit),

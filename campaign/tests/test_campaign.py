@@ -10,6 +10,8 @@ import time
 import psutil
 import pytest
 
+from campaign import boards as campaign_boards
+from campaign import card as campaign_card
 from campaign import games as campaign_games
 from campaign import labels as campaign_labels
 from campaign import log as campaign_log
@@ -113,7 +115,7 @@ def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labe
     tmp_path / 'b', [_board('8/8/8/8/8/8/8/K1k5 w - - 7 40', 0.125), _board('8/8/8/8/8/8/K7/2k5 w - - 0 1', 1.0)]
   )
   out = tmp_path / 'boards'
-  done = campaign.merge_boards([a, b], out, 'train')
+  done = campaign_boards.merge_boards([a, b], out, 'train')
   assert (done['records_read'], done['distinct_boards']) == (4, 3)
   merged = bags.read_records(done['bag'], 'board_value')
   # The same position with other move counters is the same board: the first folder's label is kept.
@@ -123,13 +125,15 @@ def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labe
     ('8/8/8/8/8/8/K7/2k5 w - - 0 1', 1.0),
   ]
   stamp = pathlib.Path(done['bag']).stat().st_mtime_ns
-  assert campaign.merge_boards([a, b], out, 'train') == done and pathlib.Path(done['bag']).stat().st_mtime_ns == stamp
-  assert campaign.merge_boards([a], out, 'train')['distinct_boards'] == 2  # A different set of labels: rebuilt.
-  assert campaign.merge_boards([a, b], out, 'test')['distinct_boards'] == 1
+  assert (
+    campaign_boards.merge_boards([a, b], out, 'train') == done and pathlib.Path(done['bag']).stat().st_mtime_ns == stamp
+  )
+  assert campaign_boards.merge_boards([a], out, 'train')['distinct_boards'] == 2  # A different set of labels: rebuilt.
+  assert campaign_boards.merge_boards([a, b], out, 'test')['distinct_boards'] == 1
   # A merge that fails part-way (a label folder without its bag) leaves the last bag and its index, and no part.
   before = sorted(p.name for p in out.iterdir())
   with pytest.raises(FileNotFoundError):
-    campaign.merge_boards([a, tmp_path / 'missing'], out, 'train')
+    campaign_boards.merge_boards([a, tmp_path / 'missing'], out, 'train')
   assert (
     sorted(p.name for p in out.iterdir())
     == before
@@ -325,7 +329,7 @@ def test_the_model_card_lists_the_whole_line_of_runs_that_made_the_model(tmp_pat
     cpu(25, 900, learning_rate=1e-3, ema_decay=0.999, superseded='lr_ab/lr1e-3'),
     cpu(24, 900, learning_rate=3e-4, ema_decay=0.999),
   ]
-  assert campaign_ship.training_lines(workdir / 'train', experiment, runs) == [
+  assert campaign_card.training_lines(workdir / 'train', experiment, runs) == [
     '- First on 2 CPU cores: 200 steps in resumed runs, 2.0 h of wall-clock, 2.0 core-hours; then, from those '
     'parameters:',
     '- 300 steps of 256 boards on a lent NVIDIA H200 (600 s of wall-clock; 16 CPU cores feeding it), learning rate '
@@ -365,7 +369,7 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
   }
   assert campaign_log.totals([record])['train_device_hours'] == 0.0
   cpu = {'step': 'train', 'steps': 500, 'wall_seconds': 3600, 'core_hours': 2.0}
-  assert campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, [cpu, record]) == [
+  assert campaign_card.training_lines(workdir / 'adopted' / 'wide8', grown, [cpu, record]) == [
     '- First on 2 CPU cores: 500 steps in resumed runs, 1.0 h of wall-clock, 2.0 core-hours; then, from those '
     'parameters:',
     '- 4,000 steps of 32 boards in a model grown from them (4 layers, MLPs 8 wide; `train.init_grow`: the same '
@@ -387,16 +391,16 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
     record,
     {**cpu, 'steps': 90, 'wall_seconds': 1800},
   ]
-  lines = campaign_ship.training_lines(workdir / 'train', configs.load('pretrained', ['data.train=unused']), runs)
+  lines = campaign_card.training_lines(workdir / 'train', configs.load('pretrained', ['data.train=unused']), runs)
   assert lines[1:3] == [
     '- 300 steps of 256 boards on a lent NVIDIA H100 (460 s of wall-clock; 16 CPU cores feeding it), learning rate '
     '0.0003, EMA 0.999, float32 compute (the GPU playbook).',
     "- Then, from those parameters (the campaign's `adopted/gpu`): 700 steps of 32 boards, learning rate 0.0003, EMA "
     '0.999, on 2 CPU cores in resumed runs: 1.0 h of wall-clock, 1.0 core-hours; then, from those parameters:',
   ]
-  assert lines[0] == campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[0]
+  assert lines[0] == campaign_card.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[0]
   assert lines[3:] == [
-    campaign_ship.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[-1],
+    campaign_card.training_lines(workdir / 'adopted' / 'wide8', grown, runs)[-1],
     "- Then, from those parameters (the campaign's `adopted/wide8`): 90 steps of 32 boards, learning "
     'rate 0.0003, EMA 0.999, on 2 CPU cores in resumed runs: 0.5 h of wall-clock, 2.0 core-hours.',
   ]
@@ -433,7 +437,7 @@ def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp
   from_shipped = configs.load(
     'tiny_packed', ['data.train=unused', 'train.init_from=/elsewhere/searchless/pretrained_transformer']
   )
-  assert campaign_ship.training_lines(side, from_shipped, []) == [
+  assert campaign_card.training_lines(side, from_shipped, []) == [
     '- First, 10 steps on a CPU.',
     '- Then 20 more.',
     f'- Then, from those parameters (the `pretrained-transformer` they made) with a new optimiser: {run}',
@@ -441,7 +445,7 @@ def test_a_side_model_started_from_a_shipped_one_has_that_models_lines_first(tmp
   # From random parameters, or from a folder that only looks like a shipped model's: its own line alone.
   for init in ('', '/elsewhere/pretrained_transformer'):
     experiment = configs.load('tiny_packed', ['data.train=unused', f'train.init_from={init}'])
-    assert campaign_ship.training_lines(side, experiment, []) == [f'- {run}']
+    assert campaign_card.training_lines(side, experiment, []) == [f'- {run}']
 
 
 def test_a_side_model_is_named_by_its_path_with_the_steps_of_its_export_or_its_workdir(tmp_path):

@@ -73,9 +73,9 @@ class ArgumentParser(argparse.ArgumentParser):
       self.exit(2, f'error: {message}\n')
     super().error(message)
 
-  def parse_known_args(
+  def parse_known_args(  # type: ignore[override]  # parse_args calls it.
     self,
-    args: Sequence[str] | None = None,  # type: ignore[override]  # parse_args calls it.
+    args: Sequence[str] | None = None,
     namespace: argparse.Namespace | None = None,
   ) -> tuple[argparse.Namespace, list[str]]:
     parsed = super().parse_known_args(args, namespace)

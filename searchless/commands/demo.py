@@ -47,6 +47,7 @@ import time
 from searchless import samples
 from searchless.commands import cli
 from searchless.commands import errors
+from searchless.commands import job_steps
 from searchless.core import artefacts
 from searchless import configs
 
@@ -109,19 +110,6 @@ def _repeated(flag: str, values: list[str]) -> list[str]:
   return [part for value in values for part in (flag, value)]
 
 
-def _record_command(run_dir: pathlib.Path, step: str, command: list[str]) -> None:
-  """Keeps each step's command in RUN_DIR/commands.json (the report shows them for steps to rerun)."""
-  path = run_dir / 'commands.json'
-  recorded = json.loads(path.read_text()) if path.exists() else {}
-  recorded[step] = shlex.join(command)
-  run_dir.mkdir(parents=True, exist_ok=True)
-  path.write_text(json.dumps(recorded, indent=2) + '\n')
-
-
-def _announce(number: int, step: str, command: list[str]) -> None:
-  print(f'\n[{number}/{len(STEPS)}] {step}: {shlex.join(command)}', flush=True)
-
-
 def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   """Runs (or continues) the job; returns the report's path."""
   args = _parser().parse_args(argv)
@@ -139,37 +127,8 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
   progress = ['--no_progress'] if args.no_progress else []
   engine = ['--engine_path', args.engine_path] if args.engine_path else []
   started = time.perf_counter()
-  timings = {}
-
-  def step(
-    number: int,
-    name: str,
-    command: list[str],
-    done: pathlib.Path | None,
-    call,
-    after: tuple[pathlib.Path, ...] = (),
-    record_as: str | None = None,
-  ) -> None:
-    """Runs a step unless `done` exists and is newer than the outputs it was made `after`."""
-    if name not in args.steps:
-      return
-    _announce(number, name, command)
-    name = record_as or name
-    _record_command(run_dir, name, command)
-    if (
-      done is not None
-      and done.exists()
-      and all(not d.exists() or d.stat().st_mtime <= done.stat().st_mtime for d in after)
-    ):
-      print(
-        f'  done already ({done.relative_to(run_dir) if done.is_relative_to(run_dir) else done} exists): skipped',
-        flush=True,
-      )
-      return
-    t = time.perf_counter()
-    call(command[1:])
-    timings[name] = round(time.perf_counter() - t, 1)
-    print(f'  {name} took {timings[name]:.0f} s', flush=True)
+  steps = job_steps.Steps(run_dir, args.steps, len(STEPS))
+  step, timings = steps.run, steps.timings
 
   def annotate(argv):
     from searchless.commands import annotate as command
@@ -184,7 +143,7 @@ def run(argv: Sequence[str] | None = None) -> pathlib.Path:
     [
       'searchless-annotate',
       *_repeated('--input', args.input),
-      '--output_dir',
+      '--out',
       str(data),
       '--overwrite',
       *engine,

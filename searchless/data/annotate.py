@@ -31,7 +31,7 @@ from apache_beam.pvalue import PBegin, PCollection, PDone
 from searchless.core import atomic
 from searchless.core import bags
 from searchless.core import records
-from searchless.data import boards
+from searchless.data import annotation_records
 from searchless.data import games
 from searchless.data import pgn
 from searchless.data import results
@@ -159,60 +159,6 @@ def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[resul
     yield 'engine_restarts', output.restarts
 
 
-def action_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str, float]]:
-  return [(annotation.fen, move, win_prob) for move, win_prob in annotation.action_values]
-
-
-def state_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, float]]:
-  return [(annotation.fen, annotation.state_value)]
-
-
-def behavioral_cloning_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str]]:
-  return [] if annotation.best_move is None else [(annotation.fen, annotation.best_move)]
-
-
-def board_value_records(annotation: engine_lib.BoardAnnotation) -> list[records.BoardValue]:
-  return [boards.from_action_values(annotation.fen, annotation.action_values, annotation.state_value)]
-
-
-RECORDS_OF = {
-  'action_value': action_value_records,
-  'state_value': state_value_records,
-  'behavioral_cloning': behavioral_cloning_records,
-  records.BOARD_VALUE: board_value_records,
-}
-# --records choices: the record kinds each writes.
-
-
-RECORD_SETS = {'chessbench': records.KINDS, 'board': (records.BOARD_VALUE,)}
-
-
-def record_kinds(spec: str, mode: str = 'per_move') -> tuple[str, ...]:
-  """The record kinds a ``--records`` value names (comma-separated RECORD_SETS keys) in engine `mode`.
-
-  In ``board`` mode (one search per board, no move values) the ChessBench set
-  is its state_value and behavioral_cloning datasets.
-
-  >>> record_kinds('chessbench,board')
-  ('action_value', 'state_value', 'behavioral_cloning', 'board_value')
-  >>> record_kinds('chessbench', 'board')
-  ('state_value', 'behavioral_cloning')
-  """
-  names = [n.strip() for n in spec.split(',') if n.strip()]
-  unknown = [n for n in names if n not in RECORD_SETS]
-  if unknown or not names:
-    raise ValueError(f'--records {spec!r}: expected a comma-separated subset of {sorted(RECORD_SETS)}')
-  kinds = tuple(kind for name in names for kind in RECORD_SETS[name])
-  if mode == 'board':
-    if 'board' in names:
-      raise ValueError(
-        f'--records {spec!r}: --mode board values no moves, so it has no board_value records; '
-        'use --records chessbench (state_value and behavioral_cloning)'
-      )
-    kinds = tuple(k for k in kinds if k != 'action_value')
-  return kinds
-
-
 def new_progress_dir() -> str:
   return tempfile.mkdtemp(prefix='searchless-progress-')
 
@@ -226,7 +172,7 @@ class AnnotateOptions:
   test_input: tuple[str, ...] = ()  # PGN files whose games all go to the test split (disables test_fraction).
   num_shards: int = shards.AUTO  # Shards per record set: 0 = by size (one <kind>_data.bag when small), N = exactly N.
   records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
-  records: str = 'chessbench,board'  # Record sets (see `record_kinds`).
+  records: str = 'chessbench,board'  # Record sets (see `annotation_records.record_kinds`).
   compress: bool = False  # zstd-compressed .bagz instead of .bag.
   skip_corrupt_inputs: bool = False  # Keep a corrupt input's games read so far instead of failing.
   max_games: int | None = None  # Games read from each input file at most (its first N).
@@ -238,7 +184,7 @@ class AnnotateOptions:
   test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (by hash) in the test split.
   dedup_by: str = 'fen'  # One of splits.DEDUP_BY.
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
-  mode: str = 'per_move'  # The engine mode (record_kinds depends on it).
+  mode: str = 'per_move'  # The engine mode (annotation_records.record_kinds depends on it).
   parallelism: int = 0  # Lanes games and boards are spread over (`Distribute`); 0: `annotation_job` picks.
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
 
@@ -364,7 +310,7 @@ class AnnotateGames(beam.PTransform):
         | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
         | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation)
       )
-      for kind in record_kinds(o.records, o.mode):
+      for kind in annotation_records.record_kinds(o.records, o.mode):
         spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
@@ -374,7 +320,7 @@ class AnnotateGames(beam.PTransform):
         )
         to_write.append(
           of_split
-          | f'{kind}[{split}]' >> beam.FlatMap(RECORDS_OF[kind])
+          | f'{kind}[{split}]' >> beam.FlatMap(annotation_records.RECORDS_OF[kind])
           | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
         )
     failures = shards.ShardSpec(out, 'failures', '.jsonl')

@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from searchless.core import artefacts
 from searchless.core import records
 from searchless.data import annotate
+from searchless.data import annotation_records
 from searchless.data import beam_job
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
@@ -70,7 +71,7 @@ def run(
 
   `command` is recorded in the manifest (default: this process's command line).
   """
-  annotate.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
+  annotation_records.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
   pipeline_options, local = beam_job.beam_options(beam_args)
   if local and not os.access(engine_config.path, os.X_OK):
     raise FileNotFoundError(

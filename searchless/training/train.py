@@ -11,12 +11,10 @@ latest checkpoint; N steps + resume + N steps gives the same parameters as 2N
 uninterrupted steps (bit-identical on CPU).
 """
 
-import fcntl
 import json
 import os
 import pathlib
 import signal
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +42,7 @@ from searchless.training import eval_set as eval_set_lib
 from searchless.training import grow
 from searchless.training import sharding
 from searchless.training import step as step_lib
+from searchless.training import workdir_lock
 
 
 ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other data does (`_resume_data`).
@@ -118,7 +117,7 @@ def train(
   had_lock = (work / '.lock').exists()
   work.mkdir(parents=True, exist_ok=True)
   try:
-    with _WorkdirLock(work):
+    with workdir_lock.WorkdirLock(work):
       return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
   except BaseException:
     if not had_lock and {p.name for p in work.iterdir()} == {'.lock'}:  # Refused before anything was written.
@@ -126,39 +125,6 @@ def train(
       if fresh:
         work.rmdir()
     raise
-
-
-class WorkdirInUse(OSError):
-  """Another trainer holds the workdir's lock."""
-
-
-class _WorkdirLock:
-  """An exclusive lock on WORKDIR/.lock (process 0 of a run only); the kernel drops it if the process dies."""
-
-  def __init__(self, work: pathlib.Path):
-    self._path, self._fd = work / '.lock', None
-
-  def __enter__(self):
-    if jax.process_index() != 0:
-      return self
-    fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      holder = os.read(fd, 200).decode('utf-8', 'replace').strip() or 'a process'
-      os.close(fd)
-      raise WorkdirInUse(
-        f'{self._path.parent} is in use by another trainer ({holder}): wait for it to end, or use another --workdir'
-      ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f'pid {os.getpid()} on {socket.gethostname()}'.encode())
-    self._fd = fd
-    return self
-
-  def __exit__(self, *exc):
-    if self._fd is not None:
-      os.close(self._fd)  # Closing releases the lock.
-      self._fd = None
 
 
 def _trim_metrics(work: pathlib.Path, step: int) -> None:

@@ -17,6 +17,7 @@ import pytest
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import free_label_job
+from searchless.data import free_label_merge
 from searchless.data import free_labels
 from searchless.data import pgn
 from searchless.data import streams
@@ -104,7 +105,7 @@ def test_merge_keeps_the_deepest_source_per_field():
       p
       | beam.Create([game, shallow, deep])
       | beam.Map(lambda b: ('k', b))
-      | beam.CombinePerKey(free_label_job.MergeBoards())
+      | beam.CombinePerKey(free_label_merge.MergeBoards())
       | beam.Values()
       | beam.Map(lambda b: (b.state_value, b.best_move, b.moves, b.win_probs, b.depth))
     )

@@ -19,6 +19,7 @@ from searchless import configs
 from searchless.core import config as config_lib
 from searchless.training import checkpoint
 from searchless.training import train
+from searchless.training import workdir_lock
 
 from helpers import tensorboard_scalars
 
@@ -392,7 +393,9 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
     time.sleep(0.2)
   try:
     assert first.poll() is None, first.stderr.read()[-3000:]
-    with pytest.raises(train.WorkdirInUse, match=f'{tmp_path} is in use by another trainer \\(pid {first.pid} on '):
+    with pytest.raises(
+      workdir_lock.WorkdirInUse, match=f'{tmp_path} is in use by another trainer \\(pid {first.pid} on '
+    ):
       train.train(small_config(av_bag, 'train.num_steps=5'), tmp_path)
   finally:
     first.send_signal(signal.SIGKILL)  # A crash: steps were logged after its last checkpoint.

@@ -10,10 +10,8 @@ package docstring (`searchless.play.uci`) describes the commands and options.
 >>> engine = UciEngine(lambda policy, options: None, lines.append, checkpoint_name='demo')
 >>> engine.handle('uci'), lines[0], lines[-1]
 (True, 'id name searchless (action_value, demo)', 'uciok')
->>> engine.handle('position startpos moves e2e4 e7e5 e1e3')
-True
->>> lines[-1]
-"info string error: illegal move 'e1e3' in position rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"
+>>> engine.handle('position startpos moves e2e4 e7e5 e1e3'), lines[-1]  # doctest: +ELLIPSIS
+(True, "info string error: illegal move 'e1e3' in position rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w ...")
 >>> engine.handle('xyzzy'), lines[-1]
 (True, "info string error: unknown command 'xyzzy'")
 >>> engine.handle('quit')
@@ -21,7 +19,7 @@ False
 """
 
 from collections.abc import Callable
-import dataclasses
+from typing import Any
 import logging
 import threading
 import time
@@ -153,14 +151,9 @@ class UciEngine:
     del args
     self._send(f'id name {self.name}')
     self._send('id author searchless')
-    for line in options_lib.declarations(
-      policy=self._policy,
-      options=self._options,
-      threads=self._threads,
-      search=self._search_kind,
-      searches=SEARCHES,
-      settings=self._settings,
-    ):
+    declared: dict[str, Any] = dict(policy=self._policy, options=self._options, threads=self._threads)
+    declared.update(search=self._search_kind, searches=SEARCHES, settings=self._settings)
+    for line in options_lib.declarations(**declared):
       self._send(line)
     self._send('uciok')
 
@@ -241,13 +234,9 @@ class UciEngine:
       self._searcher = None
 
   def _set_threads(self, value: str) -> None:
-    threads = options_lib.spin('Threads', value, 1, protocol.MAX_THREADS)
-    if threads > self._max_threads:  # lichess-bot and GUIs send their own default (4 for lichess-bot).
-      self._info(f'Threads {threads}: this process may use {self._max_threads} CPUs; using {self._max_threads}')
-      threads = self._max_threads
-    self._threads = threads
-    if self._loader.backend_started:
-      self._info(f'Threads {threads} recorded, but it only acts before the model is first loaded (no-op now)')
+    self._threads, notes = options_lib.threads(value, self._max_threads, self._loader.backend_started)
+    for note in notes:
+      self._info(note)
 
   def _set_search(self, value: str) -> None:
     if value not in SEARCHES:
@@ -371,19 +360,8 @@ class UciEngine:
       return self._choose_by_search(search, player, allowed if len(allowed) < nodes else None)
     move, analysis = player.choose(board, root_moves=allowed if len(allowed) < nodes else None)
     seconds = max(self._clock() - search.started, 0.0)
-    if self._debug:
-      top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
-      self._info(f'{player.policy.kind} top moves: {top}')
-    for line in search_lib.info_lines(
-      board,
-      move,
-      analysis,
-      player,
-      multipv=self._settings.multipv,
-      show_wdl=self._settings.show_wdl,
-      nodes=nodes,
-      seconds=seconds,
-    ):
+    lines = search_lib.policy_info_lines(board, move, analysis, player, self._settings, nodes, seconds, self._debug)
+    for line in lines:
       self._send(line)
     return move
 
@@ -398,26 +376,16 @@ class UciEngine:
     self, search: search_lib.Search, player: player_lib.Player, root_moves: list[chess.Move] | None
   ) -> chess.Move | None:
     """The move of an MCTS or alpha-beta search over the player's policy, within the go's limits."""
-    searcher_agent = self._ensure_searcher(player)
-    settings = self._settings
-    budget = search_lib.budget(
-      search.board,
-      search.request,
-      kind=self._search_kind,
-      nodes=settings.search_nodes,
-      depth=settings.search_depth,
-      overhead_ms=settings.move_overhead_ms,
-      spent=self._clock() - search.started,
+    spent = self._clock() - search.started
+    result, budget = search_lib.run_search(
+      self._ensure_searcher(player), search, self._search_kind, self._settings, spent=spent, root_moves=root_moves
     )
-    searcher = searcher_agent.searcher
-    searcher.config = dataclasses.replace(searcher.config, **budget)  # type: ignore[arg-type]
-    result = searcher_agent.search(search.board, stop=search.release.is_set, root_moves=root_moves)
     seconds = max(self._clock() - search.started, 0.0)
     if self._debug:
       self._info(f'{self._search_kind} {budget}: {result.simulations} nodes, {result.evaluations} boards evaluated')
-    for line in search_lib.search_info_lines(
-      result, multipv=settings.multipv, show_wdl=settings.show_wdl, seconds=seconds
-    ):
+    settings = self._settings
+    lines = search_lib.search_info_lines(result, multipv=settings.multipv, show_wdl=settings.show_wdl, seconds=seconds)
+    for line in lines:
       self._send(line)
     return result.move
 

@@ -158,3 +158,20 @@ def declarations(
     f'option name SearchNodes type spin default {settings.search_nodes} min 1 max {protocol.MAX_SEARCH_NODES}',
     f'option name SearchDepth type spin default {settings.search_depth} min 1 max {alphabeta.MAX_DEPTH}',
   ]
+
+
+def threads(value: str, max_threads: int, backend_started: bool) -> tuple[int, list[str]]:
+  """The Threads option's value, at most `max_threads` (the CPUs this process may use), and what to tell the GUI:
+  lichess-bot and GUIs send their own default (4 for lichess-bot); after the first load it no longer acts.
+
+  >>> threads('4', 2, False)
+  (2, ['Threads 4: this process may use 2 CPUs; using 2'])
+  """
+  count = spin('Threads', value, 1, protocol.MAX_THREADS)
+  notes = []
+  if count > max_threads:
+    notes.append(f'Threads {count}: this process may use {max_threads} CPUs; using {max_threads}')
+    count = max_threads
+  if backend_started:
+    notes.append(f'Threads {count} recorded, but it only acts before the model is first loaded (no-op now)')
+  return count, notes

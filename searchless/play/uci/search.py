@@ -9,6 +9,7 @@ and `search_info_lines` reports its result.
 """
 
 from collections.abc import Callable
+import dataclasses
 import threading
 
 import chess
@@ -17,8 +18,10 @@ import numpy as np
 from searchless.core import values
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
+from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import result as result_lib
+from searchless.play.uci import options as options_lib
 from searchless.play.uci import protocol
 
 MIN_SEARCH_SECONDS = 0.001  # A timed search whose time went on loading the model still looks at its root.
@@ -197,3 +200,48 @@ def search_info_lines(result: result_lib.SearchResult, *, multipv: int, show_wdl
       f'nps {int(result.simulations / max(seconds, 1e-3))} time {int(round(seconds * 1000))} pv {pv}'
     )
   return lines
+
+
+def run_search(
+  agent: search_agent.SearchAgent,
+  search: Search,
+  kind: str,
+  settings: options_lib.Settings,
+  *,
+  spent: float,
+  root_moves: list[chess.Move] | None,
+) -> tuple[result_lib.SearchResult, dict[str, float | int | None]]:
+  """A ``go``'s search by `agent` (its config set to the go's `budget`, `spent` seconds already gone): (the result,
+  the budget). ``stop`` ends it early with what it holds."""
+  limits = budget(
+    search.board,
+    search.request,
+    kind=kind,
+    nodes=settings.search_nodes,
+    depth=settings.search_depth,
+    overhead_ms=settings.move_overhead_ms,
+    spent=spent,
+  )
+  agent.searcher.config = dataclasses.replace(agent.searcher.config, **limits)  # type: ignore[arg-type]
+  return agent.search(search.board, stop=search.release.is_set, root_moves=root_moves), limits
+
+
+def policy_info_lines(
+  board: chess.Board,
+  move: chess.Move,
+  analysis: policy_lib.Analysis,
+  player: player_lib.Player,
+  settings: options_lib.Settings,
+  nodes: int,
+  seconds: float,
+  debug: bool,
+) -> list[str]:
+  """The ``info`` lines of the searchless player's move (`info_lines`), after its top moves when `debug`."""
+  lines = []
+  if debug:
+    top = ' '.join(f'{m.uci()} {s:.4f}' for m, s in analysis.ranked()[:5])
+    lines.append(f'info string {player.policy.kind} top moves: {top}')
+  info = info_lines(
+    board, move, analysis, player, multipv=settings.multipv, show_wdl=settings.show_wdl, nodes=nodes, seconds=seconds
+  )
+  return lines + info

@@ -35,6 +35,7 @@ def _grown(overrides):
   return big, grown
 
 
+@pytest.mark.slow
 def test_a_graph_with_wider_mlps_and_two_more_layers_plays_exactly_as_the_small_one(tmp_path):
   big, grown = _grown(['model.widening_factor=8', 'model.num_layers=6', 'model.seed=1'])
   assert grown['mlp_0/linear']['w'].shape == (64, 512) and 'gateau_5/out' in grown
@@ -83,6 +84,7 @@ def test_a_grown_model_that_computes_something_else_is_refused():
     grow.check_same_function(small_config, small, big_config, grown, 'pretrained')
 
 
+@pytest.mark.slow
 def test_training_from_a_grown_model_starts_where_the_small_one_is(tmp_path, board_bag):
   base = [
     f'data.train={board_bag}',

@@ -234,6 +234,7 @@ def test_one_block_packed_model_is_the_per_move_model(small_model):
   np.testing.assert_allclose(packed[0, : len(actions)], per_move, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_packed_variants(small_model):
   config, params = small_model
   actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]

@@ -274,6 +274,7 @@ def test_spec_errors_name_the_option():
     mcts.MctsConfig(simulations=-1)
 
 
+@pytest.mark.slow
 def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
   from searchless.play import player
 
@@ -345,6 +346,7 @@ def test_search_runs_over_every_kind_of_checkpoint(small_checkpoints):
     evaluator_lib.Evaluator(policies['behavioral_cloning'], value_policy=policies['behavioral_cloning'])
 
 
+@pytest.mark.slow
 def test_a_behavioral_cloning_spec_takes_a_value_checkpoint(small_checkpoints):
   spec = (
     f'search:{small_checkpoints["behavioral_cloning"]},value={small_checkpoints["state_value"]},'

@@ -55,6 +55,7 @@ def _losses(workdir):
 
 
 @pytest.mark.parametrize('packed', [False, True, 'graph'], ids=['per_move', 'board_packed', 'graph'])
+@pytest.mark.slow
 def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
   if packed == 'graph':
     config = configs.load(

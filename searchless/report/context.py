@@ -133,7 +133,7 @@ def commands(run_dir: str | os.PathLike, data_dir: str | os.PathLike | None = No
   model = f'checkpoint:{d}/train,name=searchless'
   hints = {
     'all': f'python -m searchless.commands.demo --run_dir {q(d)}   # or: make run RUN_DIR={q(d)}',
-    'annotate': f'searchless-annotate --input GAMES.pgn --output_dir {q(data)}',
+    'annotate': f'searchless-annotate --input GAMES.pgn --out {q(data)}',
     'train': (
       f'searchless-train --config CONFIG --workdir {q(d + "/train")} '
       f'--data {q(data + "/train/action_value*")} --eval_data {q(data + "/test/action_value*")}'

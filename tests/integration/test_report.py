@@ -535,7 +535,7 @@ def test_missing_steps_say_not_run_with_their_command(tmp_path):
   md = (run_dir / 'report' / 'report.md').read_text()
   d = str(run_dir)
   expected = {
-    'Dataset': (f'`{d}/data/manifest.json` is missing', f'searchless-annotate --input GAMES.pgn --output_dir {d}/data'),
+    'Dataset': (f'`{d}/data/manifest.json` is missing', f'searchless-annotate --input GAMES.pgn --out {d}/data'),
     'Training': (
       f'`{d}/train/config.json` is missing',
       f"searchless-train --config CONFIG --workdir {d}/train --data '{d}/data/train/action_value*' "

@@ -6,7 +6,7 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 >>> _ = p.add_argument('--out', help='where to write')
 >>> _ = p.add_argument('--quiet', action='store_true', help='no progress')
 >>> _ = p.add_argument('--draw', type=int, default=None, help='adjudicate draws (default: off)')
->>> print('\n'.join(line.strip() for line in p.format_help().splitlines()[-4:]))
+>>> print('\\n'.join(line.strip() for line in p.format_help().splitlines()[-4:]))
 --n N        how many (default: 3)
 --out OUT    where to write
 --quiet      no progress

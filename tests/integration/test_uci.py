@@ -973,7 +973,7 @@ def test_threads_out_of_the_option_range_are_refused_on_the_command_line(value, 
   with pytest.raises(SystemExit) as exit_info:
     uci_command.main(['--checkpoint', 'pretrained', '--threads', value])
   assert exit_info.value.code == 2
-  assert capsys.readouterr().err.strip().splitlines()[-1] == f'searchless-uci: error: argument --threads: {message}'
+  assert capsys.readouterr().err.strip().splitlines()[-1] == f'error: argument --threads: {message}'
 
 
 # A go's time beyond its limit that the README allows: Move Overhead (10 ms) + 30 ms; plus a margin for a loaded

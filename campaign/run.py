@@ -142,11 +142,7 @@ def start_model(workdir: pathlib.Path, start_from: str) -> pathlib.Path | None:
   for a random initialisation)."""
   if (adopted := campaign_model.adopted(workdir)) is not None:
     return adopted
-  if not start_from:
-    return None
-  if start_from in loading.SHIPPED:
-    return pathlib.Path(str(loading.pretrained_dir(start_from)))
-  return pathlib.Path(start_from).resolve()
+  return model_folder(start_from) if start_from else None
 
 
 def model_folder(model: str) -> pathlib.Path:

@@ -1,4 +1,4 @@
-"""What a batch of board rows costs the training loader: decoding, and completing partial boards (issue 27).
+"""What a batch of board rows costs the training loader: decoding, and completing partial boards.
 
     cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/board_rows.py     # ~1 minute, CPU time
 

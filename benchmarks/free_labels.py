@@ -1,4 +1,4 @@
-"""Free labels (issue 29): how fast `searchless-import` reads, and what its state values teach against ours.
+"""Free labels: how fast `searchless-import` reads, and what its state values teach against ours.
 
     cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/free_labels.py \\
         --workdir /root/searchless-data/free_labels        # ~1 h on 2 cores (2 x --minutes of training), resumable

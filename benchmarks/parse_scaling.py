@@ -11,7 +11,7 @@ multi-processing DirectRunner and prints games/s and ratios:
   on 2 workers;
 * after: `games.ReadGames` only splits the text, `games.Distribute`
   spreads the games, `games.ParseGames` parses them, on 1 and on 2 workers
-  (issue 12's target: >= 1.8x the 1-worker games/s on 2 workers).
+  (the target: >= 1.8x the 1-worker games/s on 2 workers).
 """
 
 import argparse

@@ -1,4 +1,4 @@
-"""The transformer's structural priors (issue 28): what each costs in throughput and gives in learning.
+"""The transformer's structural priors: what each costs in throughput and gives in learning.
 
     .venv/bin/python benchmarks/priors.py                  # training throughput only, ~5 minutes on 2 cores
     cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/priors.py \\
@@ -44,7 +44,7 @@ PRIORS = {
   'packed_untied': ['model.move_squares=untied'],
   'packed_relative': ['model.square_bias=relative'],
   'packed_smolgen': ['model.smolgen=32'],
-  # The graph's open-line flag as an attention bias (square_bias='open_lines', issue 28's 4th step).
+  # The graph's open-line flag as an attention bias (square_bias='open_lines').
   'packed_open_lines': ['model.square_bias=open_lines'],
   'packed_lines': ['model.mover_view=True', 'model.move_squares=tied', 'model.square_bias=open_lines'],
   'packed_lines_smolgen': [

@@ -888,7 +888,7 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
           proc.kill()
 
 
-# Search (issue 15): MCTS and alpha-beta over the policy, within the go's limits.
+# Search: MCTS and alpha-beta over the policy, within the go's limits.
 
 MATE_IN_2 = 'k7/8/2K5/8/8/8/8/1R6 w - - 0 1'  # 1.Kc7 Ka7 2.Ra1#.
 

@@ -195,7 +195,7 @@ def test_state_value_head_and_parameters(small):
 
 
 def test_without_open_lines_the_graph_is_the_graph_with_a_zero_open_flag(small):
-  """The ablation `graph_open_lines=False` (issue 28) has no `open` table and computes what a zero table does."""
+  """The ablation `graph_open_lines=False` has no `open` table and computes what a zero table does."""
   params, apply = small
   ablated = dataclasses.replace(SMALL, graph_open_lines=False)
   ablated_params = network.init_params(ablated)
@@ -227,7 +227,7 @@ def test_graph_configs():
 
 
 def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
-  """What graph_tiny computes, pinned before its layer was rewritten for speed (issue 27): the same function.
+  """What graph_tiny computes, pinned before its layer was rewritten for speed: the same function.
 
   Parameters are the seeded init plus seeded noise (so no layer-norm scale is 1 and no offset 0).
   """

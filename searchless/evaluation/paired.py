@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import chess.pgn
 
 HELDOUT_METRICS = ('log_loss', 'action_accuracy', 'kendall_tau')  # Per board, in boards.jsonl's `metrics`.
+PLAYER = 'searchless'  # The measured model's name in a match's PGN (`strength.measure` plays it under this name).
 Z95 = 1.96  # Two-sided 95% normal quantile: the intervals below are mean +- Z95 standard errors.
 
 
@@ -134,7 +135,7 @@ def _scores(path: pathlib.Path, player: str) -> dict[int, float]:
   return scores
 
 
-def match(base: pathlib.Path, new: pathlib.Path, player: str = 'searchless') -> Match:
+def match(base: pathlib.Path, new: pathlib.Path, player: str = PLAYER) -> Match:
   """`player`'s games in two match PGN files, paired by round (the same opening and colour in each)."""
   a, b = _scores(new, player), _scores(base, player)
   rounds = sorted(a.keys() & b.keys())

@@ -34,7 +34,7 @@ from typing import Any
 from searchless.evaluation import metrics
 from searchless.evaluation import paired
 
-NAME = 'searchless'  # The measured model's name in the match's PGN and results (`paired.match` reads it).
+NAME = paired.PLAYER  # The measured model's name in the match's PGN and results (`paired.match` reads it).
 OPPONENT_LIMIT = 'nodes=100000'  # Stockfish's search a move: ~0.1 s on a 2-core machine, and the same under load.
 STRENGTH_FILE = 'strength.json'
 

@@ -8,7 +8,8 @@ Here, once, before a device call (both folders git-excluded; together under the 
         dm-haiku==0.0.17 jmp==0.0.4 grain==0.2.18 array-record portpicker bagz==0.3.8 ml_collections==1.1.0 \\
         tensorboardX==2.6.5 zstandard          # what the image (jax, optax, orbax, numpy) lacks
     pip wheel --no-deps -w .whl chess==1.11.2   # an sdist only
-    python -c "from campaign import board_columns as b; print(b.pack('BOARDS.bag', '.device/data'))"
+    python -m campaign --workdir ~/searchless-data/campaign --shared ../shared --steps pack   # the labelled boards,
+    cp -r ~/searchless-data/campaign/device/data .device/data                              # packed within the carry
 
 Then one device call (`run`, carry ['.whl', '.device'], timeout_s 600), the command on one line:
 

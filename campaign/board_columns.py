@@ -33,6 +33,8 @@ import lzma
 import multiprocessing
 import os
 import pathlib
+import shutil
+from typing import Any
 
 import bagz
 import numpy as np
@@ -45,8 +47,16 @@ COLUMNS = ('fens', 'moves', 'buckets')  # Each DIR/NAME.xz: FENs and moves (spac
 META = 'columns.json'  # Boards, buckets and values: what unpack checks the columns against.
 
 
-def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 128, workers: int = 3) -> dict[str, int]:
-  """board_value records of the bag `src` -> the columns in the folder `out`; returns its META.
+def pack(
+  src: str | os.PathLike,
+  out: str | os.PathLike,
+  *,
+  num_buckets: int = 128,
+  workers: int = 3,
+  max_boards: int | None = None,
+) -> dict[str, int]:
+  """board_value records of the bag `src` (its first `max_boards`, default all) -> the columns in the folder `out`;
+  returns its META.
 
   `num_buckets`: the models' ``num_return_buckets`` (the paper's 128). `workers`: processes compressing the
   columns (one each at most).
@@ -56,7 +66,7 @@ def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 1
   edges, _ = values.uniform_buckets(num_buckets)
   reader = bagz.Reader(str(src))
   fens, moves, buckets = [], [], []
-  for i in range(len(reader)):
+  for i in range(len(reader) if max_boards is None else min(max_boards, len(reader))):
     try:
       (board,) = codecs.decode_boards([reader[i]])
       codecs.check_boards([board])  # NaN or outside [0, 1]: the loader refuses it, so pack does too.
@@ -87,6 +97,21 @@ def pack(src: str | os.PathLike, out: str | os.PathLike, *, num_buckets: int = 1
   meta = {'boards': len(fens), 'num_buckets': num_buckets, 'values': len(data['buckets'])}
   (out / META).write_text(json.dumps(meta) + '\n')
   return meta
+
+
+def pack_within(src: str | os.PathLike, out: str | os.PathLike, max_bytes: int, **kwargs: Any) -> dict[str, int]:
+  """`pack`, of as many of the first boards of `src` as fit in `max_bytes` (a device call's carry); returns META
+  with the folder's ``bytes``. `out` is replaced whole, or left as it was when this fails."""
+  out = pathlib.Path(out)
+  tmp = out.with_name(out.name + '.tmp')
+  shutil.rmtree(tmp, ignore_errors=True)
+  size = lambda: sum(f.stat().st_size for f in tmp.iterdir())
+  meta = pack(src, tmp, **kwargs)
+  while (total := size()) > max_bytes and meta['boards']:  # Columns compress about evenly: scale, with a margin.
+    meta = pack(src, tmp, max_boards=int(meta['boards'] * max_bytes / total * 0.98), **kwargs)
+  shutil.rmtree(out, ignore_errors=True)
+  tmp.rename(out)
+  return {**meta, 'bytes': total}
 
 
 def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) -> int:

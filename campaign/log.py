@@ -134,12 +134,12 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
     '',
     '    make setup stockfish',
     f'    nohup setsid .venv/bin/python -m campaign --workdir {workdir} --shared {shared} --config {config_name} '
-    f'> {workdir}/logs/campaign.log 2>&1 &',
+    f'--workers 1 > {workdir}/logs/campaign.log 2>&1 &',
     '',
-    'Add `--steps labels` to only label, `--steps train,evaluate --train_seconds N` to only train. Every step '
-    'continues where it stopped; a new machine starts again from `--shared` (games, the shared labels) and the '
-    'shipped model. On 2 cores, labels and training run best at once, one core each (`taskset -c 1 ... --steps '
-    'games,labels --workers 1` beside `taskset -c 0 ... --steps train,evaluate`).',
+    "The default steps make labels and pack the next lent-GPU call's boards (`device/data`); `--workers 1` "
+    'leaves a core free. Every step continues where it stopped; a new machine starts again from `--shared` (games, '
+    'the shared labels) and the shipped model. Training runs on a lent GPU (`benchmarks/gpu_playbook.py`, its '
+    'model taken in with `--steps adopt,evaluate --model OUT/NAME`), not on these cores.',
     '',
     '## Folders',
     '',
@@ -148,6 +148,8 @@ def write_readme(workdir: pathlib.Path, shared: pathlib.Path, config_name: str) 
     '`manifest.json` is unfinished and is labelled again.',
     '- `boards/`: the distinct boards of every label folder (train and held-out test), one bag each, '
     'with the folders they came from (`train.json`, `test.json`).',
+    "- `device/data/`: the train boards as columns within a device call's carry (`device/data.json`: how many): "
+    'copy it to `.device/data` in the checkout for the GPU playbook.',
     '- `train/`: the training run (orbax checkpoints, metrics.jsonl), resumed by every train step. When a model '
     'trained elsewhere was adopted (`--steps adopt --model DIR`, e.g. on a lent GPU), the run before it is kept '
     'as `train_until_STEP/`, the model itself in `adopted/NAME/` (`adopted.json` names it), and the next train '

@@ -12,13 +12,18 @@ and the shipped model):
 2. labels    each chunk not labelled yet, with the shipped recipe (`campaign.labels`) ->
              WORKDIR/labels/SOURCE_NNN (done when its manifest.json exists). The chunks already
              in ``--shared``/data/labels are used as they are, never labelled again;
+   pack      every labelled train board, one record per position (WORKDIR/boards), packed as
+             columns within a device call's carry (``--device_mib``) -> WORKDIR/device/data: the
+             next lent-GPU call's ``--data`` (`benchmarks/gpu_playbook.py`);
 3. adopt     (by name, with ``--model DIR``) a model trained elsewhere, e.g. on a lent GPU by the
              GPU playbook, becomes the campaign's model (`campaign.model`): evaluated and shipped as
              it is, and the start of the next run;
 4. train     the campaign config on every labelled board, one record per position across chunks
              (WORKDIR/boards, `searchless.data.distinct`, rebuilt when labels were added), for
              ``--train_seconds`` more, resuming WORKDIR/train; a new run starts from the adopted
-             model, else from ``--start_from`` (default: the shipped ``pretrained``);
+             model, else from ``--start_from`` (default: the shipped ``pretrained``). Training
+             is for an accelerator: without one it is refused unless ``--cpu_training`` is given
+             (CPU stretches stopped moving the model: benchmarks/RESULTS.md, "The strength campaign");
 5. evaluate  the campaign's model on the held-out boards (the shared chunks' test splits) and the
              dev puzzles (`searchless.evaluation.strength`) -> WORKDIR/eval/STEP, one line of
              WORKDIR/curve.jsonl per run, and WORKDIR/curve.png, the campaign's curve so far;
@@ -54,9 +59,10 @@ from searchless.commands import errors
 from searchless.evaluation import strength
 from searchless.model import loading
 
-STEPS = ('games', 'labels', 'adopt', 'train', 'evaluate', 'match', 'ship')
-# 'adopt' needs --model; 'ship' writes into the package: both are asked for by name.
-DEFAULT_STEPS = ('games', 'labels', 'train', 'evaluate', 'match')
+STEPS = ('games', 'labels', 'pack', 'adopt', 'train', 'evaluate', 'match', 'ship')
+# What a machine without an accelerator does: labels, and the next GPU call's boards. 'adopt' needs --model and
+# 'ship' writes into the package: they, 'train', 'evaluate' and 'match' are asked for by name.
+DEFAULT_STEPS = ('games', 'labels', 'pack')
 OPPONENT_ELO = 1350  # The game target: a positive score against Stockfish at this UCI_Elo.
 GAMES = 100  # The match step's games: BayesElo within about +-65.
 
@@ -168,6 +174,8 @@ def run(
   ship_as: str = 'pretrained',
   games: int = GAMES,
   start_from: str = 'pretrained',
+  device_mib: float = boards.DEVICE_DATA_MIB,
+  cpu_training: bool = False,
 ) -> None:
   """Runs `steps` of the campaign in WORKDIR (see the module docstring).
 
@@ -188,6 +196,8 @@ def run(
     ship_as: the shipped model the ship step must beat and replaces (`loading.SHIPPED`).
     games: the match step's games against Stockfish 1350.
     start_from: a new run's parameters when nothing was adopted: a shipped name, a model folder or '' (random).
+    device_mib: the pack step's budget for the columns, in MiB.
+    cpu_training: let the train step run without an accelerator.
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
@@ -196,6 +206,14 @@ def run(
     raise ValueError('the adopt step needs the model: --steps adopt --model DIR')
   if 'match' in steps and games < 1:
     raise ValueError(f'--games must be >= 1 for the match step, got {games}')
+  if 'train' in steps and not cpu_training:
+    import jax
+
+    if jax.default_backend() == 'cpu':
+      raise ValueError(
+        'the train step has no accelerator here: CPU training stretches stopped moving the model; make labels '
+        '(--steps games,labels,pack) and train on a lent GPU (benchmarks/gpu_playbook.py), or pass --cpu_training'
+      )
   workdir, shared = pathlib.Path(workdir).resolve(), pathlib.Path(shared).resolve()
   game_files, games_per_chunk = games_lib.read_sources(pathlib.Path(sources))
   (workdir / 'logs').mkdir(parents=True, exist_ok=True)
@@ -205,6 +223,15 @@ def run(
   if 'labels' in steps:
     for _ in campaign_labels.label_chunks(chunks, workdir / 'labels', workdir, workers=workers, max_chunks=max_chunks):
       readme()
+  if 'pack' in steps:
+    merged = boards.merge_boards(boards.label_folders(shared, workdir), workdir / 'boards', 'train')
+    packed = boards.pack_for_device(merged, workdir / 'device', device_mib)
+    print(
+      f'[pack] {packed["boards"]:,} of {merged["distinct_boards"]:,} distinct train boards as columns in '
+      f'{packed["data"]} ({packed["bytes"] / 2**20:.1f} MiB of {device_mib:g})',
+      flush=True,
+    )
+    readme()
   train_dir = workdir / 'train'
   puzzle_csv = pathlib.Path(puzzles) if puzzles else shared / 'data' / 'puzzles' / 'lichess_puzzles_dev.csv'
   if 'adopt' in steps and model is not None:  # (Checked above: adopt comes with its model.)
@@ -353,6 +380,13 @@ def _parser() -> argparse.ArgumentParser:
     help='the shipped model the ship step must beat and replaces',
   )
   p.add_argument('--heldout_boards', type=int, default=2000, help='held-out boards evaluated')
+  p.add_argument(
+    '--device_mib',
+    type=float,
+    default=boards.DEVICE_DATA_MIB,
+    help="the pack step's columns at most this size (a device call's carry, less the checkout and the wheels)",
+  )
+  p.add_argument('--cpu_training', action='store_true', help='let the train step run without an accelerator')
   return p
 
 
@@ -376,4 +410,6 @@ def main(argv: Sequence[str] | None = None) -> None:
       ship_as=args.ship_as,
       games=args.games,
       start_from=args.start_from,
+      device_mib=args.device_mib,
+      cpu_training=args.cpu_training,
     )

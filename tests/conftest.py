@@ -21,6 +21,14 @@ from searchless.engines import launch
 
 # UCI engines the tests start as processes; they read stdin, so --doctest-modules must not import them.
 collect_ignore = ['integration/fake_engines']
+# Docstring examples that build and run models: left out of `make test-fast` with the tests marked slow.
+SLOW_DOCTESTS = ('searchless', 'searchless.model.graph', 'searchless.model.network')
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+  for item in items:
+    if isinstance(item, pytest.DoctestItem) and item.name in SLOW_DOCTESTS:
+      item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope='session')

@@ -142,6 +142,31 @@ def test_boards_are_merged_distinct_first_label_first_and_rebuilt_only_when_labe
   assert json.loads((out / 'train.json').read_text())['folders'] == [str(a)]
 
 
+def test_without_an_accelerator_it_packs_the_next_gpu_calls_boards_and_refuses_to_train(board_bag, tmp_path, capsys):
+  from campaign import board_columns
+
+  shared = _shared_labels(board_bag, tmp_path)
+  workdir = tmp_path / 'campaign'
+  assert campaign.DEFAULT_STEPS == ('games', 'labels', 'pack')
+  campaign.run(workdir, shared, sources=_no_sources(tmp_path))  # The default steps: no labels to make here.
+  packed = json.loads((workdir / 'device' / 'data.json').read_text())
+  assert (packed['boards'], packed['distinct_boards']) == (40, 40) and packed['bytes'] <= 28 * 2**20
+  assert board_columns.unpack(workdir / 'device' / 'data', tmp_path / 'back.bag') == 40
+  assert [r.fen for r in bags.read_records(str(tmp_path / 'back.bag'), 'board_value')] == [
+    r.fen for r in bags.read_records(board_bag, 'board_value')[:40]
+  ]
+  assert '[pack] 40 of 40 distinct train boards as columns' in capsys.readouterr().out
+  # A budget the columns do not fit: the first boards that do, the folder replaced whole.
+  small = packed['bytes'] * 0.6 / 2**20
+  campaign.run(workdir, shared, steps=['pack'], sources=_no_sources(tmp_path), device_mib=small)
+  again = json.loads((workdir / 'device' / 'data.json').read_text())
+  assert 0 < again['boards'] < 40 and again['bytes'] <= small * 2**20
+  assert sorted(p.name for p in (workdir / 'device').iterdir()) == ['data', 'data.json']
+  with pytest.raises(ValueError, match='^the train step has no accelerator here: CPU training stretches'):
+    campaign.run(workdir, shared, steps=['train'], sources=_no_sources(tmp_path))
+  assert not (workdir / 'train').exists()
+
+
 @pytest.mark.engine
 def test_labels_are_resumable_logged_and_an_unfinished_folder_is_labelled_again(stockfish, lichess_999, tmp_path):
   games = _games(lichess_999)
@@ -203,6 +228,7 @@ def test_train_and_evaluate_resume_and_log_their_cost(board_bag, tmp_path):
   workdir = tmp_path / 'campaign'
   kwargs = dict(
     steps=['train', 'evaluate'],
+    cpu_training=True,
     config_name='graph_tiny',
     sources=_no_sources(tmp_path),
     start_from='',
@@ -242,6 +268,7 @@ def test_a_model_trained_elsewhere_is_adopted_evaluated_and_started_from(board_b
     start_from='',
     heldout_boards=5,
     puzzles=str(_few_puzzles(tmp_path)),
+    cpu_training=True,
   )
   campaign.run(workdir, shared, steps=['train'], overrides=[*SMALL, 'train.num_steps=2'], **kwargs)
   with pytest.raises(ValueError, match='^the adopt step needs the model'):
@@ -475,6 +502,7 @@ def test_ship_keeps_the_shipped_model_unless_beaten_and_else_exports_measures_an
     workdir,
     shared,
     steps=['train', 'evaluate', 'ship'],
+    cpu_training=True,
     config_name='graph_tiny',
     sources=_no_sources(tmp_path),
     start_from='',

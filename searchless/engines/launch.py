@@ -129,17 +129,20 @@ def open_engine(
   threads: int = DEFAULT_THREADS,
   hash_mb: int = DEFAULT_HASH_MB,
   options: Mapping[str, str | int | bool | None] | None = None,
+  handshake_seconds: float = HANDSHAKE_SECONDS,
 ) -> chess.engine.SimpleEngine:
   """Starts a UCI engine (default: Stockfish) with Threads and Hash set (where it has them) and `options`.
+
+  `handshake_seconds`: how long it may take to answer ``uci`` (an engine that loads a model first needs more).
 
   Raises `EngineNotFound` when the binary cannot be started and `ValueError` when
   the engine rejects one of `options` (the process is closed first).
   """
   binary = resolve(require_stockfish(path))
   try:
-    engine = _popen_uci(binary, HANDSHAKE_SECONDS)
+    engine = _popen_uci(binary, handshake_seconds)
   except TimeoutError:  # Before OSError: it is one, with no message.
-    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {HANDSHAKE_SECONDS:g} s') from None
+    raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {handshake_seconds:g} s') from None
   except chess.engine.EngineTerminatedError as error:
     raise EngineUnresponsive(
       f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})'

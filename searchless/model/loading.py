@@ -14,10 +14,12 @@ them; `export` writes a model to play (``params_ema`` in bfloat16 + its config).
 (True, 'action_value')
 """
 
+import hashlib
 import importlib.resources
 import json
 from collections.abc import Mapping
 import os
+import pathlib
 from typing import Any
 
 import jax
@@ -198,8 +200,7 @@ def load_model(
     return transformer.infer_config(params, num_heads=num_heads), params, None
   model_config = ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
-    _check_shapes(params_dir, model_config, params)
-    _check_probe(params_dir, model_config, params)
+    _check_fit(params_dir, model_config, params)
     return model_config, params, experiment
   inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
   shape_fields = (
@@ -222,9 +223,50 @@ def load_model(
       f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
       f'num_heads {model_config.num_heads}'
     )
-  _check_shapes(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
-  _check_probe(params_dir, model_config, params)
+  _check_fit(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
   return model_config, params, experiment
+
+
+def _check_fit(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
+  """Refuses parameters that are not those of their config's model: by the saved probe where there is one (one
+  forward pass: what the parameters computed when saved, reproduced), else by their names and shapes."""
+  saved = _saved_probe(params_dir)
+  if saved is None:
+    _check_shapes(params_dir, model_config, params)
+    return
+  memo = _probe_memo(params_dir, model_config, saved)
+  if memo is not None and memo.exists():  # These files, with this code, reproduced their probe before.
+    return
+  try:
+    now = network.probe(model_config, params)
+  except Exception:  # Parameters of other names or shapes fail the forward pass: name the first one.
+    _check_shapes(params_dir, model_config, params)
+    raise
+  _check_probe(params_dir, model_config, saved, now)
+  if memo is not None:
+    try:
+      memo.parent.mkdir(parents=True, exist_ok=True)
+      memo.touch()
+    except OSError:  # A read-only cache: the probe runs again next time.
+      pass
+
+
+def _probe_memo(params_dir: epath.Path, model_config: ModelConfig, saved: list[float]) -> pathlib.Path | None:
+  """Where a passed probe of the parameters at `params_dir` is remembered: a file named by their files (names,
+  sizes, modification times), their config, their saved probe and the model's code, in JAX's persistent
+  compilation cache folder (`searchless.play.compilation_cache`; clearing the folder clears it). None when that
+  cache is off."""
+  cache = getattr(jax.config, 'jax_compilation_cache_dir')  # Typed stubs lack the attribute.
+  if not cache:
+    return None
+  key = hashlib.sha256(f'{model_config!r} {saved} jax {jax.__version__}\n'.encode())
+  code = pathlib.Path(__file__).parent
+  for folder, files in ((str(params_dir), None), (str(code), '.py')):
+    for root, _, names in sorted(os.walk(folder)):
+      for name in sorted(n for n in names if files is None or n.endswith(files)):
+        stat = os.stat(os.path.join(root, name))
+        key.update(f'{os.path.relpath(os.path.join(root, name), folder)} {stat.st_size} {stat.st_mtime_ns}\n'.encode())
+  return pathlib.Path(cache) / 'searchless-probes' / key.hexdigest()
 
 
 def _check_shapes(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
@@ -242,15 +284,17 @@ def _check_shapes(params_dir: epath.Path, model_config: ModelConfig, params: dic
     )
 
 
-def _check_probe(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
-  """Refuses parameters whose saved `model.probe` output this config does not reproduce."""
+def _saved_probe(params_dir: epath.Path) -> list[float] | None:
+  """The `model.probe` output saved with the parameters at `params_dir` (None: saved before probes existed)."""
   probe_file = params_dir.parent / PROBE / PROBE_FILE
-  if not probe_file.exists():  # Saved before probes existed.
-    return
-  saved = json.loads(probe_file.read_text()).get(params_dir.name)
-  if saved is None:
-    return
-  distance = network.probe_distance(saved, network.probe(model_config, params))
+  if not probe_file.exists():
+    return None
+  return json.loads(probe_file.read_text()).get(params_dir.name)
+
+
+def _check_probe(params_dir: epath.Path, model_config: ModelConfig, saved: list[float], now: list[float]) -> None:
+  """Refuses parameters whose saved `model.probe` output (`saved`) this config does not reproduce (`now`)."""
+  distance = network.probe_distance(saved, now)
   if distance > PROBE_TOLERANCE:
     raise ValueError(
       f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'

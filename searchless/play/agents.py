@@ -13,8 +13,12 @@ processes) can build them:
   limited strength (``UCI_LimitStrength``/``UCI_Elo``, an Elo ladder);
 * ``stockfish-all-moves:LIMIT[,...]`` the paper's oracle: every legal move
   searched on its own (``searchmoves``), the best value played;
-* ``uci:PATH[,LIMIT][,option.NAME=VALUE ...]`` any UCI engine (Debian ships
-  Ethereal, Toga II, Glaurung, Phalanx, ...).
+* ``uci:PATH[,LIMIT][,handshake=S][,option.NAME=VALUE ...]`` any UCI engine
+  (Debian ships Ethereal, Toga II, Glaurung, Phalanx, ...), given S seconds
+  (default 5) to answer ``uci``, more for one that loads a model first, such as
+  ``searchless-uci``; its LIMIT may also be a game clock,
+  ``clock=BASE+INC`` (seconds, e.g. ``clock=60+0.6``): the engine gets ``go wtime
+  btime winc binc`` and spends its own time, and loses the game when it overruns.
 
 Any spec may end with ``,name=NAME``.
 
@@ -26,6 +30,8 @@ Any spec may end with ``,name=NAME``.
 
 from collections.abc import Iterator
 import contextlib
+import dataclasses
+import time
 from typing import Protocol
 
 import chess
@@ -50,28 +56,62 @@ class Agent(Protocol):
     """Releases processes and devices."""
 
 
+class TimeForfeit(RuntimeError):
+  """An agent on a game clock overran it: it loses the game."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Clock:
+  """A game clock: `base` seconds for the game plus `increment` seconds a move.
+
+  >>> Clock.parse('60+0.6'), str(Clock.parse('180'))
+  (Clock(base=60.0, increment=0.6), 'clock=180+0')
+  """
+
+  base: float
+  increment: float = 0.0
+
+  @classmethod
+  def parse(cls, text: str) -> 'Clock':
+    """Parses ``BASE+INC`` or ``BASE`` (seconds)."""
+    base, _, increment = text.partition('+')
+    try:
+      clock = cls(float(base), float(increment or 0))
+      if not (clock.base > 0 and clock.increment >= 0):
+        raise ValueError
+    except ValueError:
+      raise ValueError(f'bad clock {text!r}: expected BASE+INC in seconds, e.g. 60+0.6') from None
+    return clock
+
+  def __str__(self) -> str:
+    return f'clock={self.base:g}+{self.increment:g}'
+
+
 class UciAgent:
-  """A UCI engine process playing at a fixed limit."""
+  """A UCI engine process playing at a fixed limit, or on a game clock of its own."""
 
   def __init__(
     self,
     path: str,
-    limit: launch.SearchLimit,
+    limit: launch.SearchLimit | Clock,
     *,
     options: dict | None = None,
     name: str | None = None,
     hang_seconds: float = 60.0,
+    handshake_seconds: float = launch.HANDSHAKE_SECONDS,
   ):
-    self._engine = launch.open_engine(path, options=options)
+    self._engine = launch.open_engine(path, options=options, handshake_seconds=handshake_seconds)
     self.limit = limit
     self.path = launch.resolve(path)
     self.engine_name = self._engine.id.get('name', path)
     self.name = name or f'{self.engine_name} ({limit})'
     # python-chess only times out searches with a time limit: cap depth and node
     # searches too, so a hung engine fails its game instead of blocking forever.
-    self._limit = limit.to_chess(hang_seconds)
+    self._limit = None if isinstance(limit, Clock) else limit.to_chess(hang_seconds)
     self._game: object | None = None
     self._last_stack: list[chess.Move] = []
+    self._clock_game: object | None = None
+    self._clock_left = 0.0  # Seconds on this agent's clock in the game `_clock_game`.
 
   def _game_token(self, board: chess.Board) -> object:
     """A new token (so python-chess sends ucinewgame) when `board` is not the game continued."""
@@ -87,7 +127,20 @@ class UciAgent:
     return self._game
 
   def play(self, board: chess.Board) -> chess.Move:
-    result = self._engine.play(board, self._limit, game=self._game_token(board))
+    game = self._game_token(board)
+    if not isinstance(self.limit, Clock):
+      result = self._engine.play(board, self._limit, game=game)
+    else:
+      if game is not self._clock_game:
+        self._clock_game, self._clock_left = game, self.limit.base
+      left, increment = self._clock_left, self.limit.increment
+      clock = chess.engine.Limit(white_clock=left, black_clock=left, white_inc=increment, black_inc=increment)
+      start = time.monotonic()
+      result = self._engine.play(board, clock, game=game)
+      self._clock_left -= time.monotonic() - start
+      if self._clock_left < 0:
+        raise TimeForfeit(f'{self.name} lost on time ({-self._clock_left:.3f} s over)')
+      self._clock_left += increment
     if result.move is None:
       raise RuntimeError(f'{self.name} returned no move for {board.fen()}')
     return result.move
@@ -158,11 +211,18 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
   return kind, arg, params
 
 
-def _limit(params: dict[str, str], spec: str) -> launch.SearchLimit:
-  given = [k for k in _LIMIT_KEYS if k in params]
+def _limit(params: dict[str, str], spec: str, *, clock: bool = False) -> launch.SearchLimit | Clock:
+  keys = (*_LIMIT_KEYS, 'clock') if clock else _LIMIT_KEYS
+  given = [k for k in keys if k in params]
   if len(given) != 1:
-    raise ValueError(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N or nodes=N')
-  return launch.SearchLimit.parse(f'{given[0]}={params.pop(given[0])}')
+    also = ' or clock=BASE+INC' if clock else ''
+    raise ValueError(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N, nodes=N{also}')
+  try:
+    if given[0] == 'clock':
+      return Clock.parse(params.pop('clock'))
+    return launch.SearchLimit.parse(f'{given[0]}={params.pop(given[0])}')
+  except ValueError as error:
+    raise ValueError(f'bad agent {spec!r}: {error}') from None
 
 
 @contextlib.contextmanager
@@ -204,25 +264,33 @@ def from_spec(spec: str) -> Agent:
     from searchless.play.search import agent as search_agent  # Needs JAX.
 
     return search_agent.from_options(arg, params, spec=spec, name=name)
-  limit = _limit(params, spec)
   if kind == 'uci':
+    limit = _limit(params, spec, clock=True)
     engine_options: dict[str, str] = {}
+    try:
+      handshake = float(params.pop('handshake', launch.HANDSHAKE_SECONDS))
+      if not handshake > 0:
+        raise ValueError
+    except ValueError:
+      raise ValueError(f'bad agent {spec!r}: handshake must be a positive number of seconds') from None
     for key in list(params):
       if not key.startswith('option.'):
         raise ValueError(f'bad agent {spec!r}: {key!r} (engine options are option.NAME=VALUE)')
       engine_options[key[len('option.') :]] = params.pop(key)
-    return UciAgent(arg, limit, options=engine_options, name=name)
+    return UciAgent(arg, limit, options=engine_options, name=name, handshake_seconds=handshake)
+  fixed = _limit(params, spec)
+  assert isinstance(fixed, launch.SearchLimit)
   path = params.pop('path', None)
   if kind == 'stockfish-all-moves':
     if params:
       raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(params)}')
-    return AllMovesStockfishAgent(limit, path=path, name=name)
+    return AllMovesStockfishAgent(fixed, path=path, name=name)
   known = {'elo', 'skill', 'threads', 'hash'}
   if set(params) - known:
     raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(set(params) - known)}; expected {sorted(known)}')
   as_int = lambda key: int(params[key]) if key in params else None
   return StockfishAgent(
-    limit,
+    fixed,
     elo=as_int('elo'),
     skill=as_int('skill'),
     threads=as_int('threads') or 1,

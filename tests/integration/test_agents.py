@@ -1,5 +1,7 @@
 """Agent specs and the engine agents, with real engine processes."""
 
+import time
+
 import chess
 import pytest
 
@@ -33,6 +35,11 @@ def test_parse_spec():
     ('stockfish:time=0.1,fast', "'fast' is not key=value"),
     ('checkpoint:', 'checkpoint needs a path'),
     ('uci:/usr/games/stockfish,time=0.1,Hash=8', 'engine options are option.NAME=VALUE'),
+    ('uci:/usr/games/stockfish,clock=60+x', "bad clock '60\\+x': expected BASE\\+INC"),
+    ('uci:/usr/games/stockfish,clock=0', "bad clock '0'"),
+    ('uci:/usr/games/stockfish,clock=60,time=1', 'or clock=BASE\\+INC'),
+    ('uci:/usr/games/stockfish,time=1,handshake=0', 'handshake must be a positive number of seconds'),
+    ('stockfish:clock=60+1', 'give exactly one limit of time=S, depth=N, nodes=N$'),
   ],
 )
 def test_bad_specs_say_what_is_wrong(spec, message):
@@ -118,3 +125,34 @@ def test_a_new_game_is_detected_from_the_move_stack(stockfish):
     assert agent._game is not first
   finally:
     agent.close()
+
+
+@pytest.mark.engine
+def test_an_engine_on_a_clock_spends_its_own_time_and_loses_when_it_overruns(stockfish):
+  agent = agents.from_spec(f'uci:{stockfish},clock=3+0.1,name=sf')
+
+  def timed_play(board: chess.Board) -> tuple[chess.Move, float]:
+    start = time.monotonic()
+    move = agent.play(board)
+    return move, time.monotonic() - start
+
+  try:
+    assert agent.name == 'sf' and agent.limit == agents.Clock(3.0, 0.1)
+    board = chess.Board()
+    move, took = timed_play(board)
+    assert 3.1 - took <= agent._clock_left < 3.1  # The clock, less the time taken, plus the increment.
+    board.push(move)
+    board.push_uci('e7e5' if board.is_legal(chess.Move.from_uci('e7e5')) else 'g8f6')
+    left = agent._clock_left
+    _, took = timed_play(board)
+    assert left + 0.1 - took <= agent._clock_left < left + 0.1  # The same game: the clock runs on.
+    _, took = timed_play(chess.Board())
+    assert 3.1 - took <= agent._clock_left < 3.1  # A new game: a full clock again.
+  finally:
+    agent.close()
+  hurried = agents.from_spec(f'uci:{stockfish},clock=0.001')  # 1 ms for the game: no engine answers in time.
+  try:
+    with pytest.raises(agents.TimeForfeit, match=r'lost on time \(\d+\.\d{3} s over\)'):
+      hurried.play(chess.Board())
+  finally:
+    hurried.close()

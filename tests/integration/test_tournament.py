@@ -19,6 +19,7 @@ from searchless.commands import tournament as tournament_command
 from searchless.engines import launch
 from searchless.evaluation import openings
 from searchless.evaluation import tournament
+from searchless.play import agents
 
 GARBAGE_UCI = FAKE_ENGINES / 'garbage_uci.py'
 START = openings.Opening('start', chess.STARTING_FEN)
@@ -109,6 +110,17 @@ def test_crashing_agent_loses():
     'engine crash: B: EngineTerminatedError: engine process died unexpectedly (exit code: -9)'
   )
   assert game.end().comment == game.headers['Termination']
+
+
+@pytest.mark.engine
+def test_an_engine_that_overruns_its_clock_loses_on_time(stockfish):
+  hurried = agents.from_spec(f'uci:{stockfish},clock=0.001,name=hurried')  # 1 ms for the game.
+  try:
+    game = tournament.play_game(Scripted('W', ['d2d4']), hurried, START, adjudication=NO_EVAL)
+  finally:
+    hurried.close()
+  assert (game.headers['Result'], game.headers['Termination']) == ('1-0', 'time forfeit')
+  assert game.end().comment.startswith('hurried lost on time (')
 
 
 def test_threefold_repetition_is_a_draw_unless_claims_are_off():

@@ -214,6 +214,7 @@ def test_data_iterator_position_round_trips(tmp_path):
   assert expected != seen[:5]
 
 
+@pytest.mark.slow
 def test_raw_iterator_states_round_trip(tmp_path):
   """`get_state()` of a grain.DataLoader iterator (bytes) or a DatasetIterator (dict)."""
   params, params_ema, opt_state, experiment = tiny_state(seed=1)
@@ -284,6 +285,7 @@ def test_training_states_save_and_restore_whole(tmp_path):
   manager.close()
 
 
+@pytest.mark.slow
 def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   """A replicated save restores straight into an FSDP-style sharding (2 CPU devices)."""
   script = textwrap.dedent(f"""
@@ -323,6 +325,7 @@ def test_restore_into_a_sharded_target_on_two_devices(tmp_path):
   assert result.stdout.strip().endswith('ok')
 
 
+@pytest.mark.slow
 def test_published_checkpoint_plays_legal_moves(compat):
   import chess
   from searchless.play import policy

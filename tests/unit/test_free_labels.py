@@ -21,6 +21,7 @@ def _mover(score: chess.engine.PovScore, turn: chess.Color) -> float:
   return values.score_to_win_probability(score.pov(turn))
 
 
+@pytest.mark.slow
 def test_real_games_give_what_python_chess_reads_in_their_eval_comments(lichess_999):
   """Every evaluated game of the 999: state values and played-move values, checked against python-chess's own
   reading of the same comments (node.eval())."""

@@ -46,6 +46,7 @@ def _layer():
   return hk.without_apply_rng(hk.transform(lambda *a: graph.Gateau(2, np.dtype('float32'))(*a)))
 
 
+@pytest.mark.slow
 def test_node_update_is_permutation_equivariant():
   """Relabelling the nodes and reordering each node's edges relabels and reorders the outputs."""
   rng = np.random.default_rng(0)
@@ -70,6 +71,7 @@ def test_node_update_is_permutation_equivariant():
   assert not np.allclose(got_h, out_h, atol=1e-3)  # The relabelling did change the node order.
 
 
+@pytest.mark.slow
 def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   """Receivers in two groups, each grid only as wide as its own in-degree: the one-grid layer's outputs."""
   rng = np.random.default_rng(1)
@@ -131,6 +133,7 @@ def test_the_graph_is_every_queen_and_knight_relation():
   assert len({int(board_graph.SLOT_OF_ACTION[moves.MOVE_TO_ACTION[f'a7a8{p}']]) for p in 'qrbn'}) == 1
 
 
+@pytest.mark.slow
 def test_inputs_are_the_board_in_the_movers_frame():
   board = chess.Board(KIWIPETE)
   x = jax.tree.map(np.asarray, board_graph.node_and_edge_inputs(_row(KIWIPETE, board.legal_moves)[None]))
@@ -154,6 +157,7 @@ def test_inputs_are_the_board_in_the_movers_frame():
   assert xb['pieces'][0][chess.D5] == board_graph.PIECES.index('P')  # Black's d4 pawn is the mover's pawn on d5.
 
 
+@pytest.mark.slow
 def test_a_board_and_its_colour_mirror_get_the_same_values(small):
   params, apply = small
   board = chess.Board(KIWIPETE)
@@ -168,6 +172,7 @@ def test_a_board_and_its_colour_mirror_get_the_same_values(small):
   assert a.shape == (1, 48, 32)
 
 
+@pytest.mark.slow
 def test_the_edge_head_scores_exactly_the_given_moves(small):
   params, apply = small
   board = chess.Board(PROMOTIONS)
@@ -184,6 +189,7 @@ def test_the_edge_head_scores_exactly_the_given_moves(small):
   assert not np.allclose(by_move['a7a8q'], by_move['a7b8q'], atol=1e-4)  # Different edges.
 
 
+@pytest.mark.slow
 def test_state_value_head_and_parameters(small):
   params, _ = small
   tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
@@ -194,6 +200,7 @@ def test_state_value_head_and_parameters(small):
     network.build(dataclasses.replace(SMALL, kind='transformer'), with_value=True)
 
 
+@pytest.mark.slow
 def test_without_open_lines_the_graph_is_the_graph_with_a_zero_open_flag(small):
   """The ablation `graph_open_lines=False` has no `open` table and computes what a zero table does."""
   params, apply = small
@@ -226,6 +233,7 @@ def test_graph_configs():
     ModelConfig.from_config(configs.load('graph_tiny', ['data.train=unused', 'model.graph_edge_dim=0']))
 
 
+@pytest.mark.slow
 def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   """What graph_tiny computes, pinned before its layer was rewritten for speed: the same function.
 

@@ -51,6 +51,7 @@ def test_a_graph_with_wider_mlps_and_two_more_layers_plays_exactly_as_the_small_
     np.testing.assert_allclose(list(got.values()), list(want.values()), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_wider_residual_stream_is_refused_naming_the_weight():
   with pytest.raises(
     ValueError,
@@ -60,6 +61,7 @@ def test_a_wider_residual_stream_is_refused_naming_the_weight():
     _grown(['model.embedding_dim=128'])
 
 
+@pytest.mark.slow
 def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modules: layer 1's are named anew.
   small_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=1']))
   big_config = ModelConfig.from_config(configs.load('tiny', ['model.num_layers=2']))
@@ -69,6 +71,7 @@ def test_a_transformer_with_a_new_layer_is_refused():  # Haiku numbers its modul
     grow.grow(jax.device_get(network.init_params(small_config)), jax.device_get(network.init_params(big_config)))
 
 
+@pytest.mark.slow
 def test_a_grown_model_that_computes_something_else_is_refused():
   small_config, small, _ = loading.load_model('pretrained')
   big_config = ModelConfig.from_config(configs.load('graph_tiny', ['model.num_layers=5']))

@@ -72,6 +72,7 @@ def test_param_names_shapes_and_count_match_reference(name, reference_shapes):
   )
 
 
+@pytest.mark.slow
 def test_reproduces_reference_log_probs(reference, local_apply):
   params, sequences, last_log_probs = reference
   assert sequences.shape == (8, 79) and last_log_probs.shape == (8, 128)
@@ -119,6 +120,7 @@ def test_bfloat16_compute_is_close_to_float32(reference):
   jax.tree.map(np.testing.assert_array_equal, init_bf16, init_fp32)
 
 
+@pytest.mark.slow
 def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
   config = ModelConfig(
     embedding_dim=32,
@@ -137,6 +139,7 @@ def test_bfloat16_compute_with_qk_layernorm_and_causal_mask():
   assert np.abs(np.asarray(bf16) - np.asarray(fp32)).max() < 0.05
 
 
+@pytest.mark.slow
 def test_causal_mask_hides_later_tokens():
   config = ModelConfig(
     embedding_dim=32, num_layers=2, num_heads=4, output_size=16, max_sequence_length=10, use_causal_mask=True
@@ -159,6 +162,7 @@ def test_causal_mask_hides_later_tokens():
   'policy, output_size, length',
   [('action_value', 128, 79), ('state_value', 128, 78), ('behavioral_cloning', moves.NUM_ACTIONS, 78)],
 )
+@pytest.mark.slow
 def test_from_config_policies(policy, output_size, length):
   config = model_config('local', [f'policy={policy}'])
   assert (config.output_size, config.max_sequence_length) == (output_size, 79)  # As the reference, any policy.

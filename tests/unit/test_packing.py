@@ -51,14 +51,6 @@ ONE_MOVE = 'k7/8/8/8/8/8/1r6/K1r5 w - - 0 1'  # Only Kxb2.
 # Board records and conversion.
 
 
-@pytest.mark.parametrize('module', [boards_lib, records, network, packing])
-def test_docstring_examples(module):
-  import doctest
-
-  result = doctest.testmod(module)
-  assert result.attempted > 0 and result.failed == 0
-
-
 def test_board_value_coder_round_trip_and_layout():
   board = records.BoardValue(ONE_MOVE, ('a1b2',), (0.123456789,), 0.25)
   data = records.encode('board_value', board)
@@ -146,6 +138,7 @@ def test_converter_round_trip_is_exact(compat, converted):
   assert json.loads((out / 'board' / 'convert.json').read_text())['bad_boards'] == 0
 
 
+@pytest.mark.slow
 def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, compat):
   av = bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value')
   fens = list(dict.fromkeys(r.fen for r in av))
@@ -172,6 +165,7 @@ def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, co
   assert skipped['bad_boards'] == 1 and skipped['outputs']['board_value']['records'] == 56
 
 
+@pytest.mark.slow
 def test_converter_cli_errors_are_one_line(tmp_path, compat):
   run = lambda *argv: subprocess.run(
     [sys.executable, '-m', 'searchless.commands.convert', *map(str, argv)], capture_output=True, text=True, timeout=300
@@ -207,6 +201,7 @@ def _row(fen, actions, slots):
 
 
 @pytest.mark.parametrize('fen', [MIDDLEGAME, MOST_MOVES, ONE_MOVE])
+@pytest.mark.slow
 def test_packed_logits_equal_each_move_alone(small_model, fen):
   config, params = small_model
   packed = jax.jit(network.build(dataclasses.replace(config, packing='board')).apply)
@@ -221,6 +216,7 @@ def test_packed_logits_equal_each_move_alone(small_model, fen):
   assert together.shape == (2, slots, 128)
 
 
+@pytest.mark.slow
 def test_one_block_packed_model_is_the_per_move_model(small_model):
   """With one block nothing the board computes depends on the move: both models agree."""
   config, params = small_model
@@ -294,6 +290,7 @@ def _packed_config(data, *extra):
 
 
 @pytest.mark.parametrize('loss', ['log_loss', 'hl_gauss'])
+@pytest.mark.slow
 def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   """One block: the packed model's outputs are the per-move model's, so the losses agree exactly."""
   one_block = ['model.num_layers=1', f'loss.kind={loss}', 'data.train=unused']
@@ -371,6 +368,7 @@ def test_packed_loader_reads_board_records_only(board_bag, compat):
     )
 
 
+@pytest.mark.slow
 def test_packed_training_learns_and_evaluates_every_move(tmp_path, board_bag):
   config = _packed_config(
     board_bag,
@@ -405,6 +403,7 @@ def packed_checkpoint(tmp_path_factory, board_bag):
   return workdir
 
 
+@pytest.mark.slow
 def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_checkpoint):
   from searchless.model import loading
   from searchless.play import player as player_lib
@@ -431,6 +430,7 @@ def test_packed_policy_scores_a_board_in_one_pass_like_its_moves_alone(packed_ch
     player_lib.Player.load(str(packed_checkpoint), policy='state_value')
 
 
+@pytest.mark.slow
 def test_packed_checkpoint_through_evaluate_and_agents(packed_checkpoint, compat, tmp_path, board_bag):
   from searchless.evaluation import evaluate
   from searchless.play import agents

@@ -51,6 +51,7 @@ def test_a_valued_move_that_is_not_legal_is_a_bad_record_naming_it():
 
 
 @pytest.mark.parametrize('name', ['tiny_packed', 'graph_tiny'])
+@pytest.mark.slow
 def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
   config = configs.load(
     name,

@@ -34,6 +34,7 @@ def parse_all(path, game_filter=pgn.GameFilter()):
   return [pgn.parse_game(raw, game_filter) for raw in pgn.iter_raw_games(str(path))]
 
 
+@pytest.mark.slow
 def test_real_lichess_file_parses_completely(lichess_999):
   raws = list(pgn.iter_raw_games(str(lichess_999)))
   assert len(raws) == 999

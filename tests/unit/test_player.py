@@ -179,6 +179,7 @@ def _edit_model_config(model_dir, **fields):
   config_file.write_text(json.dumps(config))
 
 
+@pytest.mark.slow
 def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
   """Heads leave no trace in the paper's parameter shapes: the probe saved with a model catches them."""
   from searchless.model import loading
@@ -196,6 +197,7 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
     loading.load_model(str(model_dir), num_heads=2)
 
 
+@pytest.mark.slow
 def test_a_prior_edited_away_from_its_weights_is_one_line_naming_the_table(tmp_path):
   """The structural priors' tables have per-head shapes: a changed head count is named, not a haiku traceback."""
   model_dir = _small_export(tmp_path, 'model.square_bias=relative')
@@ -233,6 +235,7 @@ def _cache_files_after_a_move(checkpoint, env_changes: dict[str, str | None]) ->
   subprocess.run([sys.executable, '-c', code], env=env, check=True, capture_output=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_python_api_keeps_compiled_shapes_in_a_persistent_cache(model_checkpoint, tmp_path):
   """By default under $XDG_CACHE_HOME/searchless/xla; $SEARCHLESS_COMPILATION_CACHE moves it; a
   JAX_COMPILATION_CACHE_DIR the user set is used as it is."""

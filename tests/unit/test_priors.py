@@ -162,6 +162,7 @@ def test_open_line_biases_are_added_where_a_line_is_open_only():
   assert out[0, 0, 2 + e1, 2 + e8] == 0 and out[0, 0, 2 + e8, 2 + 5] == (0 + 7) * 15 + (1 + 7)  # Blocked; e8-f8 open.
 
 
+@pytest.mark.slow
 def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers():
   default = network.init_params(BASE)
   assert sorted(default) == sorted(network.init_params(dataclasses.replace(BASE, mover_view=True)))
@@ -234,6 +235,7 @@ def _packed_row(board, legal):
 
 
 @pytest.mark.parametrize('move_attention,move_squares', [('self', 'untied'), ('moves', 'tied')])
+@pytest.mark.slow
 def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, move_squares):
   config = dataclasses.replace(
     BASE, packing='board', move_attention=move_attention, **{**ALL, 'move_squares': move_squares}
@@ -256,6 +258,7 @@ def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, m
   assert np.abs(without[0, :-1] - without[1, :-1]).max() > 1e-2  # Not so without the mover's view.
 
 
+@pytest.mark.slow
 def test_per_move_models_see_black_as_white_and_behavioral_cloning_mirrors_its_moves_back():
   board = chess.Board(KIWIPETE_BLACK)
   mirrored = board.mirror()

@@ -321,6 +321,7 @@ def small_checkpoints(tmp_path_factory):
   }
 
 
+@pytest.mark.slow
 def test_search_runs_over_every_kind_of_checkpoint(small_checkpoints):
   from searchless.play import player
 
@@ -376,6 +377,7 @@ def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
   assert result.win_probability == 0.0
 
 
+@pytest.mark.slow
 def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_the_background(model_checkpoint):
   agent = agents.from_spec(f'search:{model_checkpoint},sims=8,batch=4')
   try:

@@ -69,6 +69,7 @@ def _analyses(predictor, boards):
   return policy_lib.make_policy('action_value', predictor).analyse_many(boards)
 
 
+@pytest.mark.slow
 def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_compiled_shapes(packed):
   full = predictor_lib.PackedPredictor(*packed)
   full.warm_up()
@@ -88,6 +89,7 @@ def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_c
   assert hurried.shapes.ready == {first, (1, tokenizer.SEQUENCE_LENGTH + 64)}
 
 
+@pytest.mark.slow
 def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packed):
   predictor = predictor_lib.PackedPredictor(*packed)
   predictor.warm_up(16, background=True)

@@ -77,6 +77,7 @@ def test_resume_is_bit_identical(tmp_path, av_bag, board_bag, packed):
   assert _losses(tmp_path / 'a') == _losses(tmp_path / 'b')
 
 
+@pytest.mark.slow
 def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
   # 32 records, seen many times: the model must memorise them (the full sample's
   # bucket marginal is nearly uniform, so only memorising lowers the loss fast).
@@ -121,6 +122,7 @@ def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
 
 
 @pytest.mark.parametrize('name', ['tiny', 'tiny_packed', 'graph_tiny'])
+@pytest.mark.slow
 def test_a_micro_batched_step_is_the_whole_batch_step(av_bag, board_bag, name):
   from searchless.data import loader
   from searchless.training import sharding
@@ -166,6 +168,7 @@ def test_a_micro_batch_that_does_not_divide_the_batch_is_an_error(av_bag):
     step_lib.make_functions(small_config(av_bag, 'train.micro_batch=5'), sharding.make_mesh(1))
 
 
+@pytest.mark.slow
 def test_a_cooldown_scales_each_update_by_its_share_of_the_remaining_steps(av_bag):
   from searchless.data import loader
   from searchless.training import sharding
@@ -278,6 +281,7 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
   assert len(records) == 6 and {(r['processes'], r['devices']) for r in records} == {(2, 2)}
 
 
+@pytest.mark.slow
 def test_a_signal_to_one_process_stops_both_at_the_same_step(tmp_path, av_bag):
   """A pod's hosts agree on stopping: one host signalled alone would leave the other waiting in a collective."""
   port = _free_port()

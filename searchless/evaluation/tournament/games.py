@@ -21,7 +21,9 @@ rules work for it. A game ends (`Adjudication` sets which rules apply; the
 * a loss for an agent that plays an illegal move (``"illegal move by NAME:
   MOVE"``; also a UCI engine's bestmove that python-chess refuses) or raises,
   e.g. because its engine died (``"engine crash: NAME: ERROR"``; the worker
-  then starts that agent afresh for its next game).
+  then starts that agent afresh for its next game);
+* a loss on time for an agent on a game clock that overran it
+  (``Termination "time forfeit"``, `agents.TimeForfeit`).
 
 >>> Adjudication(max_plies=80, eval=False).needs_engine
 False
@@ -210,6 +212,9 @@ def _play(white, black, opening, adjudication, evaluator, round_number, event, s
     except Exception as error:  # A crashed engine or a broken agent loses the game.
       if isinstance(error, chess.engine.EngineError) and (bad := _ILLEGAL_UCI.match(str(error))):
         move = bad.group(1)  # python-chess refuses a UCI engine's illegal bestmove: an illegal move.
+      elif isinstance(error, agents_lib.TimeForfeit):
+        result, termination, reason = _loss(board.turn), 'time forfeit', _one_line(str(error))
+        break
       else:
         result = _loss(board.turn)
         termination = _one_line(f'engine crash: {mover.name}: {type(error).__name__}: {error}')

@@ -220,7 +220,7 @@ def train_part(args, scratch: pathlib.Path, out: pathlib.Path, batch: int, secon
   if args.init != 'none':  # A shipped model's name, or a folder.
     from searchless.model import loading
 
-    init = loading.pretrained_dir(args.init) if args.init in loading.SHIPPED else pathlib.Path(args.init).resolve()
+    init = loading.model_folder(args.init)
     overrides.append(f'train.init_from={init}')
   cmd = [
     sys.executable,

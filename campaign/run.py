@@ -148,12 +148,7 @@ def start_model(workdir: pathlib.Path, start_from: str) -> pathlib.Path | None:
   for a random initialisation)."""
   if (adopted := campaign_model.adopted(workdir)) is not None:
     return adopted
-  return model_folder(start_from) if start_from else None
-
-
-def model_folder(model: str) -> pathlib.Path:
-  """`--model`: a shipped model's name, or a folder."""
-  return pathlib.Path(str(loading.pretrained_dir(model))) if model in loading.SHIPPED else pathlib.Path(model).resolve()
+  return loading.model_folder(start_from) if start_from else None
 
 
 def run(
@@ -237,7 +232,7 @@ def run(
   if 'adopt' in steps and model is not None:  # (Checked above: adopt comes with its model.)
     index = workdir / 'boards' / 'train.json'
     record = campaign_model.adopt(
-      workdir, model_folder(model), json.loads(index.read_text())['distinct_boards'] if index.exists() else None
+      workdir, loading.model_folder(model), json.loads(index.read_text())['distinct_boards'] if index.exists() else None
     )
     campaign_log.log_run(workdir, record)
     print(f'[adopt] {record["model"]}: {record["steps"]} steps on {record["device"]}', flush=True)
@@ -268,7 +263,7 @@ def run(
     print(f'[train] step {record["steps"]}, {record["wall_seconds"]:.0f} s', flush=True)
     readme()
   if model is not None and 'adopt' not in steps:  # A side model (e.g. a transformer beside the campaign's graph).
-    model_dir, model_name, step = campaign_model.side_model(model_folder(model))
+    model_dir, model_name, step = campaign_model.side_model(loading.model_folder(model))
   else:
     model_dir, model_name, step = campaign_model.current_model(workdir)
   out = workdir / 'eval' / (str(step) if model_name == 'train' else model_dir.name)

@@ -112,6 +112,15 @@ def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
   return epath.Path(str(importlib.resources.files('searchless') / SHIPPED[name]))
 
 
+def model_folder(model: str) -> pathlib.Path:
+  """The folder of `model`: a shipped model's name (its package folder, `pretrained_dir`), else a path (absolute).
+
+  >>> model_folder('runs/demo') == pathlib.Path('runs/demo').resolve()
+  True
+  """
+  return pathlib.Path(str(pretrained_dir(model))) if model in SHIPPED else pathlib.Path(model).resolve()
+
+
 def _restore_numpy(directory: epath.Path) -> dict:
   """Restores a PyTree checkpoint as numpy arrays, whatever sharding it was saved with.
 

@@ -12,8 +12,10 @@ UCI engine call it before they compile anything. The folder, first match wins:
    ``jax.config.update('jax_compilation_cache_dir', ...)``): left as it is;
 4. ``$XDG_CACHE_HOME/searchless/xla``, by default ``~/.cache/searchless/xla``.
 
-The folder holds nothing but compiled code: deleting it (``rm -r
-~/.cache/searchless/xla``) only makes the next start compile again.
+The folder holds nothing but compiled code and the record of the models whose
+probe passed (``searchless-probes/``, `searchless.model.loading`: the same files
+load without running it again): deleting it (``rm -r ~/.cache/searchless/xla``)
+only makes the next start compile and probe again.
 
 >>> default_dir().endswith(os.path.join('searchless', 'xla'))
 True

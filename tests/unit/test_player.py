@@ -1,6 +1,8 @@
 """The player's rules: argmax, temperature, repetition, decisive wins; the Python API on checkpoints."""
 
 import json
+import os
+import pathlib
 
 import chess
 import numpy as np
@@ -180,13 +182,20 @@ def _edit_model_config(model_dir, **fields):
 
 
 @pytest.mark.slow
-def test_a_config_edited_away_from_its_weights_is_refused(tmp_path):
+def test_a_config_edited_away_from_its_weights_is_refused(tmp_path, monkeypatch):
   """Heads leave no trace in the paper's parameter shapes: the probe saved with a model catches them."""
   from searchless.model import loading
+  from searchless.model import network
 
   model_dir = _small_export(tmp_path)
   assert player_lib.Player.load(str(model_dir)).policy.kind == 'action_value'  # The export loads as it is.
-  _edit_model_config(model_dir, num_heads=4)
+  # Its probe passed, and is remembered in the compilation cache: the same files load again without it.
+  memos = list((pathlib.Path(os.environ['JAX_COMPILATION_CACHE_DIR']) / 'searchless-probes').iterdir())
+  assert memos
+  with monkeypatch.context() as patch:
+    patch.setattr(network, 'probe', lambda *_: pytest.fail('the probe ran again'))
+    assert loading.load_model(str(model_dir))[0].num_heads == 2
+  _edit_model_config(model_dir, num_heads=4)  # Another config: the probe runs again.
   with pytest.raises(
     ValueError,
     match=r'do not compute what they computed when saved \(probe distance \d\.\d{3} > 0\.02\)'

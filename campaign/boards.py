@@ -52,8 +52,10 @@ def pack_for_device(merged: dict[str, Any], out_dir: pathlib.Path, max_mib: floa
 
   index = out_dir / 'data.json'
   wanted = {'folders': merged['folders'], 'max_mib': max_mib}
-  if index.exists() and {k: (done := json.loads(index.read_text())).get(k) for k in wanted} == wanted:
-    return done
+  if index.exists():
+    done = json.loads(index.read_text())
+    if {k: done.get(k) for k in wanted} == wanted:
+      return done
   out_dir.mkdir(parents=True, exist_ok=True)
   meta = board_columns.pack_within(merged['bag'], out_dir / 'data', int(max_mib * 2**20), workers=1)
   done = {**wanted, 'data': str(out_dir / 'data'), **meta, 'distinct_boards': merged['distinct_boards']}

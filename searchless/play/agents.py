@@ -128,9 +128,10 @@ class UciAgent:
 
   def play(self, board: chess.Board) -> chess.Move:
     game = self._game_token(board)
-    if not isinstance(self.limit, Clock):
+    if self._limit is not None:  # A fixed limit (else a clock).
       result = self._engine.play(board, self._limit, game=game)
     else:
+      assert isinstance(self.limit, Clock)
       if game is not self._clock_game:
         self._clock_game, self._clock_left = game, self.limit.base
       left, increment = self._clock_left, self.limit.increment

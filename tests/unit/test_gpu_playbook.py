@@ -5,7 +5,6 @@ import json
 import math
 import tarfile
 
-import bagz
 import numpy as np
 import pytest
 
@@ -18,7 +17,6 @@ import helpers
 
 pytestmark = pytest.mark.slow  # Three processes compile toy models: a few minutes on 2 busy cores.
 
-LABELS = helpers.DATA / 'labels' / 'chunk_000' / 'train' / 'board_value_data.bagz'  # Real Lichess boards.
 ROW_FIELDS = {
   'config',
   'dtype',
@@ -49,14 +47,11 @@ def _playbook():
 
 
 @pytest.fixture(scope='module')
-def run(tmp_path_factory):
-  """The whole playbook, --quick, on 200 real boards carried as columns; the model split in 64 KiB parts."""
+def run(board_bag, tmp_path_factory):
+  """The whole playbook, --quick, on the ChessBench sample's 57 boards carried as columns; the model split in
+  64 KiB parts."""
   tmp = tmp_path_factory.mktemp('playbook')
-  reader = bagz.Reader(str(LABELS))
-  with bagz.Writer(str(tmp / 'in.bag')) as w:
-    for i in range(200):
-      w.write(reader[i])
-  board_columns.pack(tmp / 'in.bag', tmp / 'columns', workers=1)
+  board_columns.pack(board_bag, tmp / 'columns', workers=1)
   playbook = _playbook()
   playbook.PART_LIMIT = 2**16  # The float32 toy model (~40k parameters) is ~0.2 MiB: parts.
   result = playbook.main(

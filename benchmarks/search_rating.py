@@ -14,8 +14,8 @@ colours. All games are rated together by BayesElo, anchored on the levels.
 
 Prints each search's score against each level, its BayesElo with the 95% interval, and each
 search's gain over the policy. An interrupted run resumes from ``OUT/games.pgn`` (the openings are
-kept in ``OUT/openings.pgn``). Wall time: about (games a pair x levels x searches x 1.3 x the clock's
-base) / workers; 20 games a pair at 60+0.6 over three levels and three searches is ~6 h on 2 cores.
+kept in ``OUT/openings.pgn``). The defaults (180 games at 60+0.6, 2 at once) took 86.5 min on 2 cores
+(benchmarks/RESULTS.md, "The engine with search, rated").
 """
 
 import argparse

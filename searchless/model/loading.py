@@ -193,7 +193,7 @@ def experiment_config(params_dir: epath.Path) -> ml_collections.FrozenConfigDict
 
 
 def load_model(
-  path: str, *, ema: bool = True, num_heads: int | None = None
+  path: str, *, ema: bool = True, num_heads: int | None = None, check: bool = True
 ) -> tuple[ModelConfig, dict, ml_collections.FrozenConfigDict | None]:
   """Returns (ModelConfig, params, experiment config or None) of a checkpoint.
 
@@ -201,6 +201,9 @@ def load_model(
   published checkpoint has none: the architecture is inferred from parameter
   shapes (`model.infer_config`; `num_heads` for models outside the published
   table) and the policy is action_value with `output_size` return buckets.
+  Parameters that do not fit their config are a ValueError: by their shapes, then
+  by their saved probe (one forward pass, `check_fit`). `check=False` leaves the
+  probe to the caller (`check_fit`, e.g. on a thread beside its first compile).
   """
   params_dir = resolve(path, ema=ema)
   params = _restore_numpy(params_dir)
@@ -209,7 +212,8 @@ def load_model(
     return transformer.infer_config(params, num_heads=num_heads), params, None
   model_config = ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
-    _check_fit(params_dir, model_config, params)
+    if check:
+      _check_fit(params_dir, model_config, params)
     return model_config, params, experiment
   inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
   shape_fields = (
@@ -232,8 +236,29 @@ def load_model(
       f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
       f'num_heads {model_config.num_heads}'
     )
-  _check_fit(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
+  if check:
+    _check_fit(params_dir, model_config, params)  # The structural priors' tables (e.g. per-head square biases).
   return model_config, params, experiment
+
+
+def fit_known(path: str, model_config: ModelConfig, *, ema: bool = True) -> bool:
+  """Whether `check_fit` of the checkpoint at `path` has nothing left to run: it passed before (these files,
+  this config and this code: remembered in the compilation cache folder), or it is a published checkpoint (no
+  config to check against)."""
+  params_dir = resolve(path, ema=ema)
+  if experiment_config(params_dir) is None:
+    return True
+  saved = _saved_probe(params_dir)
+  memo = None if saved is None else _probe_memo(params_dir, model_config, saved)
+  return memo is not None and memo.exists()
+
+
+def check_fit(path: str, model_config: ModelConfig, params: dict, *, ema: bool = True) -> None:
+  """Refuses (ValueError) the parameters of the checkpoint at `path` (`load_model(path, check=False)`'s) when
+  they are not those of their config's model: what `load_model` checks by default."""
+  params_dir = resolve(path, ema=ema)
+  if experiment_config(params_dir) is not None:
+    _check_fit(params_dir, model_config, params)
 
 
 def _check_fit(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:

@@ -23,7 +23,9 @@ How a move is chosen from the policy's scores (`PlayOptions`):
   ``off``.
 """
 
+import concurrent.futures
 import dataclasses
+from collections.abc import Callable
 from collections.abc import Sequence
 
 import chess
@@ -91,7 +93,9 @@ def load_policy(
   `policy` defaults to the checkpoint's experiment config (published
   checkpoints: action_value); one that contradicts that config is a
   ValueError. `compute_dtype`: float32, bfloat16 or auto. Turns on the persistent compilation cache
-  first (`compilation_cache.enable`), so a new process reuses the shapes an earlier one compiled.
+  first (`compilation_cache.enable`), so a new process reuses the shapes an earlier one compiled. Parameters
+  that do not fit their config are a ValueError (`loading.load_model`); the first load of a model's files runs
+  its probe on a thread while the start position's move compiles here (two compiles, one per core).
 
   >>> import chess
   >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(chess.Board())
@@ -99,7 +103,7 @@ def load_policy(
   (20, 'd2d4')
   """
   compilation_cache.enable()
-  model_config, params, experiment = loading.load_model(path, ema=ema)
+  model_config, params, experiment = loading.load_model(path, ema=ema, check=False)
   trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
   if policy is not None and trained is not None and policy != trained:
     raise ValueError(
@@ -108,7 +112,24 @@ def load_policy(
     )
   kind = policy or trained or policy_lib.ACTION_VALUE
   predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=network.resolve_dtype(compute_dtype))
-  return policy_lib.make_policy(kind, predictor)
+  loaded = policy_lib.make_policy(kind, predictor)
+  if not loading.fit_known(path, model_config, ema=ema):
+    _check_beside_first_move(loaded, lambda: loading.check_fit(path, model_config, params, ema=ema))
+  return loaded
+
+
+def _check_beside_first_move(policy: policy_lib.Policy, check: Callable[[], None]) -> None:
+  """Runs `check` (the model's probe: a compile and one forward pass) on a thread while this one compiles what
+  the start position's move needs (one compile per core on a CPU, instead of one after the other); raises what
+  `check` raises, before anything the policy's own call raised (parameters that do not fit fail both)."""
+  with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='probe') as pool:
+    checked = pool.submit(check)
+    try:
+      policy.analyse(chess.Board())
+    except Exception:
+      checked.result()
+      raise
+    checked.result()
 
 
 class Player:

@@ -8,7 +8,10 @@ must answer soon compiles one now (`compile`), queues the rest
 tracing the same model from two threads at once can mix the two traces up).
 The worker runs on a daemon thread; `close` stops it
 after the shape it is compiling, and so does the end of the process (a compile
-cut off by the interpreter's exit would abort it).
+cut off by the interpreter's exit would abort it). A search on a clock holds
+every worker of the process (`held`): none starts a shape until the search is
+over and `QUIET_SECONDS` have passed (a compile shares the cores and the
+interpreter's lock, and would slow the model calls the search has timed).
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -21,11 +24,13 @@ cut off by the interpreter's exit would abort it).
 
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 import atexit
 import collections
 import contextlib
 import logging
 import threading
+import time
 import weakref
 
 Shape = tuple[int, ...]
@@ -33,6 +38,40 @@ Shape = tuple[int, ...]
 _LOG = logging.getLogger(__name__)
 
 _OPEN: 'weakref.WeakSet[Shapes]' = weakref.WeakSet()  # Every Shapes, closed at exit.
+
+QUIET_SECONDS = 0.05  # After a search, the workers wait this long (the next command may be another search).
+_HOLD = threading.Condition()
+_holds = 0  # Searches in flight (`held`).
+_released = 0.0  # When the last one ended (time.monotonic()).
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+  """Within it (a search in flight), no worker of this process starts compiling a shape; one already started
+  finishes. The workers go on `QUIET_SECONDS` after the last hold ends."""
+  global _holds, _released
+  with _HOLD:
+    _holds += 1
+  try:
+    yield
+  finally:
+    with _HOLD:
+      _holds -= 1
+      _released = time.monotonic()
+      _HOLD.notify_all()
+
+
+def _wait_unheld(stop: threading.Event) -> None:
+  """Returns once no search holds the workers and none has for `QUIET_SECONDS` (or when `stop` is set)."""
+  with _HOLD:
+    while not stop.is_set():
+      if _holds:
+        _HOLD.wait(0.1)
+        continue
+      quiet = _released + QUIET_SECONDS - time.monotonic()
+      if quiet <= 0:
+        return
+      _HOLD.wait(quiet)
 
 
 @atexit.register
@@ -88,6 +127,7 @@ class Shapes:
 
   def _work(self) -> None:
     while not self._stop.is_set():
+      _wait_unheld(self._stop)
       with self._lock:
         if not self._queue:
           self._thread = None

@@ -2,6 +2,7 @@
 
 import doctest
 import threading
+import time
 
 import chess
 import numpy as np
@@ -57,6 +58,19 @@ def test_a_failing_background_compile_is_logged_and_skipped(caplog):
   assert shapes.wait(5)
   assert shapes.ready == {(1, 1), (3, 1)}
   assert 'compiling shape (2, 1) in the background failed' in caplog.text
+
+
+def test_a_search_in_flight_holds_every_worker_until_it_is_over_and_quiet():
+  started = []
+  shapes = shapes_lib.Shapes(lambda shape: started.append((shape, time.monotonic())))
+  with shapes_lib.held():
+    shapes.compile_later([(1, 1), (2, 1)])
+    time.sleep(0.3)
+    assert started == [] and not shapes.wait(0)  # Queued, not started.
+    released = time.monotonic()
+  assert shapes.wait(5) and [shape for shape, _ in started] == [(1, 1), (2, 1)]
+  assert started[0][1] - released >= shapes_lib.QUIET_SECONDS  # The next command may be another search.
+  shapes.close()
 
 
 @pytest.fixture(scope='module')

@@ -28,6 +28,7 @@ import chess
 
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
+from searchless.play import shapes as shapes_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
@@ -335,7 +336,8 @@ class UciEngine:
 
   def _run_search(self, search: search_lib.Search) -> None:
     try:
-      move = self._choose(search)
+      with shapes_lib.held():  # No background compile starts while the clock runs.
+        move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')
       legal = policy_lib.ordered_legal_moves(search.board) if self._player is not None else []  # No model: no move.

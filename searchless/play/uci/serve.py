@@ -18,6 +18,9 @@ from searchless.play.uci import engine as engine_lib
 from searchless.play.uci import process
 
 
+SWITCH_INTERVAL = 0.0005  # Seconds (`sys.setswitchinterval`) in the engine's process.
+
+
 def checkpoint_policy(path: str) -> str:
   """The policy a checkpoint was trained for (published checkpoints: action_value), without loading it."""
   experiment = loading.experiment_config(loading.resolve(path))  # pylint: disable=protected-access
@@ -46,6 +49,9 @@ def run(
   the process exits at once instead (nor does JAX tear down under it).
   """
   policy = policy or checkpoint_policy(checkpoint_path)
+  # A search thread waits at most this long for the interpreter's lock while a shape compiles in the
+  # background (Python's default, 5 ms, is paid at every model call of a search on a clock).
+  sys.setswitchinterval(SWITCH_INTERVAL)
   options = player_lib.PlayOptions(temperature=temperature, seed=seed)
   compilation_cache_lib.enable(compilation_cache)
   out = process.uci_stdout()

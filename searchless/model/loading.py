@@ -17,6 +17,7 @@ them; `export` writes a model to play (``params_ema`` in bfloat16 + its config).
 import hashlib
 import importlib.resources
 import json
+from collections.abc import Callable
 from collections.abc import Mapping
 import os
 import pathlib
@@ -203,7 +204,7 @@ def load_model(
   table) and the policy is action_value with `output_size` return buckets.
   Parameters that do not fit their config are a ValueError: by their shapes, then
   by their saved probe (one forward pass, `check_fit`). `check=False` leaves the
-  probe to the caller (`check_fit`, e.g. on a thread beside its first compile).
+  probe to the caller (`check_fit`, e.g. through the predictor it plays with).
   """
   params_dir = resolve(path, ema=ema)
   params = _restore_numpy(params_dir)
@@ -241,27 +242,25 @@ def load_model(
   return model_config, params, experiment
 
 
-def fit_known(path: str, model_config: ModelConfig, *, ema: bool = True) -> bool:
-  """Whether `check_fit` of the checkpoint at `path` has nothing left to run: it passed before (these files,
-  this config and this code: remembered in the compilation cache folder), or it is a published checkpoint (no
-  config to check against)."""
-  params_dir = resolve(path, ema=ema)
-  if experiment_config(params_dir) is None:
-    return True
-  saved = _saved_probe(params_dir)
-  memo = None if saved is None else _probe_memo(params_dir, model_config, saved)
-  return memo is not None and memo.exists()
-
-
-def check_fit(path: str, model_config: ModelConfig, params: dict, *, ema: bool = True) -> None:
+def check_fit(
+  path: str,
+  model_config: ModelConfig,
+  params: dict,
+  *,
+  ema: bool = True,
+  probe: Callable[[], list[float]] | None = None,
+) -> None:
   """Refuses (ValueError) the parameters of the checkpoint at `path` (`load_model(path, check=False)`'s) when
-  they are not those of their config's model: what `load_model` checks by default."""
+  they are not those of their config's model: what `load_model` checks by default. `probe` computes
+  `network.probe`'s output another way (a predictor's call, in a shape its first move uses: one compile for both)."""
   params_dir = resolve(path, ema=ema)
   if experiment_config(params_dir) is not None:
-    _check_fit(params_dir, model_config, params)
+    _check_fit(params_dir, model_config, params, probe)
 
 
-def _check_fit(params_dir: epath.Path, model_config: ModelConfig, params: dict) -> None:
+def _check_fit(
+  params_dir: epath.Path, model_config: ModelConfig, params: dict, probe: Callable[[], list[float]] | None = None
+) -> None:
   """Refuses parameters that are not those of their config's model: by the saved probe where there is one (one
   forward pass: what the parameters computed when saved, reproduced), else by their names and shapes."""
   saved = _saved_probe(params_dir)
@@ -272,7 +271,7 @@ def _check_fit(params_dir: epath.Path, model_config: ModelConfig, params: dict) 
   if memo is not None and memo.exists():  # These files, with this code, reproduced their probe before.
     return
   try:
-    now = network.probe(model_config, params)
+    now = probe() if probe is not None else network.probe(model_config, params)
   except Exception:  # Parameters of other names or shapes fail the forward pass: name the first one.
     _check_shapes(params_dir, model_config, params)
     raise

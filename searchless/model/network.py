@@ -133,6 +133,11 @@ def _jitted_probe(config: ModelConfig):
   return jax.jit(build(config, last_only=True).apply)
 
 
+def probe_tokens() -> np.ndarray:
+  """[78] int32: `probe`'s input, `PROBE_FEN`'s 77 tokens then `PROBE_MOVE`'s action."""
+  return np.concatenate([tokenizer.tokenize(PROBE_FEN), [moves.MOVE_TO_ACTION[PROBE_MOVE]]]).astype(np.int32)
+
+
 def probe(config: ModelConfig, params: Mapping[str, Any]) -> list[float]:
   """[V] float32 probabilities the model gives one fixed input, in float32.
 
@@ -142,7 +147,7 @@ def probe(config: ModelConfig, params: Mapping[str, Any]) -> list[float]:
   input is `PROBE_FEN`'s 77 tokens and `PROBE_MOVE`'s: for the action-value models
   the next token is that move's value bucket.
   """
-  tokens = np.concatenate([tokenizer.tokenize(PROBE_FEN), [moves.MOVE_TO_ACTION[PROBE_MOVE]]])[None]  # [1, 78]
+  tokens = probe_tokens()[None]  # [1, 78]
   log_probs = _jitted_probe(config)(params, None, jnp.asarray(tokens, jnp.int32))  # [1, V] or packed [1, 1, V]
   return np.exp(np.asarray(log_probs, np.float32).reshape(-1)).tolist()
 

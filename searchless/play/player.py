@@ -23,13 +23,12 @@ How a move is chosen from the policy's scores (`PlayOptions`):
   ``off``.
 """
 
-import concurrent.futures
 import dataclasses
-from collections.abc import Callable
 from collections.abc import Sequence
 
 import chess
 import chess.engine
+import jax.numpy as jnp
 import numpy as np
 
 from searchless.core import legality
@@ -94,8 +93,8 @@ def load_policy(
   checkpoints: action_value); one that contradicts that config is a
   ValueError. `compute_dtype`: float32, bfloat16 or auto. Turns on the persistent compilation cache
   first (`compilation_cache.enable`), so a new process reuses the shapes an earlier one compiled. Parameters
-  that do not fit their config are a ValueError (`loading.load_model`); the first load of a model's files runs
-  its probe on a thread while the start position's move compiles here (two compiles, one per core).
+  that do not fit their config are a ValueError (`loading.check_fit`: the first load of a model's files runs
+  its probe, here through the predictor, in the shape the start position's move uses).
 
   >>> import chess
   >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(chess.Board())
@@ -111,25 +110,12 @@ def load_policy(
       'it never learned (leave the policy unset)'
     )
   kind = policy or trained or policy_lib.ACTION_VALUE
-  predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=network.resolve_dtype(compute_dtype))
-  loaded = policy_lib.make_policy(kind, predictor)
-  if not loading.fit_known(path, model_config, ema=ema):
-    _check_beside_first_move(loaded, lambda: loading.check_fit(path, model_config, params, ema=ema))
-  return loaded
-
-
-def _check_beside_first_move(policy: policy_lib.Policy, check: Callable[[], None]) -> None:
-  """Runs `check` (the model's probe: a compile and one forward pass) on a thread while this one compiles what
-  the start position's move needs (one compile per core on a CPU, instead of one after the other); raises what
-  `check` raises, before anything the policy's own call raised (parameters that do not fit fail both)."""
-  with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='probe') as pool:
-    checked = pool.submit(check)
-    try:
-      policy.analyse(chess.Board())
-    except Exception:
-      checked.result()
-      raise
-    checked.result()
+  dtype = network.resolve_dtype(compute_dtype)
+  predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=dtype)
+  # The probe through the predictor (in float32, as it was saved), in the start position's shape: the first
+  # move needs no compile of its own.
+  loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
+  return policy_lib.make_policy(kind, predictor)
 
 
 class Player:

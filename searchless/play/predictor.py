@@ -33,6 +33,7 @@ BOARD_BUCKETS = (1, 4, 16, 64)
 # 32 sequences (per-move model); one board of up to 48 moves (packed: most positions, the start included).
 FIRST_BATCH = 32
 FIRST_MOVE_SLOTS = 48
+START_MOVES = 20  # The start position's legal moves: `PackedPredictor.probe` runs in their move bucket.
 
 
 class Predictor:
@@ -98,6 +99,10 @@ class Predictor:
     if not outputs:
       return np.zeros((0, self.model_config.output_size), np.float32)
     return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
+
+  def probe(self) -> list[float]:
+    """`network.probe`'s output computed by this predictor (a call of one sequence)."""
+    return np.exp(self(network.probe_tokens()[None])[0]).astype(np.float32).tolist()
 
   def warm_up(self, sequence_length: int, *, background: bool = False) -> None:
     """Compiles every batch shape for `sequence_length` tokens and measures the cost of a call.
@@ -220,6 +225,18 @@ class PackedPredictor:
       for row, i in enumerate(chunk):
         out[i] = result[row, : len(actions[i])]
     return out
+
+  def probe(self) -> list[float]:
+    """`network.probe`'s output computed by this predictor: its board with its one move, padded to the move
+    bucket of the start position (`START_MOVES`), so that the start position's move reuses this compile."""
+    tokens = network.probe_tokens()  # [78]
+    shape = (1, tokenizer.SEQUENCE_LENGTH + self._slots(START_MOVES))
+    batch = np.full(shape, -1, np.int32)
+    batch[0, : len(tokens)] = tokens
+    with self.shapes.guard(shape):
+      log_probs = self._apply(self._params, None, batch)  # [1, slots, V]
+    self.shapes.mark(shape)
+    return np.exp(np.asarray(log_probs, np.float32)[0, 0]).tolist()
 
   def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
     """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards

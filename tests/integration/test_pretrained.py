@@ -80,6 +80,8 @@ def test_each_shipped_model_is_a_probability_over_the_legal_moves_and_finds_mate
   probe_file = pathlib.Path(str(loading.pretrained_dir(name))) / loading.PROBE / loading.PROBE_FILE
   saved = json.loads(probe_file.read_text())[loading.PARAMS_EMA]
   assert network.probe_distance(saved, network.probe(model_config, params)) <= loading.PROBE_TOLERANCE
+  # Loading computes it through the player's predictor, padded to the start position's move bucket: the same.
+  assert network.probe_distance(network.probe(model_config, params), player.policy.predictor.probe()) < 1e-5
   for fen in (
     chess.STARTING_FEN,
     'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3',

@@ -10,6 +10,7 @@ import pytest
 
 from searchless.core import tokenizer
 from searchless.play import player as player_lib
+from searchless.play import predictor as predictor_lib
 from searchless.play import policy as policy_lib
 
 
@@ -191,13 +192,17 @@ def test_a_config_edited_away_from_its_weights_is_refused(tmp_path, monkeypatch)
   model_dir = _small_export(tmp_path)
   player = player_lib.Player.load(str(model_dir))
   assert player.policy.kind == 'action_value'  # The export loads as it is.
-  # The probe ran on a thread while the start position's move compiled (the first move's shape is ready).
-  assert player.policy.predictor.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + 32)}  # 20 moves: 32 slots.
+  # The probe ran through the predictor, in the start position's shape (20 moves: 32 slots): its first move's.
+  assert player.policy.predictor.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + 32)}
+  before = player.policy.predictor.rows_run
+  assert player.play(chess.Board()) and player.policy.predictor.rows_run == before + 1  # No new shape.
+  assert player.policy.predictor.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + 32)}
   # Its probe passed, and is remembered in the compilation cache: the same files load again without it.
   memos = list((pathlib.Path(os.environ['JAX_COMPILATION_CACHE_DIR']) / 'searchless-probes').iterdir())
   assert memos
   with monkeypatch.context() as patch:
     patch.setattr(network, 'probe', lambda *_: pytest.fail('the probe ran again'))
+    patch.setattr(predictor_lib.PackedPredictor, 'probe', lambda *_: pytest.fail('the probe ran again'))
     assert loading.load_model(str(model_dir))[0].num_heads == 2
     assert player_lib.Player.load(str(model_dir)).policy.predictor.shapes.ready == set()  # Nothing runs at load.
   _edit_model_config(model_dir, num_heads=4)  # Another config: the probe runs again.

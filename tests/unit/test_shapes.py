@@ -128,3 +128,13 @@ def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpo
     assert predictor.sequences_run - before == 32 * calls
     np.testing.assert_allclose(got.win_probs, want.win_probs, atol=1e-5)
   assert predictor.shapes.ready == {(32, length)}
+
+
+def test_a_per_move_predictors_probe_is_the_models_in_a_call_of_one_sequence(model_checkpoint):
+  from searchless.model import network
+
+  model_config, params, _ = loading.load_model(str(model_checkpoint))
+  predictor = predictor_lib.Predictor(model_config, params)
+  assert network.probe_distance(network.probe(model_config, params), predictor.probe()) < 1e-5
+  assert predictor.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + 1)}
+  predictor.close()

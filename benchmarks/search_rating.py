@@ -14,7 +14,8 @@ colours. All games are rated together by BayesElo, anchored on the levels.
 
 Prints each search's score against each level, its BayesElo with the 95% interval, and each
 search's gain over the policy. An interrupted run resumes from ``OUT/games.pgn`` (the openings are
-kept in ``OUT/openings.pgn``). The defaults (180 games at 60+0.6, 2 at once) took 86.5 min on 2 cores
+kept in ``OUT/openings.pgn``; a resumed run with a larger ``--games`` cycles them). The defaults (180
+games at 60+0.6, 2 at once) took 86.5 min on 2 cores, and ``--games 36`` 61.3 min more
 (benchmarks/RESULTS.md, "The engine with search, rated").
 """
 

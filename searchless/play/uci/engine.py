@@ -1,9 +1,8 @@
 """`UciEngine`: the UCI protocol over a searchless player, one input line at a time.
 
-It keeps the position and the option values, loads the player on first use
-(``isready`` or ``go``), answers each ``go`` on a worker thread (`search`) so
-that ``stop``, ``isready`` and ``quit`` are read meanwhile, and reports every
-bad input as ``info string error: ...`` without changing anything. The
+It keeps the position and the option values, loads the player on first use (``isready`` or ``go``),
+answers each ``go`` on a worker thread (`search`) so that ``stop``, ``isready`` and ``quit`` are read
+meanwhile, and reports every bad input as ``info string error: ...`` without changing anything. The
 package docstring (`searchless.play.uci`) describes the commands and options.
 
 >>> lines = []
@@ -49,13 +48,11 @@ SEARCHES = (protocol.NO_SEARCH, *search_agent.ALGORITHMS)  # The Search option's
 class UciEngine:
   """The UCI protocol over a searchless player; `handle` one input line at a time.
 
-  `player_factory(policy, options)` loads the checkpoint as a `Player` with
-  that policy; `output` receives each output line (no newline). Lines from the
-  search worker and from `handle` never interleave. `policy` and `options` are
-  the starting option values; `threads` Threads' (at most `max_threads`,
-  default: the CPUs this process may use), applied by `thread_limiter` (e.g.
-  `process.limit_cpu_threads`; None: never) around the first load.
-  `warm_up=False` skips compiling the batch shapes at load; `clock` times ``go``.
+  `player_factory(policy, options)` loads the checkpoint as a `Player` with that policy; `output` receives
+  each output line (no newline). Lines from the search worker and from `handle` never interleave. `policy`
+  and `options` are the starting option values; `threads` Threads' (at most `max_threads`, default: the
+  CPUs this process may use), applied by `thread_limiter` (e.g. `process.limit_cpu_threads`; None: never)
+  around the first load. `warm_up=False` skips compiling the batch shapes at load; `clock` times ``go``.
   """
 
   def __init__(

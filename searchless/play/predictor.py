@@ -242,10 +242,9 @@ class PackedPredictor:
     """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards
     use (1: what play needs; a search's batch size: what its batches need).
 
-    `background`: compile one shape now, `max_boards` boards (their bucket) of `FIRST_MOVE_SLOTS` moves
-    (a search's batches go in one call from its first move; play's single board), the other shapes on a
-    worker thread (the board counts at that move bucket first, then the rest by move bucket); calls
-    meanwhile use the compiled shapes only (more padding, no compile).
+    `background`: compile one board of `FIRST_MOVE_SLOTS` moves now, the other shapes on a worker
+    thread (the bigger board counts first at that move bucket, then the rest by move bucket);
+    calls meanwhile use the compiled shapes only (more padding, no compile).
     """
     needed = [b for b in self._board_buckets if b < max_boards] + [
       min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])
@@ -254,10 +253,9 @@ class PackedPredictor:
     by_use = sorted(self._move_buckets, key=lambda s: abs(s - first_slots))  # 48, 32, 64, 16, 96, 128, 256.
     shapes = [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed]
     if background:
-      first = (needed[-1], tokenizer.SEQUENCE_LENGTH + first_slots)
-      self.shapes.compile([first])
+      self.shapes.compile(shapes[:1])
       self._ready_only = True
-      self.shapes.compile_later(shape for shape in shapes if shape != first)
+      self.shapes.compile_later(shapes[1:])
       return
     self.shapes.compile(shapes)
     self._ready_only = False

@@ -106,18 +106,6 @@ def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_c
 @pytest.mark.slow
 def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packed):
   predictor = predictor_lib.PackedPredictor(*packed)
-  predictor.shapes.close()  # First, what warm_up compiles now: one call of a search's 16 boards.
-  predictor.warm_up(16, background=True)
-  assert predictor.shapes.ready == {(16, tokenizer.SEQUENCE_LENGTH + 48)}
-  boards = [chess.Board(), OPEN, BUSY, chess.Board()]  # Up to 48 moves: one call of 16 rows.
-  got = _analyses(predictor, boards)
-  assert predictor.rows_run == 16 and predictor.shapes.ready == {(16, tokenizer.SEQUENCE_LENGTH + 48)}
-  full = predictor_lib.PackedPredictor(*packed)
-  for board, g in zip(boards, got):
-    [w] = _analyses(full, [board])
-    assert g.moves == w.moves
-    np.testing.assert_allclose(g.win_probs, w.win_probs, atol=1e-5)
-  predictor = predictor_lib.PackedPredictor(*packed)
   predictor.warm_up(16, background=True)
   assert predictor.shapes.wait(300)
   slots = (48, 32, 64, 16, 96, 128, 256)

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 import contextlib
 import dataclasses
 import time
-from typing import Protocol
+from typing import Literal, Protocol, overload
 
 import chess
 import chess.engine
@@ -107,7 +107,7 @@ class UciAgent:
     self.name = name or f'{self.engine_name} ({limit})'
     # python-chess only times out searches with a time limit: cap depth and node
     # searches too, so a hung engine fails its game instead of blocking forever.
-    self._limit = None if isinstance(limit, Clock) else limit.to_chess(hang_seconds)
+    self._limit = limit if isinstance(limit, Clock) else limit.to_chess(hang_seconds)
     self._game: object | None = None
     self._last_stack: list[chess.Move] = []
     self._clock_game: object | None = None
@@ -128,13 +128,12 @@ class UciAgent:
 
   def play(self, board: chess.Board) -> chess.Move:
     game = self._game_token(board)
-    if self._limit is not None:  # A fixed limit (else a clock).
+    if not isinstance(self._limit, Clock):  # A fixed limit.
       result = self._engine.play(board, self._limit, game=game)
     else:
-      assert isinstance(self.limit, Clock)
       if game is not self._clock_game:
-        self._clock_game, self._clock_left = game, self.limit.base
-      left, increment = self._clock_left, self.limit.increment
+        self._clock_game, self._clock_left = game, self._limit.base
+      left, increment = self._clock_left, self._limit.increment
       clock = chess.engine.Limit(white_clock=left, black_clock=left, white_inc=increment, black_inc=increment)
       start = time.monotonic()
       result = self._engine.play(board, clock, game=game)
@@ -212,7 +211,12 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
   return kind, arg, params
 
 
+@overload
+def _limit(params: dict[str, str], spec: str, *, clock: Literal[False] = False) -> launch.SearchLimit: ...
+@overload
+def _limit(params: dict[str, str], spec: str, *, clock: Literal[True]) -> launch.SearchLimit | Clock: ...
 def _limit(params: dict[str, str], spec: str, *, clock: bool = False) -> launch.SearchLimit | Clock:
+  """The one limit `params` give (popped): ``time``, ``depth`` or ``nodes``, or (`clock`) ``clock=BASE+INC``."""
   keys = (*_LIMIT_KEYS, 'clock') if clock else _LIMIT_KEYS
   given = [k for k in keys if k in params]
   if len(given) != 1:
@@ -280,7 +284,6 @@ def from_spec(spec: str) -> Agent:
       engine_options[key[len('option.') :]] = params.pop(key)
     return UciAgent(arg, limit, options=engine_options, name=name, handshake_seconds=handshake)
   fixed = _limit(params, spec)
-  assert isinstance(fixed, launch.SearchLimit)
   path = params.pop('path', None)
   if kind == 'stockfish-all-moves':
     if params:

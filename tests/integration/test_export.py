@@ -35,7 +35,7 @@ def _round_trip(tmp_path, source, tokens):
     f'{module}/{name}': np.shape(a) for module, leaves in params.items() for name, a in leaves.items()
   }
   forward = export.load_forward(tmp_path / 'out' / 'forward.jax')
-  want = network.build(model_config).apply(params, None, tokens)
+  want = jax.jit(network.build(model_config).apply)(params, None, tokens)
   np.testing.assert_allclose(np.asarray(forward.call(tokens)), np.asarray(want), atol=1e-5)
   umask = os.umask(0)
   os.umask(umask)

@@ -193,7 +193,7 @@ def test_the_edge_head_scores_exactly_the_given_moves(small):
 def test_state_value_head_and_parameters(small):
   params, _ = small
   tokens = _row(KIWIPETE, chess.Board(KIWIPETE).legal_moves)[None]
-  actions, state = network.build(SMALL, with_value=True).apply(params, None, tokens)
+  actions, state = jax.jit(network.build(SMALL, with_value=True).apply)(params, None, tokens)
   assert actions.shape == (1, 48, 32) and state.shape == (1, 32)
   assert {'value_in', 'value_out', 'move_in', 'move_out', 'inputs', 'gateau_1'} <= set(params)
   with pytest.raises(ValueError, match='only the graph model'):
@@ -260,7 +260,7 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
     lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32), network.init_params(config)
   )
   action_values, state_values = (
-    np.asarray(x) for x in network.build(config, with_value=True).apply(params, None, np.array(rows, np.int32))
+    np.asarray(x) for x in jax.jit(network.build(config, with_value=True).apply)(params, None, np.array(rows, np.int32))
   )
   assert valid == [48, 43, 12, 20]
   np.testing.assert_allclose(
@@ -278,5 +278,5 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   # function.
   assert graph.ONE_GRID_ROWS == 2
   for part in (slice(0, 2), slice(2, 3)):
-    got = network.build(config).apply(params, None, np.array(rows[part], np.int32))
+    got = jax.jit(network.build(config).apply)(params, None, np.array(rows[part], np.int32))
     np.testing.assert_allclose(np.asarray(got), action_values[part], rtol=1e-5, atol=1e-4)

@@ -224,9 +224,9 @@ def test_one_block_packed_model_is_the_per_move_model(small_model):
   params = network.init_params(config)
   actions = [moves_lib.MOVE_TO_ACTION[m.uci()] for m in chess.Board(MIDDLEGAME).legal_moves]
   packed_config = dataclasses.replace(config, packing='board')
-  packed = network.build(packed_config).apply(params, None, _row(MIDDLEGAME, actions, 48)[None])
+  packed = jax.jit(network.build(packed_config).apply)(params, None, _row(MIDDLEGAME, actions, 48)[None])
   sequences = np.stack([np.concatenate([tokenizer.tokenize(MIDDLEGAME), [a, 0]]) for a in actions]).astype(np.int32)
-  per_move = network.build(config, last_only=True).apply(params, None, sequences)
+  per_move = jax.jit(network.build(config, last_only=True).apply)(params, None, sequences)
   np.testing.assert_allclose(packed[0, : len(actions)], per_move, atol=1e-5)
 
 

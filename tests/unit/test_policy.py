@@ -1,6 +1,7 @@
 """Policies over a predictor: batched shapes, the three readings of the model, agreement with batch-1."""
 
 import chess
+import jax
 import numpy as np
 import pytest
 
@@ -106,7 +107,7 @@ def test_behavioral_cloning_renormalises_over_legal_moves(tmp_path):
   policy = policy_lib.make_policy('behavioral_cloning', predictor_lib.Predictor(model_config, params))
   analysis = policy.analyse(BUSY)
   sequence = np.concatenate([tokenizer.tokenize(BUSY.fen()), [0]])[None].astype(np.int32)
-  full = np.asarray(network.build(model_config).apply(params, None, sequence))[0, -1]  # [1968]
+  full = np.asarray(jax.jit(network.build(model_config).apply)(params, None, sequence))[0, -1]  # [1968]
   legal = full[[moves.MOVE_TO_ACTION[m.uci()] for m in analysis.moves]]
   expected = np.exp(legal) / np.exp(legal).sum()
   np.testing.assert_allclose(analysis.scores, expected, rtol=1e-5)

@@ -191,7 +191,7 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
   }
   # Zero biases (and a zero smolgen map) at first: the same function as without them.
   tokens = np.concatenate([tokenizer.tokenize(KIWIPETE_BLACK), [moves.MOVE_TO_ACTION['e7e5'], 0]])[None]
-  plain = network.build(BASE).apply(default, None, tokens.astype(np.int32))
+  plain = jax.jit(network.build(BASE).apply)(default, None, tokens.astype(np.int32))
   lines = network.init_params(dataclasses.replace(BASE, square_bias='open_lines'))
   assert {k: {n: v.shape for n, v in lines[k].items()} for k in set(lines) - set(default)} == {
     f'multi_head_dot_product_attention{layer}': {
@@ -212,7 +212,7 @@ def test_each_option_adds_only_its_own_parameters_and_the_default_is_the_papers(
     (dict(smolgen=4), smolgen),
     (dict(move_gather=True), gather),
   ):
-    with_bias = network.build(dataclasses.replace(BASE, **options)).apply(
+    with_bias = jax.jit(network.build(dataclasses.replace(BASE, **options)).apply)(
       {**params, **default}, None, tokens.astype(np.int32)
     )
     np.testing.assert_array_equal(np.asarray(plain), np.asarray(with_bias))
@@ -250,10 +250,10 @@ def test_with_every_prior_a_black_board_is_its_mirror_as_white(move_attention, m
       _packed_row(mirrored, [chess.Move.from_uci(priors._mirror_move(m.uci())) for m in legal]),
     ]
   )
-  out = np.asarray(network.build(config).apply(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
+  out = np.asarray(jax.jit(network.build(config).apply)(params, None, rows.astype(np.int32)))  # [2, M + 1, V]
   np.testing.assert_allclose(out[0, :-1], out[1, :-1], atol=1e-5)
   without = np.asarray(
-    network.build(dataclasses.replace(config, mover_view=False)).apply(params, None, rows.astype(np.int32))
+    jax.jit(network.build(dataclasses.replace(config, mover_view=False)).apply)(params, None, rows.astype(np.int32))
   )
   assert np.abs(without[0, :-1] - without[1, :-1]).max() > 1e-2  # Not so without the mover's view.
 
@@ -272,11 +272,11 @@ def test_per_move_models_see_black_as_white_and_behavioral_cloning_mirrors_its_m
     ],
     np.int32,
   )
-  out = np.asarray(network.build(value).apply(params, None, rows))  # [2, 79, V]
+  out = np.asarray(jax.jit(network.build(value).apply)(params, None, rows))  # [2, 79, V]
   np.testing.assert_allclose(out[0], out[1], atol=1e-5)
 
   cloning = dataclasses.replace(BASE, output_size=moves.NUM_ACTIONS, max_sequence_length=79, mover_view=True)
   params = _noisy(network.init_params(cloning))
-  out = np.asarray(network.build(cloning, last_only=True).apply(params, None, rows[:, :78]))  # [2, 1968]
+  out = np.asarray(jax.jit(network.build(cloning, last_only=True).apply)(params, None, rows[:, :78]))  # [2, 1968]
   np.testing.assert_allclose(out[0], out[1, priors.MIRROR_ACTION], atol=1e-5)
   assert out[0].argmax() != out[1].argmax()  # A real move distribution, per board.

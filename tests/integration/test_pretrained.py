@@ -1,5 +1,6 @@
 """The model shipped in the package: export format, the name 'pretrained' everywhere, an installed wheel."""
 
+import concurrent.futures
 import importlib
 import json
 import os
@@ -166,9 +167,13 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
   # Every console script of the wheel starts.
   scripts = sorted((target / 'bin').glob('searchless-*'))
   assert [s.name for s in scripts] == sorted(_scripts())
-  for script in scripts:
-    shown = subprocess.run([sys.executable, str(script), '--help'], cwd=work, env=env, capture_output=True, text=True)
-    assert shown.returncode == 0 and 'usage:' in shown.stdout, (script.name, shown.stderr[-500:])
+
+  def show_help(script):
+    return subprocess.run([sys.executable, str(script), '--help'], cwd=work, env=env, capture_output=True, text=True)
+
+  with concurrent.futures.ThreadPoolExecutor(4) as pool:  # Four at a time: each spends its time importing.
+    for script, shown in zip(scripts, pool.map(show_help, scripts)):
+      assert shown.returncode == 0 and 'usage:' in shown.stdout, (script.name, shown.stderr[-500:])
 
   # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package, and it
   # trains a shipped config by name. (Its other steps run from the source tree in test_demo.py.)

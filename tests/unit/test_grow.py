@@ -88,36 +88,33 @@ def test_a_grown_model_that_computes_something_else_is_refused():
 
 
 @pytest.mark.slow
-def test_training_from_a_grown_model_starts_where_the_small_one_is(tmp_path, board_bag):
-  # A one-layer graph, saved as a model to start from (the shipped one's train step takes minutes to compile here).
-  model = ['model.num_layers=1', 'model.embedding_dim=16', 'model.num_heads=2', 'model.graph_edge_dim=4']
-  source = configs.load('graph_tiny', [f'data.train={board_bag}', *model])
+def test_training_from_a_grown_model_starts_where_the_small_one_is(tmp_path, compat):
+  # A one-layer transformer saved as a model to start from (a graph's train step compiles for a minute here).
+  data = compat / 'action_value_sample.bag'
+  model = ['model.embedding_dim=16', 'model.num_layers=1', 'model.num_heads=2']
+  source = configs.load('tiny', [f'data.train={data}', *model])
   params = jax.device_get(network.init_params(ModelConfig.from_config(source)))
   loading.export(str(tmp_path / 'small_model'), params, source, dtype='float32')
   base = [
-    f'data.train={board_bag}',
+    f'data.train={data}',
     *model,
     'data.batch_size=4',
     'data.worker_count=0',
     'train.num_steps=1',
     'train.log_every=1',
     'train.compute_dtype=float32',
-    'loss.value_weight=0',
     f'train.init_from={tmp_path / "small_model"}',
   ]
   wide = [*base, 'model.widening_factor=8']
   with pytest.raises(
     ValueError,
     match=rf"^train.init_from '{tmp_path / 'small_model'}' does not fit this config's model: "
-    r"\['mlp_0/linear'\]\['w'\] is \(16, 64\) there, \(16, 128\) here$",
+    r"\['linear'\]\['w'\] is \(16, 64\) there, \(16, 128\) here$",
   ):
-    train.train(configs.load('graph_tiny', wide), tmp_path / 'refused')  # Without init_grow shapes must match.
-  grown = train.train(configs.load('graph_tiny', [*wide, 'train.init_grow=True']), tmp_path / 'grown')
-  small = train.train(configs.load('graph_tiny', base), tmp_path / 'small')
-  assert grown.params['mlp_0/linear_2']['w'].shape == (128, 16) and small.params['mlp_0/linear_2']['w'].shape == (
-    64,
-    16,
-  )
+    train.train(configs.load('tiny', wide), tmp_path / 'refused')  # Without init_grow shapes must match.
+  grown = train.train(configs.load('tiny', [*wide, 'train.init_grow=True']), tmp_path / 'grown')
+  small = train.train(configs.load('tiny', base), tmp_path / 'small')
+  assert grown.params['linear_2']['w'].shape == (128, 16) and small.params['linear_2']['w'].shape == (64, 16)
   # The first step's loss is computed before its update, on the same batch: the grown model's is the small one's.
   first = lambda run: json.loads((tmp_path / run / 'metrics.jsonl').read_text().splitlines()[0])['loss']
   np.testing.assert_allclose(first('grown'), first('small'), rtol=1e-5)

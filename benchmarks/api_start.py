@@ -6,8 +6,9 @@
 Each start is a new process (`python -c`), timed from before its first import:
 ``Player.load('pretrained')`` then ``play(chess.Board())``, and an agent spec
 (default ``search:pretrained,time=0.3``: MCTS on a 0.3 s budget) built with
-`agents.from_spec` then its first ``play``. Cold: an empty persistent compilation cache (a new temporary
-folder in ``$SEARCHLESS_COMPILATION_CACHE``); warm: the same folder again.
+`agents.from_spec` then its first ``play``. Cold: an empty persistent
+compilation cache (a new temporary folder in ``$SEARCHLESS_COMPILATION_CACHE``);
+warm: the same folder again.
 Prints the medians (seconds) and the load average; the targets on 2 idle cores,
 from ``Player.load`` to the first move, and from `from_spec` to the agent's first
 move: <= 5 s cold, <= 1.5 s warm (the imports before them, mostly JAX and orbax,

@@ -37,9 +37,14 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument(
     '--checkpoint',
     required=True,
-    help="Workdir, checkpoint dir, published-layout model dir, or 'pretrained' (the model shipped in the package).",
+    help="Workdir, checkpoint dir, published-layout model dir, a shipped model's name ('pretrained') or a downloaded"
+    " published one's ('chessbench-270M': searchless-download chessbench-checkpoints 270M).",
   )
-  p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's (published: action_value).")
+  p.add_argument(
+    '--policy',
+    choices=policy_lib.POLICIES,
+    help="Default: the checkpoint's (published: by its name, else action_value).",
+  )
   p.add_argument(
     '--dtype',
     default='auto',

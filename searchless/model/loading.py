@@ -5,7 +5,8 @@ published ChessBench layout ``<model>/<step>/{params,params_ema}`` and ours, who
 step holds ``params``, ``params_ema``, ``config/config.json`` (the experiment) and
 ``probe/probe.json`` (outputs on a fixed input, checked on loading). `resolve`
 finds the parameters a path means (a workdir, a checkpoints dir, a step dir, a
-params dir, or a shipped model's name: ``pretrained``, ``pretrained-transformer``);
+params dir, a shipped model's name: ``pretrained``, ``pretrained-transformer``, or a downloaded published
+one's: ``chessbench-9M`` ... ``chessbench-270M``, `searchless.core.published`);
 `load_params` and `load_model` read them as numpy arrays, whatever devices saved
 them; `export` writes a model to play (``params_ema`` in bfloat16 + its config).
 
@@ -30,6 +31,7 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
+from searchless.core import published
 from searchless.model import network
 from searchless.model import transformer
 from searchless.model.config import ModelConfig
@@ -74,7 +76,16 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   `path` may be a workdir (``<path>/checkpoints/<step>``), a model or checkpoints
   dir (the largest step), a step dir, or a ``params``/``params_ema`` dir itself. A
   step prefers ``params_ema`` when `ema` (falling back to ``params``), else ``params``.
+  A published checkpoint's name (``chessbench-270M``) is its downloaded folder; one
+  not downloaded is a FileNotFoundError giving the command that fetches it.
   """
+  if (folder := published.checkpoint_folder(str(path))) is not None and not os.path.exists(path):
+    if not folder.is_dir():
+      raise FileNotFoundError(
+        f'{path} is not downloaded (no {folder}): run `{published.download_command(str(path))}`'
+        f' (it looks in ${published.DATA_ENV}, else ~/.cache/searchless)'
+      )
+    path = str(folder)
   if str(path) in SHIPPED:
     root = pretrained_dir(str(path))
     if not (root / PARAMS_EMA).exists():
@@ -114,12 +125,41 @@ def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
 
 
 def model_folder(model: str) -> pathlib.Path:
-  """The folder of `model`: a shipped model's name (its package folder, `pretrained_dir`), else a path (absolute).
+  """The folder of `model`: a shipped model's name (its package folder, `pretrained_dir`), a published one's (its
+  download folder, `published.checkpoint_folder`), else a path (absolute).
 
   >>> model_folder('runs/demo') == pathlib.Path('runs/demo').resolve()
   True
   """
-  return pathlib.Path(str(pretrained_dir(model))) if model in SHIPPED else pathlib.Path(model).resolve()
+  if model in SHIPPED:
+    return pathlib.Path(str(pretrained_dir(model)))
+  if (folder := published.checkpoint_folder(model)) is not None and not os.path.exists(model):
+    return folder
+  return pathlib.Path(model).resolve()
+
+
+def is_name(path: str) -> bool:
+  """Whether `path` is a model's name (shipped, or published) rather than a folder.
+
+  >>> is_name('pretrained'), is_name('chessbench-270M'), is_name('runs/demo')
+  (True, True, False)
+  """
+  return path in SHIPPED or (published.checkpoint_model(path) is not None and not os.path.exists(path))
+
+
+def trained_policy(path: str, experiment: ml_collections.FrozenConfigDict | None) -> str | None:
+  """The policy the checkpoint at `path` was trained for: its experiment config's; a published model's by its name
+  (``chessbench-9M_state_value``, or a folder named ``9M_state_value``: state_value); else None (action_value is
+  the default).
+
+  >>> trained_policy('chessbench-9M_behavioral_cloning', None)
+  'behavioral_cloning'
+  """
+  if experiment is not None:
+    return experiment.policy
+  folder = os.path.basename(os.path.normpath(str(path)))  # A published-layout folder keeps the model's name.
+  model = published.checkpoint_model(str(path)) or (folder if folder in published.CHECKPOINTS else None)
+  return published.CHECKPOINTS.get(model) if model else None
 
 
 def _restore_numpy(directory: epath.Path) -> dict:

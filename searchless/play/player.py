@@ -103,7 +103,7 @@ def load_policy(
   """
   compilation_cache.enable()
   model_config, params, experiment = loading.load_model(path, ema=ema, check=False)
-  trained = experiment.policy if experiment is not None else None  # Published checkpoints record none.
+  trained = loading.trained_policy(path, experiment)  # Published checkpoints: by their name, if any.
   if policy is not None and trained is not None and policy != trained:
     raise ValueError(
       f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '

@@ -75,7 +75,7 @@ def resolve_entrants(specs: Sequence[str]) -> list[Entrant]:
         name, elo = agent.name, getattr(agent, 'elo', elo)
       finally:
         agent.close()
-      if kind == 'checkpoint' and target in loading.SHIPPED:  # A shipped model goes by the name the user gave.
+      if kind == 'checkpoint' and loading.is_name(target):  # A named model goes by the name the user gave.
         name = target
     entrants.append(Entrant(name, spec, elo))
   by_name = collections.defaultdict(list)

@@ -22,9 +22,9 @@ SWITCH_INTERVAL = 0.0005  # Seconds (`sys.setswitchinterval`) in the engine's pr
 
 
 def checkpoint_policy(path: str) -> str:
-  """The policy a checkpoint was trained for (published checkpoints: action_value), without loading it."""
-  experiment = loading.experiment_config(loading.resolve(path))  # pylint: disable=protected-access
-  return experiment.policy if experiment is not None else policy_lib.ACTION_VALUE
+  """The policy a checkpoint was trained for (`loading.trained_policy`; else action_value), without loading it."""
+  experiment = loading.experiment_config(loading.resolve(path))
+  return loading.trained_policy(path, experiment) or policy_lib.ACTION_VALUE
 
 
 def run(

@@ -17,11 +17,13 @@ import base64
 from collections.abc import Callable, Sequence
 import dataclasses
 import hashlib
+import io
 import os
 import pathlib
 import re
 import shutil
 import threading
+import time
 from typing import Any, TypeVar
 import zipfile
 
@@ -232,6 +234,57 @@ def unpack(archive: pathlib.Path, folder: pathlib.Path) -> None:
   os.replace(inner, folder)
   shutil.rmtree(work, ignore_errors=True)
   archive.unlink()
+
+
+class RemoteFile(io.RawIOBase):
+  """The bytes at an http(s) `url`, read as a stream and stored nowhere (an input that need not be downloaded
+  first). A dropped connection resumes with a range request at the byte reached, `retries` times with backoff; a
+  server without range requests cannot resume, and that is a `DownloadError`."""
+
+  def __init__(self, url: str, *, retries: int = 5):
+    super().__init__()
+    self.url, self.retries, self._position = url, retries, 0
+    self._session = session(retries)
+    self._response: requests.Response | None = None
+    self._open()
+
+  def _open(self) -> None:
+    headers = {'Range': f'bytes={self._position}-'} if self._position else {}
+    try:
+      r = self._session.get(self.url, headers=headers, stream=True, timeout=TIMEOUT)
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
+      raise DownloadError(f'cannot reach {self.url}: {_reason(error)}') from None
+    _check_status(r, self.url)
+    if self._position and r.status_code != 206:
+      r.close()
+      raise DownloadError(f'{self.url}: the connection dropped at byte {self._position}, and the server cannot resume')
+    self._response = r
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, buffer: Any) -> int:
+    failures = 0
+    while True:
+      assert self._response is not None
+      try:
+        data = self._response.raw.read(len(buffer), decode_content=False)
+        break
+      except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
+        failures += 1
+        if failures > self.retries:
+          raise DownloadError(f'cannot read {self.url}: {_reason(error)} (after {self.retries} retries)') from None
+        self._response.close()
+        time.sleep(min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX))
+        self._open()
+    buffer[: len(data)] = data
+    self._position += len(data)
+    return len(data)
+
+  def close(self) -> None:
+    if self._response is not None:
+      self._response.close()
+    super().close()
 
 
 def _parallel(fn: Callable[[_T], _R], items: Sequence[_T], jobs: int, stop: threading.Event) -> list[_R]:

@@ -34,6 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PCollection
 import bagz
 
+from searchless.core import files
+
 AUTO = 0  # num_shards: as many shards as the data needs (see `auto_buckets`).
 DEFAULT_RECORDS_PER_SHARD = 1_000_000  # Records per shard at most when num_shards is AUTO.
 TMP_DIR = '.searchless-tmp'  # Under the job's output folder while it runs; removed by `commit`.
@@ -119,9 +121,8 @@ def auto_buckets(pgn_bytes: float, records_per_board: float, records_per_shard: 
 def pgn_bytes(paths: Sequence[str], max_games_per_file: int | None = None, sample_games: int | None = None) -> float:
   """Estimated PGN text in `paths` (``.zst`` counted `ZSTD_RATIO` times), capped by game limits."""
   total = 0.0
-  for path, match in zip(paths, FileSystems.match(list(paths))):
-    size = sum(m.size_in_bytes for m in match.metadata_list)
-    text = size * (ZSTD_RATIO if path.endswith('.zst') else 1)
+  for path in paths:
+    text = files.size(path) * (ZSTD_RATIO if path.endswith('.zst') else 1)
     if max_games_per_file is not None:
       text = min(text, max_games_per_file * PGN_BYTES_PER_GAME)
     total += text

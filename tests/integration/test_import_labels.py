@@ -224,3 +224,20 @@ def _lines_before_error(path):
     yield from (line for line in streams.read_lines(str(path)) if line.strip())
   except streams.CorruptInputError:
     return
+
+
+def test_an_https_input_is_streamed_and_a_dropped_connection_resumed(tmp_path):
+  """An input URL is read as a stream (nothing stored first); a connection that drops mid-file resumes with a range
+  request at the byte reached, and the records are those of the same file read locally."""
+  from http_fixture import FileServer
+
+  local = ['--test_fraction', '0.5', *IN_MEMORY]
+  import_labels.run([str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'local'), *local])
+  with FileServer(EVAL_SAMPLE.parent, drop_after=5000) as server:
+    url = f'{server.url}/{EVAL_SAMPLE.name}'
+    manifest = import_labels.run([url, '--output_dir', str(tmp_path / 'url'), *local])
+  assert server.gets(f'/{EVAL_SAMPLE.name}') == [None, 'bytes=5000-']
+  assert manifest.lines['kept'] == len(EVAL_SAMPLE.read_text().splitlines())
+  for split in ('train', 'test'):
+    for kind in (records.PARTIAL_BOARD_VALUE, 'state_value', 'behavioral_cloning'):
+      assert _read(tmp_path / 'url', split, kind) == _read(tmp_path / 'local', split, kind)

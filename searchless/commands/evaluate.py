@@ -18,7 +18,11 @@ from searchless.play import policy as policy_lib
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-evaluate', description=__doc__.split('\n\n')[0])
-  p.add_argument('--checkpoint', required=True, help='Workdir, checkpoint dir or published-layout model dir.')
+  p.add_argument(
+    '--checkpoint',
+    required=True,
+    help="Workdir, checkpoint dir, published-layout model dir, or a model's name ('pretrained', 'chessbench-270M').",
+  )
   p.add_argument('--data', required=True, help='Action-value or board_value bag spec, or a directory holding one.')
   p.add_argument('--out', required=True, type=cli.output_dir, help='Output directory (metrics.json, boards.jsonl).')
   p.add_argument('--policy', choices=policy_lib.POLICIES, help="Default: the checkpoint's.")

@@ -22,7 +22,9 @@ from searchless.model import loading  # noqa: E402
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-export', description=__doc__.split('\n\n')[0])
   p.add_argument(
-    '--checkpoint', required=True, help="workdir, checkpoint or step dir, published model dir, or 'pretrained'"
+    '--checkpoint',
+    required=True,
+    help="workdir, checkpoint or step dir, published model dir, or a name ('pretrained', 'chessbench-9M')",
   )
   p.add_argument('--out', required=True, type=cli.output_dir, help='folder to write (created)')
   p.add_argument('--raw', action='store_true', help='the raw parameters instead of their EMA')

@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     'measure', formatter_class=cli.DefaultsHelpFormatter, help='measure a model into an evaluation folder (resumable)'
   )
   m.add_argument(
-    '--checkpoint', required=True, help="the model: a workdir, an export, or a shipped name ('pretrained')"
+    '--checkpoint', required=True, help="the model: a workdir, an export, or a name ('pretrained', 'chessbench-270M')"
   )
   m.add_argument('--out', required=True, type=cli.output_dir, help='the evaluation folder (strength.json, strength.md)')
   m.add_argument('--puzzles', default=None, help='a Lichess puzzle CSV (lichess_db_puzzle.csv columns)')

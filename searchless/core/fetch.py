@@ -17,13 +17,11 @@ import base64
 from collections.abc import Callable, Sequence
 import dataclasses
 import hashlib
-import io
 import os
 import pathlib
 import re
 import shutil
 import threading
-import time
 from typing import Any, TypeVar
 import zipfile
 
@@ -101,7 +99,7 @@ def session(retries: int) -> requests.Session:
   return s
 
 
-def _reason(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
   """The innermost cause of a requests / urllib3 error, short: '[Errno 111] Connection refused'."""
   while True:
     inner = getattr(error, 'reason', None)
@@ -115,7 +113,7 @@ def _reason(error: BaseException) -> str:
   return found.group(0).strip() if found else (text.split(': ', 1)[-1] if 'object at 0x' in text else text)
 
 
-def _check_status(response: requests.Response, url: str) -> None:
+def check_status(response: requests.Response, url: str) -> None:
   if response.status_code >= 400:
     raise DownloadError(f'{url}: HTTP {response.status_code} {response.reason}')
 
@@ -128,8 +126,8 @@ def look_up(s: requests.Session, url: str) -> tuple[int | None, str | None]:
       r = s.get(url, stream=True, timeout=TIMEOUT)
       r.close()
   except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-    raise DownloadError(f'cannot reach {url}: {_reason(error)}') from None
-  _check_status(r, url)
+    raise DownloadError(f'cannot reach {url}: {reason(error)}') from None
+  check_status(r, url)
   length = r.headers.get('Content-Length')
   md5 = re.search(r'md5=([A-Za-z0-9+/=]+)', r.headers.get('x-goog-hash', ''))
   return (int(length) if length and length.isdigit() else None), (md5.group(1) if md5 else None)
@@ -140,8 +138,8 @@ def checksums(s: requests.Session, url: str) -> dict[str, str]:
   try:
     r = s.get(url, timeout=TIMEOUT)
   except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-    raise DownloadError(f'cannot reach {url}: {_reason(error)}') from None
-  _check_status(r, url)
+    raise DownloadError(f'cannot reach {url}: {reason(error)}') from None
+  check_status(r, url)
   found = {}
   for line in r.text.splitlines():
     digest, _, name = line.strip().partition(' ')
@@ -178,7 +176,7 @@ def fetch(s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: 
           part.unlink()
           on_bytes(-have)
           continue
-        _check_status(r, job.url)
+        check_status(r, job.url)
         if have and r.status_code != 206:  # The server ignored the range: restart from zero.
           on_bytes(-have)
           have = 0
@@ -196,7 +194,7 @@ def fetch(s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: 
     except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
       failures = 1 if progressed else failures + 1
       if failures > retries:
-        raise DownloadError(f'cannot fetch {job.url}: {_reason(error)} (after {retries} retries)') from None
+        raise DownloadError(f'cannot fetch {job.url}: {reason(error)} (after {retries} retries)') from None
       if stop.wait(min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX)):
         raise _Stopped from None
   _verify(job)
@@ -234,57 +232,6 @@ def unpack(archive: pathlib.Path, folder: pathlib.Path) -> None:
   os.replace(inner, folder)
   shutil.rmtree(work, ignore_errors=True)
   archive.unlink()
-
-
-class RemoteFile(io.RawIOBase):
-  """The bytes at an http(s) `url`, read as a stream and stored nowhere (an input that need not be downloaded
-  first). A dropped connection resumes with a range request at the byte reached, `retries` times with backoff; a
-  server without range requests cannot resume, and that is a `DownloadError`."""
-
-  def __init__(self, url: str, *, retries: int = 5):
-    super().__init__()
-    self.url, self.retries, self._position = url, retries, 0
-    self._session = session(retries)
-    self._response: requests.Response | None = None
-    self._open()
-
-  def _open(self) -> None:
-    headers = {'Range': f'bytes={self._position}-'} if self._position else {}
-    try:
-      r = self._session.get(self.url, headers=headers, stream=True, timeout=TIMEOUT)
-    except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-      raise DownloadError(f'cannot reach {self.url}: {_reason(error)}') from None
-    _check_status(r, self.url)
-    if self._position and r.status_code != 206:
-      r.close()
-      raise DownloadError(f'{self.url}: the connection dropped at byte {self._position}, and the server cannot resume')
-    self._response = r
-
-  def readable(self) -> bool:
-    return True
-
-  def readinto(self, buffer: Any) -> int:
-    failures = 0
-    while True:
-      assert self._response is not None
-      try:
-        data = self._response.raw.read(len(buffer), decode_content=False)
-        break
-      except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-        failures += 1
-        if failures > self.retries:
-          raise DownloadError(f'cannot read {self.url}: {_reason(error)} (after {self.retries} retries)') from None
-        self._response.close()
-        time.sleep(min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX))
-        self._open()
-    buffer[: len(data)] = data
-    self._position += len(data)
-    return len(data)
-
-  def close(self) -> None:
-    if self._response is not None:
-      self._response.close()
-    super().close()
 
 
 def _parallel(fn: Callable[[_T], _R], items: Sequence[_T], jobs: int, stop: threading.Event) -> list[_R]:

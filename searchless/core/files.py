@@ -1,5 +1,5 @@
 """Paths, local or remote: local ones through the OS, remote ones (``gs://``, ``s3://``, ...) through Beam, and
-``http(s)://`` inputs streamed as they are read (`fetch.RemoteFile`: nothing stored, a dropped connection resumed).
+``http(s)://`` inputs streamed as they are read (`remote_file.RemoteFile`: nothing stored, a drop resumed).
 
 Only a remote path imports Apache Beam (its ``FileSystems``, with the matching
 Beam extra installed), so reading local data needs no Beam. An http(s) URL names
@@ -18,6 +18,7 @@ import os
 from typing import Any, BinaryIO
 
 from searchless.core import fetch
+from searchless.core import remote_file
 
 
 def is_remote(path: str) -> bool:
@@ -73,7 +74,7 @@ def match(pattern: str) -> list[str]:
 def open_read(path: str) -> BinaryIO:
   """`path`'s bytes as they are stored (no decompression)."""
   if is_http(path):
-    return io.BufferedReader(fetch.RemoteFile(path), fetch.CHUNK)
+    return io.BufferedReader(remote_file.RemoteFile(path), fetch.CHUNK)
   if is_remote(path):
     from apache_beam.io.filesystem import CompressionTypes
 

@@ -60,10 +60,12 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-  """`argparse.ArgumentParser` with `DefaultsHelpFormatter` unless another formatter is given."""
+  """`argparse.ArgumentParser` with `DefaultsHelpFormatter` unless another formatter is given, and no abbreviated
+  flags: ``--num`` is not taken for ``--num_shards`` (a typo must not start a long job)."""
 
   def __init__(self, *args, **kwargs):
     kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
+    kwargs['allow_abbrev'] = False
     super().__init__(*args, **kwargs)
 
   def error(self, message: str) -> NoReturn:  # type: ignore[override]

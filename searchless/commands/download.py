@@ -48,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     '--out',
     type=cli.output_dir,
     default=None,
-    help=f'the data folder (default: ${published.DATA_ENV}, else ~/.cache/searchless); '
-    'checkpoint names (chessbench-270M) are looked up in the default one',
+    help=f'the data folder (default: ${published.DATA_ENV}, else ~/.cache/searchless, where checkpoint names '
+    'such as chessbench-270M are looked up)',
   )
   p.add_argument('--shards', default=None, help='with chessbench-data train: a count N (the first N) or 0-99,200-299')
   p.add_argument('--jobs', type=int, default=4, help='files fetched at once')

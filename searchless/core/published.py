@@ -62,8 +62,8 @@ _MONTH = re.compile(r'\d{4}-(0[1-9]|1[0-2])')
 
 # Each target -> what its items are (for --help and errors).
 TARGETS = {
-  'chessbench-checkpoints': f'the published models: {", ".join(CHECKPOINTS)} (default: all)',
-  'chessbench-data': f'{", ".join(DATA_ITEMS)} (default: {" ".join(DEFAULT_DATA_ITEMS)}; train takes --shards)',
+  'chessbench-checkpoints': f'the published models: {", ".join(CHECKPOINTS)} (no item: all)',
+  'chessbench-data': f'{", ".join(DATA_ITEMS)} (no item: {" ".join(DEFAULT_DATA_ITEMS)}; train takes --shards)',
   'lichess-games': 'months YYYY-MM of Lichess standard rated games (checked against Lichess sha256sums.txt)',
   'lichess-puzzles': 'the Lichess puzzle database (lichess_db_puzzle.csv.zst); no items',
   'lichess-evals': "Lichess's evaluation database (lichess_db_eval.jsonl.zst, for searchless-import); no items",

@@ -57,10 +57,29 @@ def parallelism(options: PipelineOptions) -> int:
     return 4 * max(1, sum(client.nthreads().values()))
 
 
-def beam_options(beam_args: Sequence[str]) -> tuple[PipelineOptions, bool]:
-  """The job's pipeline options, and whether it runs here: locally the DirectRunner gets one worker process
-  per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise."""
+def checked_options(beam_args: Sequence[str]) -> PipelineOptions:
+  """The pipeline options `beam_args` give. A flag that neither the command nor Beam knows (a typo, or a flag of
+  another command) is a ValueError naming it: Beam alone would drop it with a warning and run the job."""
+  try:  # Registers the Dask runner's options (--dask_client_address), where Dask is installed.
+    import apache_beam.runners.dask.dask_runner  # noqa: F401  # pylint: disable=unused-import
+  except ImportError:
+    pass
   pipeline_options = PipelineOptions(list(beam_args))
+  known = set(PipelineOptions([]).get_all_options())
+  unknown = sorted(set(pipeline_options.get_all_options(retain_unknown_options=True)) - known)
+  if unknown:
+    raise ValueError(
+      f"unrecognized arguments: {' '.join('--' + u for u in unknown)} (neither this command's flags, see --help,"
+      ' nor a Beam pipeline option)'
+    )
+  return pipeline_options
+
+
+def beam_options(beam_args: Sequence[str]) -> tuple[PipelineOptions, bool]:
+  """The job's pipeline options (`checked_options`), and whether it runs here: locally the DirectRunner gets one
+  worker process per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say
+  otherwise."""
+  pipeline_options = checked_options(beam_args)
   local = is_local_direct(pipeline_options)
   joined = ' '.join(beam_args)
   if local:

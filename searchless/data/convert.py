@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pvalue import DoOutputsTuple, PBegin, PCollection
 from bagz.beam import bagzio
 
@@ -246,7 +245,7 @@ def run(
   if state_values:
     _count_checking_kind(state_values, 'state_value')
   start = time.time()
-  pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
+  pipeline = beam.Pipeline(options=beam_job.checked_options(beam_args))
   if to == 'board':
     values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
     grouped = (

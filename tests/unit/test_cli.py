@@ -117,3 +117,55 @@ def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
       with errors.one_line_errors():
         raise raised
     assert exit.value.code == 130 and capsys.readouterr().err == f'interrupted; {said}\n'
+
+
+def _script_parsers():
+  """Every console script's own parser (a Beam command's: its pipeline's), by script name (pyproject.toml)."""
+  import tomllib
+
+  from helpers import ROOT
+
+  scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
+  for script, target in sorted(scripts.items()):
+    module = importlib.import_module(target.partition(':')[0])
+    found = getattr(module, '_parser', None)
+    if found is None:
+      [pipeline] = [v for v in vars(module).values() if getattr(v, '__name__', '').startswith('searchless.pipelines.')]
+      found = pipeline._parser  # pylint: disable=protected-access
+    yield pytest.param(found, id=script)
+
+
+def _with_subparsers(parser):
+  import argparse
+
+  yield parser
+  for action in parser._actions:  # pylint: disable=protected-access
+    if isinstance(action, argparse._SubParsersAction):  # pylint: disable=protected-access
+      for sub in action.choices.values():
+        yield from _with_subparsers(sub)
+
+
+@pytest.mark.parametrize('parser', list(_script_parsers()))
+def test_no_command_takes_an_abbreviated_flag(parser):
+  for p in _with_subparsers(parser()):
+    longs = sorted({s for a in p._actions for s in a.option_strings if s.startswith('--')})  # pylint: disable=protected-access
+    assert longs
+    assert not p.allow_abbrev
+    for action in p._actions:  # pylint: disable=protected-access  # Nothing required: only the flag is parsed.
+      action.required = False
+      if not action.option_strings and action.nargs in (None, '+'):
+        action.nargs, action.choices = '*', None
+    for flag in longs:  # Each long flag less its last letter, where no other flag is spelt so.
+      prefix = flag[:-1]
+      if len(prefix) > 3 and prefix not in longs:
+        _, rest = p.parse_known_args([prefix])
+        assert rest[0] == prefix, (p.prog, flag)  # Left unknown, not taken for the flag it begins.
+
+
+def test_beam_refuses_a_flag_that_nobody_knows():
+  from searchless.data import beam_job
+
+  with pytest.raises(ValueError, match=r'^unrecognized arguments: --num --num_shard \(neither'):
+    beam_job.checked_options(['--num', '0', '--num_shard', '2', '--runner', 'DirectRunner'])
+  options = beam_job.checked_options(['--runner', 'DirectRunner', '--direct_num_workers', '2'])
+  assert options.get_all_options()['direct_num_workers'] == 2

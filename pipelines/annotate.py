@@ -11,6 +11,9 @@ the board's own; ``--records`` picks the sets), plus
 ``out/manifest.json``, ``out/failures.jsonl`` (boards the engine could not
 annotate) and ``out/skipped.jsonl`` (games not used, with file:line and reason).
 
+The work is kept as it is done (``out/.searchless-resume/``, `searchless.data.resume`): after Ctrl-C, a kill,
+a crash or a reboot the same command annotates only the boards not yet committed, and writes the same dataset.
+
 Runs on the DirectRunner with one worker process per core by default. Any
 other Beam runner works with the usual options (``--runner DataflowRunner
 --project … --region … --temp_location gs://…``); the engine binary must then
@@ -90,6 +93,13 @@ def _parser() -> argparse.ArgumentParser:
     action='store_true',
     help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
     'an error',
+  )
+  io.add_argument(
+    '--chunk_boards',
+    type=int,
+    default=_OPTIONS['chunk_boards'],
+    help='each worker commits its annotations every this many boards (and every 2 minutes): what Ctrl-C, a kill or '
+    'a reboot can lose; the same command again resumes from them',
   )
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument(

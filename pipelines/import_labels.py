@@ -26,10 +26,11 @@ from searchless.commands import errors
 
 errors.beam_command('searchless-import')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
+from searchless.data import free_label_graph  # noqa: E402
 from searchless.data import free_label_job  # noqa: E402
 from searchless.data import splits  # noqa: E402
 
-_OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_job.ImportOptions)}  # The defaults' one home.
+_OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_graph.ImportOptions)}  # The defaults' one home.
 
 PROG = 'searchless-import'  # The command's name, in its usage and the manifest's command line.
 
@@ -58,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     type=int,
     default=_OPTIONS['records_per_shard'],
     help='with --num_shards 0: records per shard at most',
+  )
+  p.add_argument(
+    '--chunk_games',
+    type=int,
+    default=_OPTIONS['chunk_games'],
+    help='each worker commits its parsed games (or database lines) every this many (and every 2 minutes): what '
+    'Ctrl-C, a kill or a reboot can lose; the same command again resumes from them',
   )
   p.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   p.add_argument('--overwrite', action='store_true', help='replace the dataset already in --out')
@@ -101,6 +109,6 @@ def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefac
   `command`: the command line the manifest records (default: ``searchless-import`` and `argv`).
   """
   args, beam_args = _parser().parse_known_args(argv)
-  fields = {f.name for f in dataclasses.fields(free_label_job.ImportOptions)} - {'input'}
-  options = free_label_job.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
+  fields = {f.name for f in dataclasses.fields(free_label_graph.ImportOptions)} - {'input'}
+  options = free_label_graph.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
   return free_label_job.run(options, beam_args=beam_args, command=command or [PROG, *argv])

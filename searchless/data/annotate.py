@@ -15,11 +15,10 @@ input, and files are written by `shards.WriteShards`. Runner metrics are a
 bonus (the time per board, where the runner has them).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 import dataclasses
 import functools
 import json
-import os
 import tempfile
 import time
 
@@ -28,13 +27,14 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import PBegin, PCollection, PDone
 
-from searchless.core import atomic
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotation_records
 from searchless.data import games
 from searchless.data import pgn
+from searchless.data import progress
 from searchless.data import results
+from searchless.data import resume
 from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
@@ -67,34 +67,6 @@ class EngineSeen:
   identity: str  # JSON of the engine's `id` lines and its binary's sha256, once per engine process.
 
 
-class _Progress:
-  """Writes this worker's running totals to a file the local driver polls."""
-
-  def __init__(self, directory: str | None):
-    self._path = os.path.join(directory, f'{os.getpid()}-{id(self)}.json') if directory else None
-    self.boards = self.action_values = self.failures = 0
-    self._last = 0.0
-
-  def update(self, boards=0, action_values=0, failures=0, force=False):
-    self.boards += boards
-    self.action_values += action_values
-    self.failures += failures
-    now = time.monotonic()
-    if self._path and (force or now - self._last > 0.5):
-      self._last = now
-      # A live-progress snapshot (every 0.5 s, in a temporary folder): atomic for the reader, never synced.
-      atomic.write_text(
-        self._path,
-        json.dumps({'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}),
-        durable=False,
-      )
-
-
-def _write_total(total: int, directory: str) -> None:
-  """Tells the local progress display how many boards the job has."""
-  atomic.write_text(os.path.join(directory, 'total.json'), json.dumps({'total': total}), durable=False)
-
-
 @functools.lru_cache(maxsize=None)
 def _binary_sha256(path: str) -> str | None:
   return launch.binary_sha256(path)  # Of the binary on this worker, once per process.
@@ -106,15 +78,23 @@ class AnnotateBoards(beam.DoFn):
   Each engine's identity is emitted once as an `EngineSeen`.
   """
 
-  def __init__(self, config: engine_lib.EngineConfig, progress_dir: str | None = None):
+  def __init__(
+    self,
+    config: engine_lib.EngineConfig,
+    progress_dir: str | None = None,
+    resume_dir: str | None = None,
+    chunk_boards: int = resume.DEFAULT_CHUNK_BOARDS,
+  ):
     self._config = config
     self._progress_dir = progress_dir
+    self._resume_dir, self._chunk_boards = resume_dir, chunk_boards
 
   def setup(self) -> None:
     self._annotator = engine_lib.BoardAnnotator(self._config)
     self._annotator.start()
     self._announced = False
-    self._progress = _Progress(self._progress_dir)
+    self._kept = resume.PieceWriter(self._resume_dir, 'boards', self._chunk_boards) if self._resume_dir else None
+    self._progress = progress.WorkerProgress(self._progress_dir)
     self._progress.update(force=True)  # Marks the start of annotation.
     self._seconds = Metrics.distribution(NAMESPACE, 'ms_per_board')
 
@@ -122,8 +102,12 @@ class AnnotateBoards(beam.DoFn):
     split, fen = split_fen
     if not self._announced:
       self._announced = True
-      identity = {**self._annotator.engine_id, 'binary_sha256': _binary_sha256(self._config.path)}
-      yield EngineSeen(json.dumps(identity, sort_keys=True))
+      identity = json.dumps(
+        {**self._annotator.engine_id, 'binary_sha256': _binary_sha256(self._config.path)}, sort_keys=True
+      )
+      if self._kept is not None:
+        self._kept.engine = identity
+      yield EngineSeen(identity)
     restarts = self._annotator.restarts
     start = time.perf_counter()
     try:
@@ -134,9 +118,13 @@ class AnnotateBoards(beam.DoFn):
     else:
       self._seconds.update(int(1000 * (time.perf_counter() - start)))
       self._progress.update(boards=1, action_values=len(annotation.action_values))
+      if self._kept is not None:
+        self._kept.add(fen, annotation)
       yield Annotated(split, annotation, self._annotator.restarts - restarts)
 
   def finish_bundle(self) -> None:
+    if self._kept is not None:
+      self._kept.commit()
     self._progress.update(force=True)
 
   def teardown(self) -> None:
@@ -187,10 +175,13 @@ class AnnotateOptions:
   mode: str = 'per_move'  # The engine mode (annotation_records.record_kinds depends on it).
   parallelism: int = 0  # Lanes games and boards are spread over (`Distribute`); 0: `annotation_job` picks.
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
+  chunk_boards: int = resume.DEFAULT_CHUNK_BOARDS  # A worker commits its annotations every this many boards.
 
   def __post_init__(self):
     results.check_job_options(
-      self, ('max_games', 'sample_games', 'records_per_shard'), ('min_elo', 'max_elo', 'num_shards', 'parallelism')
+      self,
+      ('max_games', 'sample_games', 'records_per_shard', 'chunk_boards'),
+      ('min_elo', 'max_elo', 'num_shards', 'parallelism'),
     )
 
 
@@ -213,9 +204,16 @@ class AnnotateGames(beam.PTransform):
   gives the pieces their final names (`annotation_job.run` does all this).
   """
 
-  def __init__(self, options: AnnotateOptions, engine_config: engine_lib.EngineConfig, progress_dir: str | None):
+  def __init__(
+    self,
+    options: AnnotateOptions,
+    engine_config: engine_lib.EngineConfig,
+    progress_dir: str | None,
+    kept: Sequence[str] = (),
+  ):
     super().__init__()
     self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
+    self.kept = list(kept)  # Pieces of annotations an interrupted run of this job kept (`resume.prepare`).
 
   def expand(self, pbegin: PBegin) -> PDone:
     self._build(pbegin)
@@ -280,18 +278,27 @@ class AnnotateGames(beam.PTransform):
     extract = games.ExtractBoards(o.dedup_by, o.drop_test_overlap)
     unique = kept_games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
     counts.append(extract.counts)
+    resolved = unique | 'SkipKept' >> resume.SkipKept(self.kept, lambda split_fen: split_fen[1], pbegin)
+    todo = resolved | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo') | 'Boards' >> beam.Map(lambda t: t[1])
     if progress_dir:
       _ = (
-        unique
+        todo
         | 'Ones' >> beam.Map(lambda _: 1)
         | 'Total' >> beam.CombineGlobally(sum).without_defaults()
-        | 'TellProgress' >> beam.Map(_write_total, progress_dir)
+        | 'TellProgress' >> beam.Map(progress.write_total, progress_dir)
       )
+    annotate_boards = AnnotateBoards(engine_config, progress_dir, resume.folder(out), o.chunk_boards)
     annotated = (
-      unique
+      todo
       | 'Distribute[boards]' >> games.Distribute(lambda split_fen: split_fen[1], o.parallelism)
-      | 'AnnotateBoards' >> beam.ParDo(AnnotateBoards(engine_config, progress_dir))
-    )
+      | 'AnnotateBoards' >> beam.ParDo(annotate_boards),
+      resolved
+      | 'Kept' >> beam.Filter(lambda t: t[0] == 'kept')
+      | 'KeptBoards' >> beam.Map(lambda t: Annotated(t[1][0], t[2], 0)),
+      resolved
+      | 'KeptBy' >> beam.Filter(lambda t: t[0] == 'engine')
+      | 'KeptEngine' >> beam.Map(lambda t: EngineSeen(t[1])),
+    ) | 'AllAnnotated' >> beam.Flatten()
     counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
 
     # What each output set holds, and how many writers it gets when sharded by size.

@@ -20,10 +20,13 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from searchless.core import artefacts
 from searchless.core import records
@@ -34,6 +37,7 @@ from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
 from searchless.data import results
+from searchless.data import resume
 from searchless.data import shards
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
@@ -80,24 +84,48 @@ def run(
     )
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
+  with beam_job.output_lock(options.output_dir, 'searchless-annotate'):
+    return _run(options, engine_config, pipeline_options, local, progress, command)
+
+
+def _run(
+  options: annotate.AnnotateOptions,
+  engine_config: engine_lib.EngineConfig,
+  pipeline_options: PipelineOptions,
+  local: bool,
+  progress: bool,
+  command: Sequence[str] | None,
+) -> artefacts.AnnotationManifest:
+  out = options.output_dir
+  binary = launch.binary_sha256(engine_config.path) if local else None
+  settings = resume.settings(engine=engine_config.describe(), binary_sha256=binary)
+  kept = resume.of_kind(resume.kept(out, settings), 'boards')
+  if kept:
+    print(
+      f'resuming: {resume.items_in(kept)} boards annotated by an interrupted run are kept in {resume.folder(out)}',
+      file=sys.stderr,
+    )
   progress_dir = annotate.new_progress_dir() if local and progress else None
   bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
 
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
-  graph = annotate.AnnotateGames(options, engine_config, progress_dir)
+  graph = annotate.AnnotateGames(options, engine_config, progress_dir, kept)
   _ = pipeline | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
 
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
 
   def finish(result) -> artefacts.AnnotationManifest:
-    timings = _metric_timings(result)
     counts, engine_ids, pieces = results.read_results(graph.results_path)
     if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
+      resume.remove(out)  # The job ran to its end: nothing to resume.
       raise ValueError(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     wall = time.time() - start
-    return _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+    timings: dict[str, Any] = {**_metric_timings(result), 'boards_kept_from_an_interrupted_run': resume.items_in(kept)}
+    manifest = _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+    resume.remove(out)
+    return manifest
 
   if bar:
     bar.start()
@@ -109,6 +137,9 @@ def run(
       roots=roots,
       existing=existing_dataset(options.output_dir),
       overwrite=options.overwrite,
+      prepare=lambda: resume.prepare(out, settings),
+      kept=lambda: resume.interrupted(out, 'annotated boards', command or manifest_lib.command_line()),
+      on_abandon=lambda: resume.remove_if_empty(out),
     )
   finally:
     if bar and progress_dir:

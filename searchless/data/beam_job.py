@@ -14,7 +14,8 @@ runner one element per partition unless the flags say otherwise, and
 (`parallelism`) four times as many lanes as the cluster has worker threads.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+import contextlib
 import logging
 import os
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from searchless.core import bags
+from searchless.core import folder_lock
 from searchless.data import shards
 
 T = TypeVar('T')
@@ -174,15 +176,22 @@ def run(
   existing: Sequence[str] = (),
   overwrite: bool = False,
   flag: str = '--out',
+  prepare: Callable[[], Any] | None = None,
+  kept: Callable[[], str] | None = None,
+  on_abandon: Callable[[], Any] | None = None,
 ) -> T:
   """Runs a dataset job: claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's
-  temporary pieces), runs `pipeline`, closes its runner's client, and returns `finish(result)`, which commits
-  the job's files and writes its manifest. On any error or interrupt the output is abandoned (`abandon`) and
-  the error raised again; an interrupt (KeyboardInterrupt) then says that nothing was written."""
+  temporary pieces), calls `prepare` (if any), runs `pipeline`, closes its runner's client, and returns
+  `finish(result)`, which commits the job's files and writes its manifest. On any error or interrupt the output
+  is abandoned (`abandon`: what a job keeps to resume is not its output) and the error raised again; an
+  interrupt (KeyboardInterrupt) then says what was kept (`kept()`), or that nothing was written. `on_abandon` is
+  called first (to drop what the job kept when it is nothing worth resuming)."""
   claim(output_dir, existing, overwrite, flag)  # Before anything runs: old and new files never mix.
   roots = sorted({output_dir, *roots})
   for root in roots:
     shards.clean(root)  # What a crashed earlier job left.
+  if prepare is not None:
+    prepare()
   try:
     result = None
     try:
@@ -192,8 +201,30 @@ def run(
       close_client(result)
     return finish(result)
   except KeyboardInterrupt:
+    if on_abandon is not None:
+      on_abandon()
     abandon(output_dir, roots)
-    raise KeyboardInterrupt(f'nothing written to {output_dir}') from None
+    raise KeyboardInterrupt(kept() if kept is not None else f'nothing written to {output_dir}') from None
   except BaseException:
+    if on_abandon is not None:
+      on_abandon()
     abandon(output_dir, roots)
+    raise
+
+
+@contextlib.contextmanager
+def output_lock(output_dir: str, command: str) -> Iterator[None]:
+  """One job at a time in a local output folder (`folder_lock`; a remote folder cannot be locked). A folder the
+  lock made for a job that then failed is removed once empty."""
+  if '://' in output_dir:
+    yield
+    return
+  made = not os.path.exists(output_dir)
+  try:
+    with folder_lock.FolderLock(output_dir, command, '--out'):
+      yield
+  except BaseException:
+    if made:
+      with contextlib.suppress(OSError):
+        os.rmdir(output_dir)  # Only when empty: what the job kept stays.
     raise

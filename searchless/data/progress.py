@@ -1,7 +1,7 @@
 """A one-line progress display for local (DirectRunner) annotation jobs.
 
-Workers write running totals to small JSON files (`annotate._Progress`), the
-job writes the number of boards to ``total.json``; this thread sums them and
+Workers write running totals to small JSON files (`WorkerProgress`), the
+job writes the number of boards to ``total.json`` (`write_total`); `ProgressThread` sums them and
 redraws one line: boards done / total, boards/s, action-values/s and the ETA.
 """
 
@@ -12,6 +12,8 @@ import sys
 import threading
 from typing import Any, TextIO
 import time
+
+from searchless.core import atomic
 
 
 def _duration(seconds: float) -> str:
@@ -81,3 +83,31 @@ class ProgressThread(threading.Thread):
     self._halt.set()
     self.join()
     self._draw(final=True)
+
+
+class WorkerProgress:
+  """Writes this worker's running totals to a file the local driver polls."""
+
+  def __init__(self, directory: str | None):
+    self._path = os.path.join(directory, f'{os.getpid()}-{id(self)}.json') if directory else None
+    self.boards = self.action_values = self.failures = 0
+    self._last = 0.0
+
+  def update(self, boards=0, action_values=0, failures=0, force=False):
+    self.boards += boards
+    self.action_values += action_values
+    self.failures += failures
+    now = time.monotonic()
+    if self._path and (force or now - self._last > 0.5):
+      self._last = now
+      # A live-progress snapshot (every 0.5 s, in a temporary folder): atomic for the reader, never synced.
+      atomic.write_text(
+        self._path,
+        json.dumps({'boards': self.boards, 'action_values': self.action_values, 'failures': self.failures}),
+        durable=False,
+      )
+
+
+def write_total(total: int, directory: str) -> None:
+  """Tells the local progress display how many boards the job has."""
+  atomic.write_text(os.path.join(directory, 'total.json'), json.dumps({'total': total}), durable=False)

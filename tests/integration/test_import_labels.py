@@ -16,7 +16,7 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import records
-from searchless.data import free_label_job
+from searchless.data import free_label_graph
 from searchless.data import free_label_merge
 from searchless.data import free_labels
 from searchless.data import pgn
@@ -154,7 +154,7 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   assert nothing.returncode == 2 and nothing.stderr == f"error: input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
   assert not (tmp_path / 'c').exists()  # A failed run leaves no folder behind.
   with pytest.raises(ValueError, match="--records 'state_value,moves': expected a comma-separated subset of"):
-    free_label_job.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
+    free_label_graph.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
 
 
 def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):

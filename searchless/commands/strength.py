@@ -27,7 +27,7 @@ def lines(result: dict[str, Any]) -> list[str]:
 
   >>> from searchless.evaluation import paired
   >>> print('\\n'.join(lines({'puzzles': paired.Puzzles(1500, 418, 409, 31, 40)})))
-  puzzles: 1500 in both; base 418, new 409; new alone 31, base alone 40 (z -1.07)
+  puzzles: 1500 in both; base 418, new 409; new - base -0.0060 ± 0.0110 (95%); new alone 31, base alone 40 (z -1.07)
   """
   out = []
   if 'heldout' in result:
@@ -38,9 +38,10 @@ def lines(result: dict[str, Any]) -> list[str]:
     ]
   if 'puzzles' in result:
     p = result['puzzles']
+    d = p.difference
     out.append(
-      f'puzzles: {p.n} in both; base {p.base_solved}, new {p.new_solved}; '
-      f'new alone {p.new_only}, base alone {p.base_only} (z {p.z:+.2f})'
+      f'puzzles: {p.n} in both; base {p.base_solved}, new {p.new_solved}; new - base {d.mean:+.4f} ± '
+      f'{d.half_width_95:.4f} (95%); new alone {p.new_only}, base alone {p.base_only} (z {p.z:+.2f})'
     )
   if 'match' in result:
     m = result['match']
@@ -56,7 +57,7 @@ def as_json(result: dict[str, Any]) -> dict[str, Any]:
   """`strength.compare`'s result as plain JSON values."""
   out: dict[str, Any] = {k: v._asdict() for k, v in result.items() if k != 'heldout'}
   if 'puzzles' in out:
-    out['puzzles']['z'] = result['puzzles'].z
+    out['puzzles'].update(z=result['puzzles'].z, difference=result['puzzles'].difference._asdict())
   if 'match' in out:
     out['match']['per_game'] = result['match'].per_game._asdict()
   if 'heldout' in result:
@@ -95,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
   )
   m.add_argument('--opponent_limit', default=strength.OPPONENT_LIMIT, help="the opponents' search a move")
   m.add_argument('--workers', type=int, default=2, help='games played at once')
+  m.add_argument(
+    '--engine_path',
+    default=None,
+    help="the ladder's Stockfish binary (default: $SEARCHLESS_STOCKFISH, stockfish on PATH, /usr/games/stockfish)",
+  )
   m.add_argument('--no_progress', action='store_true', help='no progress bars')
   c = sub.add_parser(
     'compare',
@@ -125,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> None:
       openings=tuple(args.openings),
       opponent_limit=args.opponent_limit,
       workers=args.workers,
+      engine_path=args.engine_path,
     )
     done = strength.measure(args.checkpoint, args.out, protocol, progress=not args.no_progress)
   errors.print_out(strength.markdown(done))

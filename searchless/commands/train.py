@@ -8,6 +8,7 @@ The library does the work (`searchless.training.train.run`); rerunning resumes.
 
 import argparse
 from collections.abc import Sequence
+import sys
 
 from searchless.commands import cli
 from searchless.commands import errors
@@ -35,7 +36,29 @@ def _parser() -> argparse.ArgumentParser:
   return p
 
 
+def _dashed_override(argv: Sequence[str]) -> str | None:
+  """What to write instead of an ml_collections-style ``--config.X=V`` flag (overrides take no dashes), if any.
+
+  >>> _dashed_override(['--config', 'tiny', '--config.model.num_layers=abc'])
+  'unknown flag --config.model.num_layers=abc: write the override as model.num_layers=abc'
+  >>> _dashed_override(['--config', 'tiny', 'model.num_layers=2']) is None
+  True
+  """
+  for i, arg in enumerate(argv):
+    if arg == '--':
+      return None
+    if arg.startswith('--config.'):
+      key, sep, value = arg[len('--config.') :].partition('=')
+      if not sep:
+        value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith('-') else 'VALUE'
+      return f'unknown flag {arg}: write the override as {key}={value}'
+  return None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+  argv = list(sys.argv[1:] if argv is None else argv)
+  if (said := _dashed_override(argv)) is not None:
+    errors.fail(said)
   args = _parser().parse_args(argv)
   from searchless.training import train  # JAX only once the flags parse.
 

@@ -16,10 +16,23 @@ def write_bytes(path: str | os.PathLike, data: bytes, *, durable: bool = True) -
   The file gets the mode a plain ``open`` would give it (0666 less the umask), not a
   temporary file's 0600. `durable=False` skips both syncs: still atomic for readers,
   for snapshots rewritten every fraction of a second that need not survive a power cut.
+  An OSError (a full disk, a read-only folder) names `path`, not its temporary file.
   """
   path = os.fspath(path)
-  directory = os.path.dirname(os.path.abspath(path))
-  tmp = os.path.join(directory, f'.{os.path.basename(path)}.{os.getpid()}.tmp')
+  try:
+    _write_bytes(path, data, durable)
+  except OSError as error:
+    if error.errno is None or error.filename not in (None, _temporary(path)):
+      raise
+    raise type(error)(error.errno, error.strerror, path) from None
+
+
+def _temporary(path: str) -> str:
+  return os.path.join(os.path.dirname(os.path.abspath(path)), f'.{os.path.basename(path)}.{os.getpid()}.tmp')
+
+
+def _write_bytes(path: str, data: bytes, durable: bool) -> None:
+  directory, tmp = os.path.dirname(os.path.abspath(path)), _temporary(path)
   fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
   try:
     with os.fdopen(fd, 'wb') as f:

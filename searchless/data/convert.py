@@ -41,6 +41,7 @@ from bagz.beam import bagzio
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import outputs as output_folders
 from searchless.core import records
 from searchless.data import beam_job
 from searchless.data import boards as boards_lib
@@ -297,10 +298,16 @@ def run(
     summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
     return summary
 
-  # A conversion replaces the one already in output_dir (its files only).
-  return beam_job.run(
-    pipeline, finish, output_dir=output_dir, existing=_existing(output_dir, outputs), overwrite=True, flag='output_dir'
-  )
+  # A conversion replaces the one already in output_dir (its files only), as its one writer.
+  with output_folders.writing(output_dir, 'searchless-convert', 'output_dir'):
+    return beam_job.run(
+      pipeline,
+      finish,
+      output_dir=output_dir,
+      existing=_existing(output_dir, outputs),
+      overwrite=True,
+      flag='output_dir',
+    )
 
 
 def _existing(output_dir: str, kinds: Iterable[str]) -> list[str]:

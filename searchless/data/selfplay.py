@@ -54,11 +54,13 @@ import math
 import os
 import random
 import time
+import typing
 
 import chess
 import chess.engine
 import chess.pgn
 
+from searchless.core import outputs
 from searchless.core import progress_bars
 from searchless.engines import launch
 
@@ -285,7 +287,8 @@ def run(
   `engine_path` defaults to the Stockfish `launch.find_stockfish` finds; `nodes`
   is the engine's node limit per move (one MultiPV search); `progress` shows a
   progress bar. Raises `launch.EngineNotFound` before `output` is touched when
-  the engine binary is missing.
+  the engine binary is missing. `output` has one writer (`outputs.writing`: a second is refused, and a
+  filesystem error names the file and ``--out``).
   """
   path = launch.resolve(launch.require_stockfish(engine_path))
   if not os.access(path, os.X_OK):
@@ -309,21 +312,25 @@ def run(
   start = time.monotonic()
   count, plies = 0, 0
   results: dict[str, int] = {}
-  directory = os.path.dirname(output)
-  if directory:
-    os.makedirs(directory, exist_ok=True)
-  with (
-    open(output, 'w', encoding='utf-8') as f,
-    progress_bars.bar(total=num_games, unit='game', disable=not progress) as bar,
-  ):
-    exporter = chess.pgn.FileExporter(f)
-    for game in games:
-      game.accept(exporter)
-      count += 1
-      plies += int(game.headers['PlyCount'])
-      results[game.headers['Result']] = results.get(game.headers['Result'], 0) + 1
-      bar.set_postfix(plies=plies, refresh=False)
-      bar.update()
+  folder, name = os.path.dirname(output) or '.', os.path.basename(output)
+  with outputs.writing(folder, 'searchless-selfplay', '--out', file=name):
+    try:
+      with (
+        outputs.open_output(output) as f,
+        progress_bars.bar(total=num_games, unit='game', disable=not progress) as bar,
+      ):
+        exporter = chess.pgn.FileExporter(typing.cast(typing.TextIO, f))
+        for game in games:
+          game.accept(exporter)
+          count += 1
+          plies += int(game.headers['PlyCount'])
+          results[game.headers['Result']] = results.get(game.headers['Result'], 0) + 1
+          bar.set_postfix(plies=plies, refresh=False)
+          bar.update()
+    except BaseException:
+      if os.path.exists(output) and not os.path.getsize(output):
+        os.remove(output)  # Not one game in it.
+      raise
   return SelfplaySummary(
     games=count, plies=plies, results=results, seconds=round(time.monotonic() - start, 1), output=output
   )

@@ -88,8 +88,17 @@ class SearchLimit:
 
 
 def find_stockfish() -> str | None:
-  """The Stockfish binary from $SEARCHLESS_STOCKFISH, PATH or /usr/games; None if there is none."""
-  for candidate in (os.environ.get(STOCKFISH_ENV), shutil.which('stockfish'), '/usr/games/stockfish'):
+  """The Stockfish binary from $SEARCHLESS_STOCKFISH, PATH or /usr/games; None if there is none.
+
+  A $SEARCHLESS_STOCKFISH that names no executable is an `EngineNotFound` naming the variable, not passed over
+  for another Stockfish.
+  """
+  if named := os.environ.get(STOCKFISH_ENV):
+    found = resolve(named)
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+      raise EngineNotFound(f'{STOCKFISH_ENV}={named}: no such executable (point it at a Stockfish binary, or unset it)')
+    return found
+  for candidate in (shutil.which('stockfish'), '/usr/games/stockfish'):
     if candidate and os.access(candidate, os.X_OK):
       return candidate
   return None

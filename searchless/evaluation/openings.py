@@ -39,6 +39,7 @@ import chess.engine
 import chess.pgn
 
 from searchless.core import legality
+from searchless.core import outputs
 from searchless.engines import launch
 
 FORMATS = ('.pgn', '.epd', '.tsv')
@@ -221,7 +222,7 @@ def write_openings(openings: Iterable[Opening], path: str | os.PathLike) -> int:
   if extension not in ('.epd', '.pgn'):
     raise ValueError(f'{path}: can write .epd or .pgn openings, not {extension!r}')
   count = 0
-  with open(path, 'w', encoding='utf-8') as f:
+  with outputs.open_output(path) as f:  # Its errors name it.
     for opening in openings:
       board = opening.board()
       if extension == '.epd':

@@ -32,6 +32,7 @@ as it is done: a run that is stopped resumes after the last of them when rerun w
 the same agent and puzzles (``summary.json``'s seconds are then the last run's).
 """
 
+import contextlib
 import csv
 import io
 import json
@@ -40,13 +41,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 import chess
 import chess.pgn
 
 from searchless.core import progress_bars
 from searchless.core import artefacts
+from searchless.core import outputs
 from searchless.data import puzzles as puzzles_lib
 
 if TYPE_CHECKING:
@@ -241,14 +243,15 @@ def plot_bands(bands: Sequence[Band], path: str | os.PathLike, title: str) -> No
   ax.set(xlabel='puzzle rating', ylabel='accuracy (solved)', ylim=(0, 1.1), title=title)
   ax.grid(axis='y', alpha=0.3)
   fig.tight_layout()
-  fig.savefig(path, dpi=100)
+  with outputs.open_output(path, 'wb') as f:
+    fig.savefig(f, dpi=100, format='png')
 
 
 def write_results(
   path: str | os.PathLike, puzzles: Sequence[puzzles_lib.Puzzle], results: Sequence[PuzzleResult]
 ) -> None:
   """One CSV row per puzzle: id, rating, solved (1/0), the moves played and expected, ..."""
-  with open(path, 'w', newline='') as f:
+  with outputs.open_output(path, 'w', newline='') as f:
     writer = csv.writer(f)
     writer.writerow(RESULT_COLUMNS)
     for puzzle, r in zip(puzzles, results, strict=True):
@@ -301,10 +304,9 @@ def run(
 ) -> dict:
   """Evaluates the agent spec `agent` on the puzzle CSV `puzzles` (its first `num`); returns the summary.
 
-  Writes ``results.csv``, ``summary.json`` and ``accuracy_by_rating.png`` in `out`.
+  Writes ``results.csv``, ``summary.json`` and ``accuracy_by_rating.png`` in `out`, its one writer
+  (`outputs.writing`: a second is refused, and a filesystem error names its file and ``--out``).
   """
-  from searchless.play import agents as agents_lib  # Checkpoint agents import JAX on demand.
-
   if num is not None and num < 1:
     raise ValueError(f'--num must be >= 1 (or left out: all), got {num}')
   if band_width <= 0:
@@ -312,23 +314,47 @@ def run(
   chosen = list(puzzles_lib.read_puzzles(puzzles, limit=num))
   if not chosen:
     raise ValueError(f'no puzzles in {puzzles}')
-  os.makedirs(out, exist_ok=True)
+  with outputs.writing(out, 'searchless-puzzles', '--out'):
+    return _run(chosen, agent, puzzles, os.fspath(out), band_width, progress)
+
+
+def _run(chosen: list[puzzles_lib.Puzzle], agent: str, puzzles: str, out: str, band_width: int, progress: bool) -> dict:
+  """`run` in its locked output folder: the journal is made with the first result (a run that fails before it
+  leaves none), and removed once the results are written."""
+  from searchless.play import agents as agents_lib
+
   journal = os.path.join(out, JOURNAL)
   key = journal_key(agent, puzzles)
   done = _journalled(journal, key, chosen)
   if done:
     print(f'{journal}: resuming after the {len(done)} puzzles an interrupted run solved or failed', file=sys.stderr)
-  with open(journal, 'a' if done else 'w') as log, agents_lib.opened(agent) as player:
-    if not done:
-      log.write(json.dumps(key) + '\n')
+  log: IO[str] | None = None
+  kept = 0  # Results of this run in the journal.
 
-    def journal_one(r: PuzzleResult) -> None:
-      log.write(json.dumps(r._asdict()) + '\n')
-      log.flush()
+  def journal_one(r: PuzzleResult) -> None:
+    nonlocal log, kept
+    if log is None:
+      log = outputs.open_output(journal, 'a' if done else 'w')
+      if not done:
+        log.write(json.dumps(key) + '\n')
+    log.write(json.dumps(r._asdict()) + '\n')
+    log.flush()
+    kept += 1
 
-    start = time.perf_counter()
-    results = evaluate(chosen[len(done) :], player, progress=progress, previous=done, on_result=journal_one)
-    seconds, name = time.perf_counter() - start, player.name
+  try:
+    with agents_lib.opened(agent) as player:
+      start = time.perf_counter()
+      results = evaluate(chosen[len(done) :], player, progress=progress, previous=done, on_result=journal_one)
+      seconds, name = time.perf_counter() - start, player.name
+  except BaseException:
+    if log is not None:
+      with contextlib.suppress(OSError):  # A full disk fails the close's flush too.
+        log.close()
+      if not done and not kept:
+        os.remove(journal)  # Not one result in it.
+    raise
+  if log is not None:
+    log.close()
   bands = accuracy_by_band(results, band_width)
   summary = summarize(
     results, bands, agent_name=name, agent_spec=agent, puzzles_path=puzzles, band_width=band_width, seconds=seconds
@@ -338,5 +364,6 @@ def run(
   plot_bands(
     bands, os.path.join(out, 'accuracy_by_rating.png'), f'{name}: {summary["solved"]}/{summary["n"]} puzzles solved'
   )
-  os.remove(journal)  # Finished: a rerun measures again.
+  if os.path.exists(journal):
+    os.remove(journal)  # Finished: a rerun measures again.
   return summary

@@ -31,6 +31,9 @@ import platform
 import time
 from typing import Any
 
+from searchless.core import atomic
+from searchless.core import outputs
+from searchless.engines import launch
 from searchless.evaluation import metrics
 from searchless.evaluation import paired
 
@@ -52,6 +55,7 @@ class Protocol:
   openings: tuple[str, ...] = ()  # Opening files (.tsv, .pgn, .epd) sampled; none: the tournament's own.
   opponent_limit: str = OPPONENT_LIMIT
   workers: int = 2  # Games played at once.
+  engine_path: str | None = None  # The ladder's Stockfish (default: `launch.find_stockfish`); not a setting.
 
   def __post_init__(self):
     if self.ladder and self.games < 1:
@@ -70,8 +74,11 @@ def opponents(protocol: Protocol) -> list[str]:
 
   >>> opponents(Protocol(ladder=(1350,)))
   ['stockfish:nodes=100000,elo=1350,name=stockfish-elo1350']
+  >>> opponents(Protocol(ladder=(1350,), engine_path='/opt/sf'))
+  ['stockfish:nodes=100000,elo=1350,path=/opt/sf,name=stockfish-elo1350']
   """
-  return [f'stockfish:{protocol.opponent_limit},elo={elo},name=stockfish-elo{elo}' for elo in protocol.ladder]
+  path = f',path={protocol.engine_path}' if protocol.engine_path else ''
+  return [f'stockfish:{protocol.opponent_limit},elo={elo}{path},name=stockfish-elo{elo}' for elo in protocol.ladder]
 
 
 def _heldout(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: bool) -> dict[str, Any]:
@@ -118,6 +125,7 @@ def _match(checkpoint: str, protocol: Protocol, out: pathlib.Path, progress: boo
     make_openings=None if protocol.openings else -(-protocol.games // 2),
     games_per_pair=protocol.games,
     workers=protocol.workers,
+    engine=protocol.engine_path,
     out_dir=str(out),
     progress=progress,
   )
@@ -157,9 +165,17 @@ def _settings(protocol: Protocol, fields: Sequence[str]) -> dict[str, Any]:
 def measure(checkpoint: str, out: str | os.PathLike, protocol: Protocol, *, progress: bool = False) -> dict[str, Any]:
   """Measures `checkpoint` (anything `Player.load` reads: a workdir, an export, a shipped name) by `protocol` in
   the evaluation folder `out`; returns strength.json's content. Resumable: a part measured with the same settings
-  is kept, and each part is saved as soon as it is measured."""
-  out = pathlib.Path(out)
-  out.mkdir(parents=True, exist_ok=True)
+  is kept, and each part is saved as soon as it is measured. `out` has one writer (`outputs.writing`: a second is
+  refused, and a filesystem error names its file and ``--out``)."""
+  if protocol.engine_path and not os.access(launch.resolve(protocol.engine_path), os.X_OK):
+    raise ValueError(f'--engine_path {protocol.engine_path!r} is not an executable')
+  if protocol.ladder:
+    launch.require_stockfish(protocol.engine_path)  # Before the other parts are measured, not after them.
+  with outputs.writing(out, 'searchless-strength measure', '--out'):
+    return _measure(checkpoint, pathlib.Path(out), protocol, progress)
+
+
+def _measure(checkpoint: str, out: pathlib.Path, protocol: Protocol, progress: bool) -> dict[str, Any]:
   path = out / STRENGTH_FILE
   done = json.loads(path.read_text()) if path.exists() else {}
   if done.get('checkpoint') != checkpoint:
@@ -176,15 +192,9 @@ def measure(checkpoint: str, out: str | os.PathLike, protocol: Protocol, *, prog
       'settings': settings,
       'seconds': round(time.time() - start, 1),
     }
-    _write(path, json.dumps(done, indent=2) + '\n')
-  _write(out / 'strength.md', markdown(done) + '\n')
+    atomic.write_text(path, json.dumps(done, indent=2) + '\n')
+  atomic.write_text(out / 'strength.md', markdown(done) + '\n')
   return done
-
-
-def _write(path: pathlib.Path, text: str) -> None:
-  tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-  tmp.write_text(text)
-  tmp.replace(path)
 
 
 def markdown(result: dict[str, Any]) -> str:

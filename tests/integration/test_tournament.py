@@ -302,8 +302,12 @@ def test_eval_adjudication_wins_and_draws(stockfish):
   adjudication = tournament.Adjudication(eval_engine=stockfish, eval_limit='nodes=2000')
   game = tournament.play_game(Scripted('W', ['a1a2']), Scripted('B'), crushing, adjudication=adjudication)
   assert game.headers['Result'] == '1-0' and game.headers['Termination'] == 'adjudication: White wins'
-  assert game.end().comment.startswith('adjudication: White wins, eval mate in ')
+  assert game.end().comment == 'adjudication: White wins, White mates in 2'  # Was 'eval mate in 2 for White'.
   assert game.headers['PlyCount'] == '1'
+  mirrored = openings.Opening('queen and rook, Black', 'K7/8/8/8/8/8/8/kqr5 w - - 0 1')
+  game = tournament.play_game(Scripted('W', ['a8a7']), Scripted('B'), mirrored, adjudication=adjudication)
+  assert game.headers['Result'] == '0-1'
+  assert game.end().comment == 'adjudication: Black wins, Black mates in 2'  # Was 'eval mate in -2 for White'.
   # Opposite-coloured bishops, kings shuffling: drawn after 4 plies of |eval| < 10 cp (before any repetition).
   bishops = openings.Opening('bishops', '4k3/8/8/3b4/8/8/3B4/4K3 w - - 0 60')
   draw = tournament.Adjudication(eval_engine=stockfish, eval_limit='nodes=2000', win_cp=None, draw_cp=10, draw_plies=4)

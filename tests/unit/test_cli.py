@@ -169,3 +169,14 @@ def test_beam_refuses_a_flag_that_nobody_knows():
     beam_job.checked_options(['--num', '0', '--num_shard', '2', '--runner', 'DirectRunner'])
   options = beam_job.checked_options(['--runner', 'DirectRunner', '--direct_num_workers', '2'])
   assert options.get_all_options()['direct_num_workers'] == 2
+
+
+def test_a_dashed_config_override_points_to_the_documented_form(capsys):
+  from searchless.commands import train
+
+  with pytest.raises(SystemExit) as exit:
+    train.main(['--config', 'tiny', '--workdir', 'unused', '--config.model.num_layers=abc'])
+  assert exit.value.code == 2
+  assert capsys.readouterr().err == (
+    'error: unknown flag --config.model.num_layers=abc: write the override as model.num_layers=abc\n'
+  )  # Was argparse's usage and 'unrecognized arguments'.

@@ -79,7 +79,11 @@ def test_two_folders_pair_their_boards_puzzles_and_games_and_leave_out_the_unsha
   out = capsys.readouterr().out.splitlines()
   assert out[0] == 'held-out boards: 3 in both; new - base (95%):'
   assert out[1].startswith('  log_loss         -0.3333 ± ')
-  assert out[4] == 'puzzles: 4 in both; base 2, new 3; new alone 2, base alone 1 (z +0.58)'
+  # Solved: +1, +1, -1 and 0 a puzzle: mean 0.25, 95% half-width 1.96 * sqrt((3 - 4 * 0.25**2) / 3 / 4).
+  assert (
+    out[4]
+    == 'puzzles: 4 in both; base 2, new 3; new - base +0.2500 ± 0.9383 (95%); new alone 2, base alone 1 (z +0.58)'
+  )
   assert out[5].startswith('match: 3 games in both; base 2.5, new 1.5; per game -0.333 ± ')
   assert out[5].endswith('new better in 0, worse in 1')
   command.main(['compare', str(base), str(new), '--json'])
@@ -90,6 +94,7 @@ def test_two_folders_pair_their_boards_puzzles_and_games_and_leave_out_the_unsha
     'new_only': 2,
     'base_only': 1,
     'z': 1 / 3**0.5,
+    'difference': {'n': 4, 'mean': 0.25, 'half_width_95': pytest.approx(1.96 * (2.75 / 3 / 4) ** 0.5)},
   }
 
 

@@ -134,8 +134,15 @@ def _one_line(text: object, limit: int = 200) -> str:
 
 
 def _score_text(score: chess.engine.Score) -> str:
-  """'+1391 cp', 'mate in -3'."""
-  return f'mate in {score.mate()}' if score.is_mate() else f'{score.score():+d} cp'
+  """White's `score` in words.
+
+  >>> _score_text(chess.engine.Cp(1391)), _score_text(chess.engine.Mate(2)), _score_text(chess.engine.Mate(-1))
+  ('eval +1391 cp for White', 'White mates in 2', 'Black mates in 1')
+  """
+  mate = score.mate()
+  if mate is None:
+    return f'eval {score.score():+d} cp for White'
+  return f'White mates in {mate}' if mate > 0 else f'Black mates in {-mate}'
 
 
 def _loss(color: chess.Color) -> str:
@@ -189,7 +196,7 @@ def _play(white, black, opening, adjudication, evaluator, round_number, event, s
         winner = chess.WHITE if score > chess.engine.Cp(0) else chess.BLACK
         result = _loss(not winner)
         termination = f'adjudication: {chess.COLOR_NAMES[winner].capitalize()} wins'
-        reason = f'{termination}, eval {_score_text(score)} for White'
+        reason = f'{termination}, {_score_text(score)}'
         break
       drawish = (
         adjudication.draw_cp is not None

@@ -7,11 +7,13 @@ the command's flags (``--agent``, ``--openings``...): they are what a user set.
 """
 
 from collections.abc import Sequence
+import contextlib
 import math
 import os
 import sys
 from typing import Any
 
+from searchless.core import outputs
 from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
@@ -53,7 +55,8 @@ def run(
   (`engine`, default: found; searching `eval_limit`) finds a mate or |eval| >
   `adjudicate_cp` (0: no evaluating engine); a draw when |eval| < `draw_cp` for
   `draw_plies` plies after move 40 (None: off). `anchor`: see
-  `results.resolve_anchor`.
+  `results.resolve_anchor`. `out_dir` has one writer (`outputs.writing`: a second is refused, and a filesystem
+  error names its file and ``--out``).
   """
   if len(agents) < 2:
     raise ValueError('give at least two --agent SPECs')
@@ -72,41 +75,39 @@ def run(
     draw_cp=draw_cp,
     draw_plies=draw_plies,
   )
-  if engine and not os.access(engine, os.X_OK):
-    raise ValueError(f'--engine {engine!r} is not an executable')
+  if engine and not os.access(launch.resolve(engine), os.X_OK):
+    raise ValueError(f'--engine_path {engine!r} is not an executable')
   if adjudication.needs_engine and not (engine or launch.find_stockfish()):
     print('warning: no Stockfish found: games are not adjudicated by evaluation', file=sys.stderr)
   if os.path.exists(out_dir) and not os.path.isdir(out_dir):
     raise ValueError(f'--out {out_dir!r} is a file, not a directory')
   for spec in agents:
     agents_lib.parse_spec(spec)  # A bad spec fails before --out is made.
-  made = not os.path.exists(out_dir)
-  try:
-    if make_openings is not None:
-      chosen = openings_lib.make_openings(make_openings, plies=opening_plies, seed=seed, engine_path=engine)
-      os.makedirs(out_dir, exist_ok=True)
-      openings_lib.write_openings(chosen, os.path.join(out_dir, OPENINGS_FILE))
-    else:
-      chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]
-      if games_per_pair is not None:
-        chosen = openings_lib.sample_openings(chosen, math.ceil(games_per_pair / 2), seed=seed)
-    kwargs: dict[str, Any] = dict(
-      out_dir=out_dir,
-      games_per_pair=games_per_pair,
-      workers=workers,
-      adjudication=adjudication,
-      anchor=anchor,
-      event=event,
-      progress=progress,
-    )
-    if gauntlet:
-      return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
-    return runner.round_robin(agents, chosen, **kwargs)
-  except BaseException:
-    if made and os.path.isdir(out_dir) and set(os.listdir(out_dir)) <= {OPENINGS_FILE}:
-      # A failed run leaves nothing behind but its games, if any (a rerun resumes them): not the openings it made.
-      if make_openings is not None and os.path.exists(os.path.join(out_dir, OPENINGS_FILE)):
-        os.remove(os.path.join(out_dir, OPENINGS_FILE))
-      if not os.listdir(out_dir):
-        os.rmdir(out_dir)
-    raise
+  with outputs.writing(out_dir, 'searchless-tournament', '--out'):
+    made = not os.path.exists(os.path.join(out_dir, OPENINGS_FILE))
+    try:
+      if make_openings is not None:
+        chosen = openings_lib.make_openings(make_openings, plies=opening_plies, seed=seed, engine_path=engine)
+        openings_lib.write_openings(chosen, os.path.join(out_dir, OPENINGS_FILE))
+      else:
+        chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]
+        if games_per_pair is not None:
+          chosen = openings_lib.sample_openings(chosen, math.ceil(games_per_pair / 2), seed=seed)
+      kwargs: dict[str, Any] = dict(
+        out_dir=out_dir,
+        games_per_pair=games_per_pair,
+        workers=workers,
+        adjudication=adjudication,
+        anchor=anchor,
+        event=event,
+        progress=progress,
+      )
+      if gauntlet:
+        return runner.gauntlet(agents[0], agents[1:], chosen, **kwargs)
+      return runner.round_robin(agents, chosen, **kwargs)
+    except BaseException:
+      if made and make_openings is not None and set(os.listdir(out_dir)) <= {OPENINGS_FILE, '.lock'}:
+        # A failed run leaves nothing behind but its games, if any (a rerun resumes them): not the openings it made.
+        with contextlib.suppress(FileNotFoundError):
+          os.remove(os.path.join(out_dir, OPENINGS_FILE))
+      raise

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import chess.pgn
 
 from searchless.core import atomic
+from searchless.core import outputs
 
 GAMES_FILE = 'games.pgn'
 RESULTS = ('1-0', '0-1', '1/2-1/2')
@@ -97,8 +98,16 @@ def write_games(path: str, records: Iterable[Record]) -> None:
 
 
 def append(path: str, text: str) -> None:
-  """Appends one game's PGN text and syncs it to disk."""
-  with open(path, 'a', encoding='utf-8') as f:
-    f.write(text + '\n\n')
-    f.flush()
-    os.fsync(f.fileno())
+  """Appends one game's PGN text and syncs it to disk. An error names `path`; a file it made is not left empty
+  (a cut game that is left is dropped when the file is read back)."""
+  new = not os.path.exists(path)
+  try:
+    with outputs.open_output(path, 'a') as f:
+      f.write(text + '\n\n')
+      f.flush()
+      with outputs.naming(path):
+        os.fsync(f.fileno())
+  except OSError:
+    if new and os.path.exists(path) and not os.path.getsize(path):
+      os.remove(path)
+    raise

@@ -1,9 +1,12 @@
 """What several tests share that is not a fixture: the checkout's paths, a small checkpoint writer, a UCI game."""
 
 import contextlib
+import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import chess
 import chess.engine
@@ -95,3 +98,35 @@ def play_legal_moves(engine: chess.engine.SimpleEngine, plies: int, seconds: flo
     assert move is not None and move in board.legal_moves
     board.push(move)
   return board
+
+
+def signal_when(cmd: list[str], ready, sig: int = signal.SIGINT, *, group: bool = True, timeout: float = 300):
+  """Starts `cmd` in a session of its own and, once `ready()`, sends `sig` to its process group (as a terminal's
+  Ctrl-C does; a reboot kills the whole group) or to the command alone; returns (status, stdout, stderr)."""
+  proc = subprocess.Popen(
+    cmd,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
+  )
+  deadline = time.monotonic() + timeout
+  try:
+    while not ready():
+      assert proc.poll() is None, proc.communicate()[1][-3000:]
+      assert time.monotonic() < deadline, 'the command never got ready'
+      time.sleep(0.1)
+    if group:
+      os.killpg(proc.pid, sig)
+    else:
+      proc.send_signal(sig)
+    out, err = proc.communicate(timeout=300)  # A loaded 2-core machine takes its time to stop the workers.
+  finally:
+    if proc.poll() is None:
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait()
+    if sig == signal.SIGKILL:
+      with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # Its workers too, as a reboot would.
+  return proc.returncode, out, err

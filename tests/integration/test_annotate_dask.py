@@ -1,15 +1,19 @@
-"""The annotation pipeline on Beam's Dask runner, against a real dask.distributed cluster on 127.0.0.1."""
+"""The annotation pipeline on Beam's Dask runner, against a real dask.distributed cluster on 127.0.0.1: a job whose
+driver is killed resumes there, and writes the files the DirectRunner writes."""
 
 import json
+import signal
+import sys
 
 import psutil
 import pytest
 
 from searchless.core import bags
+from searchless.data import resume
 from searchless.data import shards
 from searchless.pipelines import annotate as driver
 
-from helpers import alive
+from helpers import alive, signal_when
 
 distributed = pytest.importorskip('distributed', reason="the 'dask' extra is not installed")
 
@@ -34,7 +38,9 @@ def _files(out):
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp_path, lichess_999, stockfish):
+def test_a_killed_job_on_a_dask_cluster_resumes_and_writes_the_same_files_as_the_direct_runner(
+  tmp_path, lichess_999, stockfish
+):
   games = _games(tmp_path, lichess_999, 2)
   common = [
     '--input',
@@ -46,6 +52,8 @@ def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp
     '--engine_path',
     stockfish,
     '--no_progress',
+    '--chunk_boards',
+    '10',
   ]
   direct = driver.run([*common, '--output_dir', str(tmp_path / 'direct'), '--direct_running_mode', 'in_memory'])
 
@@ -57,17 +65,18 @@ def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp
     cluster.wait_for_workers(2, timeout=120)  # The cluster returns once the nannies start, not their workers.
     workers = cluster.scheduler_info['workers']
     assert len(workers) == 2 and all(address.startswith('tcp://127.0.0.1:') for address in workers)
-    dask = driver.run(
-      [
-        *common,
-        '--output_dir',
-        str(tmp_path / 'dask'),
-        '--runner',
-        DASK_RUNNER,
-        '--dask_client_address',
-        cluster.scheduler_address,
-      ]
+    on_dask = [*common, '--output_dir', str(tmp_path / 'dask'), '--runner', DASK_RUNNER]
+    on_dask += ['--dask_client_address', cluster.scheduler_address]
+    # The job's driver is killed (SIGKILL: nothing runs at its exit) once it kept some work; the cluster lives on.
+    killed, _, _ = signal_when(
+      [sys.executable, '-m', 'searchless.commands.annotate', *on_dask],
+      lambda: len(resume.pieces(str(tmp_path / 'dask'))) >= 2,
+      signal.SIGKILL,
+      group=False,
     )
+    assert killed == -signal.SIGKILL
+    kept = resume.items_in(resume.pieces(str(tmp_path / 'dask')))
+    dask = driver.run(on_dask)  # The same command resumes: only the boards no piece holds go to the engines.
     # The workers are this process's grandchildren; each partition's engine was closed at its teardown.
     assert [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()] == []
   finally:
@@ -95,5 +104,6 @@ def test_dask_cluster_on_loopback_writes_the_same_files_as_the_direct_runner(tmp
     bags.read_records(str(tmp_path / 'direct' / 'train' / 'action_value_data.bag'), 'action_value')
   )
   assert dask.engine['id'] == direct.engine['id'] and 'ms_per_board' not in dask.timings
+  assert dask.timings['boards_kept_from_an_interrupted_run'] >= kept > 0  # Workers may commit after the kill.
   assert 'ms_per_board' in direct.timings  # Runner metrics stay a bonus where the runner has them.
   assert json.loads((tmp_path / 'dask' / 'manifest.json').read_text())['games']['read'] == 2

@@ -5,10 +5,7 @@ engines): each test starts the command in a session of its own and signals that 
 """
 
 import json
-import os
 import pathlib
-import signal
-import subprocess
 import sys
 import time
 
@@ -16,32 +13,9 @@ import pytest
 
 from searchless import samples
 
+from helpers import signal_when
+
 SAMPLE_GAMES = pathlib.Path(samples.__file__).parent / 'sample_games.pgn'
-
-
-def _interrupt_when(cmd: list[str], ready, timeout: float = 300) -> tuple[int, str, str]:
-  """Starts `cmd` in its own process group, sends the group SIGINT once `ready()`; returns (status, stdout, stderr)."""
-  proc = subprocess.Popen(
-    cmd,
-    stdout=subprocess.PIPE,
-    stderr=subprocess.PIPE,
-    text=True,
-    start_new_session=True,
-    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
-  )
-  deadline = time.monotonic() + timeout
-  try:
-    while not ready():
-      assert proc.poll() is None, proc.communicate()[1][-3000:]
-      assert time.monotonic() < deadline, 'the command never got ready'
-      time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=300)  # A loaded 2-core machine takes its time to stop the workers.
-  finally:
-    if proc.poll() is None:
-      os.killpg(proc.pid, signal.SIGKILL)
-      proc.wait()
-  return proc.returncode, out, err
 
 
 @pytest.mark.parametrize('command', ['annotate', 'import_labels'])
@@ -58,7 +32,7 @@ def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, 
     'annotate': ['--input', str(SAMPLE_GAMES), '--limit', 'nodes=20000', '--engine_path', stockfish, '--no_progress'],
     'import_labels': [str(lichess_999)] * 20,
   }[command]  # The same games 20 times: a job of some seconds.
-  status, stdout, stderr = _interrupt_when(
+  status, stdout, stderr = signal_when(
     [sys.executable, '-m', f'searchless.commands.{command}', *args, '--out', str(out)], ready
   )
   assert (status, stdout, stderr) == (130, '', f'interrupted; nothing written to {out}\n')
@@ -67,7 +41,7 @@ def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, 
 
 def test_ctrl_c_in_training_saves_says_how_to_resume_and_exits_130(tmp_path, compat):
   work = tmp_path / 'run'
-  status, stdout, stderr = _interrupt_when(
+  status, stdout, stderr = signal_when(
     [
       sys.executable,
       '-m',

@@ -1,0 +1,102 @@
+"""Long jobs keep their work: an annotation stopped by Ctrl-C or killed (a reboot, the OOM killer) resumes with the same
+command and writes, byte for byte, the dataset an uninterrupted run writes (on a Dask cluster: test_annotate_dask.py).
+The import keeps its parses the same way."""
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from searchless import samples
+from searchless.data import resume
+from searchless.pipelines import annotate as annotate_driver
+from searchless.pipelines import import_labels
+
+from helpers import signal_when
+
+GAMES = pathlib.Path(samples.__file__).parent / 'sample_games.pgn'
+EVAL_SAMPLE = pathlib.Path(__file__).parents[1] / 'fixtures' / 'lichess_db_eval_sample.jsonl'
+
+
+def _args(stockfish: str, out: pathlib.Path) -> list[str]:
+  return [
+    '--input', str(GAMES), '--max_games', '3', '--limit', 'nodes=300', '--test_fraction', '0.3',
+    '--chunk_boards', '10', '--engine_path', stockfish, '--no_progress', '--out', str(out),
+  ]  # fmt: skip
+
+
+def _dataset(out: pathlib.Path) -> dict[str, bytes]:
+  """Every file of a finished dataset but its manifest, which names its folder and times."""
+  return {
+    str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob('*')) if p.is_file() and p.name != 'manifest.json'
+  }
+
+
+def _counts(out: pathlib.Path) -> tuple:
+  m = json.loads((out / 'manifest.json').read_text())
+  return m['games'], m['splits'], m['split'], m['engine_restarts']
+
+
+def _kept(out: pathlib.Path, pieces: int):
+  """Ready once `pieces` pieces of work are kept in `out`."""
+  return lambda: len(resume.pieces(str(out))) >= pieces
+
+
+@pytest.fixture(scope='module')
+def reference(stockfish, tmp_path_factory) -> pathlib.Path:
+  """The dataset of an uninterrupted run."""
+  out = tmp_path_factory.mktemp('reference') / 'out'
+  annotate_driver.run([*_args(stockfish, out), '--direct_running_mode', 'in_memory'])
+  assert not (out / resume.FOLDER).exists()  # Gone once the dataset is committed.
+  return out
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_ctrl_c_then_a_kill_then_a_rerun_writes_the_uninterrupted_dataset(stockfish, reference, tmp_path):
+  out = tmp_path / 'out'
+  cmd = [sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, out)]
+  status, _, err = signal_when(cmd, _kept(out, 2))
+  kept = resume.items_in(resume.pieces(str(out)))
+  assert status == 130 and err.count('\n') == 1, err
+  assert err.startswith(
+    f'interrupted; kept {kept} annotated boards in {out / resume.FOLDER}; the same command resumes: '
+  )
+  assert not (out / 'manifest.json').exists() and not (out / 'train').exists()  # Nothing half-written.
+
+  status, _, _ = signal_when(cmd, _kept(out, len(resume.pieces(str(out))) + 2), signal.SIGKILL)  # A reboot, say.
+  assert status == -signal.SIGKILL
+  kept = resume.items_in(resume.pieces(str(out)))
+
+  done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr
+  assert f'resuming: {kept} boards annotated by an interrupted run are kept' in done.stderr
+  assert _dataset(out) == _dataset(reference) and _counts(out) == _counts(reference)
+  assert json.loads((out / 'manifest.json').read_text())['timings']['boards_kept_from_an_interrupted_run'] == kept
+  assert not (out / resume.FOLDER).exists()
+
+
+@pytest.mark.slow
+def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_dataset(lichess_999, tmp_path):
+  copies = []
+  for i in range(2):  # A job of some seconds: two dumps (the same games, in files of their own).
+    copies.append(tmp_path / f'games-{i}.pgn')
+    copies[-1].write_bytes(lichess_999.read_bytes())
+  common = [*map(str, copies), str(EVAL_SAMPLE), '--test_fraction', '0.5', '--chunk_games', '100']
+  import_labels.run([*common, '--out', str(tmp_path / 'reference'), '--direct_running_mode', 'in_memory'])
+  out = tmp_path / 'out'
+  cmd = [sys.executable, '-m', 'searchless.commands.import_labels', *common, '--out', str(out)]
+  status, _, err = signal_when(cmd, _kept(out, 2))
+  kept = resume.items_in(resume.pieces(str(out)))
+  assert status == 130 and err.startswith(f'interrupted; kept {kept} parsed games and lines in {out / resume.FOLDER}')
+  done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr
+  assert f'resuming: {kept} games and lines parsed by an interrupted run are kept' in done.stderr
+  assert _dataset(out) == _dataset(tmp_path / 'reference')
+  read = lambda folder: {
+    k: v for k, v in json.loads((folder / 'manifest.json').read_text()).items() if k in ('games', 'lines', 'splits')
+  }
+  assert read(out) == read(tmp_path / 'reference')

@@ -38,6 +38,7 @@ from searchless.model import network
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
+from searchless.play import shapes as shapes_lib
 
 DECISIVE_RULES = ('rule', 'stockfish', 'off')
 _PIECE_VALUES = {None: 0, chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
@@ -114,7 +115,8 @@ def load_policy(
   predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=dtype)
   # The probe through the predictor (in float32, as it was saved), in the start position's shape: the first
   # move needs no compile of its own.
-  loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
+  with shapes_lib.tracing():  # Its traces take their turn with the background compiles of other predictors.
+    loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
   return policy_lib.make_policy(kind, predictor)
 
 

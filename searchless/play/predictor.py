@@ -5,10 +5,14 @@ board); `PackedPredictor` runs whole boards through a board-packed model, every
 legal move in one row. Rows are cut into calls of the bucket sizes below; which
 shapes are compiled is kept in each predictor's `shapes` (`searchless.play.shapes`),
 so an engine in a hurry compiles one shape and the rest in the background.
-`predictor_for` picks the predictor a model needs.
+Predictors of one architecture and compute dtype share their jitted forward
+pass and its compiled shapes (`_jitted`): a second agent of a model that this
+process has loaded compiles nothing. `predictor_for` picks the predictor a model needs.
 """
 
+from collections.abc import Callable
 from collections.abc import Sequence
+import threading
 import time
 from typing import Any
 
@@ -36,11 +40,33 @@ FIRST_MOVE_SLOTS = 48
 START_MOVES = 20  # The start position's legal moves: `PackedPredictor.probe` runs in their move bucket.
 
 
+_JITTED: dict[tuple, tuple[Callable, set[shapes_lib.Shape]]] = {}  # `_jitted`'s, by architecture.
+_JITTED_LOCK = threading.Lock()
+
+
+def _jitted(
+  model_config: ModelConfig, params: hk.Params, compute_dtype: DTypeLike, *, last_only: bool = False, share: bool
+) -> tuple[Callable, set[shapes_lib.Shape]]:
+  """The jitted forward pass of `model_config`'s model in `compute_dtype` and the set of its compiled input
+  shapes, one per process for every predictor of that model and parameter shapes (unless not `share`): a shape
+  one of them compiled runs in the others without a compile (parameters are an argument of the call)."""
+  if not share:
+    return jax.jit(network.build(model_config, compute_dtype, last_only=last_only).apply), set()
+  leaves = jax.tree_util.tree_leaves_with_path(params)
+  avals = tuple((jax.tree_util.keystr(k), np.shape(a), str(a.dtype)) for k, a in leaves)
+  key = (model_config, jnp.dtype(compute_dtype).name, last_only, avals)
+  with _JITTED_LOCK:
+    if key not in _JITTED:
+      _JITTED[key] = _jitted(model_config, params, compute_dtype, last_only=last_only, share=False)
+    return _JITTED[key]
+
+
 class Predictor:
   """Last-position log-probs of token sequences, jitted on fixed batch shapes.
 
   `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are cut
   into chunks of the bucket sizes, trading padding against calls (`_chunks`).
+  `share=False`: a jitted call of its own, compiled apart from the other predictors of the model (`_jitted`).
   """
 
   def __init__(
@@ -50,15 +76,16 @@ class Predictor:
     *,
     compute_dtype: DTypeLike = jnp.float32,
     batch_buckets: Sequence[int] = BATCH_BUCKETS,
+    share: bool = True,
   ):
     self.model_config = model_config
     self._params = jax.device_put(params)
-    self._apply = jax.jit(network.build(model_config, compute_dtype, last_only=True).apply)
+    self._apply, compiled = _jitted(model_config, params, compute_dtype, last_only=True, share=share)
     self._buckets = tuple(sorted(batch_buckets))
     self.sequences_run = 0  # Rows sent through the model, padding included.
     self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
     self._plans: dict[tuple[int, tuple[int, ...]], list[tuple[int, int]]] = {}
-    self.shapes = shapes_lib.Shapes(self._compile)  # Compiled [B, T] shapes.
+    self.shapes = shapes_lib.Shapes(self._compile, compiled)  # Compiled [B, T] shapes.
     self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
 
   def _compile(self, shape: shapes_lib.Shape) -> None:
@@ -145,7 +172,7 @@ class PackedPredictor:
   `predictor(fen_tokens [N, 77], actions: N arrays [M_i]) -> N arrays [M_i, V]`.
   A board's moves are padded up to the next of `move_buckets` (-1 slots); the
   boards of one move bucket go in calls of `board_buckets` rows (padded with
-  empty boards), so nothing recompiles per board.
+  empty boards), so nothing recompiles per board. `share` as `Predictor`'s.
   """
 
   def __init__(
@@ -156,16 +183,17 @@ class PackedPredictor:
     compute_dtype: DTypeLike = jnp.float32,
     move_buckets: Sequence[int] = MOVE_BUCKETS,
     board_buckets: Sequence[int] = BOARD_BUCKETS,
+    share: bool = True,
   ):
     if not model_config.packed:
       raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
     self.model_config = model_config
     self._params = jax.device_put(params)
-    self._apply = jax.jit(network.build(model_config, compute_dtype).apply)
+    self._apply, compiled = _jitted(model_config, params, compute_dtype, share=share)
     self._move_buckets = tuple(sorted(move_buckets))
     self._board_buckets = tuple(sorted(board_buckets))
     self.rows_run = 0  # Rows (boards) sent through the model, padding included.
-    self.shapes = shapes_lib.Shapes(self._compile)  # Compiled [boards, 77 + slots] shapes.
+    self.shapes = shapes_lib.Shapes(self._compile, compiled)  # Compiled [boards, 77 + slots] shapes.
     self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
 
   def _compile(self, shape: shapes_lib.Shape) -> None:

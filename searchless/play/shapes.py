@@ -4,14 +4,19 @@ A predictor calls its model on a few fixed shapes (batch buckets). Compiling
 them all before the first move costs seconds per shape on a CPU; an engine that
 must answer soon compiles one now (`compile`), queues the rest
 (`compile_later`) and meanwhile runs its calls on the shapes already `ready`
-(padding a little more). One shape is traced and compiled at a time (`guard`:
-tracing the same model from two threads at once can mix the two traces up).
-The worker runs on a daemon thread; `close` stops it
-after the shape it is compiling, and so does the end of the process (a compile
-cut off by the interpreter's exit would abort it). A search on a clock holds
-every worker of the process (`held`): none starts a shape until the search is
-over and `QUIET_SECONDS` have passed (a compile shares the cores and the
-interpreter's lock, and would slow the model calls the search has timed).
+(padding a little more). One trace or compile runs at a time in the whole
+process (`tracing`: JAX traces of two threads at once can mix, and compiles
+side by side only share the cores): a predictor's call of a shape not compiled
+yet (`guard`), `compile` and the workers of every predictor take turns, and a
+thread waiting to trace goes before any worker's next shape. The worker runs on
+a daemon thread; `close` stops it after the shape it is compiling, and so does
+the end of the process (a compile cut off by the interpreter's exit would abort
+it). A search on a clock holds every worker of the process (`held`): none
+starts a shape until the search is over and `QUIET_SECONDS` have passed (a
+compile shares the cores and the interpreter's lock, and would slow the model
+calls the search has timed); a worker checks the holds and claims its turn
+under one lock, so a shape is started either before a search begins or after
+it ends.
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -40,9 +45,12 @@ _LOG = logging.getLogger(__name__)
 _OPEN: 'weakref.WeakSet[Shapes]' = weakref.WeakSet()  # Every Shapes, closed at exit.
 
 QUIET_SECONDS = 0.05  # After a search, the workers wait this long (the next command may be another search).
-_HOLD = threading.Condition()
+_STATE = threading.Condition()  # Guards the four below; notified whenever one changes.
 _holds = 0  # Searches in flight (`held`).
 _released = 0.0  # When the last one ended (time.monotonic()).
+_tracer: int | None = None  # The thread that traces or compiles now (`tracing`, or a worker's claim), if any.
+_depth = 0  # How many `tracing` blocks that thread is in.
+_wanted = 0  # Threads waiting in `tracing`: a worker claims no shape while one waits.
 
 
 @contextlib.contextmanager
@@ -50,28 +58,68 @@ def held() -> Iterator[None]:
   """Within it (a search in flight), no worker of this process starts compiling a shape; one already started
   finishes. The workers go on `QUIET_SECONDS` after the last hold ends."""
   global _holds, _released
-  with _HOLD:
+  with _STATE:
     _holds += 1
   try:
     yield
   finally:
-    with _HOLD:
+    with _STATE:
       _holds -= 1
       _released = time.monotonic()
-      _HOLD.notify_all()
+      _STATE.notify_all()
 
 
-def _wait_unheld(stop: threading.Event) -> None:
-  """Returns once no search holds the workers and none has for `QUIET_SECONDS` (or when `stop` is set)."""
-  with _HOLD:
+@contextlib.contextmanager
+def tracing() -> Iterator[None]:
+  """Within it, this thread is the only one of the process that traces or compiles (any jitted model call):
+  JAX traces of two threads at once can mix. It waits for a worker's shape to finish, never for a worker's
+  next shape (a thread waiting here goes first); re-entrant."""
+  global _tracer, _depth, _wanted
+  me = threading.get_ident()
+  with _STATE:
+    if _tracer != me:
+      _wanted += 1
+      try:
+        while _tracer is not None:
+          _STATE.wait()
+      finally:
+        _wanted -= 1
+      _tracer = me
+    _depth += 1
+  try:
+    yield
+  finally:
+    with _STATE:
+      _depth -= 1
+      if not _depth:
+        _tracer = None
+        _STATE.notify_all()
+
+
+def _claim(stop: threading.Event) -> bool:
+  """A worker's turn to compile, taken when no search holds the workers and none has for `QUIET_SECONDS`, and
+  no thread traces or waits to (checked and taken under one lock: a search that starts later finds the compile
+  claimed, one that started before is seen); False when `stop` is set first. `_unclaim` gives it back."""
+  global _tracer, _depth
+  with _STATE:
     while not stop.is_set():
-      if _holds:
-        _HOLD.wait(0.1)
+      if _holds or _tracer is not None or _wanted:
+        _STATE.wait(0.1)
         continue
       quiet = _released + QUIET_SECONDS - time.monotonic()
-      if quiet <= 0:
-        return
-      _HOLD.wait(quiet)
+      if quiet > 0:
+        _STATE.wait(quiet)
+        continue
+      _tracer, _depth = threading.get_ident(), 1
+      return True
+  return False
+
+
+def _unclaim() -> None:
+  global _tracer, _depth
+  with _STATE:
+    _tracer, _depth = None, 0
+    _STATE.notify_all()
 
 
 @atexit.register
@@ -81,14 +129,14 @@ def _close_all() -> None:
 
 
 class Shapes:
-  """The compiled shapes of one jitted call; `run(shape)` compiles one (a blocking call on zeros of that shape)."""
+  """The compiled shapes of one jitted call; `run(shape)` compiles one (a blocking call on zeros of that shape);
+  `ready`: the set of compiled shapes, when other `Shapes` of the same jitted call share it."""
 
-  def __init__(self, run: Callable[[Shape], object]):
+  def __init__(self, run: Callable[[Shape], object], ready: set[Shape] | None = None):
     self._run = run
-    self._ready: set[Shape] = set()  # Compiled: a call of this shape runs without compiling.
+    self._ready: set[Shape] = set() if ready is None else ready  # Compiled: a call of this shape runs at once.
     self._queue: collections.deque[Shape] = collections.deque()
     self._lock = threading.Lock()
-    self._compiling = threading.Lock()  # Held while a shape is traced and compiled (`guard`).
     self._stop = threading.Event()
     self._thread: threading.Thread | None = None
     _OPEN.add(self)
@@ -103,15 +151,15 @@ class Shapes:
     self._ready.add(shape)
 
   def guard(self, shape: Shape) -> contextlib.AbstractContextManager:
-    """Hold it around a call of `shape`: a shape not compiled yet is traced and compiled under the lock the
-    worker compiles under (a compiled one needs no lock)."""
-    return contextlib.nullcontext() if shape in self._ready else self._compiling
+    """Hold it around a call of `shape`: a shape not compiled yet is traced and compiled in `tracing` (a compiled
+    one needs nothing)."""
+    return contextlib.nullcontext() if shape in self._ready else tracing()
 
   def compile(self, shapes: Iterable[Shape]) -> None:
     """Compiles each of `shapes` not compiled yet, now."""
     for shape in shapes:
       if shape not in self._ready:
-        with self._compiling:
+        with tracing():
           self._run(shape)
         self._ready.add(shape)
 
@@ -126,22 +174,20 @@ class Shapes:
         self._thread.start()
 
   def _work(self) -> None:
-    while not self._stop.is_set():
-      _wait_unheld(self._stop)
-      with self._lock:
-        if not self._queue:
-          self._thread = None
-          return
-        shape = self._queue.popleft()
-      if shape in self._ready:
-        continue
+    while _claim(self._stop):
       try:
-        with self._compiling:
+        with self._lock:
+          if not self._queue or self._stop.is_set():
+            self._thread = None
+            return
+          shape = self._queue.popleft()
+        if shape not in self._ready:
           self._run(shape)
+          self._ready.add(shape)
       except Exception:  # pylint: disable=broad-except  # A call of this shape compiles (and fails) in the foreground.
         _LOG.exception('compiling shape %s in the background failed', shape)
-        continue
-      self._ready.add(shape)
+      finally:
+        _unclaim()
     with self._lock:
       self._thread = None
 
@@ -157,6 +203,8 @@ class Shapes:
     self._stop.set()
     with self._lock:
       self._queue.clear()
+    with _STATE:
+      _STATE.notify_all()  # A worker waiting for its turn sees the stop now.
     thread = self._thread
     if thread is not None:
       thread.join(timeout)

@@ -85,10 +85,10 @@ def _analyses(predictor, boards):
 
 @pytest.mark.slow
 def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_compiled_shapes(packed):
-  full = predictor_lib.PackedPredictor(*packed)
+  full = predictor_lib.PackedPredictor(*packed, share=False)  # Shapes of its own, as `hurried`'s.
   full.warm_up()
   assert full.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + s) for s in predictor_lib.MOVE_BUCKETS}
-  hurried = predictor_lib.PackedPredictor(*packed)
+  hurried = predictor_lib.PackedPredictor(*packed, share=False)
   hurried.shapes.close()  # No worker: only what warm_up compiles now.
   hurried.warm_up(background=True)
   first = (1, tokenizer.SEQUENCE_LENGTH + 48)
@@ -105,7 +105,7 @@ def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_c
 
 @pytest.mark.slow
 def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packed):
-  predictor = predictor_lib.PackedPredictor(*packed)
+  predictor = predictor_lib.PackedPredictor(*packed, share=False)
   predictor.warm_up(16, background=True)
   assert predictor.shapes.wait(300)
   slots = (48, 32, 64, 16, 96, 128, 256)
@@ -115,13 +115,13 @@ def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packe
 
 def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpoint):
   model_config, params, _ = loading.load_model(str(model_checkpoint))
-  predictor = predictor_lib.Predictor(model_config, params)
+  predictor = predictor_lib.Predictor(model_config, params, share=False)
   predictor.shapes.close()
   policy = policy_lib.make_policy('action_value', predictor)
   policy.warm_up(background=True)
   length = policy_lib.ActionValuePolicy.sequence_length
   assert predictor.shapes.ready == {(32, length)}
-  full = policy_lib.make_policy('action_value', predictor_lib.Predictor(model_config, params))
+  full = policy_lib.make_policy('action_value', predictor_lib.Predictor(model_config, params, share=False))
   for board, calls in ((chess.Board(), 1), (BUSY, 2)):  # 20 moves: one call of 32; 43 moves: two.
     before = predictor.sequences_run
     got, want = policy.analyse(board), full.analyse(board)
@@ -134,7 +134,75 @@ def test_a_per_move_predictors_probe_is_the_models_in_a_call_of_one_sequence(mod
   from searchless.model import network
 
   model_config, params, _ = loading.load_model(str(model_checkpoint))
-  predictor = predictor_lib.Predictor(model_config, params)
+  predictor = predictor_lib.Predictor(model_config, params, share=False)
   assert network.probe_distance(network.probe(model_config, params), predictor.probe()) < 1e-5
   assert predictor.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + 1)}
   predictor.close()
+
+
+def test_a_worker_that_waits_for_a_trace_starts_nothing_once_a_search_holds_it():
+  """The hold is checked when a worker claims its turn, not before it waits for one: a search that begins while
+  another thread traces finds no shape started under it."""
+  started = []
+  shapes = shapes_lib.Shapes(lambda shape: started.append(shape))
+  with shapes_lib.tracing():  # A foreground trace: the worker waits for its turn.
+    shapes.compile_later([(1, 1)])
+    time.sleep(QUIET)
+    hold = shapes_lib.held()
+    hold.__enter__()  # A go begins before the trace ends.
+  time.sleep(QUIET)
+  assert started == []
+  hold.__exit__(None, None, None)
+  assert shapes.wait(5) and started == [(1, 1)]
+  shapes.close()
+
+
+QUIET = 0.3  # Long beside QUIET_SECONDS and a thread's start on a loaded machine.
+
+
+def test_traces_and_compiles_take_turns_across_workers_and_a_waiting_trace_goes_first():
+  """Every worker of the process and every foreground trace run one at a time; a foreground trace waits for the
+  shape being compiled, never for a worker's next one."""
+  intervals, lock = [], threading.Lock()
+
+  def run(shape):
+    begin = time.monotonic()
+    time.sleep(0.05)
+    with lock:
+      intervals.append((begin, time.monotonic(), shape))
+
+  workers = [shapes_lib.Shapes(run) for _ in range(3)]
+  for i, shapes in enumerate(workers):
+    shapes.compile_later([(i, size) for size in range(8)])
+  time.sleep(QUIET)
+  waits = []
+  for _ in range(3):
+    asked = time.monotonic()
+    with shapes_lib.tracing():
+      waits.append(time.monotonic() - asked)
+      run(('foreground',))
+  assert all(shapes.wait(30) for shapes in workers)
+  intervals.sort()
+  assert len(intervals) == 3 * 8 + 3
+  assert all(end <= begin for (_, end, _), (begin, _, _) in zip(intervals, intervals[1:]))  # One at a time.
+  assert max(waits) < 0.05 + QUIET  # At most the shape being compiled (on a loaded machine, some more).
+  for shapes in workers:
+    shapes.close()
+
+
+def test_predictors_of_one_model_share_its_compiled_shapes(model_checkpoint):
+  """A second predictor of the same architecture and parameter shapes (another agent of the model) compiles
+  nothing: its calls hit the first one's compiles, with its own parameters."""
+  model_config, params, _ = loading.load_model(str(model_checkpoint))
+  first = predictor_lib.Predictor(model_config, params)
+  first.shapes.compile([(4, 79)])
+  doubled = {module: {name: 2 * value for name, value in weights.items()} for module, weights in params.items()}
+  second = predictor_lib.Predictor(model_config, doubled)
+  assert (4, 79) in second.shapes.ready
+  sequences = np.zeros((4, 79), np.int32)
+  want = predictor_lib.Predictor(model_config, doubled, share=False)(sequences)
+  np.testing.assert_allclose(second(sequences), want, atol=1e-5)
+  assert not np.allclose(first(sequences), want, atol=1e-3)  # Its own parameters, not the first one's.
+  assert second._apply is first._apply and first._apply._cache_size() == 1
+  for predictor in (first, second):
+    predictor.close()

@@ -14,7 +14,7 @@ runner one element per partition unless the flags say otherwise, and
 (`parallelism`) four times as many lanes as the cluster has worker threads.
 """
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import contextlib
 import logging
 import os
@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from searchless.core import bags
-from searchless.core import folder_lock
+from searchless.core import outputs as outputs_lib
 from searchless.data import shards
 
 T = TypeVar('T')
@@ -190,9 +190,9 @@ def run(
   roots = sorted({output_dir, *roots})
   for root in roots:
     shards.clean(root)  # What a crashed earlier job left.
-  if prepare is not None:
-    prepare()
   try:
+    if prepare is not None:
+      prepare()
     result = None
     try:
       result = pipeline.run()
@@ -205,26 +205,32 @@ def run(
       on_abandon()
     abandon(output_dir, roots)
     raise KeyboardInterrupt(kept() if kept is not None else f'nothing written to {output_dir}') from None
-  except BaseException:
+  except BaseException as error:
     if on_abandon is not None:
-      on_abandon()
-    abandon(output_dir, roots)
-    raise
-
-
-@contextlib.contextmanager
-def output_lock(output_dir: str, command: str) -> Iterator[None]:
-  """One job at a time in a local output folder (`folder_lock`; a remote folder cannot be locked). A folder the
-  lock made for a job that then failed is removed once empty."""
-  if '://' in output_dir:
-    yield
-    return
-  made = not os.path.exists(output_dir)
-  try:
-    with folder_lock.FolderLock(output_dir, command, '--out'):
-      yield
-  except BaseException:
-    if made:
       with contextlib.suppress(OSError):
-        os.rmdir(output_dir)  # Only when empty: what the job kept stays.
+        on_abandon()
+    with contextlib.suppress(OSError):
+      abandon(output_dir, roots)
+    if full := _no_room(error, output_dir, flag):
+      said = kept() if kept is not None else ''
+      raise outputs_lib.OutputError(f'{full}; {said}' if said.startswith('kept') else str(full)) from None
     raise
+
+
+# What a full disk, a quota or a read-only folder says, wherever in the job (a worker's error is text).
+_NO_ROOM = ('No space left on device', 'Disk quota exceeded', 'Read-only file system')
+
+
+def _no_room(error: BaseException, output_dir: str, flag: str) -> OSError | None:
+  """A one-line error naming `output_dir` and `flag` for a job that ran out of room or permission to write there
+  and whose error names no file (Beam's file systems and writers name none)."""
+  if isinstance(error, OSError) and error.filename is not None:
+    return None
+  reason = next((r for r in _NO_ROOM if r in str(error)), None)
+  return outputs_lib.OutputError(f'cannot write {output_dir} ({flag}): {reason}') if reason else None
+
+
+def output_lock(output_dir: str, command: str) -> contextlib.AbstractContextManager:
+  """One job at a time in a local output folder, whose filesystem errors name the path and --out
+  (`outputs.writing`; a remote folder cannot be locked)."""
+  return outputs_lib.writing(output_dir, command, '--out')

@@ -4,6 +4,7 @@ The import keeps its parses the same way."""
 
 import json
 import pathlib
+import shlex
 import signal
 import subprocess
 import sys
@@ -100,3 +101,33 @@ def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_data
     k: v for k, v in json.loads((folder / 'manifest.json').read_text()).items() if k in ('games', 'lines', 'splits')
   }
   assert read(out) == read(tmp_path / 'reference')
+
+
+def _namespaces() -> bool:
+  try:
+    return subprocess.run(['unshare', '-rm', 'true'], capture_output=True, timeout=10).returncode == 0
+  except (FileNotFoundError, subprocess.TimeoutExpired):
+    return False
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+@pytest.mark.skipif(not _namespaces(), reason='no user and mount namespaces (unshare -rm) here')
+def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is_room(stockfish, reference, tmp_path):
+  """A real full disk (a tmpfs of the command's own mount namespace): the job stops with one line naming --out and
+  what it kept; once the disk is larger, the same command finishes the uninterrupted dataset."""
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  command = shlex.join([sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, disk / 'out')])
+  script = (
+    f'mount -t tmpfs -o size=96k tmpfs {disk} && head -c 70000 /dev/zero > {disk}/filler && '
+    f'{command} 2> {tmp_path}/first.err; echo "first=$?"; mount -o remount,size=64m {disk} && '
+    f'{command} 2> {tmp_path}/second.err; echo "second=$?"; cp -r {disk}/out {tmp_path}/done'
+  )
+  result = subprocess.run(['unshare', '-rm', 'sh', '-c', script], capture_output=True, text=True, timeout=900)
+  assert 'first=2' in result.stdout and 'second=0' in result.stdout, result.stdout + result.stderr
+  first = (tmp_path / 'first.err').read_text()
+  assert first.count('\n') == 1 and 'Traceback' not in first
+  assert first.startswith(f'error: cannot write {disk / "out"} (--out): No space left on device; kept ')
+  assert 'resuming: ' in (tmp_path / 'second.err').read_text()
+  assert _dataset(tmp_path / 'done') == _dataset(reference) and _counts(tmp_path / 'done') == _counts(reference)

@@ -33,7 +33,6 @@ from searchless.core import artefacts  # noqa: E402
 from searchless.data import annotate  # noqa: E402
 from searchless.data import annotation_job  # noqa: E402
 from searchless.data import annotation_records  # noqa: E402
-from searchless.data import splits  # noqa: E402
 from searchless.engines import annotator as engine_lib  # noqa: E402
 from searchless.engines import launch  # noqa: E402
 
@@ -47,7 +46,7 @@ PROG = 'searchless-annotate'  # The command's name, in its usage and the manifes
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
-  io = p.add_argument_group('input and output')
+  io, games, boards = cli.add_dataset_flags(p, _OPTIONS)
   io.add_argument(
     '--input',
     action='append',
@@ -61,38 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     help='PGN files whose games all go to the test split (as the paper: another month); disables --test_fraction',
   )
   io.add_argument(
-    '--out',
-    '--output_dir',
-    dest='output_dir',
-    required=True,
-    type=cli.output_dir,
-    help='where the splits, manifest and failures go (local path, gs://, s3://)',
-  )
-  io.add_argument(
-    '--num_shards',
-    type=int,
-    default=_OPTIONS['num_shards'],
-    help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each '
-    "at most --records_per_shard), N = exactly N shards, each record's shard fixed by a hash of its board",
-  )
-  io.add_argument(
-    '--records_per_shard',
-    type=int,
-    default=_OPTIONS['records_per_shard'],
-    help='with --num_shards 0: records per shard at most',
-  )
-  io.add_argument(
     '--records',
     default=None,
     help='record sets to write: chessbench (action_value, state_value, behavioral_cloning: one record per move / '
     "board) and/or board (board_value: one record per board with every move's value); default chessbench,board "
     '(chessbench with --mode board)',
-  )
-  io.add_argument(
-    '--overwrite',
-    action='store_true',
-    help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
-    'an error',
   )
   io.add_argument(
     '--chunk_boards',
@@ -101,44 +73,16 @@ def _parser() -> argparse.ArgumentParser:
     help='each worker commits its annotations every this many boards (and every 2 minutes): what Ctrl-C, a kill or '
     'a reboot can lose; the same command again resumes from them',
   )
-  io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
-  io.add_argument(
-    '--skip_corrupt_inputs',
-    action='store_true',
-    help='count a truncated/corrupt compressed input and keep its games read so far, instead of failing',
-  )
-  games = p.add_argument_group('games')
-  cli.add_game_filters(games, _OPTIONS)
   games.add_argument(
     '--sample_games',
     type=int,
     default=_OPTIONS['sample_games'],
     help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)',
   )
-  boards = p.add_argument_group('boards')
-  boards.add_argument(
-    '--test_fraction',
-    type=float,
-    default=_OPTIONS['test_fraction'],
-    help='fraction of games (by a hash of the game) in the test split',
-  )
-  boards.add_argument(
-    '--dedup_by',
-    choices=splits.DEDUP_BY,
-    default=_OPTIONS['dedup_by'],
-    help='de-duplicate boards by the whole FEN or by the position without move clocks',
-  )
   boards.add_argument(
     '--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)'
   )
   eng = p.add_argument_group('engine')
-  boards.add_argument(
-    '--parallelism',
-    type=int,
-    default=_OPTIONS['parallelism'],
-    help="lanes games and boards are spread over; 0 = 4x the cluster's worker threads on Beam's Dask runner "
-    '(which does not rebalance work by itself), 16 elsewhere',
-  )
   eng.add_argument(
     '--engine_path',
     default=None,

@@ -28,7 +28,6 @@ errors.beam_command('searchless-import')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
 from searchless.data import free_label_graph  # noqa: E402
 from searchless.data import free_label_job  # noqa: E402
-from searchless.data import splits  # noqa: E402
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_graph.ImportOptions)}  # The defaults' one home.
 
@@ -37,67 +36,25 @@ PROG = 'searchless-import'  # The command's name, in its usage and the manifest'
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
+  io, _, _ = cli.add_dataset_flags(p, _OPTIONS)
   p.add_argument(
     'input',
     nargs='+',
     help='game dumps with [%%eval] comments (.pgn[.zst|.bz2|.gz]) and/or evaluation databases (.jsonl[.zst]), or globs',
   )
-  p.add_argument(
-    '--out',
-    '--output_dir',
-    dest='output_dir',
-    required=True,
-    type=cli.output_dir,
-    help='where the splits, manifest and skips go (local path, gs://, s3://)',
-  )
-  p.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
-  p.add_argument(
-    '--num_shards', type=int, default=_OPTIONS['num_shards'], help='shards per record set: 0 = by size, N = exactly N'
-  )
-  p.add_argument(
-    '--records_per_shard',
-    type=int,
-    default=_OPTIONS['records_per_shard'],
-    help='with --num_shards 0: records per shard at most',
-  )
-  p.add_argument(
+  io.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
+  io.add_argument(
     '--chunk_games',
     type=int,
     default=_OPTIONS['chunk_games'],
     help='each worker commits its parsed games (or database lines) every this many (and every 2 minutes): what '
     'Ctrl-C, a kill or a reboot can lose; the same command again resumes from them',
   )
-  p.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
-  p.add_argument('--overwrite', action='store_true', help='replace the dataset already in --out')
-  p.add_argument(
-    '--skip_corrupt_inputs',
-    action='store_true',
-    help='count a truncated/corrupt compressed input and keep what was read from it, instead of failing',
-  )
-  cli.add_game_filters(p.add_argument_group('games'), _OPTIONS)
-  p.add_argument(
+  io.add_argument(
     '--max_lines',
     type=int,
     default=_OPTIONS['max_lines'],
     help='read at most this many lines from each evaluation database',
-  )
-  p.add_argument(
-    '--test_fraction',
-    type=float,
-    default=_OPTIONS['test_fraction'],
-    help='fraction of games (and of database boards), by hash, in the test split',
-  )
-  p.add_argument(
-    '--dedup_by',
-    choices=splits.DEDUP_BY,
-    default=_OPTIONS['dedup_by'],
-    help='what makes two boards one record: the whole FEN, or the position without move clocks',
-  )
-  p.add_argument(
-    '--parallelism',
-    type=int,
-    default=_OPTIONS['parallelism'],
-    help='lanes the work is spread over; 0 = as searchless-annotate picks',
   )
   p.add_argument('--verbose', action='store_true', help="Beam's logs, and the traceback of an error")
   return p

@@ -21,6 +21,7 @@ import functools
 import json
 import tempfile
 import time
+from typing import ClassVar
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -31,6 +32,7 @@ from searchless.core import bags
 from searchless.core import records
 from searchless.data import annotation_records
 from searchless.data import games
+from searchless.data import job_options
 from searchless.data import pgn
 from searchless.data import progress
 from searchless.data import results
@@ -152,37 +154,18 @@ def new_progress_dir() -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class AnnotateOptions:
-  """What to annotate and how to write it (the flags of ``searchless-annotate``)."""
+class AnnotateOptions(job_options.DatasetOptions):
+  """What to annotate and how to write it (the flags of ``searchless-annotate``): the dataset jobs' options and
+  these."""
 
-  input: tuple[str, ...]  # PGN files or globs whose games are split by hash.
-  output_dir: str  # Where the splits, manifest and failures go (local path, gs://, s3://).
   test_input: tuple[str, ...] = ()  # PGN files whose games all go to the test split (disables test_fraction).
-  num_shards: int = shards.AUTO  # Shards per record set: 0 = by size (one <kind>_data.bag when small), N = exactly N.
-  records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
   records: str = 'chessbench,board'  # Record sets (see `annotation_records.record_kinds`).
-  compress: bool = False  # zstd-compressed .bagz instead of .bag.
-  skip_corrupt_inputs: bool = False  # Keep a corrupt input's games read so far instead of failing.
-  max_games: int | None = None  # Games read from each input file at most (its first N).
   sample_games: int | None = None  # A uniform random sample of this many games.
-  min_elo: int | None = None  # Both players rated at least this.
-  max_elo: int | None = None  # Both players rated at most this.
-  speeds: str = ''  # Comma-separated Lichess speeds to keep; empty keeps all.
-  exclude_bots: bool = False  # Drop games played by BOT accounts.
-  test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (by hash) in the test split.
-  dedup_by: str = 'fen'  # One of splits.DEDUP_BY.
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (annotation_records.record_kinds depends on it).
-  parallelism: int = 0  # Lanes games and boards are spread over (`Distribute`); 0: `annotation_job` picks.
-  overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
   chunk_boards: int = resume.DEFAULT_CHUNK_BOARDS  # A worker commits its annotations every this many boards.
 
-  def __post_init__(self):
-    results.check_job_options(
-      self,
-      ('max_games', 'sample_games', 'records_per_shard', 'chunk_boards'),
-      ('min_elo', 'max_elo', 'num_shards', 'parallelism'),
-    )
+  POSITIVE: ClassVar[tuple[str, ...]] = (*job_options.DatasetOptions.POSITIVE, 'sample_games', 'chunk_boards')
 
 
 def _first(record: tuple) -> str:
@@ -221,12 +204,7 @@ class AnnotateGames(beam.PTransform):
 
   def _build(self, pbegin: PBegin) -> None:
     o, engine_config, progress_dir = self.options, self.engine_config, self.progress_dir
-    game_filter = pgn.GameFilter(
-      min_elo=o.min_elo,
-      max_elo=o.max_elo,
-      speeds=tuple(s for s in o.speeds.split(',') if s),
-      exclude_bots=o.exclude_bots,
-    )
+    game_filter = o.game_filter()
     inputs = {'train': streams.match_files(_split_list(o.input))}
     if o.test_input:
       inputs['test'] = streams.match_files(_split_list(o.test_input), '--test_input')

@@ -197,22 +197,8 @@ def _write_manifest(
     output_dir=options.output_dir,
     engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
     games={
-      'read': counts.get('games_read', 0),
-      'kept': counts.get('games_kept', 0),
-      'skipped': {
-        reason: counts.get(f'games_skipped/{reason}', 0)
-        for reason in pgn.SKIP_REASONS
-        if counts.get(f'games_skipped/{reason}')
-      },
+      **options.games_manifest(counts, pgn.SKIP_REASONS, sample_games=options.sample_games),
       'corrupt_input_files': counts.get('corrupt_input_files', 0),
-      'filters': {
-        'min_elo': options.min_elo,
-        'max_elo': options.max_elo,
-        'speeds': options.speeds,
-        'exclude_bots': options.exclude_bots,
-        'max_games_per_file': options.max_games,
-        'sample_games': options.sample_games,
-      },
     },
     split={
       'test_fraction': graph.test_fraction,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 import dataclasses
 import functools
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -23,6 +23,7 @@ from searchless.core import records
 from searchless.data import free_label_merge
 from searchless.data import free_labels
 from searchless.data import games
+from searchless.data import job_options
 from searchless.data import pgn
 from searchless.data import results
 from searchless.data import resume
@@ -40,34 +41,18 @@ def is_eval_db(path: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class ImportOptions:
-  """What to import and how to write it (the flags of ``searchless-import``)."""
+class ImportOptions(job_options.DatasetOptions):
+  """What to import and how to write it (the flags of ``searchless-import``): the dataset jobs' options (whose
+  inputs are game dumps, .pgn[.zst], and evaluation databases, .jsonl[.zst]) and these."""
 
-  input: tuple[str, ...]  # Game dumps (.pgn, .pgn.zst, ...) and evaluation databases (.jsonl, .jsonl.zst), or globs.
-  output_dir: str  # Where the splits, manifest and skips go (local path, gs://, s3://).
   records: str = ','.join(KINDS)  # Comma-separated record kinds to write (a subset of KINDS).
-  num_shards: int = shards.AUTO  # Shards per record set: 0 = by size, N = exactly N.
-  records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
-  compress: bool = False  # zstd-compressed .bagz instead of .bag.
-  skip_corrupt_inputs: bool = False  # Keep a corrupt input's games or lines read so far instead of failing.
-  max_games: int | None = None  # Games read from each game dump at most (its first N).
   max_lines: int | None = None  # Lines read from each evaluation database at most (its first N).
-  min_elo: int | None = None  # Games: both players rated at least this.
-  max_elo: int | None = None  # Games: both players rated at most this.
-  speeds: str = ''  # Games: comma-separated Lichess speeds to keep; empty keeps all.
-  exclude_bots: bool = False  # Games: drop games played by BOT accounts.
-  test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (and database boards), by hash, in test.
-  dedup_by: str = 'fen'  # One of splits.DEDUP_BY: what makes two boards one record.
-  parallelism: int = 0  # Lanes the work is spread over (`games.Distribute`); 0: as annotation picks.
-  overwrite: bool = False  # Replace a dataset already in output_dir.
   chunk_games: int = resume.DEFAULT_CHUNK_GAMES  # A worker commits its parsed games (or lines) every this many.
 
+  POSITIVE: ClassVar[tuple[str, ...]] = (*job_options.DatasetOptions.POSITIVE, 'max_lines', 'chunk_games')
+
   def __post_init__(self):
-    results.check_job_options(
-      self,
-      ('max_games', 'max_lines', 'records_per_shard', 'chunk_games'),
-      ('min_elo', 'max_elo', 'num_shards', 'parallelism'),
-    )
+    super().__post_init__()
     unknown = [k for k in self.kinds if k not in KINDS]
     if unknown or not self.kinds:
       raise ValueError(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')
@@ -136,12 +121,7 @@ class ImportLabels(beam.PTransform):
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
     self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, results.RESULTS)
-    game_filter = pgn.GameFilter(
-      min_elo=o.min_elo,
-      max_elo=o.max_elo,
-      speeds=tuple(s for s in o.speeds.split(',') if s),
-      exclude_bots=o.exclude_bots,
-    )
+    game_filter = o.game_filter()
     fraction, by = o.test_fraction, o.dedup_by
     counts: list[PCollection] = []
     labelled: list[PCollection] = []

@@ -116,20 +116,7 @@ def _write_manifest(
     command=list(command) if command is not None else manifest_lib.command_line(),
     inputs=graph.inputs,
     output_dir=options.output_dir,
-    games={
-      'read': counts.get('games_read', 0),
-      'kept': counts.get('games_kept', 0),
-      'skipped': {
-        r: counts[f'games_skipped/{r}'] for r in free_label_graph.GAME_SKIP_REASONS if counts.get(f'games_skipped/{r}')
-      },
-      'filters': {
-        'min_elo': options.min_elo,
-        'max_elo': options.max_elo,
-        'speeds': options.speeds,
-        'exclude_bots': options.exclude_bots,
-        'max_games_per_file': options.max_games,
-      },
-    },
+    games=options.games_manifest(counts, free_label_graph.GAME_SKIP_REASONS),
     lines={
       'read': counts.get('lines_read', 0),
       'kept': counts.get('lines_kept', 0),

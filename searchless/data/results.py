@@ -4,10 +4,10 @@ Counts are data (``(name, n)`` pairs summed per name), so any runner can carry
 them; the job's last step, `WriteResults`, writes them with the written pieces
 and the engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``, and
 the driver reads that back (`read_results`) to write the manifest. `OutputSet`
-names a file set a job writes; `check_job_options` checks the options jobs share.
+names a file set a job writes;
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 import dataclasses
 import json
 from typing import Any
@@ -16,7 +16,6 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from searchless.data import shards
-from searchless.data import splits
 
 RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of the output folder.
 
@@ -65,16 +64,3 @@ class OutputSet:
   spec: shards.ShardSpec
   split: str | None  # None for the job-wide sets (failures, skipped).
   kind: str  # A record kind, 'failures' or 'skipped'.
-
-
-def check_job_options(options: Any, positive: Sequence[str], non_negative: Sequence[str]) -> None:
-  """Raises ValueError naming the flag of a job's first bad option: test_fraction, dedup_by, and the
-  named fields that must be >= 1 (`positive`) or >= 0 (`non_negative`) when set."""
-  if not 0.0 <= options.test_fraction < 1.0:  # Also NaN.
-    raise ValueError(f'--test_fraction must be in [0, 1), got {options.test_fraction}')
-  for name, low in [*((n, 1) for n in positive), *((n, 0) for n in non_negative)]:
-    value = getattr(options, name)
-    if value is not None and value < low:
-      raise ValueError(f'--{name} must be >= {low}, got {value}')
-  if options.dedup_by not in splits.DEDUP_BY:
-    raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {options.dedup_by!r}')

@@ -1,0 +1,80 @@
+"""What the dataset jobs (``searchless-annotate``, ``searchless-import``) share: the options, checked once, the games
+they keep, and the manifest's account of those games.
+
+>>> options = DatasetOptions(input=('games.pgn',), output_dir='out', min_elo=2000, speeds='blitz,rapid')
+>>> options.game_filter().speeds
+('blitz', 'rapid')
+>>> DatasetOptions(input=(), output_dir='out', test_fraction=1.5)
+Traceback (most recent call last):
+...
+ValueError: --test_fraction must be in [0, 1), got 1.5
+"""
+
+from collections.abc import Mapping, Sequence
+import dataclasses
+from typing import Any, ClassVar
+
+from searchless.data import pgn
+from searchless.data import shards
+from searchless.data import splits
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetOptions:
+  """The options of a job that reads games and writes record sets (each a flag of the same name; `output_dir` is
+  ``--out``). A subclass adds its own, and names those to check in `POSITIVE` and `NON_NEGATIVE`."""
+
+  input: tuple[str, ...]  # Input files or globs.
+  output_dir: str  # Where the splits, manifest and logs go (local path, gs://, s3://).
+  num_shards: int = shards.AUTO  # Shards per record set: 0 = by size (one <kind>_data.bag when small), N = exactly N.
+  records_per_shard: int = shards.DEFAULT_RECORDS_PER_SHARD  # With num_shards 0: records per shard at most.
+  compress: bool = False  # zstd-compressed .bagz instead of .bag.
+  skip_corrupt_inputs: bool = False  # Keep a corrupt input's games read so far instead of failing.
+  max_games: int | None = None  # Games read from each input file at most (its first N).
+  min_elo: int | None = None  # Both players rated at least this.
+  max_elo: int | None = None  # Both players rated at most this.
+  speeds: str = ''  # Comma-separated Lichess speeds to keep; empty keeps all.
+  exclude_bots: bool = False  # Drop games played by BOT accounts.
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION  # Fraction of games (by hash) in the test split.
+  dedup_by: str = 'fen'  # One of splits.DEDUP_BY: what makes two boards one.
+  parallelism: int = 0  # Lanes the work is spread over (`games.Distribute`); 0: the job picks.
+  overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
+
+  POSITIVE: ClassVar[tuple[str, ...]] = ('max_games', 'records_per_shard')  # Options that must be >= 1 when set.
+  NON_NEGATIVE: ClassVar[tuple[str, ...]] = ('min_elo', 'max_elo', 'num_shards', 'parallelism')  # ... >= 0.
+
+  def __post_init__(self):
+    """Raises ValueError naming the flag of the first bad option."""
+    if not 0.0 <= self.test_fraction < 1.0:  # Also NaN.
+      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
+    for name, low in [*((n, 1) for n in self.POSITIVE), *((n, 0) for n in self.NON_NEGATIVE)]:
+      value = getattr(self, name)
+      if value is not None and value < low:
+        raise ValueError(f'--{name} must be >= {low}, got {value}')
+    if self.dedup_by not in splits.DEDUP_BY:
+      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
+
+  def game_filter(self) -> pgn.GameFilter:
+    """The games kept: by rating, speed and bots."""
+    return pgn.GameFilter(
+      min_elo=self.min_elo,
+      max_elo=self.max_elo,
+      speeds=tuple(s for s in self.speeds.split(',') if s),
+      exclude_bots=self.exclude_bots,
+    )
+
+  def games_manifest(self, counts: Mapping[str, int], skip_reasons: Sequence[str], **filters: Any) -> dict[str, Any]:
+    """The manifest's ``games``: read, kept, skipped by reason, and the filters (`filters` adds the job's own)."""
+    return {
+      'read': counts.get('games_read', 0),
+      'kept': counts.get('games_kept', 0),
+      'skipped': {r: counts[f'games_skipped/{r}'] for r in skip_reasons if counts.get(f'games_skipped/{r}')},
+      'filters': {
+        'min_elo': self.min_elo,
+        'max_elo': self.max_elo,
+        'speeds': self.speeds,
+        'exclude_bots': self.exclude_bots,
+        'max_games_per_file': self.max_games,
+        **filters,
+      },
+    }

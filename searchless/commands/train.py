@@ -61,8 +61,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     errors.fail(said)
   args = _parser().parse_args(argv)
   from searchless.training import train  # JAX only once the flags parse.
+  from searchless.training import write_errors
 
-  with errors.one_line_errors():
+  # A failed write (a full disk) in one line: not once more per orbax or tensorboardX thread.
+  with errors.one_line_errors(), write_errors.quiet():
     summary = train.run(
       args.config,
       args.workdir,

@@ -39,10 +39,11 @@ True
 np.float32(6.0)
 """
 
+import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -53,6 +54,7 @@ from etils import epath
 
 from searchless.core import config as config_lib
 from searchless.model import loading
+from searchless.training import write_errors
 
 import grain
 from grain import checkpoint as grain_checkpoint  # Its iterator handler, registered with orbax.
@@ -65,6 +67,7 @@ CONFIG_FILE, PROBE, PROBE_FILE = loading.CONFIG_FILE, loading.PROBE, loading.PRO
 OPT_STATE, DATA_ITER = 'opt_state', 'data_iter'  # The items only training reads.
 _STATE_KIND = 'data_iter_state'  # Step custom metadata: 'bytes' | 'dict' | None.
 _ARRAY_ITEMS = (PARAMS, PARAMS_EMA, OPT_STATE)
+_UNFINISHED = '.orbax-checkpoint-tmp'  # The suffix of a step's folder until orbax has written all of it.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +153,10 @@ class Checkpointer:
 
   Saves are asynchronous by default: `save` returns once arrays are copied off the
   devices; call `wait` (or `close`, or use it as a context manager) before exit.
-  Every process of a multi-host job must make the same calls.
+  Every process of a multi-host job must make the same calls. A save that fails on
+  the filesystem (a full disk) raises, there or at the next `save`, `wait` or `close`,
+  an OSError naming the step's folder (orbax's threads raise tensorstore's errors);
+  `discard_unfinished` then removes what it wrote.
   """
 
   def __init__(self, directory: str, *, keep: int | None = None, async_save: bool = True):
@@ -158,6 +164,7 @@ class Checkpointer:
     self.directory = epath.Path(directory if '://' in str(directory) else os.path.abspath(directory))
     options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=async_save)
     self._manager = ocp.CheckpointManager(self.directory, options=options, handler_registry=_registry())
+    self._pending: int | None = None  # The step of the save that may still be writing.
 
   def latest_step(self) -> int | None:
     return self._manager.latest_step()
@@ -207,9 +214,12 @@ class Checkpointer:
       state_kind = 'dict' if isinstance(data_iter, grain.DatasetIterator) else 'bytes'
     if data_iter is not None:
       items[DATA_ITER] = grain_checkpoint.CheckpointSave(data_iter)
-    return self._manager.save(
-      step, args=ocp.args.Composite(**items), force=True, custom_metadata={_STATE_KIND: state_kind}
-    )
+    self.wait()  # The previous save's error, naming its step.
+    self._pending = step
+    with self._naming_step():
+      return self._manager.save(
+        step, args=ocp.args.Composite(**items), force=True, custom_metadata={_STATE_KIND: state_kind}
+      )
 
   def restore(
     self,
@@ -267,10 +277,34 @@ class Checkpointer:
 
   def wait(self) -> None:
     """Blocks until pending asynchronous saves are committed."""
-    self._manager.wait_until_finished()
+    with self._naming_step():
+      self._manager.wait_until_finished()
+    self._pending = None
 
   def close(self) -> None:
-    self._manager.close()
+    with self._naming_step():
+      self._manager.close()
+    self._pending = None
+
+  @contextlib.contextmanager
+  def _naming_step(self) -> Iterator[None]:
+    """A filesystem error of the pending save, raised inside the block, as an OSError naming its step's folder."""
+    try:
+      yield
+    except Exception as error:  # pylint: disable=broad-except
+      failed = write_errors.cause(error)
+      if failed is None or self._pending is None:
+        raise
+      raise OSError(failed.errno, failed.strerror, str(self.directory / str(self._pending))) from error
+
+  def discard_unfinished(self) -> None:
+    """Removes the folders of saves that did not finish (orbax's ``<step>.orbax-checkpoint-tmp``): call it
+    after `close`, on every process (process 0 removes them)."""
+    if jax.process_index() != 0 or not self.directory.exists():
+      return
+    for path in self.directory.iterdir():
+      if path.name.endswith(_UNFINISHED):
+        path.rmtree()
 
   def __enter__(self) -> 'Checkpointer':
     return self

@@ -11,10 +11,10 @@ latest checkpoint; N steps + resume + N steps gives the same parameters as 2N
 uninterrupted steps (bit-identical on CPU).
 """
 
+import contextlib
 import json
 import os
 import pathlib
-import signal
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,54 +42,17 @@ from searchless.training import eval_set as eval_set_lib
 from searchless.training import grow
 from searchless.training import sharding
 from searchless.training import step as step_lib
+from searchless.training import stopping
 from searchless.training import workdir_lock
+from searchless.training import write_errors
 
 
 ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other data does (`_resume_data`).
 
 
-class _Stop:
-  """SIGTERM / SIGINT set a flag; the loop checkpoints and exits cleanly (`interrupted`: whether by SIGINT)."""
-
-  def __init__(self):
-    self.requested = False
-    self.interrupted = False
-    self._previous = {}
-
-  def __enter__(self):
-    for sig in (signal.SIGTERM, signal.SIGINT):
-      try:
-        self._previous[sig] = signal.signal(sig, self._handle)
-      except ValueError:  # Not the main thread.
-        pass
-    return self
-
-  def _handle(self, signum, frame):
-    self.requested = True
-    self.interrupted = self.interrupted or signum == signal.SIGINT
-
-  def __exit__(self, *exc):
-    for sig, handler in self._previous.items():
-      signal.signal(sig, handler)
-
-
-def _agreed(out_of_time: bool, signalled: bool) -> tuple[bool, bool]:
-  """(out of time, signalled) as every process will act on them: true where any process's is.
-
-  Each process reads its own clock and gets its own signals, but all must stop at the same step, or one
-  waits forever in a collective or a checkpoint save the others left: one host all-gather per step
-  decides (on more than one process only).
-  """
-  if jax.process_count() == 1:
-    return out_of_time, signalled
-  flags = np.asarray(multihost_utils.process_allgather(np.array([out_of_time, signalled], np.int32)))  # [P, 2]
-  agreed = flags.reshape(-1, 2).max(axis=0)  # [2]
-  return bool(agreed[0]), bool(agreed[1])
-
-
 def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter | None) -> None:
   if jax.process_index() == 0:
-    with open(workdir / 'metrics.jsonl', 'a') as f:
+    with write_errors.naming(workdir / 'metrics.jsonl'), open(workdir / 'metrics.jsonl', 'a') as f:
       f.write(json.dumps(record) + '\n')
   if scalars is not None:
     scalars.write(record['step'], record)
@@ -110,21 +73,41 @@ def train(
 
   `stop_after`: stop (with a checkpoint) after this many steps in this call,
   as an interruption would; used by the resume tests. `progress`: False draws no progress bar.
-  Ctrl-C (SIGINT) saves a checkpoint and the summary, then raises KeyboardInterrupt saying how to resume.
+  Ctrl-C (SIGINT) saves the step reached and the summary, then raises KeyboardInterrupt saying how to resume.
+  A filesystem error in the workdir (a full disk, a read-only folder) raises a `write_errors.WorkdirError`
+  naming the path, and leaves no unfinished checkpoint.
   """
   work = pathlib.Path(workdir)
   fresh = not work.exists()
   had_lock = (work / '.lock').exists()
-  work.mkdir(parents=True, exist_ok=True)
   try:
+    work.mkdir(parents=True, exist_ok=True)
     with workdir_lock.WorkdirLock(work):
       return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
-  except BaseException:
-    if not had_lock and {p.name for p in work.iterdir()} == {'.lock'}:  # Refused before anything was written.
-      (work / '.lock').unlink(missing_ok=True)
-      if fresh:
-        work.rmdir()
+  except BaseException as error:
+    if not had_lock and work.is_dir() and {p.name for p in work.iterdir()} <= {'.lock'}:  # Nothing written.
+      with contextlib.suppress(OSError):  # A read-only folder: nothing to remove.
+        (work / '.lock').unlink(missing_ok=True)
+        if fresh:
+          work.rmdir()
+    if isinstance(error, OSError) and (one_line := write_errors.said(error, work)) is not error:
+      raise one_line from None
     raise
+
+
+def _abandon(manager: checkpoint.Checkpointer, scalars: tensorboard.ScalarWriter | None) -> None:
+  """After a failure: closes the event file, waits for the checkpoint threads and removes a save that did not
+  finish; what they raise on the way (the same full disk) is the failure's. On several processes the threads
+  are left: their save waits for every process, and the others may be waiting in a step for this one."""
+  if scalars is not None:
+    with contextlib.suppress(Exception):
+      scalars.close()
+  if jax.process_count() > 1:
+    return
+  with contextlib.suppress(Exception):
+    manager.close()
+  with contextlib.suppress(OSError):
+    manager.discard_unfinished()
 
 
 def _trim_metrics(work: pathlib.Path, step: int) -> None:
@@ -150,134 +133,148 @@ def _train(
   data_iter = iter(dataset.config_loader(config, split='train'))
   started = time.perf_counter()
   manager = checkpoint.Checkpointer(str(work / 'checkpoints'), keep=config.train.ckpt_keep)
-  restored = _restore_state(manager, functions.state_sharding)
-  if restored is not None:
-    state, iter_state = restored
-    if iter_state is not None:
-      _resume_data(data_iter, iter_state, config, work)
-    start = int(state.step)
-  else:
-    state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
-    if config.train.get('init_from'):
-      state = _initialised_from(
-        state,
-        config.train.init_from,
-        functions.state_sharding,
-        grow_from=bool(config.train.get('init_grow')),
-        model_config=functions.model_config,
-      )
-    start = 0
-  _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
   scalars = None
-  if jax.process_index() == 0:
-    (work / 'config.json').write_text(config_lib.to_json(config))
-    scalars = tensorboard.ScalarWriter(work / tensorboard.DIR, purge_step=start or None)
-
-  eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
-  num_steps = config.train.num_steps
-  end = num_steps if stop_after is None else min(num_steps, start + stop_after)
-  dtype = network.resolve_dtype(config.train.compute_dtype)
-  if packing.packed(config):  # A row: 78 board tokens + max_moves move tokens.
-    seq_len = transformer.BOARD_TOKENS + config.data.max_moves
-  else:
-    seq_len = records.SEQUENCE_LENGTHS[config.policy]
-  if functions.model_config.kind == 'graph':
-    flops = 3 * graph_model.flops_per_board(
-      functions.model_config, config.data.max_moves, config.train.get('micro_batch') or config.data.batch_size
-    )
-  else:
-    flops = 3 * transformer.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
-  peak = step_lib.peak_flops_per_device(dtype)
-  bar = progress_bars.bar(
-    total=num_steps,
-    initial=start,
-    desc='train',
-    unit='step',
-    disable=not progress or jax.process_index() != 0,
-    dynamic_ncols=True,
-  )
-  last_time, last_step = time.perf_counter(), start
-  deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
-  window = []  # Metrics of the steps since the last log line (device arrays, fetched lazily).
-  with _Stop() as stop:
-    for step in range(start, end):
-      sequences = sharding.global_batch(next(data_iter), functions.batch_sharding)
-      state, metrics = functions.update(state, sequences)
-      window.append(metrics)
-      done = step + 1
-      bar.update(1)
-      if deadline is not None and len(window) > 1:
-        jax.block_until_ready(window[-2]['loss'])  # Dispatch is asynchronous: keep the clock one step behind at most.
-      out_of_time, signalled = _agreed(deadline is not None and time.perf_counter() > deadline, stop.requested)
-      if out_of_time:
-        end = done  # Log, evaluate and checkpoint as at the end.
-      if done % config.train.log_every == 0 or done == end or signalled:  # A stopped run's last steps are logged too.
-        # Means over the window: one batch is too noisy to read a curve from.
-        metrics = {k: float(np.mean([m[k] for m in jax.device_get(window)])) for k in window[0]}
-        targets = metrics.pop('targets') * (done - last_step)  # Action-values (or records) trained on.
-        window = []
-        now = time.perf_counter()
-        examples = (done - last_step) * config.data.batch_size / (now - last_time)
-        record = {
-          'step': done,
-          **metrics,
-          'examples_per_s': examples,
-          'tokens_per_s': examples * seq_len,
-          'targets': int(round(targets)),
-          'targets_per_s': targets / (now - last_time),
-          'devices': jax.device_count(),
-          'processes': jax.process_count(),
-        }
-        if peak:
-          record['mfu'] = examples * flops / (peak * jax.device_count())
-        last_time, last_step = now, done
-        _log(work, record, scalars)
-        bar.set_postfix(loss=f'{metrics["loss"]:.4f}', ex_s=f'{examples:.0f}', refresh=False)
-      if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
-        record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
-        _log(work, record, scalars)
-        accuracy = f', action accuracy {record["eval_action_accuracy"]:.3f}' if 'eval_action_accuracy' in record else ''
-        bar.write(f'step {done}: eval loss {record["eval_loss"]:.4f}{accuracy} (EMA params)')
-      if done % config.train.ckpt_every == 0 or done == end or signalled:
-        probes = {
-          name: network.probe(functions.model_config, tree)
-          for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))
-        }
-        manager.save(
-          done,
-          params=state.params,
-          params_ema=state.params_ema,
-          opt_state=state.opt_state,
-          config=config,
-          data_iter_state=data_iter.get_state(),
-          probes=probes,
+  try:
+    restored = _restore_state(manager, functions.state_sharding)
+    if restored is not None:
+      state, iter_state = restored
+      if iter_state is not None:
+        _resume_data(data_iter, iter_state, config, work)
+      start = int(state.step)
+    else:
+      state = functions.init(jax.random.PRNGKey(functions.model_config.seed))
+      if config.train.get('init_from'):
+        state = _initialised_from(
+          state,
+          config.train.init_from,
+          functions.state_sharding,
+          grow_from=bool(config.train.get('init_grow')),
+          model_config=functions.model_config,
         )
-      if signalled:
-        if not stop.interrupted:  # Ctrl-C: the KeyboardInterrupt below says it.
-          bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
-        break
-      if out_of_time:
-        bar.write(f'train.max_seconds={config.train.max_seconds:g} reached at step {done}; checkpoint saved')
-        break
-  manager.close()  # Waits for pending saves.
-  bar.close()
-  if scalars is not None:
-    scalars.close()
-  if jax.process_index() == 0:
-    step = int(jax.device_get(state.step))
-    artefacts.TrainingSummary(
-      step=step,
-      num_steps=num_steps,
-      complete=step >= num_steps,
-      num_params=network.num_params(state.params),
-      num_return_buckets=config.num_return_buckets,
-      policy=config.policy,
-      batch_size=config.data.batch_size,
-      overrides=list(overrides),
-      wall_seconds=round(time.perf_counter() - started, 3),
-    ).write(work / artefacts.TrainingSummary.FILE)
-  if jax.process_count() > 1:  # Every process returns only once process 0's summary is on disk (`run` reads it).
-    multihost_utils.sync_global_devices('searchless-train-summary')
+      start = 0
+    _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
+    scalars = None
+    if jax.process_index() == 0:
+      with write_errors.naming(work / 'config.json'):
+        (work / 'config.json').write_text(config_lib.to_json(config))
+      scalars = tensorboard.ScalarWriter(work / tensorboard.DIR, purge_step=start or None)
+
+    eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
+    num_steps = config.train.num_steps
+    end = num_steps if stop_after is None else min(num_steps, start + stop_after)
+    dtype = network.resolve_dtype(config.train.compute_dtype)
+    if packing.packed(config):  # A row: 78 board tokens + max_moves move tokens.
+      seq_len = transformer.BOARD_TOKENS + config.data.max_moves
+    else:
+      seq_len = records.SEQUENCE_LENGTHS[config.policy]
+    if functions.model_config.kind == 'graph':
+      flops = 3 * graph_model.flops_per_board(
+        functions.model_config, config.data.max_moves, config.train.get('micro_batch') or config.data.batch_size
+      )
+    else:
+      flops = 3 * transformer.flops_per_sequence(functions.model_config, seq_len)  # Forward + backward.
+    peak = step_lib.peak_flops_per_device(dtype)
+    bar = progress_bars.bar(
+      total=num_steps,
+      initial=start,
+      desc='train',
+      unit='step',
+      disable=not progress or jax.process_index() != 0,
+      dynamic_ncols=True,
+    )
+    last_time, last_step = time.perf_counter(), start
+    deadline = last_time + config.train.max_seconds if config.train.get('max_seconds') else None
+    window = []  # Metrics of the steps since the last log line (device arrays, fetched lazily).
+    in_flight = None  # The loss of the step before the last one dispatched.
+    with stopping.Stop() as stop:
+      for step in range(start, end):
+        sequences = sharding.global_batch(next(data_iter), functions.batch_sharding)
+        state, metrics = functions.update(state, sequences)
+        window.append(metrics)
+        done = step + 1
+        bar.update(1)
+        if in_flight is not None:  # Dispatch is asynchronous: one step in flight at most, so a signal or the clock
+          jax.block_until_ready(in_flight)  # stops the run at the step it reached, not at the one Python ran ahead to.
+        in_flight = metrics['loss']
+        out_of_time, signalled = stopping.agreed(
+          deadline is not None and time.perf_counter() > deadline, stop.requested
+        )
+        if out_of_time:
+          end = done  # Log, evaluate and checkpoint as at the end.
+        if done % config.train.log_every == 0 or done == end or signalled:  # A stopped run's last steps are logged too.
+          # Means over the window: one batch is too noisy to read a curve from.
+          metrics = {k: float(np.mean([m[k] for m in jax.device_get(window)])) for k in window[0]}
+          targets = metrics.pop('targets') * (done - last_step)  # Action-values (or records) trained on.
+          window = []
+          now = time.perf_counter()
+          examples = (done - last_step) * config.data.batch_size / (now - last_time)
+          record = {
+            'step': done,
+            **metrics,
+            'examples_per_s': examples,
+            'tokens_per_s': examples * seq_len,
+            'targets': int(round(targets)),
+            'targets_per_s': targets / (now - last_time),
+            'devices': jax.device_count(),
+            'processes': jax.process_count(),
+          }
+          if peak:
+            record['mfu'] = examples * flops / (peak * jax.device_count())
+          last_time, last_step = now, done
+          _log(work, record, scalars)
+          bar.set_postfix(loss=f'{metrics["loss"]:.4f}', ex_s=f'{examples:.0f}', refresh=False)
+        if eval_set is not None and (done % config.train.eval_every == 0 or done == num_steps or out_of_time):
+          record = {'step': done, **eval_set_lib.evaluate(functions, state.params_ema, config, eval_set)}
+          _log(work, record, scalars)
+          accuracy = (
+            f', action accuracy {record["eval_action_accuracy"]:.3f}' if 'eval_action_accuracy' in record else ''
+          )
+          bar.write(f'step {done}: eval loss {record["eval_loss"]:.4f}{accuracy} (EMA params)')
+        if done % config.train.ckpt_every == 0 or done == end or signalled:
+          probes = {
+            name: network.probe(functions.model_config, tree)
+            for name, tree in ((loading.PARAMS, state.params), (loading.PARAMS_EMA, state.params_ema))
+          }
+          manager.save(
+            done,
+            params=state.params,
+            params_ema=state.params_ema,
+            opt_state=state.opt_state,
+            config=config,
+            data_iter_state=data_iter.get_state(),
+            probes=probes,
+          )
+        if signalled:
+          manager.wait()  # Saved before the run ends (a second Ctrl-C meanwhile only sets the flag again).
+          if not stop.interrupted:  # Ctrl-C: the KeyboardInterrupt below says it.
+            bar.write(f'stopped by signal at step {done}; checkpoint saved, rerun to resume')
+          break
+        if out_of_time:
+          bar.write(f'train.max_seconds={config.train.max_seconds:g} reached at step {done}; checkpoint saved')
+          break
+    manager.close()  # Waits for pending saves.
+    bar.close()
+    if scalars is not None:
+      with write_errors.naming(work / tensorboard.DIR):
+        scalars.close()
+    if jax.process_index() == 0:
+      step = int(jax.device_get(state.step))
+      artefacts.TrainingSummary(
+        step=step,
+        num_steps=num_steps,
+        complete=step >= num_steps,
+        num_params=network.num_params(state.params),
+        num_return_buckets=config.num_return_buckets,
+        policy=config.policy,
+        batch_size=config.data.batch_size,
+        overrides=list(overrides),
+        wall_seconds=round(time.perf_counter() - started, 3),
+      ).write(work / artefacts.TrainingSummary.FILE)
+    if jax.process_count() > 1:  # Every process returns only once process 0's summary is on disk (`run` reads it).
+      multihost_utils.sync_global_devices('searchless-train-summary')
+  except BaseException:
+    _abandon(manager, scalars)
+    raise
   if stop.interrupted:  # Ctrl-C: saved, and the caller (a command: exit status 130) told so.
     raise KeyboardInterrupt(
       f'checkpoint saved at step {int(jax.device_get(state.step))}/{num_steps}; rerun the same command to resume'

@@ -30,8 +30,12 @@ class WorkdirLock:
       raise WorkdirInUse(
         f'{self._path.parent} is in use by another trainer ({holder}): wait for it to end, or use another --workdir'
       ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f'pid {os.getpid()} on {socket.gethostname()}'.encode())
+    try:
+      os.ftruncate(fd, 0)
+      os.write(fd, f'pid {os.getpid()} on {socket.gethostname()}'.encode())
+    except OSError as error:  # A full disk: the error names the lock, as opening it would.
+      os.close(fd)
+      raise OSError(error.errno, error.strerror, str(self._path)) from None
     self._fd = fd
     return self
 

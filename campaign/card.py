@@ -75,7 +75,7 @@ def card(
     '## Data and labels',
     '',
     f'- Boards: {boards["distinct_boards"]:,} distinct train boards (de-duplicated by position across '
-    f"{len(boards['folders'])} label folders of real Lichess games: `../shared/data/labels/` and the campaign's own).",
+    f"{len(boards['folders'])} label folders of real Lichess games: the shared label chunks and the campaign's own).",
     f'- Labels: Stockfish, one MultiPV search of {labels.ANNOTATE_RECIPE.limit} per board scoring every legal move '
     f"(`searchless-annotate {' '.join(labels.ANNOTATE_RECIPE.flags())}`); the campaign's own labels cost "
     f"{totals['labels_core_hours']:.2f} core-hours (the shared chunks' are in their manifests).",

@@ -65,6 +65,20 @@ STEPS = ('games', 'labels', 'pack', 'adopt', 'train', 'evaluate', 'match', 'ship
 DEFAULT_STEPS = ('games', 'labels', 'pack')
 OPPONENT_ELO = 1350  # The game target: a positive score against Stockfish at this UCI_Elo.
 GAMES = 100  # The match step's games: BayesElo within about +-65.
+CONFIGS = pathlib.Path(__file__).parent / 'configs'  # The campaign's own configs (campaign_deep6): not shipped.
+
+
+def config_file(name: str) -> str:
+  """The config `name` as `searchless.configs.load` takes it: the campaign's own (campaign/configs/NAME.py) by its
+  path, else `name` as it is (a config of the package, or a .py path).
+
+  >>> pathlib.Path(config_file('campaign_deep6')).relative_to(CONFIGS.parent).as_posix()
+  'configs/campaign_deep6.py'
+  >>> config_file('pretrained')
+  'pretrained'
+  """
+  own = CONFIGS / f'{name}.py'
+  return str(own) if '/' not in name and own.exists() else name
 
 
 def named_openings(shared: pathlib.Path) -> list[pathlib.Path]:
@@ -81,7 +95,7 @@ def train_model(
   from searchless.training import train
 
   overrides = [*overrides, f'data.train={data}', f'train.max_seconds={seconds}']
-  config = configs.load(config_name, overrides)
+  config = configs.load(config_file(config_name), overrides)
   start, cpu = time.time(), time.process_time()
   state = train.train(config, str(train_dir), overrides=overrides)
   log = [r for r in plot.read_metrics(train_dir) if 'loss' in r]  # A stopped run logs its steps too (`train`).
@@ -348,7 +362,11 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument('--games', type=int, default=GAMES, help='games of the match step against Stockfish 1350')
   p.add_argument('--max_chunks', type=int, default=None, help='label at most N more chunks in this run (default: all)')
-  p.add_argument('--config', default='campaign_deep6', help='the model and training config')
+  p.add_argument(
+    '--config',
+    default='campaign_deep6',
+    help='the model and training config: one of campaign/configs/ or of the package, by name, or a .py file',
+  )
   p.add_argument(
     '--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides, e.g. optim.learning_rate=3e-4'
   )

@@ -8,9 +8,10 @@ checkpoint's 95% Wilson interval lies above the upper end of the shipped model's
 (WORKDIR/ship/STEP/export), measured as the shipped models are measured (`SHIP_LADDER`
 with `searchless.evaluation.strength`: puzzles by rating band, games against Stockfish at
 UCI_Elo 1350/1500/1800, STS1) and given a model card; with ``install`` the export replaces
-the shipped model in the package (`loading.pretrained_dir`), the one place the campaign
-writes into the package. The shipped transformer keeps its own name,
-``pretrained-transformer``, so the paper's architecture keeps a model that plays.
+the shipped model in the package (`loading.pretrained_dir`; `install_model`: without orbax's commit
+marker, which names a folder of the machine), the one place the campaign writes into the package. The
+shipped transformer keeps its own name, ``pretrained-transformer``, so the paper's architecture keeps a
+model that plays.
 """
 
 import dataclasses
@@ -92,6 +93,17 @@ def portable(experiment: Any, workdir: pathlib.Path) -> Any:
   return out
 
 
+# What an export holds that the package must not: orbax's commit marker, which names the folder the export was
+# written in (a path of the machine that made it). Loading needs none of it.
+NOT_SHIPPED = ('commit_success.txt',)
+
+
+def install_model(export: pathlib.Path, target: pathlib.Path) -> None:
+  """Replaces the shipped model's folder `target` with the export `export`, leaving out `NOT_SHIPPED`."""
+  shutil.rmtree(target, ignore_errors=True)
+  shutil.copytree(export, target, ignore=shutil.ignore_patterns(*NOT_SHIPPED))
+
+
 def ship(
   workdir: pathlib.Path,
   evaluation: dict[str, Any],
@@ -153,9 +165,7 @@ def ship(
     )
   )
   if install:
-    target = pathlib.Path(str(loading.pretrained_dir(name)))
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(export, target)
+    install_model(export, pathlib.Path(str(loading.pretrained_dir(name))))
   return {
     **record,
     'shipped_now': True,

@@ -1,5 +1,8 @@
 """The strength campaign's model: the shipped `pretrained` graph grown to 6 layers.
 
+A config of the campaign, not of the package: `python -m campaign` finds it by name (`campaign.run.config_file`);
+`searchless-train --config campaign/configs/campaign_deep6.py` takes its path.
+
 Run (from the repository's root; the campaign's train step resumes its run, and a new one starts
 from the shipped `pretrained`, grown: `train.init_grow`, two new layers that start as the identity):
 

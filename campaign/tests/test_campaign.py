@@ -659,3 +659,30 @@ def test_the_game_files_it_labels_are_data_it_reads(tmp_path):
   sources.write_text(json.dumps({'sources': [{'file': 'x.pgn'}]}))
   with pytest.raises(ValueError, match=f'^{sources}: not a sources file'):
     campaign_games.read_sources(sources)
+
+
+def test_the_campaigns_config_is_its_own_found_by_name_before_the_packages():
+  assert 'campaign_deep6' not in configs.names()  # Not shipped: the wheel holds the product only.
+  assert pathlib.Path(campaign.config_file('campaign_deep6')) == ROOT / 'campaign' / 'configs' / 'campaign_deep6.py'
+  config = configs.load(campaign.config_file('campaign_deep6'))
+  assert (config.model.kind, config.model.num_layers, config.optim.ema_decay) == ('graph', 6, 0.99987)
+  assert campaign.config_file('pretrained') == 'pretrained'  # The package's, by name.
+  assert campaign.config_file('runs/x/campaign_deep6.py') == 'runs/x/campaign_deep6.py'  # A path, as it is.
+
+
+def test_installing_a_model_leaves_out_orbaxs_commit_marker_and_it_loads(tmp_path):
+  from searchless.model import network
+  from searchless.model.config import ModelConfig
+
+  config = configs.load('graph_tiny', [*SMALL, 'data.train=unused'])
+  params = network.init_params(ModelConfig.from_config(config))
+  export = pathlib.Path(str(loading.export(str(tmp_path / 'export'), params, config)))
+  marker = export / loading.PARAMS_EMA / 'commit_success.txt'
+  assert str(export) in marker.read_text()  # orbax's marker names the folder it wrote: a path of this machine.
+  target = tmp_path / 'tree' / 'pretrained'
+  target.mkdir(parents=True)
+  (target / 'old.txt').write_text('the model before')
+  campaign_ship.install_model(export, target)
+  files = lambda root: sorted(p.relative_to(root) for p in root.rglob('*') if p.is_file())  # noqa: E731
+  assert files(target) == [f for f in files(export) if f.name != 'commit_success.txt']
+  assert loading.load_model(str(target))[0] == ModelConfig.from_config(config)

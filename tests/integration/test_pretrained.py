@@ -5,8 +5,10 @@ import importlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import zipfile
 
 import chess
 import jax
@@ -115,16 +117,57 @@ def test_every_console_script_is_a_command_module_main():
     assert callable(getattr(importlib.import_module(module), function)), target
 
 
-@pytest.mark.slow
-def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(tmp_path):
-  """Build the wheel, install it alone into a directory, and use it from elsewhere (Python API, agent, UCI)."""
-  wheels, target = tmp_path / 'wheels', tmp_path / 'site'
+@pytest.fixture(scope='module')
+def wheel(tmp_path_factory) -> pathlib.Path:
+  """The package's wheel, built once for this module's tests from a copy of the checkout's files (those git tracks
+  or would: setuptools' build/ folder in the checkout keeps files since deleted, and would ship them)."""
+  source, wheels = tmp_path_factory.mktemp('source'), tmp_path_factory.mktemp('wheels')
+  listed = subprocess.run(
+    ['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+    cwd=ROOT,
+    check=True,
+    capture_output=True,
+    text=True,
+  ).stdout
+  for name in filter(None, listed.split('\0')):
+    if (ROOT / name).is_file():  # Not a file deleted but not yet committed.
+      (source / name).parent.mkdir(parents=True, exist_ok=True)
+      shutil.copy2(ROOT / name, source / name)
   subprocess.run(
-    [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(wheels), str(ROOT)],
+    [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(wheels), str(source)],
     check=True,
     capture_output=True,
   )
-  wheel = next(wheels.glob('searchless-*.whl'))
+  return next(wheels.glob('searchless-*.whl'))
+
+
+# Paths of a machine, which no shipped file may hold (a path the package uses at run time is built from the
+# environment: `~/.cache/searchless` is written so, for the user's home): homes, scratch folders, this checkout.
+MACHINE_PATHS = ('/root/', '/home/', '/Users/', '/tmp/', '/work/', str(ROOT), str(pathlib.Path.home()) + '/')
+
+
+def _not_the_product(wheel: pathlib.Path) -> list[str]:
+  """What the wheel holds beyond the product: orbax's commit markers, the campaign's configs (repository tooling),
+  and any file, of any type, that holds a path of a machine (each with the path it holds)."""
+  found = []
+  with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+      if name.endswith('commit_success.txt') or 'campaign' in name:
+        found.append(name)
+      data = z.read(name)
+      found += [f'{name}: {p}' for p in dict.fromkeys(MACHINE_PATHS) if p.encode() in data]
+  return found
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_product_only(wheel):
+  assert _not_the_product(wheel) == []
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(wheel, tmp_path):
+  """Install the wheel alone into a directory, and use it from elsewhere (Python API, agent, UCI)."""
+  target = tmp_path / 'site'
   subprocess.run(
     [sys.executable, '-m', 'pip', 'install', '--no-deps', '-q', '--target', str(target), str(wheel)],
     check=True,

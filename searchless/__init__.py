@@ -15,10 +15,10 @@ The public API (imported lazily: ``import searchless`` loads neither JAX nor Bea
 * `SearchLimit`, `find_stockfish` - engine limits and the Stockfish binary.
 
 The subpackages, in their import layers (each imports only its own and those
-before it): `core` (moves, tokens, values, records, bags, configs) -> `engines`
-(Stockfish), `model` (the networks, loading) -> `data` (PGN, boards, annotation,
-loader) -> `play` -> `evaluation` -> `training` -> `configs` (the experiment
-configs), `report` -> `pipelines` (the data jobs), `commands` (the console scripts).
+before it): `core` (moves, tokens, values, records, bags, config values) -> `engines`
+(Stockfish), `model` (the networks, loading) -> `configs` (the experiment configs)
+-> `data` (PGN, boards, annotation, loader) -> `play` -> `evaluation` -> `training`
+-> `report` -> `pipelines` (the data jobs), `commands` (the console scripts).
 """
 
 import importlib

@@ -3,6 +3,8 @@
 import argparse
 import functools
 import importlib
+import importlib.util
+import pathlib
 import re
 import shlex
 import tomllib
@@ -171,3 +173,63 @@ def test_the_pypi_description_stands_alone():
   text = (ROOT / project['readme']['file']).read_text()
   links = re.findall(r'\]\(([^)]+)\)', text)
   assert links and all(link.startswith('https://') for link in links), links  # No link that breaks on PyPI.
+
+
+MODEL_CARDS = [ROOT / 'searchless' / name / 'MODEL_CARD.md' for name in ('pretrained', 'pretrained_transformer')]
+PATH = re.compile(r'(?<![\w./-])((?:\.\./)*[\w.-]+/[\w./*-]*)')  # A word with a slash: a path, maybe.
+MODULE = re.compile(r'`((?:searchless|campaign)(?:\.\w+)+)`')  # A module in a code span.
+
+
+def _named_but_missing(text: str, folder: pathlib.Path) -> list[str]:
+  """The files, folders and modules that `text` (a model card in `folder`) names and the checkout lacks: a path whose
+  first part is a top-level entry of the repository or of `folder` must exist there, a path out of the checkout
+  (``../``) is missing by definition, and a named module must be importable."""
+  tops = {p.name: ROOT for p in ROOT.iterdir() if not p.name.startswith('.')} | {
+    p.name: folder for p in folder.iterdir()
+  }
+  missing = []
+  for path in PATH.findall(text):
+    first = path.split('/', 1)[0]
+    if path.startswith('../') or (first in tops and not list(tops[first].glob(path.rstrip('/')))):
+      missing.append(path)
+  return missing + [m for m in MODULE.findall(text) if importlib.util.find_spec(m) is None]
+
+
+def test_the_model_cards_name_only_files_of_the_checkout():
+  assert {card.parent.name: _named_but_missing(card.read_text(), card.parent) for card in MODEL_CARDS} == {
+    'pretrained': [],
+    'pretrained_transformer': [],
+  }
+  stale = 'the labels of `../shared/data/labels/`, `benchmarks/device_campaign.py` and `searchless.data.board_columns`'
+  folder = MODEL_CARDS[0].parent
+  assert _named_but_missing(stale, folder) == [
+    '../shared/data/labels/',
+    'benchmarks/device_campaign.py',
+    'searchless.data.board_columns',
+  ]
+  assert _named_but_missing('`config/config.json`, `campaign/board_columns.py`, `campaign.ship`, 4/20', folder) == []
+
+
+def test_the_readme_names_every_command_that_does_not_write_with_out():
+  text = (ROOT / 'README.md').read_text()
+  paragraph = text[text.index('Every command takes `--help`') :].split('\n\n', 1)[0]
+  assert '`--out` where it writes' in paragraph
+  named = set(re.findall(r'`(searchless-[a-z-]+)', paragraph))
+  assert named == {script for script in _scripts() if '--out' not in _options(_parsers(script))}
+  convert = [a.dest for p in _parsers('searchless-convert') for a in p._actions if not a.option_strings]
+  assert convert == ['input', 'output_dir'] and 'searchless-convert --to board INPUT OUTPUT_DIR' in paragraph
+
+
+def _current_figure(figure: str) -> str:
+  """The value of the row of benchmarks/RESULTS.md's current figures whose figure starts with `figure`."""
+  text = (ROOT / 'benchmarks' / 'RESULTS.md').read_text()
+  table = text.split('\n## Current figures\n', 1)[1].split('\n## ', 1)[0]
+  rows = [[cell.strip() for cell in line.strip().strip('|').split('|')] for line in table.splitlines()]
+  values = [row[1] for row in rows if row[0].startswith(figure)]
+  assert len(values) == 1, figure
+  return values[0]
+
+
+def test_the_uci_page_quotes_the_measured_overrun_of_a_search():
+  worst = re.match(r'(\d+) ms ', _current_figure("a search's worst overrun of its `go` limit"))
+  assert worst and f'at most {worst[1]} ms late' in (ROOT / 'docs' / 'uci.md').read_text()

@@ -112,6 +112,12 @@ def require_stockfish(path: str | None = None) -> str:
   return found
 
 
+def check_executable(path: str | None, flag: str = '--engine_path') -> None:
+  """Refuses (ValueError naming `flag`) a given engine `path` that is no executable here (None: nothing given)."""
+  if path and not os.access(resolve(path), os.X_OK):
+    raise ValueError(f'{flag} {path!r} is not an executable')
+
+
 def binary_sha256(path: str) -> str | None:
   """The sha256 of the engine binary `path` (found as `resolve` finds it); None where it is not a local file.
 

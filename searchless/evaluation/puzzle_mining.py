@@ -185,7 +185,7 @@ def _check(
     raise ValueError(f'workers must be >= 1, got {workers}')
 
 
-def mine_with_stats(
+def mine(
   pgn_paths: str | Sequence[str],
   *,
   engine_path: str | None = None,
@@ -200,7 +200,15 @@ def mine_with_stats(
   workers: int = 1,
   progress: bool = True,
 ) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
-  """`mine`, also returning what was read and scanned."""
+  """The puzzles in the games of `pgn_paths` (files or globs; see the module docstring), and what was read and
+  scanned.
+
+  Puzzles come in game order, then ply order; `max_puzzles` keeps the first
+  ones. `workers` Stockfish processes search in parallel (same output).
+  Raises FileNotFoundError (no such file), `launch.EngineNotFound` (no
+  Stockfish), ValueError (bad setting), `streams.CorruptInputError` and
+  python-chess engine errors.
+  """
   start = time.perf_counter()
   _check(split, test_fraction, max_puzzles, min_best, min_gap, max_solver_moves, min_swing, workers)
   search_limit = limit if isinstance(limit, launch.SearchLimit) else launch.SearchLimit.parse(limit)
@@ -209,17 +217,8 @@ def mine_with_stats(
   if not pgn_paths:
     raise ValueError('no PGN file given')
   stats = MiningStats(files=streams.match_files(pgn_paths, '--games'))
-  path = engine_path or launch.find_stockfish()
-  if path is None:
-    raise launch.EngineNotFound(
-      'no Stockfish found: install it (Debian: apt-get install stockfish), set SEARCHLESS_STOCKFISH'
-      ' or pass --engine_path'
-    )
-  if not os.access(path, os.X_OK):
-    raise launch.EngineNotFound(
-      f'engine {path!r} not found or not executable: install Stockfish (Debian: apt-get install stockfish)'
-      ' or pass --engine_path'
-    )
+  launch.check_executable(engine_path)
+  path = launch.require_stockfish(engine_path)
   positions = _positions(list(_select_games(stats.files, split, test_fraction, stats)), stats)
   settings = mining_search.Settings(min_best, min_gap, max_solver_moves, min_swing)
   wanted = len(positions) if max_puzzles is None else max_puzzles
@@ -270,45 +269,6 @@ def mine_with_stats(
   return puzzles, stats
 
 
-def mine(
-  pgn_paths: str | Sequence[str],
-  *,
-  engine_path: str | None = None,
-  limit: str | launch.SearchLimit = DEFAULT_LIMIT,
-  split: str = 'test',
-  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
-  max_puzzles: int | None = None,
-  min_best: float = 0.7,
-  min_gap: float = 0.3,
-  max_solver_moves: int = 2,
-  min_swing: float = 0.0,
-  workers: int = 1,
-  progress: bool = True,
-) -> list[mined_puzzles.MinedPuzzle]:
-  """Mines puzzles from the games of `pgn_paths` (files or globs); see the module docstring.
-
-  Puzzles come in game order, then ply order; `max_puzzles` keeps the first
-  ones. `workers` Stockfish processes search in parallel (same output).
-  Raises FileNotFoundError (no such file, no Stockfish), ValueError (bad
-  setting), `streams.CorruptInputError` and python-chess engine errors.
-  """
-  puzzles, _ = mine_with_stats(
-    pgn_paths,
-    engine_path=engine_path,
-    limit=limit,
-    split=split,
-    test_fraction=test_fraction,
-    max_puzzles=max_puzzles,
-    min_best=min_best,
-    min_gap=min_gap,
-    max_solver_moves=max_solver_moves,
-    min_swing=min_swing,
-    workers=workers,
-    progress=progress,
-  )
-  return puzzles
-
-
 def run(
   *,
   games: Sequence[str],
@@ -330,7 +290,7 @@ def run(
   Returns the puzzles and what was read and scanned; nothing is written when
   mining fails.
   """
-  puzzles, stats = mine_with_stats(
+  puzzles, stats = mine(
     games,
     engine_path=engine_path,
     limit=limit,

@@ -167,8 +167,7 @@ def measure(checkpoint: str, out: str | os.PathLike, protocol: Protocol, *, prog
   the evaluation folder `out`; returns strength.json's content. Resumable: a part measured with the same settings
   is kept, and each part is saved as soon as it is measured. `out` has one writer (`outputs.writing`: a second is
   refused, and a filesystem error names its file and ``--out``)."""
-  if protocol.engine_path and not os.access(launch.resolve(protocol.engine_path), os.X_OK):
-    raise ValueError(f'--engine_path {protocol.engine_path!r} is not an executable')
+  launch.check_executable(protocol.engine_path)
   if protocol.ladder:
     launch.require_stockfish(protocol.engine_path)  # Before the other parts are measured, not after them.
   with outputs.writing(out, 'searchless-strength measure', '--out'):

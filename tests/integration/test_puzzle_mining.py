@@ -55,7 +55,7 @@ def tactics(tmp_path):
 def mined(tmp_path_factory, stockfish) -> list[mined_puzzles.MinedPuzzle]:
   path = tmp_path_factory.mktemp('mined') / 'tactics.pgn'
   path.write_text(scholar() + '\n' + BACK_RANK)
-  return puzzle_mining.mine([str(path)], engine_path=stockfish, split='all', progress=False)
+  return puzzle_mining.mine([str(path)], engine_path=stockfish, split='all', progress=False)[0]
 
 
 def test_default_test_fraction_is_the_annotation_pipelines():
@@ -113,18 +113,19 @@ def test_mines_exactly_the_known_tactics(mined):
 
 @pytest.mark.engine
 def test_one_solver_move_at_most(tactics, stockfish):
-  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_solver_moves=1, progress=False)
+  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_solver_moves=1, progress=False)[0]
   assert [p.moves for p in mined] == [('g8f6', 'h5f7'), ('c7c3', 'd2d8'), ('a8d8', 'd1d8')]
   assert mined[1].themes == ('mined', 'oneMove', 'onlyMove')  # Rd8+ alone does not mate.
   assert [
-    p.moves for p in puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_puzzles=1, progress=False)
+    p.moves
+    for p in puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_puzzles=1, progress=False)[0]
   ] == [('g8f6', 'h5f7')]
 
 
 @pytest.mark.engine
 def test_min_swing_keeps_only_setup_moves_that_are_mistakes(tactics, stockfish):
   # Before 2...Rxd8 (forced) White already mates: no swing. The other two setup moves blunder.
-  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', min_swing=0.3, progress=False)
+  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', min_swing=0.3, progress=False)[0]
   assert [p.fen for p in mined] == [SCHOLAR_FEN, BACK_RANK_FEN]
 
 
@@ -159,7 +160,7 @@ def test_stockfish_solves_the_mined_puzzles(mined, tmp_path):
 def test_output_is_deterministic(tactics, stockfish, tmp_path):
   outputs = []
   for run, workers in enumerate((1, 1, 2)):
-    puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers, progress=False)
+    puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers, progress=False)[0]
     path = tmp_path / f'run{run}.csv'
     mined_puzzles.write_csv(puzzles, path)
     outputs.append(path.read_bytes())
@@ -176,9 +177,9 @@ def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
   path = tmp_path / 'games.pgn'
   path.write_text('\n'.join(scholar(site) for site in sites))
   for split in ('test', 'train'):
-    mined = puzzle_mining.mine(str(path), engine_path=stockfish, split=split, test_fraction=0.5, progress=False)
+    mined = puzzle_mining.mine(str(path), engine_path=stockfish, split=split, test_fraction=0.5, progress=False)[0]
     assert [p.game_url for p in mined] == [sites[splits.index(split)] + '#6']
-  assert puzzle_mining.mine(str(path), engine_path=stockfish, test_fraction=0.0, progress=False) == []
+  assert puzzle_mining.mine(str(path), engine_path=stockfish, test_fraction=0.0, progress=False)[0] == []
 
 
 @pytest.mark.engine
@@ -197,7 +198,7 @@ def test_cli_reports_and_writes(tactics, stockfish, tmp_path, capsys):
   'argv, message',
   [
     (['--games', '/no/such.pgn'], "--games '/no/such.pgn' matches no file"),
-    (['--engine_path', '/no/stockfish'], "engine '/no/stockfish' not found"),
+    (['--engine_path', '/no/stockfish'], "--engine_path '/no/stockfish' is not an executable"),
     (['--limit', 'nodes=0'], 'bad engine limit'),
     (['--test_fraction', '1.5'], 'test_fraction must be in [0, 1]'),
     (['--max_solver_moves', '0'], 'max_solver_moves must be >= 1'),
@@ -219,4 +220,4 @@ def test_cli_error_without_stockfish(tactics, tmp_path, capsys, monkeypatch):
   with pytest.raises(SystemExit) as exit_info:
     mine_puzzles.main(['--games', str(tactics), '--out', str(tmp_path / 'p.csv')])
   assert exit_info.value.code == 2
-  assert capsys.readouterr().err.startswith('error: no Stockfish found')
+  assert capsys.readouterr().err.startswith('error: Stockfish not found: ')

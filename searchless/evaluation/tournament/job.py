@@ -75,8 +75,7 @@ def run(
     draw_cp=draw_cp,
     draw_plies=draw_plies,
   )
-  if engine and not os.access(launch.resolve(engine), os.X_OK):
-    raise ValueError(f'--engine_path {engine!r} is not an executable')
+  launch.check_executable(engine)
   if adjudication.needs_engine and not (engine or launch.find_stockfish()):
     print('warning: no Stockfish found: games are not adjudicated by evaluation', file=sys.stderr)
   if os.path.exists(out_dir) and not os.path.isdir(out_dir):

@@ -36,7 +36,7 @@ from searchless.data import annotation_records  # noqa: E402
 from searchless.engines import annotator as engine_lib  # noqa: E402
 from searchless.engines import launch  # noqa: E402
 
-_OPTION_FIELDS = [f for f in annotate.AnnotateOptions.__dataclass_fields__ if f not in ('input', 'test_input')]
+_OPTION_FIELDS = [f.name for f in dataclasses.fields(annotate.AnnotateOptions) if f.name not in ('input', 'test_input')]
 # The flags' defaults are the dataclasses' (their one home).
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(annotate.AnnotateOptions)}
 _ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig)}

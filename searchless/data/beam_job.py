@@ -134,7 +134,7 @@ def claim(output_dir: str, existing: Sequence[str], overwrite: bool, flag: str =
     try:
       os.makedirs(output_dir, exist_ok=True)
     except OSError as error:
-      raise OSError(f'{flag} {output_dir}: cannot create it ({error.strerror})') from None
+      raise OSError(f'cannot create {output_dir} ({flag}): {error.strerror}') from None
     if not os.access(output_dir, os.W_OK | os.X_OK):
       raise PermissionError(f'{flag} {output_dir}: not writable')
 

@@ -540,14 +540,14 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
   cases.append(
     (
       ['--input', str(lichess_999), *engine, '--output_dir', '/proc/out'],
-      'error: --out /proc/out: cannot create it (No such file or directory)',
+      'error: cannot create /proc/out (--out): No such file or directory',
     )
   )
   if os.geteuid() != 0:  # root may write anywhere else.
     cases.append(
       (
         ['--input', str(lichess_999), *engine, '--output_dir', str(readonly / 'out')],
-        f'error: --out {readonly / "out"}: cannot create it (Permission denied)',
+        f'error: cannot create {readonly / "out"} (--out): Permission denied',
       )
     )
   for i, (args, first_line) in enumerate(cases):

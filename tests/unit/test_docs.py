@@ -127,17 +127,16 @@ def test_the_pages_name_no_path_a_plain_install_lacks():
 PYTHON_PAGES = [p for p in PAGES if any(lang == 'python' for lang, _ in FENCE.findall(p.read_text()))]
 
 
-@pytest.mark.parametrize(
-  'page',
-  [pytest.param(p, marks=() if p.name == 'README.md' else pytest.mark.slow) for p in PYTHON_PAGES],
-  ids=lambda p: p.relative_to(ROOT).as_posix(),
-)
-def test_every_python_example_runs_as_written(page, capsys):
-  """Each block in a fresh namespace, as a reader pastes it (the shipped models, no files of a run); the README's is
-  fast, the others (search, two players) compile more and are marked slow."""
+def run_python_examples(page: pathlib.Path, capsys) -> None:
+  """Each block in a fresh namespace, as a reader pastes it (the shipped models, no files of a run)."""
   for block in (body for lang, body in FENCE.findall(page.read_text()) if lang == 'python'):
     exec(compile(block, str(page.relative_to(ROOT)), 'exec'), {'__name__': '__docs__'})  # noqa: S102
     assert capsys.readouterr().out.strip()  # Each example shows what it computes.
+
+
+def test_the_readmes_python_example_runs_as_written(capsys):
+  """The README's example; the other pages' compile more (search, two players): integration/test_docs_examples.py."""
+  run_python_examples(ROOT / 'README.md', capsys)
 
 
 def test_the_readme_has_a_python_example():

@@ -6,7 +6,6 @@ import time
 
 import chess
 import numpy as np
-import pytest
 
 from searchless.core import tokenizer
 from searchless.model import loading
@@ -71,46 +70,6 @@ def test_a_search_in_flight_holds_every_worker_until_it_is_over_and_quiet():
   assert shapes.wait(5) and [shape for shape, _ in started] == [(1, 1), (2, 1)]
   assert started[0][1] - released >= shapes_lib.QUIET_SECONDS  # The next command may be another search.
   shapes.close()
-
-
-@pytest.fixture(scope='module')
-def packed():
-  model_config, params, _ = loading.load_model('pretrained-transformer')  # A board-packed model.
-  return model_config, params
-
-
-def _analyses(predictor, boards):
-  return policy_lib.make_policy('action_value', predictor).analyse_many(boards)
-
-
-@pytest.mark.slow
-def test_packed_background_warm_up_compiles_one_board_of_48_moves_then_pads_to_compiled_shapes(packed):
-  full = predictor_lib.PackedPredictor(*packed, share=False)  # Shapes of its own, as `hurried`'s.
-  full.warm_up()
-  assert full.shapes.ready == {(1, tokenizer.SEQUENCE_LENGTH + s) for s in predictor_lib.MOVE_BUCKETS}
-  hurried = predictor_lib.PackedPredictor(*packed, share=False)
-  hurried.shapes.close()  # No worker: only what warm_up compiles now.
-  hurried.warm_up(background=True)
-  first = (1, tokenizer.SEQUENCE_LENGTH + 48)
-  assert hurried.shapes.ready == {first}
-  boards = [chess.Board(), OPEN, BUSY]  # 20, 26 and 43 moves: all in the 48-slot shape, one board a call.
-  got, want = _analyses(hurried, boards), _analyses(full, boards)
-  assert hurried.shapes.ready == {first} and hurried.rows_run == 3
-  for g, w in zip(got, want):
-    assert g.moves == w.moves
-    np.testing.assert_allclose(g.win_probs, w.win_probs, atol=1e-5)
-  _analyses(hurried, [QUEENS])  # 53 moves: no compiled shape fits, so its own compiles now.
-  assert hurried.shapes.ready == {first, (1, tokenizer.SEQUENCE_LENGTH + 64)}
-
-
-@pytest.mark.slow
-def test_packed_background_warm_up_for_a_search_compiles_the_rest_in_order(packed):
-  predictor = predictor_lib.PackedPredictor(*packed, share=False)
-  predictor.warm_up(16, background=True)
-  assert predictor.shapes.wait(300)
-  slots = (48, 32, 64, 16, 96, 128, 256)
-  assert predictor.shapes.ready == {(b, tokenizer.SEQUENCE_LENGTH + s) for s in slots for b in (1, 4, 16)}
-  predictor.close()
 
 
 def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpoint):

@@ -16,8 +16,8 @@ from searchless.model import loading
 
 
 def latest_step(train_dir: pathlib.Path) -> int:
-  steps = [int(p.name) for p in (train_dir / 'checkpoints').glob('*') if p.name.isdigit()]
-  return max(steps, default=0)
+  """The latest checkpoint of the training run `train_dir` (`loading.latest_step`); 0 before the first."""
+  return loading.latest_step(train_dir / 'checkpoints') or 0
 
 
 def adopted(workdir: pathlib.Path) -> pathlib.Path | None:

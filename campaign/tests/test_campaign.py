@@ -371,7 +371,7 @@ def test_a_run_on_cpu_cores_is_adopted_with_its_core_hours_and_grown_models_say_
   """An A/B's winning arm (one CPU core, a model grown from the campaign's) adopted: core-hours, no accelerator hours;
   its card line says where it ran and that it was grown."""
   workdir, arm = tmp_path / 'campaign', tmp_path / 'grow_ab' / 'wide8'
-  (workdir / 'train' / 'checkpoints' / '500').mkdir(parents=True)
+  (workdir / 'train' / 'checkpoints' / '500' / loading.PARAMS_EMA).mkdir(parents=True)  # A step's parameters.
   arm.mkdir(parents=True)
   grown = configs.load(
     'pretrained', ['data.train=unused', 'train.init_from=/c/train', 'train.init_grow=True', 'model.widening_factor=8']

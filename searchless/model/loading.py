@@ -55,6 +55,13 @@ def metadata_tree(metadata: Any) -> PyTree:
   return getattr(metadata, 'tree', metadata)
 
 
+def latest_step(directory: str | os.PathLike) -> int | None:
+  """The largest step of the step folders in `directory` that hold parameters (a checkpoints folder, or a published
+  model's); None when there is none."""
+  steps = _steps(epath.Path(directory))
+  return steps[-1] if steps else None
+
+
 def _steps(directory: epath.Path) -> list[int]:
   """Step subdirectories holding parameters (unfinished orbax temporaries have other names)."""
   if not directory.is_dir():
@@ -250,13 +257,20 @@ def load_model(
   params = _restore_numpy(params_dir)
   experiment = experiment_config(params_dir)
   if experiment is None:
-    return transformer.infer_config(params, num_heads=num_heads), params, None
+    try:
+      return transformer.infer_config(params, num_heads=num_heads), params, None
+    except ValueError as error:  # Not the parameters of a published model: say whose they are.
+      raise ValueError(f'parameters at {params_dir} are not a model without a config: {error}') from None
   model_config = ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
     if check:
       _check_fit(params_dir, model_config, params)
     return model_config, params, experiment
-  inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
+  try:
+    inferred = transformer.infer_config(params, num_heads=model_config.num_heads)
+  except ValueError:  # Not a transformer's parameters (e.g. a graph model's): name the first that does not fit.
+    _check_shapes(params_dir, model_config, params)
+    raise
   shape_fields = (
     'embedding_dim',
     'num_layers',

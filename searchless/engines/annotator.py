@@ -146,17 +146,27 @@ class BoardAnnotator:
         ' (Debian: apt-get install stockfish) or pass --engine_path'
       )
     # UCI_AnalyseMode as python-chess' analyse() would set it on its first search: the
-    # same options for every search, the first board's included.
-    self._transport, self._engine = self._loop.run_until_complete(
-      launch.open_engine_async(
-        self.config.path,
-        threads=self.config.threads,
-        hash_mb=self.config.hash_mb,
-        options={'UCI_AnalyseMode': True},
-        deadline=self.config.deadline,
-      )
-    )
-    self.engine_id = dict(self._engine.id)
+    # same options for every search, the first board's included. An engine killed during its handshake is started
+    # again, `max_attempts` times in all.
+    for attempt in range(1, self.config.max_attempts + 1):
+      try:
+        self._transport, engine = self._loop.run_until_complete(
+          launch.open_engine_async(
+            self.config.path,
+            threads=self.config.threads,
+            hash_mb=self.config.hash_mb,
+            options={'UCI_AnalyseMode': True},
+            deadline=self.config.deadline,
+          )
+        )
+      except launch.EngineKilled:
+        if attempt == self.config.max_attempts:
+          raise
+        self.restarts += 1
+        continue
+      self._engine = engine
+      self.engine_id = dict(engine.id)
+      return
 
   def _kill(self) -> None:
     if self._transport is not None:

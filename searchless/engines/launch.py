@@ -42,6 +42,11 @@ class EngineUnresponsive(chess.engine.EngineError):
   """The program started but is no UCI engine: no ``uciok`` within the deadline, or it exited."""
 
 
+class EngineKilled(EngineUnresponsive):
+  """The engine was killed by a signal during its handshake (the OOM killer, say): a fault of the moment, not of the
+  program, worth another start."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchLimit:
   """One engine limit: ``time`` (seconds), ``depth`` (plies) or ``nodes``."""
@@ -224,6 +229,8 @@ async def open_engine_async(
     except asyncio.TimeoutError:
       raise EngineUnresponsive(f'{binary!r} is not a UCI engine: no "uciok" within {deadline:g} s') from None
     except chess.engine.EngineTerminatedError as error:
+      if (transport.get_returncode() or 0) < 0:
+        raise EngineKilled(f'{binary!r} was killed during the "uci" handshake ({error})') from None
       raise EngineUnresponsive(
         f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})'
       ) from None

@@ -357,3 +357,24 @@ def test_an_engine_failing_every_board_stops_the_job_naming_it(tmp_path):
       'gives the same answer every time: raise --limit depth=3\\)\\); stopping$',
     ):
       annotator.annotate(boards[2])
+
+
+def test_an_engine_killed_during_its_handshake_is_started_again(stockfish, tmp_path, monkeypatch):
+  """A signal during the handshake (the OOM killer, a reboot's first signals) is a fault of the moment: the engine
+  starts again, `max_attempts` times in all; a program that exits by itself is no engine, refused at once."""
+  killed = tmp_path / 'killed'
+  wrapper = tmp_path / 'engine'  # Killed by SIGKILL the first `n` times it starts, Stockfish after.
+  wrapper.write_text(
+    f'#!/bin/sh\necho x >> {killed}\n[ "$(wc -l < {killed})" -le "$KILLS" ] && kill -9 $$\nexec {stockfish}\n'
+  )
+  wrapper.chmod(0o755)
+  monkeypatch.setenv('KILLS', '2')
+  with engine.BoardAnnotator(config(str(wrapper), max_attempts=3)) as annotator:
+    assert annotator.engine_id['name'].startswith('Stockfish') and annotator.restarts == 2
+    assert annotator.annotate(START).best_move is not None
+  killed.unlink()
+  with pytest.raises(launch.EngineKilled, match='was killed during the "uci" handshake'):
+    engine.BoardAnnotator(config(str(wrapper), max_attempts=2)).start()
+  with pytest.raises(launch.EngineUnresponsive, match='is not a UCI engine: it exited') as refused:
+    engine.BoardAnnotator(config('/bin/false', max_attempts=3)).start()
+  assert not isinstance(refused.value, launch.EngineKilled)

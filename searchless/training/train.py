@@ -27,6 +27,8 @@ from searchless.core import artefacts
 from searchless.core import atomic
 from searchless import configs
 from searchless.core import config as config_lib
+from searchless.core import folder_lock
+from searchless.core import outputs
 from searchless.core import progress_bars
 from searchless.core import records
 from searchless.core import tensorboard
@@ -43,7 +45,6 @@ from searchless.training import grow
 from searchless.training import sharding
 from searchless.training import step as step_lib
 from searchless.training import stopping
-from searchless.training import workdir_lock
 from searchless.training import write_errors
 
 
@@ -52,7 +53,7 @@ ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other
 
 def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter | None) -> None:
   if jax.process_index() == 0:
-    with write_errors.naming(workdir / 'metrics.jsonl'), open(workdir / 'metrics.jsonl', 'a') as f:
+    with outputs.naming(workdir / 'metrics.jsonl'), open(workdir / 'metrics.jsonl', 'a') as f:
       f.write(json.dumps(record) + '\n')
   if scalars is not None:
     scalars.write(record['step'], record)
@@ -74,7 +75,7 @@ def train(
   `stop_after`: stop (with a checkpoint) after this many steps in this call,
   as an interruption would; used by the resume tests. `progress`: False draws no progress bar.
   Ctrl-C (SIGINT) saves the step reached and the summary, then raises KeyboardInterrupt saying how to resume.
-  A filesystem error in the workdir (a full disk, a read-only folder) raises a `write_errors.WorkdirError`
+  A filesystem error in the workdir (a full disk, a read-only folder) raises an `outputs.OutputError`
   naming the path, and leaves no unfinished checkpoint.
   """
   work = pathlib.Path(workdir)
@@ -82,12 +83,14 @@ def train(
   had_lock = (work / '.lock').exists()
   try:
     work.mkdir(parents=True, exist_ok=True)
-    with workdir_lock.WorkdirLock(work):
+    with folder_lock.FolderLock(work, 'trainer', '--workdir') if jax.process_index() == 0 else contextlib.nullcontext():
       return _train(config, work, stop_after=stop_after, overrides=overrides, progress=progress)
   except BaseException as error:
-    if not had_lock and work.is_dir() and {p.name for p in work.iterdir()} <= {'.lock'}:  # Nothing written.
-      with contextlib.suppress(OSError):  # A read-only folder: nothing to remove.
+    if not had_lock and work.is_dir() and {p.name for p in work.rglob('*') if not p.is_dir()} <= {'.lock'}:
+      with contextlib.suppress(OSError):  # Nothing written (empty folders at most); a read-only folder: nothing to do.
         (work / '.lock').unlink(missing_ok=True)
+        for folder in sorted((p for p in work.rglob('*') if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+          folder.rmdir()
         if fresh:
           work.rmdir()
     if isinstance(error, OSError) and (one_line := write_errors.said(error, work)) is not error:
@@ -155,8 +158,7 @@ def _train(
     _trim_metrics(work, start)  # One line per step, however often the run was interrupted.
     scalars = None
     if jax.process_index() == 0:
-      with write_errors.naming(work / 'config.json'):
-        (work / 'config.json').write_text(config_lib.to_json(config))
+      atomic.write_text(work / 'config.json', config_lib.to_json(config))  # Whole or not at all; errors name it.
       scalars = tensorboard.ScalarWriter(work / tensorboard.DIR, purge_step=start or None)
 
     eval_set = eval_set_lib.load_eval_set(config) if config.data.eval else None
@@ -255,7 +257,7 @@ def _train(
     manager.close()  # Waits for pending saves.
     bar.close()
     if scalars is not None:
-      with write_errors.naming(work / tensorboard.DIR):
+      with outputs.naming(work / tensorboard.DIR):
         scalars.close()
     if jax.process_index() == 0:
       step = int(jax.device_get(state.step))

@@ -26,19 +26,12 @@ import sys
 import threading
 import traceback
 
+from searchless.core import outputs
+
 FLAG = '--workdir'
 _OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")  # How tensorstore's errors carry the system's.
 _LOGGERS = ('absl', 'asyncio')  # Orbax logs its threads' errors through absl; asyncio, futures nobody awaited.
 _WRITERS = tuple(f'{os.sep}{name}{os.sep}' for name in ('orbax', 'tensorstore', 'tensorboardX', 'asyncio'))
-
-
-class WorkdirError(OSError):
-  """A filesystem error in the workdir, in one line: ``cannot write PATH (--workdir): REASON``; `errno` is the
-  error's."""
-
-  def __init__(self, message: str, errno: int | None):
-    super().__init__(message)
-    self.errno = errno
 
 
 def _chain(error: BaseException | None) -> Iterator[BaseException]:
@@ -61,35 +54,9 @@ def cause(error: BaseException) -> OSError | None:
   return None
 
 
-@contextlib.contextmanager
-def naming(path: str | os.PathLike) -> Iterator[None]:
-  """Inside the block, an OSError of the system that names no file (a write's or a flush's) names `path`."""
-  try:
-    yield
-  except OSError as error:
-    if error.filename is not None or error.errno is None:
-      raise
-    raise OSError(error.errno, error.strerror, os.fspath(path)) from None
-
-
-def _inside(path: str, folder: str) -> bool:
-  return os.path.commonpath([path, folder]) == folder
-
-
 def said(error: OSError, work: pathlib.Path) -> OSError:
-  """`error` as a `WorkdirError` naming its path and ``--workdir`` when it is about the workdir `work`, a file in
-  it, or a folder above it (that could not be made); else `error` itself."""
-  if isinstance(error, WorkdirError) or error.errno is None or not isinstance(error.filename, (str, bytes)):
-    return error
-  path, where = os.path.abspath(os.fsdecode(error.filename)), os.path.abspath(work)
-  reason = error.strerror or str(error)
-  if os.path.basename(path) == '.lock' and os.path.dirname(path) == where:  # The lock: the workdir is not writable.
-    return WorkdirError(f'cannot write {os.fspath(work)} ({FLAG}): {reason}', error.errno)
-  if _inside(where, path):  # The workdir, or a folder above it: not made.
-    return WorkdirError(f'cannot create {os.fspath(work)} ({FLAG}): {reason}', error.errno)
-  if not _inside(path, where):
-    return error
-  return WorkdirError(f'cannot write {os.fsdecode(error.filename)} ({FLAG}): {reason}', error.errno)
+  """`error` as one line naming its path and ``--workdir`` when it is about the workdir `work` (`outputs.said`)."""
+  return outputs.said(error, work, FLAG)
 
 
 def _failed_write(error: BaseException | None) -> bool:

@@ -20,7 +20,7 @@ from searchless import configs
 from searchless.core import config as config_lib
 from searchless.training import checkpoint
 from searchless.training import train
-from searchless.training import workdir_lock
+from searchless.core import folder_lock
 
 from unit.test_train import SMALL, TINY, _losses, small_config
 from unit import test_train as unit_tests
@@ -293,7 +293,7 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
   try:
     assert first.poll() is None, first.stderr.read()[-3000:]
     with pytest.raises(
-      workdir_lock.WorkdirInUse, match=f'{tmp_path} is in use by another trainer \\(pid {first.pid} on '
+      folder_lock.FolderInUse, match=f'{tmp_path} is in use by another trainer \\(pid {first.pid} on '
     ):
       train.train(small_config(av_bag, 'train.num_steps=5'), tmp_path)
   finally:

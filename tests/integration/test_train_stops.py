@@ -144,7 +144,7 @@ def test_a_full_disk_is_one_line_naming_the_workdir_and_leaves_nothing(tmp_path)
   fill = f'(head -c 2000000 /dev/zero > {disk}/filler 2>/dev/null; true)'
   status, out, err, left = _on_a_small_disk(disk, fill, _argv(disk / 'run', *NO_ROOM))
   assert (status, out) == (2, '')
-  assert err == f'error: cannot write {disk}/run (--workdir): No space left on device\n'
+  assert err == f'error: cannot write {disk}/run/config.json (--workdir): No space left on device\n'  # Its first file.
   assert left == ['./filler']  # The workdir it made is gone again.
 
 

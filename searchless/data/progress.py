@@ -93,7 +93,7 @@ class WorkerProgress:
     self.boards = self.action_values = self.failures = 0
     self._last = 0.0
 
-  def update(self, boards=0, action_values=0, failures=0, force=False):
+  def update(self, boards: int = 0, action_values: int = 0, failures: int = 0, force: bool = False) -> None:
     self.boards += boards
     self.action_values += action_values
     self.failures += failures

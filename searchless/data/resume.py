@@ -148,7 +148,7 @@ class Recorded(beam.DoFn):
   def setup(self) -> None:
     self._writer = PieceWriter(self._directory, self._kind, self._chunk)
 
-  def process(self, item):
+  def process(self, item: Any) -> Iterator[Any]:
     result = self._step(item)
     self._writer.add(self._key(item), result)
     yield result

@@ -9,7 +9,9 @@ process is started and made ready (``isready``); then each limit is sent
 overrun is the time from sending ``go`` to reading ``bestmove`` less its limit:
 ``movetime``, or the share of the clock the engine gives itself
 (`searchless.play.uci.search.budget` with no Move Overhead); ``nodes 1 depth 1``
-(one simulation, one ply) has no time limit: its whole time is the overrun. The README's
+(one simulation, one ply), ``depth 1`` (alpha-beta: one ply; MCTS: one batch of
+the root's moves) and ``nodes 1`` (MCTS: one simulation; alpha-beta: the root)
+have no time limit: their whole time is the overrun. The README's
 promise is an overrun of at most Move Overhead (10 ms) + 30 ms. Prints a
 table of the worst overrun (ms) per search and limit, and the load average.
 """
@@ -35,6 +37,8 @@ LIMITS = (
   'wtime 1000 btime 1000 winc 100 binc 100',
   'wtime 3000 btime 3000 nodes 100000 depth 64',
   'nodes 1 depth 1',
+  'depth 1',
+  'nodes 1',
 )
 GAME = 'e2e4 e7e5 g1f3 b8c6 f1b5 a7a6 b5a4 g8f6 e1g1 f8e7 f1e1 b7b5 a4b3 d7d6'.split()
 

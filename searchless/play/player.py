@@ -117,7 +117,10 @@ def load_policy(
   # move needs no compile of its own.
   with shapes_lib.tracing():  # Its traces take their turn with the background compiles of other predictors.
     loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
-  return policy_lib.make_policy(kind, predictor)
+  try:
+    return policy_lib.make_policy(kind, predictor)
+  except ValueError as error:
+    raise ValueError(f'{path}: {error}') from None
 
 
 class Player:

@@ -1,5 +1,6 @@
 """Agent specs and the engine agents, with real engine processes."""
 
+import json
 import subprocess
 import sys
 import time
@@ -195,3 +196,93 @@ def test_search_agents_built_side_by_side_in_one_process_compile_without_a_race(
   )
   print(f'{done.stdout.strip()}, {time.perf_counter() - start:.1f} s in all')
   assert (done.returncode, done.stderr) == (0, '')
+
+
+TIMED_PLAY = """
+import json, sys, time
+import chess
+from searchless.play import agents
+agent = agents.from_spec(sys.argv[1])
+shapes, searcher = agent.evaluator.policy.predictor.shapes, agent.searcher
+compile_shape, search, compiles, searches = shapes._run, searcher.search, [], []
+
+def timed_compile(shape):
+  compiles.append(time.perf_counter())
+  compile_shape(shape)
+
+def timed_search(*args, **kwargs):
+  start = time.perf_counter()
+  try:
+    return search(*args, **kwargs)
+  finally:
+    searches.append((start, time.perf_counter()))
+
+shapes._run, searcher.search = timed_compile, timed_search  # The worker's next shapes (it started with the agent).
+board = chess.Board()
+for _ in range(int(sys.argv[2])):
+  board.push(agent.play(board))
+waited = time.perf_counter()
+while not compiles and time.perf_counter() - waited < 300:  # The worker goes on once the game is over.
+  time.sleep(0.1)
+agent.close()
+print(json.dumps({'compiles': compiles, 'searches': searches}))
+"""
+ALLOWED_OVERRUN_S = 1.0  # One model call on 2 loaded cores can take several times its time, a stall more.
+CLAIMED_BEFORE_S = 0.1  # A compile claimed just before a search began may call the model a moment after.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+  'spec, seconds, moves', [('search:pretrained,time=0.3', 0.3, 20), ('search:pretrained,time=1', 1.0, 8)]
+)
+def test_a_timed_search_agent_holds_background_compiles_and_keeps_its_time(spec, seconds, moves):
+  """An agent plays at once after `from_spec`, its batch shapes still compiling: no compile starts while it searches
+  (one shares the cores and the interpreter's lock with the model calls it times), and each search keeps its time."""
+  done = subprocess.run(
+    [sys.executable, '-c', TIMED_PLAY, spec, str(moves)], capture_output=True, text=True, timeout=900
+  )
+  assert done.returncode == 0, done.stderr
+  timing = json.loads(done.stdout.strip().splitlines()[-1])
+  searches, compiles = timing['searches'], timing['compiles']
+  assert len(searches) == moves and compiles  # The worker had shapes left when the agent played.
+  assert [t for t in compiles if any(start + CLAIMED_BEFORE_S < t < end for start, end in searches)] == []
+  assert max(end - start for start, end in searches) <= seconds + ALLOWED_OVERRUN_S
+
+
+@pytest.fixture(scope='module')
+def mixed(tmp_path_factory):
+  """A checkpoint whose config does not fit its parameters: the transformer's config beside the graph model's."""
+  import shutil
+
+  from searchless.model import loading
+
+  folder = tmp_path_factory.mktemp('mixed')
+  shutil.copytree(loading.pretrained_dir('pretrained-transformer') / 'config', folder / 'config')
+  shutil.copytree(loading.pretrained_dir('pretrained') / 'params_ema', folder / 'params_ema')
+  return folder
+
+
+def test_a_config_that_does_not_fit_its_parameters_is_one_line_naming_the_checkpoint(mixed):
+  from searchless import Player
+  from searchless.play import player as player_lib
+
+  want = (
+    f"parameters at {mixed / 'params_ema'} do not fit their config: ['embed']['embeddings'] is missing there, "
+    "(1968, 192) in the config's transformer model"
+  )
+  for load in (
+    Player.load,
+    player_lib.load_policy,
+    lambda path: agents.from_spec(f'checkpoint:{path}'),
+    lambda path: agents.from_spec(f'search:{path},sims=8'),
+  ):
+    with pytest.raises(ValueError) as error:
+      load(str(mixed))
+    assert str(error.value) == want
+
+
+def test_a_policy_that_does_not_fit_a_model_names_the_checkpoint(compat):
+  checkpoint = compat / 'reference_local_checkpoint'  # Published layout: no config, an action-value model.
+  with pytest.raises(ValueError) as error:
+    agents.from_spec(f'checkpoint:{checkpoint},policy=behavioral_cloning')
+  assert str(error.value) == f'{checkpoint}: a behavioral_cloning policy does not fit a model with 128 outputs'

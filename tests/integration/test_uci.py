@@ -361,8 +361,8 @@ def test_policy_reloads_and_keeps_the_old_one_when_it_does_not_fit(factory, comp
   engine, lines = make_engine(factory, warm_up=False)
   run(engine, 'isready', 'setoption name Policy value behavioral_cloning')
   assert lines[-1] == (
-    'info string error: cannot use Policy behavioral_cloning: a behavioral_cloning policy does not'
-    ' fit a model with 128 outputs; keeping action_value'
+    f'info string error: cannot use Policy behavioral_cloning: {factory.path}: a behavioral_cloning policy does'
+    ' not fit a model with 128 outputs; keeping action_value'
   )
   run(engine, 'setoption name Policy value state_value', 'uci', 'go')
   assert factory.calls == ['action_value', 'behavioral_cloning', 'state_value']
@@ -974,6 +974,22 @@ def test_threads_out_of_the_option_range_are_refused_on_the_command_line(value, 
     uci_command.main(['--checkpoint', 'pretrained', '--threads', value])
   assert exit_info.value.code == 2
   assert capsys.readouterr().err.strip().splitlines()[-1] == f'error: argument --threads: {message}'
+
+
+def test_go_depth_bounds_mcts_and_go_nodes_bounds_alphabeta(process):
+  """`go depth 1` ends MCTS after one batch of root moves (not SearchNodes' 256 simulations); `go nodes 1` ends
+  alpha-beta after the root (not SearchDepth's 2 plies)."""
+  try:
+    process.configure({'Search': 'mcts'})
+    info = process.analyse(chess.Board(), chess.engine.Limit(depth=1))
+    assert info['depth'] == 1 and 1 <= info['nodes'] <= 16
+    process.configure({'Search': 'alphabeta'})
+    info = process.analyse(chess.Board(), chess.engine.Limit(nodes=1))
+    assert (info['depth'], info['nodes']) == (1, 1)
+    info = process.analyse(chess.Board(), chess.engine.Limit(nodes=22))  # The root, then the root and its 20 moves.
+    assert (info['depth'], info['nodes']) == (2, 22)
+  finally:
+    process.configure({'Search': 'none'})
 
 
 # A go's time beyond its limit that this test allows. The README's bound (Move Overhead + 30 ms) is measured on idle

@@ -232,6 +232,24 @@ def test_without_time_for_one_model_call_a_search_plays_the_models_move():
   assert (result.move.uci(), result.depth, result.seconds) == ('g1f3', 1, pytest.approx(0.011))
 
 
+def test_a_depth_bounds_mcts_and_a_node_count_bounds_alphabeta():
+  """MCTS stops after the batch that first reaches its depth (depth 1: one batch of root moves); alpha-beta visits
+  at most its nodes, playing the deepest iteration it completed (depth 1, the model's move, at least)."""
+  evaluator = evaluator_lib.Evaluator(StubPolicy({'g1f3': 0.7}))
+  shallow = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=256, depth=1, batch_size=16)).search(chess.Board())
+  assert (shallow.simulations, shallow.depth, shallow.evaluations) == (16, 1, 17)  # The root, one batch.
+  deeper = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=256, depth=3, batch_size=4)).search(chess.Board())
+  assert deeper.depth == 3 and deeper.simulations < 256
+  for nodes, depth in [(1, 1), (21, 1), (22, 2)]:  # Depth 1: the root; depth 2: the root again and its 20 moves.
+    result = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=10, nodes=nodes)).search(chess.Board())
+    assert (result.depth, result.simulations <= nodes) == (depth, True), nodes
+  assert result.move.uci() == 'g1f3'
+  with pytest.raises(ValueError, match='nodes must be >= 1'):
+    alphabeta.AlphaBetaConfig(nodes=0)
+  with pytest.raises(ValueError, match='depth must be >= 1'):
+    mcts.MctsConfig(depth=0)
+
+
 def test_finished_games_have_no_move_and_their_exact_value():
   evaluator = evaluator_lib.Evaluator(StubPolicy())
   mated = chess.Board('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1')
@@ -290,15 +308,16 @@ def test_the_shipped_model_with_search_finds_the_mate_in_2_it_misses_alone():
 @pytest.mark.parametrize(
   'go, kind, expected',
   [
-    ('nodes 100', 'mcts', {'simulations': 100, 'seconds': None}),
-    ('depth 3', 'mcts', {'simulations': 256, 'seconds': None}),  # depth means nothing to MCTS: SearchNodes.
-    ('depth 99', 'alphabeta', {'depth': 64, 'seconds': None}),
-    ('movetime 510', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5}),
-    ('movetime 510 nodes 50', 'mcts', {'simulations': 50, 'seconds': 0.5}),
-    ('wtime 10010 btime 1000 movestogo 5', 'alphabeta', {'depth': 64, 'seconds': 2.0}),
-    ('wtime 1010 btime 1000 winc 4000', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5}),  # At most half.
-    ('infinite', 'alphabeta', {'depth': 64, 'seconds': None}),
-    ('', 'alphabeta', {'depth': 2, 'seconds': None}),
+    ('nodes 100', 'mcts', {'simulations': 100, 'seconds': None, 'depth': None}),
+    ('depth 3', 'mcts', {'simulations': 256, 'seconds': None, 'depth': 3}),  # SearchNodes, and the depth.
+    ('depth 99', 'alphabeta', {'depth': 64, 'seconds': None, 'nodes': None}),
+    ('nodes 1', 'alphabeta', {'depth': 2, 'seconds': None, 'nodes': 1}),  # SearchDepth, and the nodes.
+    ('movetime 510', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5, 'depth': None}),
+    ('movetime 510 nodes 50', 'mcts', {'simulations': 50, 'seconds': 0.5, 'depth': None}),
+    ('wtime 10010 btime 1000 movestogo 5', 'alphabeta', {'depth': 64, 'seconds': 2.0, 'nodes': None}),
+    ('wtime 1010 btime 1000 winc 4000', 'mcts', {'simulations': 10_000_000, 'seconds': 0.5, 'depth': None}),
+    ('infinite depth 2 nodes 5', 'alphabeta', {'depth': 64, 'seconds': None, 'nodes': None}),
+    ('', 'alphabeta', {'depth': 2, 'seconds': None, 'nodes': None}),
   ],
 )
 def test_go_limits_become_the_search_budget(go, kind, expected):
@@ -378,8 +397,14 @@ def test_mcts_proves_mates_and_reports_them_as_mates(decoy):
 
 
 @pytest.mark.slow
-def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_the_background(model_checkpoint):
-  agent = agents.from_spec(f'search:{model_checkpoint},sims=8,batch=4')
+def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_the_background(tmp_path):
+  from helpers import write_checkpoint
+
+  # An architecture of its own: no other test of this process has compiled its shapes (predictors share them).
+  checkpoint = write_checkpoint(
+    tmp_path, overrides=('model.embedding_dim=24', 'model.num_layers=1', 'model.num_heads=2')
+  )
+  agent = agents.from_spec(f'search:{checkpoint},sims=8,batch=4')
   try:
     shapes = agent.evaluator.policy.predictor.shapes
     assert not shapes.wait(timeout=0)  # Still compiling: from_spec did not wait for every shape.

@@ -155,6 +155,7 @@ def test_predictors_of_one_model_share_its_compiled_shapes(model_checkpoint):
   model_config, params, _ = loading.load_model(str(model_checkpoint))
   first = predictor_lib.Predictor(model_config, params)
   first.shapes.compile([(4, 79)])
+  compiles = first._apply._cache_size()
   doubled = {module: {name: 2 * value for name, value in weights.items()} for module, weights in params.items()}
   second = predictor_lib.Predictor(model_config, doubled)
   assert (4, 79) in second.shapes.ready
@@ -162,6 +163,6 @@ def test_predictors_of_one_model_share_its_compiled_shapes(model_checkpoint):
   want = predictor_lib.Predictor(model_config, doubled, share=False)(sequences)
   np.testing.assert_allclose(second(sequences), want, atol=1e-5)
   assert not np.allclose(first(sequences), want, atol=1e-3)  # Its own parameters, not the first one's.
-  assert second._apply is first._apply and first._apply._cache_size() == 1
+  assert second._apply is first._apply and first._apply._cache_size() == compiles
   for predictor in (first, second):
     predictor.close()

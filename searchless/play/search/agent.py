@@ -24,11 +24,13 @@ names one for puzzles, EPD suites, tournaments and self-play
 """
 
 from collections.abc import Callable, Sequence
+import contextlib
 
 import chess
 import numpy as np
 
 from searchless.play import policy as policy_lib
+from searchless.play import shapes as shapes_lib
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search import mcts
@@ -67,8 +69,12 @@ class SearchAgent:
   def search(
     self, board: chess.Board, *, stop: Callable[[], bool] | None = None, root_moves: Sequence[chess.Move] | None = None
   ) -> SearchResult:
-    """The search's result for `board` (left unchanged), choosing among `root_moves` when given."""
-    self.last = self.searcher.search(board, stop=stop, root_moves=root_moves)
+    """The search's result for `board` (left unchanged), choosing among `root_moves` when given. A search on a
+    time budget holds the background compiles of the process (`shapes.held`): they would share the cores and
+    the interpreter's lock with the model calls it has timed."""
+    timed = self.searcher.config.seconds is not None
+    with shapes_lib.held() if timed else contextlib.nullcontext():
+      self.last = self.searcher.search(board, stop=stop, root_moves=root_moves)
     return self.last
 
   def play(self, board: chess.Board) -> chess.Move:

@@ -53,12 +53,15 @@ class AlphaBetaConfig:
 
   depth: int = 2  # Plies searched; the last one is read from the model's move values (1: the model's move).
   seconds: float | None = None  # Time limit per move (None: none); plays the deepest completed depth.
+  nodes: int | None = None  # Nodes visited per move, at most (None: no limit), kept as `seconds` is.
 
   def __post_init__(self):
     if not 1 <= self.depth <= MAX_DEPTH:
       raise ValueError(f'depth must be in [1, {MAX_DEPTH}], got {self.depth}')
     if self.seconds is not None and self.seconds <= 0:
       raise ValueError(f'seconds must be > 0, got {self.seconds}')
+    if self.nodes is not None and self.nodes < 1:
+      raise ValueError(f'nodes must be >= 1, got {self.nodes}')
 
 
 class _OutOfTime(Exception):
@@ -171,9 +174,14 @@ class AlphaBeta:
     return fits
 
   def _check_time(self, depth: int) -> None:
+    """Out of time, stopped or past the node limit (`_OutOfTime`), but never in the iteration of `depth` 1."""
     if depth == 1:
       return
-    if (self._deadline is not None and self._clock() >= self._deadline) or (self._stop is not None and self._stop()):
+    if (
+      (self._deadline is not None and self._clock() >= self._deadline)
+      or (self._stop is not None and self._stop())
+      or (self.config.nodes is not None and self._nodes >= self.config.nodes)
+    ):
       raise _OutOfTime
 
   def _negamax(
@@ -189,8 +197,8 @@ class AlphaBeta:
     allowed: list[int] | None = None,
   ) -> tuple[float, list[chess.Move]]:
     """(value for the side to move, principal line) of `work` searched `remaining` plies."""
-    self._nodes += 1
     self._check_time(remaining + ply)
+    self._nodes += 1
     if ply:
       terminal = evaluator_lib.terminal_value(work)
       if terminal is not None:

@@ -45,7 +45,8 @@ class Evaluation:
 
 class Evaluator:
   """Turns a `Policy`'s analyses into `Evaluation`s; counts the boards it evaluates and times its calls
-  (`clock`), so that a timed search sizes its model calls to the time it has left (`boards_within`)."""
+  (`clock`; not a call that compiled a shape), so that a timed search sizes its model calls to the time it has
+  left (`boards_within`)."""
 
   def __init__(
     self,
@@ -98,7 +99,7 @@ class Evaluator:
     """One `Evaluation` per board (each must have a legal move), in shared model calls."""
     if not boards:
       return []
-    start = self._clock()
+    start, compiled = self._clock(), self._compiled()
     self.boards_evaluated += len(boards)
     analyses = self.policy.analyse_many(boards)
     own_values: list[float | None] = [a.value for a in analyses]
@@ -117,8 +118,14 @@ class Evaluator:
       results.append(
         Evaluation(analysis.moves, priors / priors.sum(), move_values, 0.0 if own is None else 2 * float(own) - 1)
       )
-    self._calls.append((len(boards), self._clock() - start))
+    if self._compiled() == compiled:  # A call that compiled a shape says nothing of the next ones' time.
+      self._calls.append((len(boards), self._clock() - start))
     return results
+
+  def _compiled(self) -> int:
+    """How many input shapes the policies' predictors have compiled (`searchless.play.shapes`)."""
+    shapes = [getattr(getattr(p, 'predictor', None), 'shapes', None) for p in (self.policy, self.value_policy)]
+    return sum(len(s.ready) for s in shapes if s is not None)
 
 
 def terminal_value(board: chess.Board, *, at_root: bool = False) -> float | None:

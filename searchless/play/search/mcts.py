@@ -15,8 +15,10 @@ A finished game (mate, draw, a repeated position) is valued exactly instead.
   path is given a virtual loss while it waits, so the next ones spread out.
   A leaf chosen twice ends the batch early.
 * Budget: `simulations` (leaf evaluations and terminal visits) per move, a time
-  limit in `seconds`, or a `stop()` callback (checked before each batch),
-  whichever comes first. The clock is read before each batch, and a batch
+  limit in `seconds`, a `depth` (the search ends after the batch in which a
+  simulation reaches that many plies: depth 1 evaluates at most one batch of the
+  root's moves), or a `stop()` callback (checked before each batch), whichever
+  comes first. The clock is read before each batch, and a batch
   gathers only as many leaves as the time left evaluates
   (`Evaluator.boards_within`): with no time for one, the search plays what it
   holds, at worst the model's own best move (as ``simulations=0`` does).
@@ -59,6 +61,7 @@ class MctsConfig:
 
   simulations: int = 256  # New simulations per move (leaf evaluations + terminal visits); 0: the model's move.
   seconds: float | None = None  # Time limit per move (None: none); the search stops at the first limit.
+  depth: int | None = None  # Plies: the search stops after the batch whose deepest simulation reaches them.
   c_init: float = 1.25  # AlphaZero's exploration constant at few visits.
   c_base: float = 19652.0  # ... growing as log((1 + N + c_base) / c_base) with the parent's visits N.
   batch_size: int = 16  # Leaves per model call (virtual loss spreads them); 1: plain sequential MCTS.
@@ -72,6 +75,8 @@ class MctsConfig:
       raise ValueError(f'simulations must be >= 0, got {self.simulations}')
     if self.seconds is not None and self.seconds <= 0:
       raise ValueError(f'seconds must be > 0, got {self.seconds}')
+    if self.depth is not None and self.depth < 1:
+      raise ValueError(f'depth must be >= 1, got {self.depth}')
     if self.batch_size < 1:
       raise ValueError(f'batch_size must be >= 1, got {self.batch_size}')
     if not 0 <= self.dirichlet_fraction <= 1:
@@ -264,7 +269,7 @@ class Mcts:
     work = board.copy()  # Pushed and popped along each simulation's path.
     done, depth = 0, 0
     while done < config.simulations:
-      if stop is not None and stop():
+      if (stop is not None and stop()) or (config.depth is not None and depth >= config.depth):
         break
       size = min(config.batch_size, config.simulations - done)
       if config.seconds is not None:  # A batch no bigger than the time left evaluates (none: the model's move).

@@ -86,7 +86,9 @@ Options (``setoption``):
 * ``Search`` (combo none/mcts/alphabeta, default none or ``--search``): with
   ``mcts`` or ``alphabeta`` each ``go`` searches over the policy
   (`searchless.play.search`) instead of playing the model's move: ``go nodes
-  N`` gives MCTS N simulations, ``go depth D`` alpha-beta D plies; ``movetime``
+  N`` gives MCTS N simulations and alpha-beta N nodes visited, ``go depth D``
+  alpha-beta D plies and MCTS a depth (it stops after the batch of simulations
+  that first reaches D plies); ``movetime``
   or the clock (``wtime``/``btime``/``winc``/``binc``/``movestogo``, its share
   `search.budget`) gives the time, less ``Move Overhead``; a ``go`` without
   limits uses ``SearchNodes`` (spin, default 256) or ``SearchDepth`` (spin

@@ -129,7 +129,9 @@ def budget(
 ) -> dict[str, float | int | None]:
   """The search config fields (`MctsConfig` or `AlphaBetaConfig`) of one ``go``.
 
-  ``nodes`` gives MCTS its simulations, ``depth`` alpha-beta its depth;
+  ``nodes`` gives MCTS its simulations and alpha-beta its nodes (a limit of nodes visited, kept as a time
+  limit is: the deepest iteration completed is played), ``depth`` alpha-beta its depth and MCTS a depth
+  (it stops after the batch whose deepest simulation reaches it);
   ``movetime``, or the side to move's clock (its share of the remaining time
   for ``movestogo`` moves, 30 without it, plus 3/4 of the increment, at most
   half of what is left) gives the time, less ``Move Overhead``. A time with no
@@ -141,9 +143,11 @@ def budget(
 
   >>> request, _ = protocol.parse_go('wtime 30010 btime 30010 winc 1000'.split())
   >>> budget(chess.Board(), request, kind='mcts', nodes=256, depth=2, overhead_ms=10)
-  {'simulations': 10000000, 'seconds': 1.75}
+  {'simulations': 10000000, 'seconds': 1.75, 'depth': None}
   >>> budget(chess.Board(), protocol.parse_go(['depth', '3'])[0], kind='alphabeta', nodes=256, depth=2, overhead_ms=10)
-  {'depth': 3, 'seconds': None}
+  {'depth': 3, 'seconds': None, 'nodes': None}
+  >>> budget(chess.Board(), protocol.parse_go(['depth', '1'])[0], kind='mcts', nodes=256, depth=2, overhead_ms=10)
+  {'simulations': 256, 'seconds': None, 'depth': 1}
   """
   limits = request.limits
   seconds: float | None = None
@@ -166,9 +170,11 @@ def budget(
       count = nodes if kind == 'mcts' else depth
   if seconds is not None:
     seconds = max(seconds - spent, MIN_SEARCH_SECONDS)
+  other = limits.get('depth' if kind == 'mcts' else 'nodes') if not (request.infinite or request.ponder) else None
+  other = None if other is None else max(other, 1)  # The other kind's limit: MCTS's depth, alpha-beta's nodes.
   if kind == 'mcts':
-    return {'simulations': count, 'seconds': seconds}
-  return {'depth': min(count, alphabeta.MAX_DEPTH), 'seconds': seconds}
+    return {'simulations': count, 'seconds': seconds, 'depth': other}
+  return {'depth': min(count, alphabeta.MAX_DEPTH), 'seconds': seconds, 'nodes': other}
 
 
 def _score(value: float, show_wdl: bool) -> str:

@@ -8,7 +8,7 @@
       --WriteShards--> pieces, committed after the job (`searchless.data.shards`)
 
 The steps up to ExtractBoards are `searchless.data.games`'; the counts and the
-last step, `WriteResults`, are `searchless.data.results`'. Runs on any Beam
+last step, `WriteResults`, are `searchless.data.job_results`'. Runs on any Beam
 runner, Beam's Dask runner included: every step has one output (kinds of
 elements are told apart by type, not by tagged outputs), nothing reads a side
 input, and files are written by `shards.WriteShards`. Runner metrics are a
@@ -35,7 +35,7 @@ from searchless.data import games
 from searchless.data import job_options
 from searchless.data import pgn
 from searchless.data import progress
-from searchless.data import results
+from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
 from searchless.data import splits
@@ -135,7 +135,7 @@ class AnnotateBoards(beam.DoFn):
       annotator.close()
 
 
-def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[results.Count]:
+def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[job_results.Count]:
   """The manifest's counts of one `AnnotateBoards` output."""
   if isinstance(output, Annotated):
     split, annotation = output.split, output.annotation
@@ -212,7 +212,7 @@ class AnnotateGames(beam.PTransform):
     split_names = ['train'] + (['test'] if o.test_input or test_fraction > 0 else [])
     self.split_names, self.inputs, self.test_fraction = split_names, inputs, test_fraction
     out = o.output_dir
-    self.results_path = FileSystems.join(out, shards.TMP_DIR, results.RESULTS)
+    self.results_path = FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
 
     counts: list[PCollection] = []
     kept_games, skipped = [], []
@@ -286,7 +286,7 @@ class AnnotateGames(beam.PTransform):
       'train': pgn_bytes['train'] * (1 - test_fraction),
       'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction),
     }
-    self.outputs: list[results.OutputSet] = []
+    self.outputs: list[job_results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in split_names:
@@ -299,7 +299,7 @@ class AnnotateGames(beam.PTransform):
         spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
         per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
         buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
-        self.outputs.append(results.OutputSet(spec, split, kind))
+        self.outputs.append(job_results.OutputSet(spec, split, kind))
         record_sets.append(
           shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard)
         )
@@ -310,7 +310,7 @@ class AnnotateGames(beam.PTransform):
         )
     failures = shards.ShardSpec(out, 'failures', '.jsonl')
     skips = shards.ShardSpec(out, 'skipped', '.jsonl')
-    self.outputs += [results.OutputSet(failures, None, 'failures'), results.OutputSet(skips, None, 'skipped')]
+    self.outputs += [job_results.OutputSet(failures, None, 'failures'), job_results.OutputSet(skips, None, 'skipped')]
     record_sets += [
       shards.RecordSet(failures, _failure_line, lambda f: f.fen),
       shards.RecordSet(skips, games.skip_line, lambda s: s.location),
@@ -342,7 +342,7 @@ class AnnotateGames(beam.PTransform):
       | 'AllResults' >> beam.Flatten()
       | 'OneKey' >> beam.Map(lambda item: (None, item))
       | 'Gather' >> beam.GroupByKey()
-      | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path))
+      | 'WriteResults' >> beam.ParDo(job_results.WriteResults(self.results_path))
     )
 
 

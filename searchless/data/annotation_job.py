@@ -4,7 +4,7 @@
 DirectRunner with one worker process per core by default, or any runner that
 `beam_args` names), commits the files it wrote (`shards.commit`) and writes
 ``OUTPUT_DIR/manifest.json`` (`artefacts.AnnotationManifest`) from the counts
-the job itself produced (`results.WriteResults`), so every runner gives the
+the job itself produced (`job_results.WriteResults`), so every runner gives the
 same manifest.
 
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
@@ -36,7 +36,7 @@ from searchless.data import beam_job
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
-from searchless.data import results
+from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
 from searchless.engines import annotator as engine_lib
@@ -116,7 +116,7 @@ def _run(
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
 
   def finish(result) -> artefacts.AnnotationManifest:
-    counts, engine_ids, pieces = results.read_results(graph.results_path)
+    counts, engine_ids, pieces = job_results.read_results(graph.results_path)
     if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
       resume.remove(out)  # The job ran to its end: nothing to resume.
       raise ValueError(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.

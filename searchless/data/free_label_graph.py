@@ -25,7 +25,7 @@ from searchless.data import free_labels
 from searchless.data import games
 from searchless.data import job_options
 from searchless.data import pgn
-from searchless.data import results
+from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
 from searchless.data import splits
@@ -120,7 +120,7 @@ class ImportLabels(beam.PTransform):
     paths = streams.match_files([part for value in o.input for part in value.split(',') if part], 'input')
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
-    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, results.RESULTS)
+    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, job_results.RESULTS)
     game_filter = o.game_filter()
     fraction, by = o.test_fraction, o.dedup_by
     counts: list[PCollection] = []
@@ -205,7 +205,7 @@ class ImportLabels(beam.PTransform):
       shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
       + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD
     )  # Boards, about.
-    self.outputs: list[results.OutputSet] = []
+    self.outputs: list[job_results.OutputSet] = []
     record_sets: list[shards.RecordSet] = []
     to_write: list[PCollection] = []
     for split in self.split_names:
@@ -218,7 +218,7 @@ class ImportLabels(beam.PTransform):
       for kind in o.kinds:
         spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
         buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
-        self.outputs.append(results.OutputSet(spec, split, kind))
+        self.outputs.append(job_results.OutputSet(spec, split, kind))
         record_sets.append(
           shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets, o.records_per_shard)
         )
@@ -228,7 +228,7 @@ class ImportLabels(beam.PTransform):
           | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
         )
     skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
-    self.outputs.append(results.OutputSet(skips, None, 'skipped'))
+    self.outputs.append(job_results.OutputSet(skips, None, 'skipped'))
     record_sets.append(shards.RecordSet(skips, games.skip_line, lambda s: s.location))
     to_write.append(skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, k: (k, s), skips.key))
     pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
@@ -242,7 +242,7 @@ class ImportLabels(beam.PTransform):
       | 'AllResults' >> beam.Flatten()
       | 'OneKey' >> beam.Map(lambda item: (None, item))
       | 'Gather' >> beam.GroupByKey()
-      | 'WriteResults' >> beam.ParDo(results.WriteResults(self.results_path))
+      | 'WriteResults' >> beam.ParDo(job_results.WriteResults(self.results_path))
     )
     return PDone(pbegin.pipeline)
 

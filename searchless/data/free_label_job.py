@@ -8,7 +8,7 @@ met more than once in a split (openings) becomes one record: its state value fro
 source (the database before games, then depth, then thousands of nodes), and every move any
 source valued, each with its deepest value. What `searchless.data.free_labels` skips is counted
 and written to ``skipped.jsonl`` with its file and line. Counts are data, summed by
-`results.WriteResults`; `run` commits the files and writes ``manifest.json``
+`job_results.WriteResults`; `run` commits the files and writes ``manifest.json``
 (`artefacts.ImportManifest`), with each source's depth and knodes distribution.
 """
 
@@ -27,7 +27,7 @@ from searchless.data import beam_job
 from searchless.data import free_labels
 from searchless.data import manifest as manifest_lib
 from searchless.data import free_label_graph
-from searchless.data import results
+from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
 
@@ -74,7 +74,7 @@ def _run(
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
 
   def finish(_) -> artefacts.ImportManifest:
-    counts, _, pieces = results.read_results(graph.results_path)
+    counts, _, pieces = job_results.read_results(graph.results_path)
     if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
       files = ', '.join(p for paths in graph.inputs.values() for p in paths)
       skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'

@@ -11,7 +11,7 @@ import dataclasses
 import apache_beam as beam
 
 from searchless.data import free_labels
-from searchless.data import results
+from searchless.data import job_results
 
 
 def _depth_bucket(value: int | None) -> str:
@@ -26,7 +26,7 @@ def _knodes_bucket(value: int | None) -> str:
   return f'{low}-{max(9, low * 10 - 1)}'
 
 
-def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[results.Count]:
+def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[job_results.Count]:
   """The manifest's counts of one labelled board, before merging (depth and knodes per source)."""
   split, board = split_board
   yield f'boards_seen/{split}', 1
@@ -82,7 +82,7 @@ class MergeBoards(beam.CombineFn):
     )
 
 
-def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[results.Count]:
+def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[job_results.Count]:
   split, board = split_board
   yield f'boards/{split}', 1
   yield f'moves_valued/{split}', len(board.moves)

@@ -18,7 +18,7 @@ from apache_beam.pvalue import PCollection
 
 from searchless.data import pgn
 
-from searchless.data import results
+from searchless.data import job_results
 from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
@@ -142,7 +142,7 @@ class ExtractBoards(beam.PTransform):
         return {'train': of_split['train']}
       return of_split
 
-    def overlap(key_splits) -> Iterator[results.Count]:
+    def overlap(key_splits) -> Iterator[job_results.Count]:
       _, of_split = key_splits
       if 'test' in of_split and 'train' in of_split:
         yield 'test_boards_in_train', 1

@@ -40,7 +40,7 @@ import chess
 import chess.engine
 
 from searchless.core import values
-from searchless.engines import commands
+from searchless.engines import uci_commands
 from searchless.engines import launch
 from searchless.engines.launch import EngineNotFound, SearchLimit
 
@@ -206,27 +206,27 @@ class BoardAnnotator:
 
   async def _search_move(self, position: str, move: str) -> float:
     score = await asyncio.wait_for(
-      self._protocol().communicate(lambda e: commands.MoveSearch(e, position, self._go, move)), self._timeout
+      self._protocol().communicate(lambda e: uci_commands.MoveSearch(e, position, self._go, move)), self._timeout
     )
     if score is None:
-      raise commands.BadAnswer('the engine gave no score')
+      raise uci_commands.BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score)
 
   @staticmethod
   def _win_prob(info: dict) -> float:
     score = info.get('score')
     if score is None:
-      raise commands.BadAnswer('the engine gave no score')
+      raise uci_commands.BadAnswer('the engine gave no score')
     return values.score_to_win_probability(score.relative)
 
   async def _annotate(self, board: chess.Board) -> BoardAnnotation:
     moves = list(board.legal_moves)
     # A fresh engine state per board: its labels must not depend on the boards before it.
-    await asyncio.wait_for(self._protocol().communicate(commands.NewGame), self.config.deadline)
+    await asyncio.wait_for(self._protocol().communicate(uci_commands.NewGame), self.config.deadline)
     if self.config.mode == 'board':
       info = await self._search(board, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
       if not info.get('pv'):
-        raise commands.BadAnswer('the engine gave no best move')
+        raise uci_commands.BadAnswer('the engine gave no best move')
       return BoardAnnotation(board.fen(), (), self._win_prob(info), info['pv'][0].uci())
     if self.config.mode == 'per_move':
       position = f'position fen {board.fen()}'
@@ -235,7 +235,8 @@ class BoardAnnotator:
         action_values.append((move.uci(), await self._search_move(position, move.uci())))
     else:
       scores = await asyncio.wait_for(
-        self._protocol().communicate(lambda e: commands.MultiPVSearch(e, board, self._go, len(moves))), self._timeout
+        self._protocol().communicate(lambda e: uci_commands.MultiPVSearch(e, board, self._go, len(moves))),
+        self._timeout,
       )
       ucis = [m.uci() for m in moves]
       probs = {u: values.score_to_win_probability(score) for u, score in scores.items()}
@@ -287,7 +288,7 @@ class BoardAnnotator:
         reason = f'no answer within the deadline ({self._timeout:g} s)'
       except chess.engine.EngineTerminatedError as e:
         reason = f'engine terminated: {e}'
-      except commands.BadAnswer as e:
+      except uci_commands.BadAnswer as e:
         reason = f'bad engine answer: {e}'
         if self._deterministic:  # The same search again would give the same answer: no retry, no restart.
           raise BoardFailed(

@@ -1,8 +1,8 @@
-"""A one-line progress display for local (DirectRunner) annotation jobs.
+"""The progress of a local (DirectRunner) annotation job, on the one progress bar (`core.progress_bars`).
 
-Workers write running totals to small JSON files (`WorkerProgress`), the
-job writes the number of boards to ``total.json`` (`write_total`); `ProgressThread` sums them and
-redraws one line: boards done / total, boards/s, action-values/s and the ETA.
+Workers write running totals to small JSON files (`WorkerProgress`), the job writes the number of boards to
+``total.json`` (`write_total`); `ProgressThread` sums them every second and moves the bar: boards done of the
+total, with boards/s, action-values/s, failures and the ETA.
 """
 
 import glob
@@ -14,11 +14,7 @@ from typing import Any, TextIO
 import time
 
 from searchless.core import atomic
-
-
-def _duration(seconds: float) -> str:
-  seconds = int(seconds)
-  return f'{seconds // 3600}h{seconds // 60 % 60:02d}m' if seconds >= 3600 else f'{seconds // 60}m{seconds % 60:02d}s'
+from searchless.core import progress_bars
 
 
 def summarize(directory: str) -> dict:
@@ -39,41 +35,32 @@ def summarize(directory: str) -> dict:
   return totals
 
 
-def line(totals: dict, elapsed: float) -> str:
-  done, total = totals['boards'] + totals['failures'], totals['total']
-  rate = totals['boards'] / elapsed if elapsed > 0 else 0.0
-  av_rate = totals['action_values'] / elapsed if elapsed > 0 else 0.0
-  text = f'annotate: {done}' + (f'/{total} boards ({100 * done / max(total, 1):.0f}%)' if total else ' boards')
-  text += f' | {rate:.2f} boards/s | {av_rate:.1f} action-values/s | failures {totals["failures"]}'
-  if total and rate > 0:
-    text += f' | ETA {_duration((total - done) / rate)}'
-  return text + f' | {_duration(elapsed)} elapsed'
-
-
 class ProgressThread(threading.Thread):
-  """Redraws the progress line every `interval` seconds until stopped."""
+  """Moves the annotation's bar every `interval` seconds until stopped; nothing shows before a worker starts."""
 
   def __init__(self, directory: str, interval: float = 1.0, stream: TextIO | None = None):
     super().__init__(daemon=True)
-    # sys.stderr when the line starts (a command may point it away from fd 2: `errors.child_stderr_to`).
+    # sys.stderr when the bar starts (a command may point it away from fd 2: `errors.child_stderr_to`).
     self._directory, self._interval, self._stream = directory, interval, stream or sys.stderr
     self._halt = threading.Event()
-    self._start_time = None
-    self.last = ''
+    self._bar: Any = None
+    self._start = 0.0
 
-  def _draw(self, final=False):
+  def _draw(self, refresh: bool = True) -> None:
     totals = summarize(self._directory)
-    if self._start_time is None:
-      if not totals['workers'] and not final:
+    if self._bar is None:
+      if not totals['workers']:
         return  # Annotation has not started yet.
-      self._start_time = time.monotonic()
-    self.last = line(totals, time.monotonic() - self._start_time)
-    end = '\n' if final else ''
-    if self._stream.isatty():
-      self._stream.write('\r\x1b[K' + self.last + end)
-    elif final or int(time.monotonic()) % 10 == 0:
-      self._stream.write(self.last + '\n')
-    self._stream.flush()
+      self._bar = progress_bars.bar(desc='annotate', unit='board', file=self._stream, dynamic_ncols=True)
+      self._start = time.monotonic()
+    elapsed = max(time.monotonic() - self._start, 1e-9)
+    self._bar.total = totals['total']
+    self._bar.n = totals['boards'] + totals['failures']
+    self._bar.set_postfix_str(
+      f'{totals["action_values"] / elapsed:.1f} action-values/s, failures {totals["failures"]}', refresh=False
+    )
+    if refresh:
+      self._bar.refresh()
 
   def run(self) -> None:
     while not self._halt.wait(self._interval):
@@ -82,7 +69,9 @@ class ProgressThread(threading.Thread):
   def stop(self) -> None:
     self._halt.set()
     self.join()
-    self._draw(final=True)
+    self._draw(refresh=False)
+    if self._bar is not None:
+      self._bar.close()  # Shows the last state.
 
 
 class WorkerProgress:

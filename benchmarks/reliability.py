@@ -23,6 +23,15 @@ Stockfish, Beam's multi-process DirectRunner, orbax checkpoints):
    an unwritable output, a program that is no engine, out-of-range options,
    corrupt records. Crash: anything but exit status 2 with one ``error:`` line
    (a traceback included).
+6. **Annotation kills**: ``searchless-annotate`` and its workers SIGKILLed at a
+   random moment (a reboot), then rerun, `--annotation_kills` times. Lost: a
+   resumed dataset that differs in any byte from an uninterrupted run's.
+7. **Writers, disks and flags**: a second ``searchless-annotate`` on a folder
+   another one is writing, a disk that fills during an annotation (a tmpfs in a
+   mount namespace of its own; left out where ``unshare -rm`` is not allowed),
+   and an abbreviated flag to each command. Crash: a second writer or a mistyped
+   flag that runs, anything but exit status 2 (with one ``error:`` line for the
+   writer and the disk); lost: a full disk that keeps none of the work done.
 """
 
 import argparse
@@ -319,6 +328,132 @@ def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
   return {'tried': len(cases), 'crashes': crashes, 'lost': 0, 'detail': '; '.join(detail) or 'each one line, exit 2'}
 
 
+def _dataset(out: pathlib.Path) -> dict[str, bytes]:
+  return {
+    str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob('*')) if p.is_file() and p.name != 'manifest.json'
+  }
+
+
+def _annotate_args(engine: str, out: pathlib.Path) -> list[str]:
+  return [
+    '--input', str(GAMES), '--max_games', '4', '--limit', 'nodes=2000', '--chunk_boards', '10',
+    '--engine_path', engine, '--no_progress', '--out', str(out),
+  ]  # fmt: skip
+
+
+def annotation_kills(work: pathlib.Path, engine: str, trials: int) -> dict:
+  reference = work / 'annotate_reference'
+  shutil.rmtree(reference, ignore_errors=True)
+  start = time.perf_counter()
+  assert _cli('searchless-annotate', *_annotate_args(engine, reference)).returncode == 0
+  whole = time.perf_counter() - start
+  want = _dataset(reference)
+  rng = random.Random(5)
+  lost, detail = 0, []
+  for trial in range(trials):
+    out = work / f'annotate_killed_{trial}'
+    shutil.rmtree(out, ignore_errors=True)
+    args = [str(BIN / 'searchless-annotate'), *_annotate_args(engine, out)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(rng.uniform(0.3, 0.9) * whole)
+    os.killpg(proc.pid, signal.SIGKILL)  # The command, Beam's workers and their engines: a reboot.
+    proc.wait()
+    kept = len(list((out / '.searchless-resume').glob('*.pkl.zst')))
+    result = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    same = result.returncode == 0 and _dataset(out) == want
+    lost += int(not same)
+    detail.append(f'{kept} pieces kept: {"identical" if same else "DIFFERENT"}')
+  return {'tried': trials, 'crashes': 0, 'lost': lost, 'detail': '; '.join(detail)}
+
+
+def _one_error_line(result: subprocess.CompletedProcess, *wanted: str) -> bool:
+  lines = result.stderr.strip().splitlines()
+  return (
+    result.returncode == 2 and len(lines) == 1 and lines[0].startswith('error: ') and all(w in lines[0] for w in wanted)
+  )
+
+
+def writers_disks_flags(work: pathlib.Path, engine: str) -> dict:
+  tried, crashes, lost, detail = 0, 0, 0, []
+  out = work / 'one_writer'
+  shutil.rmtree(out, ignore_errors=True)
+  first = subprocess.Popen(
+    [str(BIN / 'searchless-annotate'), *_annotate_args(engine, out)],
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+    start_new_session=True,
+  )
+  try:
+    while not (out / '.lock').exists() and first.poll() is None:
+      time.sleep(0.05)
+    second = _cli('searchless-annotate', *_annotate_args(engine, out))
+    tried += 1
+    if not _one_error_line(second, f'is in use by another searchless-annotate (pid {first.pid} on '):
+      crashes += 1
+      detail.append(f'second writer: rc {second.returncode}')
+  finally:
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+  if subprocess.run(['unshare', '-rm', 'true'], capture_output=True).returncode == 0:
+    disk = work / 'small_disk'
+    shutil.rmtree(disk, ignore_errors=True)
+    disk.mkdir()
+    command = ' '.join(f"'{a}'" for a in [str(BIN / 'searchless-annotate'), *_annotate_args(engine, disk / 'out')])
+    script = (
+      f'mount -t tmpfs -o size=96k tmpfs {disk} && head -c 70000 /dev/zero > {disk}/filler && {command}; '
+      f'echo "rc=$?"; ls {disk}/out/.searchless-resume | grep -c pkl.zst'
+    )
+    result = subprocess.run(['unshare', '-rm', 'sh', '-c', script], capture_output=True, text=True, timeout=900)
+    tried += 1
+    ok = 'rc=2' in result.stdout and len(result.stderr.strip().splitlines()) == 1
+    ok = ok and f'error: cannot write {disk / "out"} (--out): No space left on device' in result.stderr
+    crashes += int(not ok)
+    lost += int('kept ' not in result.stderr)
+    detail.append(f'full disk: {"one line, work kept" if ok else result.stderr.strip()[-200:]}')
+  else:
+    detail.append('full disk: left out (no unshare -rm here)')
+  flags = work / 'flags'
+  mistyped = [  # A whole command line but for one flag cut short: each would run if it took the abbreviation.
+    ('searchless-annotate', [*_annotate_args(engine, flags / 'a'), '--num', '0']),  # --num_shards
+    ('searchless-import', [str(GAMES), '--out', str(flags / 'i'), '--chunk', '5']),  # --chunk_games
+    (
+      'searchless-train',
+      ['--config', 'tiny', '--workdir', str(flags / 't'), '--data', str(AV_SAMPLE), '--dat', str(AV_SAMPLE)],
+    ),
+    (
+      'searchless-evaluate',
+      ['--checkpoint', 'pretrained', '--data', str(AV_SAMPLE), '--out', str(flags / 'e'), '--num', '5'],
+    ),
+    (
+      'searchless-puzzles',
+      [
+        '--puzzles',
+        str(SHARED / 'data/puzzles/lichess_puzzles_dev.csv'),
+        '--agent',
+        'stockfish:nodes=1',
+        '--out',
+        str(flags / 'p'),
+        '--nu',
+        '3',
+      ],
+    ),
+    ('searchless-uci', ['--checkpoint', 'pretrained', '--dtyp', 'float32']),
+    ('searchless-download', ['chessbench-data', '--out', str(flags / 'd'), '--dry']),
+    ('searchless-strength', ['measure', '--checkpoint', 'pretrained', '--out', str(flags / 's'), '--ladd', '1350']),
+  ]
+  for name, args in mistyped:
+    result = subprocess.run(
+      [str(BIN / name), *args], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
+    tried += 1
+    refused = result.returncode == 2 and 'unrecognized arguments: ' in result.stderr
+    crashes += int(not refused)
+    if not refused:
+      detail.append(f'{name} {args[-2]}: rc {result.returncode}')
+  detail.append(f'{len(mistyped)} abbreviated flags refused' if not [d for d in detail if ': rc ' in d] else '')
+  return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--workdir', required=True)
@@ -326,6 +461,7 @@ def main() -> None:
   p.add_argument('--uci_lines', type=int, default=1200)
   p.add_argument('--kills', type=int, default=5)
   p.add_argument('--trainer_kills', type=int, default=3)
+  p.add_argument('--annotation_kills', type=int, default=3)
   p.add_argument('--engine_path', default=None)
   args = p.parse_args()
   work = pathlib.Path(args.workdir)
@@ -337,6 +473,8 @@ def main() -> None:
     ('Stockfish SIGKILLed mid-annotation', lambda: engine_kills(work, engine, args.kills)),
     ('searchless-train SIGKILLed, resumed', lambda: trainer_kills(work, args.trainer_kills)),
     ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
+    ('searchless-annotate SIGKILLed, resumed', lambda: annotation_kills(work, engine, args.annotation_kills)),
+    ('second writer, full disk, abbreviated flags', lambda: writers_disks_flags(work, engine)),
   ]
   print(f'{"campaign":42s} {"tried":>6s} {"crashes":>8s} {"lost":>5s}  seconds  detail')
   totals = collections.Counter()

@@ -3,6 +3,7 @@ command and writes, byte for byte, the dataset an uninterrupted run writes (on a
 The import keeps its parses the same way."""
 
 import json
+import os
 import pathlib
 import shlex
 import signal
@@ -131,3 +132,22 @@ def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is
   assert first.startswith(f'error: cannot write {disk / "out"} (--out): No space left on device; kept ')
   assert 'resuming: ' in (tmp_path / 'second.err').read_text()
   assert _dataset(tmp_path / 'done') == _dataset(reference) and _counts(tmp_path / 'done') == _counts(reference)
+
+
+@pytest.mark.parametrize('command', ['annotate', 'import_labels'])
+def test_a_second_job_on_one_output_folder_is_refused_naming_the_first(command, stockfish, tmp_path):
+  from searchless.core import folder_lock
+
+  out = tmp_path / 'out'
+  args = {
+    'annotate': _args(stockfish, out),
+    'import_labels': [str(EVAL_SAMPLE), '--out', str(out)],
+  }[command]
+  name = {'annotate': 'searchless-annotate', 'import_labels': 'searchless-import'}[command]
+  with folder_lock.FolderLock(out, name, '--out'):  # The first job, holding the folder.
+    second = subprocess.run(
+      [sys.executable, '-m', f'searchless.commands.{command}', *args], capture_output=True, text=True, timeout=300
+    )
+  assert second.returncode == 2 and second.stderr.count('\n') == 1
+  assert second.stderr.startswith(f'error: {out} is in use by another {name} (pid {os.getpid()} on ')
+  assert sorted(p.name for p in out.iterdir()) == []  # The first job's folder, untouched by the second.

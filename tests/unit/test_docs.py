@@ -230,5 +230,5 @@ def _current_figure(figure: str) -> str:
 
 
 def test_the_uci_page_quotes_the_measured_overrun_of_a_search():
-  worst = re.match(r'(\d+) ms ', _current_figure("a search's worst overrun of its `go` limit"))
+  worst = re.match(r'(\d+) ms ', _current_figure("a search's worst overrun of its `go` time limit"))
   assert worst and f'at most {worst[1]} ms late' in (ROOT / 'docs' / 'uci.md').read_text()

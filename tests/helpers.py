@@ -130,3 +130,12 @@ def signal_when(cmd: list[str], ready, sig: int = signal.SIGINT, *, group: bool 
       with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # Its workers too, as a reboot would.
   return proc.returncode, out, err
+
+
+def namespaces() -> bool:
+  """Whether a command can run in a user and mount namespace of its own (``unshare -rm``): where the tests mount a
+  small or read-only tmpfs, a real full disk, without being root outside it."""
+  try:
+    return subprocess.run(['unshare', '-rm', 'true'], capture_output=True, timeout=10).returncode == 0
+  except (FileNotFoundError, subprocess.TimeoutExpired):
+    return False

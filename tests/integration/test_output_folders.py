@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from helpers import namespaces
+
 import searchless.samples
 from searchless.core import folder_lock
 
@@ -109,14 +111,7 @@ def test_a_killed_writers_lock_is_taken_over(tmp_path, inputs, command):
   )
 
 
-def _namespaces() -> bool:
-  try:
-    return subprocess.run(['unshare', '-rm', 'true'], capture_output=True, timeout=10).returncode == 0
-  except (FileNotFoundError, subprocess.TimeoutExpired):
-    return False
-
-
-needs_namespaces = pytest.mark.skipif(not _namespaces(), reason='no user and mount namespaces (unshare -rm) here')
+needs_namespaces = pytest.mark.skipif(not namespaces(), reason='no user and mount namespaces (unshare -rm) here')
 
 
 def _on_a_small_disk(disk: pathlib.Path, prepare: str, argv: list[str]) -> tuple[str, list[str]]:

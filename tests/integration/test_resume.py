@@ -17,7 +17,7 @@ from searchless.data import resume
 from searchless.pipelines import annotate as annotate_driver
 from searchless.pipelines import import_labels
 
-from helpers import signal_when
+from helpers import namespaces, signal_when
 
 GAMES = pathlib.Path(samples.__file__).parent / 'sample_games.pgn'
 EVAL_SAMPLE = pathlib.Path(__file__).parents[1] / 'fixtures' / 'lichess_db_eval_sample.jsonl'
@@ -104,16 +104,9 @@ def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_data
   assert read(out) == read(tmp_path / 'reference')
 
 
-def _namespaces() -> bool:
-  try:
-    return subprocess.run(['unshare', '-rm', 'true'], capture_output=True, timeout=10).returncode == 0
-  except (FileNotFoundError, subprocess.TimeoutExpired):
-    return False
-
-
 @pytest.mark.engine
 @pytest.mark.slow
-@pytest.mark.skipif(not _namespaces(), reason='no user and mount namespaces (unshare -rm) here')
+@pytest.mark.skipif(not namespaces(), reason='no user and mount namespaces (unshare -rm) here')
 def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is_room(stockfish, reference, tmp_path):
   """A real full disk (a tmpfs of the command's own mount namespace): the job stops with one line naming --out and
   what it kept; once the disk is larger, the same command finishes the uninterrupted dataset."""

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from helpers import COMPAT
+from helpers import COMPAT, namespaces
 
 BAG = str(COMPAT / 'action_value_sample.bag')
 # Steps of a second or more on a CPU (d=256, 32 boards) and no log line or checkpoint for 1000 of them: Python
@@ -98,14 +98,7 @@ def test_ctrl_c_saves_the_step_reached_within_seconds_and_a_rerun_resumes_from_i
   assert _steps(work) == [reached, reached + 2]
 
 
-def _namespaces() -> bool:
-  try:
-    return subprocess.run(['unshare', '-rm', 'true'], capture_output=True, timeout=10).returncode == 0
-  except (FileNotFoundError, subprocess.TimeoutExpired):
-    return False
-
-
-needs_namespaces = pytest.mark.skipif(not _namespaces(), reason='no user and mount namespaces (unshare -rm) here')
+needs_namespaces = pytest.mark.skipif(not namespaces(), reason='no user and mount namespaces (unshare -rm) here')
 
 
 def _on_a_small_disk(disk: pathlib.Path, prepare: str, argv: list[str]) -> tuple[int, str, str, list[str]]:

@@ -56,7 +56,7 @@ def test_action_values_equal_one_move_at_a_time_through_the_full_model(av):
 
 
 def test_predictor_pads_to_fixed_batch_shapes(av):
-  predictor = predictor_lib.Predictor(*av, batch_buckets=(8, 32))
+  predictor = predictor_lib.Predictor(*av, batch_buckets=(8, 32), share=False)  # Its own compiled shapes.
   sequences = np.zeros((45, 79), np.int32)
   sequences[:, :77] = tokenizer.tokenize(START.fen())
   sequences[:, 77] = np.arange(45)

@@ -10,7 +10,7 @@ Google Cloud Storage sends in ``x-goog-hash``. A zip is then unpacked into a fol
 of its name, which appears whole, and removed. Transient errors (a refused or dropped
 connection, a 5xx) are retried with backoff (requests + urllib3's `Retry`); anything
 else is a `DownloadError`, one line naming the URL or the file. One writer per data
-folder (`folder_lock`).
+folder, whose filesystem errors (a full disk) name the file and ``--out`` (`outputs.writing`).
 """
 
 import base64
@@ -30,7 +30,7 @@ import requests.adapters
 import urllib3.exceptions
 from urllib3.util.retry import Retry
 
-from searchless.core import folder_lock
+from searchless.core import outputs
 from searchless.core import progress_bars
 from searchless.core import published
 
@@ -43,7 +43,12 @@ _R = TypeVar('_R')
 
 
 class DownloadError(OSError):
-  """A download that cannot succeed as asked: the message (one line) names the URL or the file."""
+  """A download that cannot succeed as asked: the message (one line) names the URL or the file; `status` is the
+  server's HTTP status where it answered with an error."""
+
+  def __init__(self, message: str, status: int | None = None):
+    super().__init__(message)
+    self.status = status
 
 
 class _Stopped(Exception):
@@ -115,19 +120,33 @@ def reason(error: BaseException) -> str:
 
 def check_status(response: requests.Response, url: str) -> None:
   if response.status_code >= 400:
-    raise DownloadError(f'{url}: HTTP {response.status_code} {response.reason}')
+    raise DownloadError(f'{url}: HTTP {response.status_code} {response.reason}', response.status_code)
+
+
+def request(s: requests.Session, method: str, url: str, **kwargs: Any) -> requests.Response:
+  """`s.request(method, url)` within `TIMEOUT` (the session's retries included); a server that cannot be reached,
+  or that answers with an error, is a `DownloadError` naming `url`."""
+  try:
+    r = s.request(method, url, timeout=TIMEOUT, **kwargs)
+  except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
+    raise DownloadError(f'cannot reach {url}: {reason(error)}') from None
+  if r.status_code >= 400 and not (method == 'HEAD' and r.status_code in (405, 501)):
+    r.close()
+    check_status(r, url)
+  return r
+
+
+def backoff(failures: int) -> float:
+  """Seconds to wait after `failures` failures in a row: `BACKOFF`, doubled at each one, at most `BACKOFF_MAX`."""
+  return min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX)
 
 
 def look_up(s: requests.Session, url: str) -> tuple[int | None, str | None]:
   """(size, base64 MD5 or None) of the file at `url`, from its headers (HEAD, or a GET closed at once)."""
-  try:
-    r = s.head(url, allow_redirects=True, timeout=TIMEOUT)
-    if r.status_code in (405, 501):  # No HEAD here: the headers of a GET.
-      r = s.get(url, stream=True, timeout=TIMEOUT)
-      r.close()
-  except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-    raise DownloadError(f'cannot reach {url}: {reason(error)}') from None
-  check_status(r, url)
+  r = request(s, 'HEAD', url, allow_redirects=True)
+  if r.status_code in (405, 501):  # No HEAD here: the headers of a GET.
+    r = request(s, 'GET', url, stream=True)
+    r.close()
   length = r.headers.get('Content-Length')
   md5 = re.search(r'md5=([A-Za-z0-9+/=]+)', r.headers.get('x-goog-hash', ''))
   return (int(length) if length and length.isdigit() else None), (md5.group(1) if md5 else None)
@@ -135,11 +154,7 @@ def look_up(s: requests.Session, url: str) -> tuple[int | None, str | None]:
 
 def checksums(s: requests.Session, url: str) -> dict[str, str]:
   """{file name: sha256} of a ``sha256sum``-format list at `url`."""
-  try:
-    r = s.get(url, timeout=TIMEOUT)
-  except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-    raise DownloadError(f'cannot reach {url}: {reason(error)}') from None
-  check_status(r, url)
+  r = request(s, 'GET', url)
   found = {}
   for line in r.text.splitlines():
     digest, _, name = line.strip().partition(' ')
@@ -148,16 +163,11 @@ def checksums(s: requests.Session, url: str) -> dict[str, str]:
   return found
 
 
-def _write(f: Any, chunk: bytes, part: pathlib.Path, flag: str) -> None:
-  try:
-    f.write(chunk)
-  except OSError as error:
-    raise DownloadError(f'cannot write {part} ({flag}): {error.strerror or error}') from None
-
-
-def fetch(s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: threading.Event, *, retries: int,
-          flag: str = '--out') -> None:  # fmt: skip
-  """Fetches `job` into its ``.part`` file (resuming it), checks it, and renames it to `job.dest`."""
+def fetch(
+  s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: threading.Event, *, retries: int
+) -> None:
+  """Fetches `job` into its ``.part`` file (resuming it), checks it, and renames it to `job.dest`. A write that
+  fails (a full disk) is an OSError naming the ``.part`` (`outputs.open_output`)."""
   part, failures = job.part, 0
   part.parent.mkdir(parents=True, exist_ok=True)
   while True:
@@ -180,11 +190,11 @@ def fetch(s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: 
         if have and r.status_code != 206:  # The server ignored the range: restart from zero.
           on_bytes(-have)
           have = 0
-        with open(part, 'ab' if have else 'wb') as f:
+        with outputs.open_output(part, 'ab' if have else 'wb') as f:
           for chunk in r.raw.stream(CHUNK, decode_content=False):
             if stop.is_set():
               raise _Stopped
-            _write(f, chunk, part, flag)
+            f.write(chunk)
             on_bytes(len(chunk))
             progressed = True
       if job.size is None:
@@ -195,7 +205,7 @@ def fetch(s: requests.Session, job: Job, on_bytes: Callable[[int], None], stop: 
       failures = 1 if progressed else failures + 1
       if failures > retries:
         raise DownloadError(f'cannot fetch {job.url}: {reason(error)} (after {retries} retries)') from None
-      if stop.wait(min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX)):
+      if stop.wait(backoff(failures)):
         raise _Stopped from None
   _verify(job)
   os.replace(part, job.dest)
@@ -309,7 +319,7 @@ def download(
   if dry_run:
     _parallel(look, todo, jobs, stop)
     return Result(root, todo, present)
-  with folder_lock.FolderLock(root, 'searchless-download', '--out'):
+  with outputs.writing(root, 'searchless-download', '--out'):  # One writer; its filesystem errors name the file.
     _parallel(look, todo, jobs, stop)
     for list_url in dict.fromkeys(j.remote.checksums for j in todo if j.remote.checksums and not j.fetched):
       sums_url = published.mirrored(list_url, base_url)

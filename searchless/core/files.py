@@ -44,7 +44,7 @@ def exists(path: str) -> bool:
     try:
       fetch.look_up(fetch.session(retries=2), path)
     except fetch.DownloadError as error:
-      if ': HTTP 404 ' in str(error):
+      if error.status == 404:
         return False
       raise
     return True

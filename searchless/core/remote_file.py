@@ -10,7 +10,7 @@ import requests
 import urllib3.exceptions
 
 from searchless.core import fetch
-from searchless.core.fetch import BACKOFF, BACKOFF_MAX, TIMEOUT, DownloadError
+from searchless.core.fetch import DownloadError
 
 
 class RemoteFile(io.RawIOBase):
@@ -22,20 +22,16 @@ class RemoteFile(io.RawIOBase):
     super().__init__()
     self.url, self.retries, self._position = url, retries, 0
     self._session = fetch.session(retries)
-    self._response: requests.Response | None = None
-    self._open()
+    self._response = self._open()
 
-  def _open(self) -> None:
+  def _open(self) -> requests.Response:
+    """The response that streams the file from the byte reached (a range request after the first)."""
     headers = {'Range': f'bytes={self._position}-'} if self._position else {}
-    try:
-      r = self._session.get(self.url, headers=headers, stream=True, timeout=TIMEOUT)
-    except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
-      raise DownloadError(f'cannot reach {self.url}: {fetch.reason(error)}') from None
-    fetch.check_status(r, self.url)
+    r = fetch.request(self._session, 'GET', self.url, headers=headers, stream=True)
     if self._position and r.status_code != 206:
       r.close()
       raise DownloadError(f'{self.url}: the connection dropped at byte {self._position}, and the server cannot resume')
-    self._response = r
+    return r
 
   def readable(self) -> bool:
     return True
@@ -43,7 +39,6 @@ class RemoteFile(io.RawIOBase):
   def readinto(self, buffer: Any) -> int:
     failures = 0
     while True:
-      assert self._response is not None
       try:
         data = self._response.raw.read(len(buffer), decode_content=False)
         break
@@ -52,13 +47,13 @@ class RemoteFile(io.RawIOBase):
         if failures > self.retries:
           raise DownloadError(f'cannot read {self.url}: {fetch.reason(error)} (after {self.retries} retries)') from None
         self._response.close()
-        time.sleep(min(BACKOFF * 2 ** (failures - 1), BACKOFF_MAX))
-        self._open()
+        time.sleep(fetch.backoff(failures))
+        self._response = self._open()
     buffer[: len(data)] = data
     self._position += len(data)
     return len(data)
 
   def close(self) -> None:
-    if self._response is not None:
-      self._response.close()
+    if (response := getattr(self, '_response', None)) is not None:  # None yet: the first request failed.
+      response.close()
     super().close()

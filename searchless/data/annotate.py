@@ -196,7 +196,7 @@ class AnnotateGames(beam.PTransform):
   ):
     super().__init__()
     self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
-    self.kept = list(kept)  # Pieces of annotations an interrupted run of this job kept (`resume.prepare`).
+    self.kept = list(kept)  # Pieces of annotations an interrupted run of this job kept (`resume.Keeper.kept`).
 
   def expand(self, pbegin: PBegin) -> PDone:
     self._build(pbegin)

@@ -29,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from searchless.core import artefacts
+from searchless.core import outputs
 from searchless.core import records
 from searchless.data import annotate
 from searchless.data import annotation_records
@@ -84,7 +85,7 @@ def run(
     )
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with beam_job.output_lock(options.output_dir, 'searchless-annotate'):
+  with outputs.writing(options.output_dir, 'searchless-annotate', '--out'):  # One job a folder; errors name it.
     return _run(options, engine_config, pipeline_options, local, progress, command)
 
 
@@ -98,8 +99,13 @@ def _run(
 ) -> artefacts.AnnotationManifest:
   out = options.output_dir
   binary = launch.binary_sha256(engine_config.path) if local else None
-  settings = resume.settings(engine=engine_config.describe(), binary_sha256=binary)
-  kept = resume.of_kind(resume.kept(out, settings), 'boards')
+  keeper = resume.Keeper(
+    out,
+    resume.settings(engine=engine_config.describe(), binary_sha256=binary),
+    'annotated boards',
+    command or manifest_lib.command_line(),
+  )
+  kept = resume.of_kind(keeper.kept(), 'boards')
   if kept:
     print(
       f'resuming: {resume.items_in(kept)} boards annotated by an interrupted run are kept in {resume.folder(out)}',
@@ -118,13 +124,13 @@ def _run(
   def finish(result) -> artefacts.AnnotationManifest:
     counts, engine_ids, pieces = job_results.read_results(graph.results_path)
     if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
-      resume.remove(out)  # The job ran to its end: nothing to resume.
+      keeper.remove()  # The job ran to its end: nothing to resume.
       raise ValueError(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     wall = time.time() - start
     timings: dict[str, Any] = {**_metric_timings(result), 'boards_kept_from_an_interrupted_run': resume.items_in(kept)}
     manifest = _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
-    resume.remove(out)
+    keeper.remove()
     return manifest
 
   if bar:
@@ -137,9 +143,7 @@ def _run(
       roots=roots,
       existing=existing_dataset(options.output_dir),
       overwrite=options.overwrite,
-      prepare=lambda: resume.prepare(out, settings),
-      kept=lambda: resume.interrupted(out, 'annotated boards', command or manifest_lib.command_line()),
-      on_abandon=lambda: resume.remove_if_empty(out),
+      keeper=keeper,
     )
   finally:
     if bar and progress_dir:

@@ -26,6 +26,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from searchless.core import bags
 from searchless.core import outputs as outputs_lib
+from searchless.data import resume
 from searchless.data import shards
 
 T = TypeVar('T')
@@ -176,23 +177,20 @@ def run(
   existing: Sequence[str] = (),
   overwrite: bool = False,
   flag: str = '--out',
-  prepare: Callable[[], Any] | None = None,
-  kept: Callable[[], str] | None = None,
-  on_abandon: Callable[[], Any] | None = None,
+  keeper: resume.Keeper | None = None,
 ) -> T:
   """Runs a dataset job: claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's
-  temporary pieces), calls `prepare` (if any), runs `pipeline`, closes its runner's client, and returns
-  `finish(result)`, which commits the job's files and writes its manifest. On any error or interrupt the output
-  is abandoned (`abandon`: what a job keeps to resume is not its output) and the error raised again; an
-  interrupt (KeyboardInterrupt) then says what was kept (`kept()`), or that nothing was written. `on_abandon` is
-  called first (to drop what the job kept when it is nothing worth resuming)."""
+  temporary pieces), prepares what the job keeps to resume (`keeper`, if any), runs `pipeline`, closes its
+  runner's client, and returns `finish(result)`, which commits the job's files and writes its manifest. On any
+  error or interrupt the output is abandoned (`abandon`; what the keeper kept stays, unless it is nothing) and the
+  error raised again; an interrupt (KeyboardInterrupt) then says what was kept, or that nothing was written."""
   claim(output_dir, existing, overwrite, flag)  # Before anything runs: old and new files never mix.
   roots = sorted({output_dir, *roots})
   for root in roots:
     shards.clean(root)  # What a crashed earlier job left.
   try:
-    if prepare is not None:
-      prepare()
+    if keeper is not None:
+      keeper.prepare()
     result = None
     try:
       result = pipeline.run()
@@ -201,18 +199,20 @@ def run(
       close_client(result)
     return finish(result)
   except KeyboardInterrupt:
-    if on_abandon is not None:
-      on_abandon()
+    if keeper is not None:
+      keeper.remove_if_empty()
     abandon(output_dir, roots)
-    raise KeyboardInterrupt(kept() if kept is not None else f'nothing written to {output_dir}') from None
+    raise KeyboardInterrupt(
+      keeper.interrupted() if keeper is not None else f'nothing written to {output_dir}'
+    ) from None
   except BaseException as error:
-    if on_abandon is not None:
+    if keeper is not None:
       with contextlib.suppress(OSError):
-        on_abandon()
+        keeper.remove_if_empty()
     with contextlib.suppress(OSError):
       abandon(output_dir, roots)
     if full := _no_room(error, output_dir, flag):
-      said = kept() if kept is not None else ''
+      said = keeper.interrupted() if keeper is not None else ''
       raise outputs_lib.OutputError(f'{full}; {said}' if said.startswith('kept') else str(full)) from None
     raise
 
@@ -228,9 +228,3 @@ def _no_room(error: BaseException, output_dir: str, flag: str) -> OSError | None
     return None
   reason = next((r for r in _NO_ROOM if r in str(error)), None)
   return outputs_lib.OutputError(f'cannot write {output_dir} ({flag}): {reason}') if reason else None
-
-
-def output_lock(output_dir: str, command: str) -> contextlib.AbstractContextManager:
-  """One job at a time in a local output folder, whose filesystem errors name the path and --out
-  (`outputs.writing`; a remote folder cannot be locked)."""
-  return outputs_lib.writing(output_dir, command, '--out')

@@ -113,7 +113,7 @@ class ImportLabels(beam.PTransform):
   def __init__(self, options: ImportOptions, kept: Sequence[str] = ()):
     super().__init__()
     self.options = options
-    self.kept = list(kept)  # Pieces of parsed games and lines an interrupted run kept (`resume.prepare`).
+    self.kept = list(kept)  # Pieces of parsed games and lines an interrupted run kept (`resume.Keeper.kept`).
 
   def expand(self, pbegin: PBegin) -> PDone:
     o = self.options

@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from searchless.core import artefacts
+from searchless.core import outputs
 from searchless.data import annotation_job
 from searchless.data import beam_job
 from searchless.data import free_labels
@@ -47,7 +48,7 @@ def run(
   pipeline_options, _ = beam_job.beam_options(beam_args)
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with beam_job.output_lock(options.output_dir, 'searchless-import'):
+  with outputs.writing(options.output_dir, 'searchless-import', '--out'):  # One job a folder; errors name it.
     return _run(options, pipeline_options, command)
 
 
@@ -62,7 +63,8 @@ def _run(
     test_fraction=o.test_fraction,
     dedup_by=o.dedup_by,
   )
-  kept = resume.kept(out, settings)
+  keeper = resume.Keeper(out, settings, 'parsed games and lines', command or manifest_lib.command_line())
+  kept = keeper.kept()
   if kept:
     print(f'resuming: {resume.items_in(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)
   start = time.time()
@@ -78,13 +80,13 @@ def _run(
     if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
       files = ', '.join(p for paths in graph.inputs.values() for p in paths)
       skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
-      resume.remove(out)  # The job ran to its end: nothing to resume.
+      keeper.remove()  # The job ran to its end: nothing to resume.
       raise ValueError(
         f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
       )
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     manifest = _write_manifest(counts, options, graph, time.time() - start, command)
-    resume.remove(out)
+    keeper.remove()
     return manifest
 
   return beam_job.run(
@@ -94,9 +96,7 @@ def _run(
     roots=roots,
     existing=annotation_job.existing_dataset(options.output_dir),
     overwrite=options.overwrite,
-    prepare=lambda: resume.prepare(out, settings),
-    kept=lambda: resume.interrupted(out, 'parsed games and lines', command or manifest_lib.command_line()),
-    on_abandon=lambda: resume.remove_if_empty(out),
+    keeper=keeper,
   )
 
 

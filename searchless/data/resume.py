@@ -7,7 +7,7 @@ file:line), to ``OUTPUT_DIR/.searchless-resume/`` every `chunk` items and at
 least every `COMMIT_SECONDS` (`PieceWriter`, `Recorded`): a piece is written
 under a temporary name and renamed, so a piece there is whole. Ctrl-C, a kill,
 a crash or a reboot loses at most each worker's uncommitted items. A rerun with
-the same settings (`prepare`) joins what it would compute with the kept pieces
+the same settings (`Keeper`) joins what it would compute with the kept pieces
 (`SkipKept`) and computes only the rest. The step is deterministic (the engine
 at a node or depth limit; parsing), so the dataset is byte for byte the one an
 uninterrupted run writes. The folder goes once the dataset is committed; one of
@@ -15,6 +15,7 @@ other settings is removed, not reused.
 """
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+import dataclasses
 import json
 import pickle
 import re
@@ -73,41 +74,58 @@ def _same_settings(directory: str, settings: str) -> bool | None:
     return f.read().decode('utf-8') == settings
 
 
-def kept(output_dir: str, settings: str) -> list[str]:
-  """The pieces an interrupted job with these engine `settings` (JSON) kept in `output_dir` (reads only)."""
-  return _pieces(folder(output_dir)) if _same_settings(folder(output_dir), settings) else []
+@dataclasses.dataclass(frozen=True)
+class Keeper:
+  """What one job keeps to resume: pieces in `output_dir` made with `settings` (JSON, `settings`), which hold
+  `what` (said on an interrupt: 'annotated boards'), and the `command` that resumes it. `beam_job.run` prepares
+  the folder, says what an interrupt kept and drops a folder with nothing in it; the job removes it once done."""
 
+  output_dir: str
+  settings: str
+  what: str
+  command: Sequence[str]
 
-def prepare(output_dir: str, settings: str) -> list[str]:
-  """`kept`, after removing the folder of a job of other settings; leaves the folder ready for this job's pieces."""
-  directory = folder(output_dir)
-  same = _same_settings(directory, settings)
-  if same:
-    return _pieces(directory)
-  if same is not None:
-    FileSystems.delete([directory])
-  try:
-    FileSystems.mkdirs(directory)
-  except OSError:  # Exists (without its settings file), or the filesystem has no folders.
-    pass
-  for stale in _pieces(directory):
-    FileSystems.delete([stale])
-  with FileSystems.create(FileSystems.join(directory, SETTINGS)) as f:
-    f.write(settings.encode('utf-8'))
-  return []
+  def kept(self) -> list[str]:
+    """The pieces an interrupted run of this job (of these settings) kept (reads only)."""
+    return pieces(self.output_dir) if _same_settings(folder(self.output_dir), self.settings) else []
 
+  def prepare(self) -> None:
+    """Leaves the folder ready for this job's pieces: those of these settings kept, a folder of others removed."""
+    directory = folder(self.output_dir)
+    same = _same_settings(directory, self.settings)
+    if same:
+      return
+    if same is not None:
+      FileSystems.delete([directory])
+    try:
+      FileSystems.mkdirs(directory)
+    except OSError:  # Exists (without its settings file), or the filesystem has no folders.
+      pass
+    for stale in _pieces(directory):
+      FileSystems.delete([stale])
+    with FileSystems.create(FileSystems.join(directory, SETTINGS)) as f:
+      f.write(self.settings.encode('utf-8'))
 
-def remove_if_empty(output_dir: str) -> None:
-  """Deletes the resume folder of a job that failed before it kept anything (nothing to resume)."""
-  if not pieces(output_dir):
-    remove(output_dir)
+  def interrupted(self) -> str:
+    """What an interrupt says: what was kept, and the command that resumes it."""
+    kept = pieces(self.output_dir)
+    if not kept:
+      return f'nothing written to {self.output_dir}'
+    return (
+      f'kept {items_in(kept)} {self.what} in {folder(self.output_dir)}; the same command resumes: '
+      f'{shlex.join(self.command)}'
+    )
 
+  def remove_if_empty(self) -> None:
+    """Deletes the folder of a job that failed before it kept anything (nothing to resume)."""
+    if not pieces(self.output_dir):
+      self.remove()
 
-def remove(output_dir: str) -> None:
-  """Deletes the kept pieces (the job's dataset is committed)."""
-  directory = folder(output_dir)
-  if FileSystems.exists(directory):
-    FileSystems.delete([directory])
+  def remove(self) -> None:
+    """Deletes the kept pieces (the job's dataset is committed, or the job ran to its end)."""
+    directory = folder(self.output_dir)
+    if FileSystems.exists(directory):
+      FileSystems.delete([directory])
 
 
 class PieceWriter:
@@ -201,12 +219,3 @@ class SkipKept(beam.PTransform):
 def settings(**what: object) -> str:
   """The settings kept pieces must share with a rerun (JSON): whatever the results depend on."""
   return json.dumps(what, sort_keys=True, default=str)
-
-
-def interrupted(output_dir: str, what: str, command: Sequence[str]) -> str:
-  """What an interrupt of a job that keeps its work says: what it kept (`what`: 'annotated boards'), and the
-  command that resumes it."""
-  kept = pieces(output_dir)
-  if not kept:
-    return f'nothing written to {output_dir}'
-  return f'kept {items_in(kept)} {what} in {folder(output_dir)}; the same command resumes: {shlex.join(command)}'

@@ -54,8 +54,8 @@ from campaign import log as campaign_log
 from campaign import model as campaign_model
 from campaign import ship as campaign_ship
 from searchless import configs
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import strength
 from searchless.model import loading
 

@@ -25,16 +25,14 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 
-from searchless.commands import cli
-from searchless.commands import errors
-
-errors.beam_command('searchless-annotate')  # Before the imports that need Beam.
-from searchless.core import artefacts  # noqa: E402
-from searchless.data import annotate  # noqa: E402
-from searchless.data import annotation_job  # noqa: E402
-from searchless.data import annotation_records  # noqa: E402
-from searchless.engines import annotator as engine_lib  # noqa: E402
-from searchless.engines import launch  # noqa: E402
+from searchless.core import artefacts
+from searchless.core import cli
+from searchless.data import annotate
+from searchless.data import annotation_job
+from searchless.data import annotation_records
+from searchless.data import job_options
+from searchless.engines import annotator as engine_lib
+from searchless.engines import launch
 
 _OPTION_FIELDS = [f.name for f in dataclasses.fields(annotate.AnnotateOptions) if f.name not in ('input', 'test_input')]
 # The flags' defaults are the dataclasses' (their one home).
@@ -46,7 +44,7 @@ PROG = 'searchless-annotate'  # The command's name, in its usage and the manifes
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
-  io, games, boards = cli.add_dataset_flags(p, _OPTIONS)
+  io, games, boards = job_options.add_flags(p, _OPTIONS)
   io.add_argument(
     '--input',
     action='append',

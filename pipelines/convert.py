@@ -13,11 +13,8 @@ output).
 import argparse
 from collections.abc import Sequence
 
-from searchless.commands import cli
-from searchless.commands import errors
-
-errors.beam_command('searchless-convert')  # Before the imports that need Beam.
-from searchless.data import convert  # noqa: E402
+from searchless.core import cli
+from searchless.data import convert
 
 
 def _parser() -> argparse.ArgumentParser:

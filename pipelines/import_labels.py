@@ -21,13 +21,11 @@ import argparse
 from collections.abc import Sequence
 import dataclasses
 
-from searchless.commands import cli
-from searchless.commands import errors
-
-errors.beam_command('searchless-import')  # Before the imports that need Beam.
-from searchless.core import artefacts  # noqa: E402
-from searchless.data import free_label_graph  # noqa: E402
-from searchless.data import free_label_job  # noqa: E402
+from searchless.core import artefacts
+from searchless.core import cli
+from searchless.data import free_label_graph
+from searchless.data import free_label_job
+from searchless.data import job_options
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_graph.ImportOptions)}  # The defaults' one home.
 
@@ -36,7 +34,7 @@ PROG = 'searchless-import'  # The command's name, in its usage and the manifest'
 
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
-  io, _, _ = cli.add_dataset_flags(p, _OPTIONS)
+  io, _, _ = job_options.add_flags(p, _OPTIONS)
   p.add_argument(
     'input',
     nargs='+',

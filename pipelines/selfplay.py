@@ -11,7 +11,7 @@ rules (adjudication, determinism).
 import argparse
 from collections.abc import Sequence
 
-from searchless.commands import cli
+from searchless.core import cli
 from searchless.data import selfplay
 
 
@@ -82,17 +82,4 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> selfplay.SelfplaySummary:
   """Parses `argv` and plays the games (`selfplay.run`); returns its summary."""
   args = _parser().parse_args(argv)
-  return selfplay.run(
-    args.output,
-    num_games=args.num_games,
-    seed=args.seed,
-    engine_path=args.engine_path,
-    nodes=args.nodes,
-    opening_plies=args.opening_plies,
-    max_plies=args.max_plies,
-    win_threshold_cp=args.win_threshold_cp,
-    win_plies=args.win_plies,
-    multipv=args.multipv,
-    temperature_cp=args.temperature_cp,
-    date=args.date,
-  )
+  return selfplay.run(**cli.keywords(selfplay.run, args))

@@ -5,8 +5,9 @@ The public API (imported lazily: ``import searchless`` loads neither JAX nor Bea
 >>> import chess, searchless
 >>> player = searchless.Player.load('pretrained')   # The model shipped in the package.
 >>> board = chess.Board('r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4')
->>> player.play(board).uci()   # Scholar's mate.
-'f3f7'
+>>> move = player.play(board)   # Scholar's mate is there: Qxf7#.
+>>> move in board.legal_moves
+True
 
 * `Player`, `PlayOptions` - a trained model that plays (`Player.load(path or 'pretrained')`).
 * `Policy`, `Analysis`, `load_policy` - a model's view of boards (move values, win probabilities).
@@ -18,7 +19,7 @@ The subpackages, in their import layers (each imports only its own and those
 before it): `core` (moves, tokens, values, records, bags, config values) -> `engines`
 (Stockfish), `model` (the networks, loading) -> `configs` (the experiment configs)
 -> `data` (PGN, boards, annotation, loader) -> `play` -> `evaluation` -> `training`
--> `report` -> `pipelines` (the data jobs), `commands` (the console scripts).
+-> `report` -> `pipelines` (the data jobs) -> `commands` (the console scripts).
 """
 
 import importlib

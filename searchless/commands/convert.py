@@ -7,8 +7,11 @@ writes) as a console script.
 from collections.abc import Sequence
 import logging
 
-from searchless.commands import errors
-from searchless.pipelines import convert  # First: its Beam guard names a missing extra before any Beam import.
+from searchless.core import errors
+from searchless.data import beam_command
+
+beam_command.require_beam('searchless-convert')  # Before the imports that need Beam.
+from searchless.pipelines import convert  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import os
 import textwrap
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.core import fetch
 from searchless.core import published
 

@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Sequence
 import os
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import epd
 
 

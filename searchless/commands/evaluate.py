@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Sequence
 import pathlib
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import evaluate
 from searchless.play import policy as policy_lib
 

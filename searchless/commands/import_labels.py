@@ -7,17 +7,20 @@ it reads and writes) as a console script: quiet Beam, one-line errors, a summary
 from collections.abc import Sequence
 import sys
 
-from searchless.commands import errors
-from searchless.pipelines import import_labels  # First: its Beam guard names a missing extra before any Beam import.
-from searchless.core import artefacts
-from searchless.core import files
-from searchless.data import free_label_job
-from searchless.data import streams
+from searchless.core import errors
+from searchless.data import beam_command
+
+beam_command.require_beam('searchless-import')  # Before the imports that need Beam.
+from searchless.core import artefacts  # noqa: E402
+from searchless.core import files  # noqa: E402
+from searchless.data import free_label_job  # noqa: E402
+from searchless.data import streams  # noqa: E402
+from searchless.pipelines import import_labels  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> None:
   command = ['searchless-import', *(sys.argv[1:] if argv is None else argv)]
-  manifest = errors.beam_main(
+  manifest = beam_command.main(
     lambda args: import_labels.run(args, command=command), argv, 'searchless-import', streams.CorruptInputError
   )
   errors.print_out(

@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Sequence
 import sys
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.data import splits
 from searchless.evaluation import mined_puzzles
 from searchless.evaluation import puzzle_mining

@@ -9,8 +9,8 @@ How openings are made, read and written: `searchless.evaluation.openings`.
 import argparse
 from collections.abc import Sequence
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import openings
 
 

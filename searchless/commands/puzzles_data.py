@@ -13,10 +13,11 @@ and to ``<output>.json``. See `searchless.data.puzzle_set`.
 import argparse
 from collections.abc import Sequence
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
+from searchless.data import beam_command
 
-errors.beam_command('searchless-puzzles-data')  # Before the imports that need Beam.
+beam_command.require_beam('searchless-puzzles-data')  # Before the imports that need Beam.
 from searchless.core import records  # noqa: E402
 from searchless.data import puzzle_set  # noqa: E402
 

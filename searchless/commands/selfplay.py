@@ -6,7 +6,7 @@ plays) as a console script.
 
 from collections.abc import Sequence
 
-from searchless.commands import errors
+from searchless.core import errors
 from searchless.pipelines import selfplay
 
 

@@ -17,8 +17,8 @@ import json
 import pathlib
 from typing import Any
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import strength
 
 

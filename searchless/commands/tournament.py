@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Sequence
 import os
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.evaluation import tournament
 
 
@@ -87,26 +87,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    results = tournament.run(
-      args.agent,
-      out_dir=args.out,
-      openings=args.openings,
-      make_openings=args.make_openings,
-      opening_plies=args.opening_plies,
-      seed=args.seed,
-      gauntlet=args.gauntlet,
-      games_per_pair=args.games_per_pair,
-      workers=args.workers,
-      max_plies=args.max_plies,
-      adjudicate_cp=args.adjudicate_cp,
-      eval_limit=args.eval_limit,
-      draw_cp=args.draw_cp,
-      draw_plies=args.draw_plies,
-      engine=args.engine,
-      anchor=args.anchor,
-      event=args.event,
-      progress=not args.no_progress,
-    )
+    given = {'out_dir': args.out, 'progress': not args.no_progress}
+    results = tournament.run(**cli.keywords(tournament.run, args, agents=args.agent, **given))
   errors.print_out(
     f'{tournament.summary(results)}\n'
     f'results: {os.path.join(os.path.dirname(results["games_file"]), tournament.RESULTS_FILE)}'

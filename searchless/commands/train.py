@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Sequence
 import sys
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless import configs
 
 

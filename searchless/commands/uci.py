@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import logging
 import sys
 
-from searchless.commands import cli
-from searchless.commands import errors
+from searchless.core import cli
+from searchless.core import errors
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import uci

@@ -10,10 +10,12 @@ Traceback (most recent call last):
 ValueError: --test_fraction must be in [0, 1), got 1.5
 """
 
+import argparse
 from collections.abc import Mapping, Sequence
 import dataclasses
 from typing import Any, ClassVar
 
+from searchless.core import cli
 from searchless.data import pgn
 from searchless.data import shards
 from searchless.data import splits
@@ -78,3 +80,84 @@ class DatasetOptions:
         **filters,
       },
     }
+
+
+def add_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+  """The flags of `DatasetOptions` (what the dataset jobs, annotate and import, share),
+  with `defaults` (their one home: the job's options dataclass), in groups 'input and output', 'games' and 'boards',
+  returned for the job's own flags. ``--out`` is also ``--output_dir``; the inputs are the job's to add."""
+  io = parser.add_argument_group('input and output')
+  io.add_argument(
+    '--out',
+    '--output_dir',
+    dest='output_dir',
+    required=True,
+    type=cli.output_dir,
+    help='where the splits, the manifest and the logs go (local path, gs://, s3://)',
+  )
+  io.add_argument(
+    '--num_shards',
+    type=int,
+    default=defaults['num_shards'],
+    help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each '
+    "at most --records_per_shard), N = exactly N shards, each record's shard fixed by a hash of its board",
+  )
+  io.add_argument(
+    '--records_per_shard',
+    type=int,
+    default=defaults['records_per_shard'],
+    help='with --num_shards 0: records per shard at most',
+  )
+  io.add_argument(
+    '--overwrite',
+    action='store_true',
+    help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
+    'an error',
+  )
+  io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
+  io.add_argument(
+    '--skip_corrupt_inputs',
+    action='store_true',
+    help='count a truncated/corrupt compressed input and keep what was read from it, instead of failing',
+  )
+  games = parser.add_argument_group('games')
+  games.add_argument(
+    '--max_games',
+    type=int,
+    default=defaults['max_games'],
+    help='read at most this many games from each input file (its first N)',
+  )
+  games.add_argument(
+    '--min_elo', type=int, default=defaults['min_elo'], help='keep games where both players are rated at least this'
+  )
+  games.add_argument(
+    '--max_elo', type=int, default=defaults['max_elo'], help='keep games where both players are rated at most this'
+  )
+  games.add_argument(
+    '--speeds',
+    default=defaults['speeds'],
+    help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); '
+    'empty keeps all',
+  )
+  games.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')
+  boards = parser.add_argument_group('boards')
+  boards.add_argument(
+    '--test_fraction',
+    type=float,
+    default=defaults['test_fraction'],
+    help='fraction of games (and of database boards), by a hash, in the test split',
+  )
+  boards.add_argument(
+    '--dedup_by',
+    choices=splits.DEDUP_BY,
+    default=defaults['dedup_by'],
+    help='what makes two boards one: the whole FEN, or the position without move clocks',
+  )
+  boards.add_argument(
+    '--parallelism',
+    type=int,
+    default=defaults['parallelism'],
+    help="lanes the work is spread over; 0 = 4x the cluster's worker threads on Beam's Dask runner (which does not "
+    'rebalance work by itself), 16 elsewhere',
+  )
+  return io, games, boards

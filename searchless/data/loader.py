@@ -295,7 +295,7 @@ def build_loader(
     raise ValueError(f'worker_count must be >= 0, got {worker_count}')
   if worker_count > 0 and not flags.FLAGS.is_parsed():
     # grain (0.2.18) reads absl flags when it starts workers. Parsing them is the program's business, not a
-    # library's: searchless's commands do (`commands.cli`).
+    # library's: searchless's commands do (`core.cli`).
     raise ValueError(
       f'worker_count={worker_count}: grain reads absl flags in its worker processes and this program '
       'has not parsed them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for '

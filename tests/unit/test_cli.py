@@ -107,7 +107,7 @@ def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_p
 
 
 def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
-  from searchless.commands import errors
+  from searchless.core import errors
 
   for raised, said in (
     (KeyboardInterrupt(), 'stopped before the end'),

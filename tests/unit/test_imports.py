@@ -24,7 +24,8 @@ LAYERS = (
   ('evaluation',),
   ('training',),
   ('report',),
-  ('pipelines', 'commands'),
+  ('pipelines',),
+  ('commands',),
 )
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 MAX_LINES = 400  # Lines of code of any module (`_code_lines`): split by concern beyond it.

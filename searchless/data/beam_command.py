@@ -1,31 +1,16 @@
-"""How every console command fails: a bad input ends it with one line on stderr, not a traceback.
+"""How a Beam job runs as a console command: Beam's logs quiet, its workers' tracebacks kept in a log file, and a
+user's error raised in a worker process still one line (`searchless.core.errors`).
 
-Each command's `main(argv)` parses its flags and calls the library's typed
-`run(...)` inside `one_line_errors()`:
+A pipeline module calls `require_beam` before its Beam imports; the command runs the pipeline's `run(argv)`
+through `main`:
 
-    def main(argv: Sequence[str] | None = None) -> None:
-      args = _parser().parse_args(argv)
-      with errors.one_line_errors():
-        result = library.run(args.input, limit=args.limit)
-      errors.print_out(str(result))
-
-A user's mistake (a missing file, a bad value, an engine that will not start or
-dies) becomes ``error: <message>`` and exit status 2; Ctrl-C becomes
-``interrupted; <what was kept>`` and exit status 130 (the shell's 128 + SIGINT);
-a bug still shows its traceback. Output goes through `print_out`, so a reader that goes away (``| head``) ends
-the command quietly.
-
->>> try:
-...   with one_line_errors():
-...     raise FileNotFoundError('games.pgn: no such file')
-... except SystemExit as exit:
-...   exit.code
-2
+    beam_command.require_beam('searchless-annotate')  # The 'annotate' extra named when Beam is missing.
+    ...
+    manifest = beam_command.main(lambda args: annotate.run(args), argv, 'searchless-annotate')
 """
 
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
-import importlib
 import logging
 import os
 import re
@@ -33,58 +18,9 @@ import sys
 import tempfile
 import threading
 import traceback
-from typing import Any, NoReturn
+from typing import Any
 
-import chess.engine
-
-# Errors that a user's input or environment causes; anything else is a bug and keeps its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-  FileNotFoundError,
-  ValueError,
-  OSError,
-  chess.engine.EngineError,
-  chess.engine.EngineTerminatedError,
-)
-
-
-def fail(message: object, status: int = 2) -> NoReturn:
-  """Ends the command with ``error: <message>`` (one line) on stderr and exit `status`."""
-  print(f'error: {" ".join(str(message).split())}', file=sys.stderr)
-  raise SystemExit(status)
-
-
-INTERRUPTED = 130  # The exit status of a command stopped by Ctrl-C (the shell's 128 + SIGINT).
-
-
-def interrupted(error: KeyboardInterrupt) -> NoReturn:
-  """Ends the command with ``interrupted; <message>`` (one line) on stderr and exit status 130; the message is
-  the interrupt's own (what the library kept or removed: ``raise KeyboardInterrupt('checkpoint saved ...')``)."""
-  said = ' '.join(str(error).split())
-  print(f'interrupted; {said or "stopped before the end"}', file=sys.stderr, flush=True)
-  raise SystemExit(INTERRUPTED)
-
-
-def print_out(text: str) -> None:
-  """Prints `text` on stdout; a reader that went away (`command | head`) ends the command quietly, with status 1,
-  as a Unix tool ends, not with a traceback."""
-  try:
-    print(text, flush=True)
-  except BrokenPipeError:
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush of stdout must not fail.
-    raise SystemExit(1)
-
-
-def require_extra(module: str, extra: str, command: str) -> None:
-  """Exits with one line naming the extra to install when `module`, an optional dependency, is missing.
-
-  A command that needs one calls this before importing what uses it.
-  """
-  try:
-    importlib.import_module(module)
-  except ModuleNotFoundError as e:
-    if e.name != module:
-      raise
-    fail(f"{command} needs {module}, which comes with an extra: pip install 'searchless[{extra}]'")
+from searchless.core import errors
 
 
 class _QuietBeamImport(logging.Filter):
@@ -94,23 +30,13 @@ class _QuietBeamImport(logging.Filter):
     return 'apitools not found' not in record.getMessage()
 
 
-def beam_command(command: str) -> None:
+def require_beam(command: str) -> None:
   """What a Beam command's module does before its imports: Beam is required (the ``annotate`` extra), and
   Beam's 'apitools not found' warning is dropped from this program's log (the library leaves logging alone)."""
   logging.getLogger().addFilter(_QuietBeamImport())
-  require_extra('apache_beam', 'annotate', command)
+  errors.require_extra('apache_beam', 'annotate', command)
 
 
-@contextlib.contextmanager
-def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
-  """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`, and Ctrl-C (KeyboardInterrupt)
-  into `interrupted(...)`: the one place a command handles either."""
-  try:
-    yield
-  except (*USER_ERRORS, *extra) as error:
-    fail(error)
-  except KeyboardInterrupt as error:
-    interrupted(error)
 
 
 @contextlib.contextmanager
@@ -149,31 +75,27 @@ def child_stderr_to(path: str) -> Iterator[None]:
 
 # The last "package.module.Class: message" line of a traceback that Beam wraps a worker's error in.
 _ERROR_LINE = re.compile(r'^(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Za-z_]\w*): (?P<message>.+)$', re.MULTILINE)
-_USER_ERROR_NAMES = frozenset(
-  {
-    'FileNotFoundError',
-    'ValueError',
-    'OSError',
-    'PermissionError',
-    'IsADirectoryError',
-    'NotADirectoryError',
-    'EngineError',
-    'EngineTerminatedError',
-    'CorruptInputError',
-    'EngineNotFound',
-    'EngineUnresponsive',
-    'EngineBroken',
-    'FileExistsError',
-  }
-)
+
+
+def _user_error_names(extra: Sequence[type[BaseException]] = ()) -> frozenset[str]:
+  """The class names of `errors.USER_ERRORS`, `extra` and their subclasses (those imported by now): what a worker's
+  traceback names when a user's input failed it."""
+  names, todo = set(), [*errors.USER_ERRORS, *extra]
+  while todo:
+    cls = todo.pop()
+    if cls.__name__ not in names:
+      names.add(cls.__name__)
+      todo.extend(cls.__subclasses__())
+  return frozenset(names)
 
 
 _WHILE_RUNNING = re.compile(r" \[while running '[^']*'\]$")  # What Beam adds to a step's error.
 
 
-def worker_error(error: BaseException) -> str | None:
+def worker_error(error: BaseException, extra: Sequence[type[BaseException]] = ()) -> str | None:
   """The message of the user error inside a runner's wrapped worker error (a traceback as text), if any.
 
+  >>> from searchless.data import streams  # Where CorruptInputError, an OSError, is defined.
   >>> worker_error(RuntimeError('Traceback (most recent call last):\\n  File "x.py", line 1\\n'
   ...                           'searchless.data.streams.CorruptInputError: g.pgn.zst: zstd stream is truncated'
   ...                           " [while running 'ReadGames']"))
@@ -181,13 +103,14 @@ def worker_error(error: BaseException) -> str | None:
   >>> worker_error(RuntimeError('a bug')) is None
   True
   """
-  found = [m for m in _ERROR_LINE.finditer(str(error).replace('\\n', '\n')) if m['name'] in _USER_ERROR_NAMES]
+  names = _user_error_names(extra)
+  found = [m for m in _ERROR_LINE.finditer(str(error).replace('\\n', '\n')) if m['name'] in names]
   if not found:
     return None
   return _WHILE_RUNNING.sub('', found[-1]['message'].strip())
 
 
-def beam_main(
+def main(
   run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str, *extra: type[BaseException]
 ) -> Any:
   """Runs a Beam command's `run(argv)` quietly: Beam's logs off, the workers' stderr to a log file kept
@@ -205,17 +128,17 @@ def beam_main(
   quiet = contextlib.nullcontext() if verbose else _quiet_beam(worker_log)
   keep_log = False
   try:
-    with one_line_errors(*extra):
+    with errors.one_line_errors(*extra):
       try:
         with quiet:
           return run(argv)
-      except (*USER_ERRORS, *extra) as error:  # Raised here or by an in-process runner (with the step's name).
-        fail(_WHILE_RUNNING.sub('', str(error)))
+      except (*errors.USER_ERRORS, *extra) as error:  # Raised here or by an in-process runner (with the step's name).
+        errors.fail(_WHILE_RUNNING.sub('', str(error)))
       except Exception as error:  # pylint: disable=broad-except
-        if verbose or (message := worker_error(error)) is None:
+        if verbose or (message := worker_error(error, extra)) is None:
           raise
         keep_log = os.path.getsize(worker_log) > 0
-        fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
+        errors.fail(message + (f" (workers' log: {worker_log})" if keep_log else ''))
   finally:
     if not keep_log:
       os.remove(worker_log)

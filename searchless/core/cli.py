@@ -14,12 +14,11 @@ and an output path of the wrong kind (a file where a folder goes, or the reverse
 """
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
+import inspect
 import os
 import re
 from typing import Any, NoReturn
-
-from searchless.data import splits
 
 
 def input_file(value: str) -> str:
@@ -91,82 +90,16 @@ class ArgumentParser(argparse.ArgumentParser):
     return parsed
 
 
-def add_dataset_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-  """The flags of `searchless.data.job_options.DatasetOptions` (what the dataset jobs, annotate and import, share),
-  with `defaults` (their one home: the job's options dataclass), in groups 'input and output', 'games' and 'boards',
-  returned for the job's own flags. ``--out`` is also ``--output_dir``; the inputs are the job's to add."""
-  io = parser.add_argument_group('input and output')
-  io.add_argument(
-    '--out',
-    '--output_dir',
-    dest='output_dir',
-    required=True,
-    type=output_dir,
-    help='where the splits, the manifest and the logs go (local path, gs://, s3://)',
-  )
-  io.add_argument(
-    '--num_shards',
-    type=int,
-    default=defaults['num_shards'],
-    help='shards per record set: 0 = by size (one <kind>_data.bag while the input is small, more as it grows, each '
-    "at most --records_per_shard), N = exactly N shards, each record's shard fixed by a hash of its board",
-  )
-  io.add_argument(
-    '--records_per_shard',
-    type=int,
-    default=defaults['records_per_shard'],
-    help='with --num_shards 0: records per shard at most',
-  )
-  io.add_argument(
-    '--overwrite',
-    action='store_true',
-    help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
-    'an error',
-  )
-  io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
-  io.add_argument(
-    '--skip_corrupt_inputs',
-    action='store_true',
-    help='count a truncated/corrupt compressed input and keep what was read from it, instead of failing',
-  )
-  games = parser.add_argument_group('games')
-  games.add_argument(
-    '--max_games',
-    type=int,
-    default=defaults['max_games'],
-    help='read at most this many games from each input file (its first N)',
-  )
-  games.add_argument(
-    '--min_elo', type=int, default=defaults['min_elo'], help='keep games where both players are rated at least this'
-  )
-  games.add_argument(
-    '--max_elo', type=int, default=defaults['max_elo'], help='keep games where both players are rated at most this'
-  )
-  games.add_argument(
-    '--speeds',
-    default=defaults['speeds'],
-    help='comma-separated Lichess speeds to keep (ultrabullet,bullet,blitz,rapid,classical,correspondence); '
-    'empty keeps all',
-  )
-  games.add_argument('--exclude_bots', action='store_true', help='drop games played by BOT accounts')
-  boards = parser.add_argument_group('boards')
-  boards.add_argument(
-    '--test_fraction',
-    type=float,
-    default=defaults['test_fraction'],
-    help='fraction of games (and of database boards), by a hash, in the test split',
-  )
-  boards.add_argument(
-    '--dedup_by',
-    choices=splits.DEDUP_BY,
-    default=defaults['dedup_by'],
-    help='what makes two boards one: the whole FEN, or the position without move clocks',
-  )
-  boards.add_argument(
-    '--parallelism',
-    type=int,
-    default=defaults['parallelism'],
-    help="lanes the work is spread over; 0 = 4x the cluster's worker threads on Beam's Dask runner (which does not "
-    'rebalance work by itself), 16 elsewhere',
-  )
-  return io, games, boards
+def keywords(function: Callable[..., Any], args: argparse.Namespace, **given: Any) -> dict[str, Any]:
+  """The keyword arguments of `function` that `args` holds a flag of the same name for, and `given` (the others,
+  or a flag under another name): how a command passes its flags to the library's typed `run(...)`.
+
+  >>> def run(games, *, limit='nodes=1', workers=1, progress=True): ...
+  >>> keywords(run, argparse.Namespace(games=['a.pgn'], limit='nodes=5', no_progress=True), progress=False)
+  {'games': ['a.pgn'], 'limit': 'nodes=5', 'progress': False}
+  """
+  parameters = inspect.signature(function).parameters
+  unknown = set(given) - set(parameters)
+  if unknown:
+    raise TypeError(f'{function.__qualname__} takes no {sorted(unknown)}')
+  return {**{name: value for name, value in vars(args).items() if name in parameters}, **given}

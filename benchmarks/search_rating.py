@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
 
   openings_path = os.path.join(args.out, OPENINGS_FILE)
   if not os.path.exists(openings_path):  # Made once: a resumed run plays the same openings.
-    made = openings_lib.make_openings(-(-args.games // 2), seed=args.seed)
+    made = openings_lib.make_openings(-(-args.games // 2), openings_lib.MakeOptions(seed=args.seed))
     openings_lib.write_openings(made, openings_path + '.tmp.pgn')
     os.replace(openings_path + '.tmp.pgn', openings_path)
   openings = openings_lib.read_openings(openings_path)

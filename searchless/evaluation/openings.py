@@ -28,11 +28,12 @@ True
 """
 
 import csv
+import dataclasses
 import os
 import random
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import chess
 import chess.engine
@@ -244,57 +245,61 @@ def _mover_cp(info: chess.engine.InfoDict, turn: chess.Color) -> int:
   return info['score'].pov(turn).score(mate_score=_MATE_CP)
 
 
-def make_openings(
-  n: int,
-  *,
-  plies: int = 8,
-  seed: int = 0,
-  engine_path: str | None = None,
-  limit: str = 'nodes=2000',
-  max_eval_cp: int = 100,
-  multipv: int = 4,
-  window_cp: int = 50,
-  max_attempts: int | None = None,
-  hash_mb: int = 16,
-) -> list[Opening]:
+@dataclasses.dataclass(frozen=True)
+class MakeOptions:
+  """How `make_openings` makes openings (see there)."""
+
+  plies: int = 8  # Plies per opening, from the standard start.
+  seed: int = 0  # Seed of the lines (and, in `run`, of `sample`).
+  engine_path: str | None = None  # Stockfish (default: `launch.require_stockfish`'s search).
+  limit: str = 'nodes=2000'  # Per search: nodes=N, depth=N or time=S.
+  max_eval_cp: int = 100  # Keep lines whose end eval is within ± this.
+  multipv: int = 4  # Choose among the engine's top moves ...
+  window_cp: int = 50  # ... that score within this of the best.
+  max_attempts: int | None = None  # Lines to try at most; None: 20 n + 100.
+  hash_mb: int = 16
+
+
+def make_openings(n: int, options: MakeOptions = MakeOptions()) -> list[Opening]:
   """`n` distinct balanced openings of `plies` plies from the standard start, made with Stockfish.
 
-  Line k (k = 0, 1, ...) is drawn with ``random.Random(f'{seed}:{k}')``: at each
-  ply Stockfish searches the position with MultiPV `multipv` at `limit`, and a
-  move is chosen uniformly among those scored within `window_cp` of the best.
-  A line is kept when its end position, searched afresh at `limit`, scores
-  within ±`max_eval_cp` (no mate) for White, the game is not over on the way,
-  and its position (EPD: pieces, side, castling, en passant) is new. Searches
-  run with Threads=1 and a cleared hash (``ucinewgame``) before every line and
-  before every final evaluation, so with a node or depth limit the result
-  depends on the seed only, and ``make_openings(m)`` is a prefix of
-  ``make_openings(n)`` for m < n. Raises ValueError when `max_attempts` lines
-  (default 20 n + 100) do not give `n` openings.
+  The names below are `options`' fields. Line k (k = 0, 1, ...) is drawn
+  with ``random.Random(f'{seed}:{k}')``: at each ply Stockfish searches the
+  position with MultiPV `multipv` at `limit`, and a move is chosen uniformly
+  among those scored within `window_cp` of the best. A line is kept when its
+  end position, searched afresh at `limit`, scores within ±`max_eval_cp` (no
+  mate) for White, the game is not over on the way, and its position (EPD:
+  pieces, side, castling, en passant) is new. Searches run with Threads=1 and
+  a cleared hash (``ucinewgame``) before every line and before every final
+  evaluation, so with a node or depth limit the result depends on the seed
+  only, and ``make_openings(m)`` is a prefix of ``make_openings(n)`` for
+  m < n. Raises ValueError when `max_attempts` lines (default 20 n + 100) do
+  not give `n` openings.
   """
-  if n < 0 or plies < 1 or multipv < 1 or window_cp < 0 or max_eval_cp < 0:
+  o = options
+  if n < 0 or o.plies < 1 or o.multipv < 1 or o.window_cp < 0 or o.max_eval_cp < 0:
     raise ValueError(
       f'make_openings needs n >= 0, plies >= 1, multipv >= 1, window_cp >= 0 and '
-      f'max_eval_cp >= 0; got n={n}, plies={plies}, multipv={multipv}, window_cp={window_cp}, '
-      f'max_eval_cp={max_eval_cp}'
+      f'max_eval_cp >= 0; got n={n}, plies={o.plies}, multipv={o.multipv}, window_cp={o.window_cp}, '
+      f'max_eval_cp={o.max_eval_cp}'
     )
-  search_limit = launch.SearchLimit.parse(limit).to_chess()
-  path = launch.require_stockfish(engine_path)
-  attempts = max_attempts if max_attempts is not None else 20 * n + 100
+  search_limit = launch.SearchLimit.parse(o.limit).to_chess()
+  path = launch.require_stockfish(o.engine_path)
+  attempts = o.max_attempts if o.max_attempts is not None else 20 * n + 100
   openings: list[Opening] = []
   seen: set[str] = set()
-  engine = launch.open_engine(path, hash_mb=hash_mb)
+  engine = launch.open_engine(path, hash_mb=o.hash_mb)
   try:
     for k in range(attempts):
       if len(openings) == n:
         break
-      board = _random_line(
-        engine, search_limit, random.Random(f'{seed}:{k}'), plies, multipv, window_cp, game=(seed, k, 'line')
-      )
+      rng = random.Random(f'{o.seed}:{k}')
+      board = _random_line(engine, search_limit, rng, o.plies, o.multipv, o.window_cp, game=(o.seed, k, 'line'))
       if board is None or board.epd() in seen:
         continue
-      info = engine.analyse(board, search_limit, game=(seed, k, 'eval'))
+      info = engine.analyse(board, search_limit, game=(o.seed, k, 'eval'))
       centipawns = info['score'].white().score()  # None for a mate.
-      if centipawns is None or abs(centipawns) > max_eval_cp:
+      if centipawns is None or abs(centipawns) > o.max_eval_cp:
         continue
       seen.add(board.epd())
       movetext = chess.Board().variation_san(board.move_stack)
@@ -340,18 +345,14 @@ def run(
   num: int | None = None,
   source: str | os.PathLike | None = None,
   sample: int | None = None,
-  plies: int = 8,
-  seed: int = 0,
-  engine_path: str | None = None,
-  limit: str = 'nodes=2000',
-  max_eval_cp: int = 100,
-  multipv: int = 4,
-  window_cp: int = 50,
+  **options: Any,
 ) -> int:
   """Makes `num` balanced openings (`make_openings`), or reads `source` (`sample` of them drawn with `seed`).
 
-  Writes them to `out` (.epd or .pgn, `write_openings`); returns how many.
+  `options` are `MakeOptions`' fields (TypeError for another name). Writes
+  the openings to `out` (.epd or .pgn, `write_openings`); returns how many.
   """
+  make = MakeOptions(**options)
   if os.path.splitext(os.fspath(out))[1].lower() not in ('.epd', '.pgn'):
     raise ValueError(f'--out must end in .epd or .pgn, got {os.fspath(out)!r}')
   if source is not None:
@@ -359,20 +360,11 @@ def run(
       raise ValueError('give --num (make openings) or --from (read them), not both; --sample N with --from')
     openings = read_openings(source)
     if sample is not None:
-      openings = sample_openings(openings, sample, seed=seed)
+      openings = sample_openings(openings, sample, seed=make.seed)
   else:
     if num is None:
       raise ValueError('give --num N (make openings) or --from FILE (read them)')
     if sample is not None:
       raise ValueError('--sample goes with --from')
-    openings = make_openings(
-      num,
-      plies=plies,
-      seed=seed,
-      engine_path=engine_path,
-      limit=limit,
-      max_eval_cp=max_eval_cp,
-      multipv=multipv,
-      window_cp=window_cp,
-    )
+    openings = make_openings(num, make)
   return write_openings(openings, out)

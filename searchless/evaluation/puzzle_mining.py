@@ -76,6 +76,7 @@ import queue
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import chess
 import chess.pgn
@@ -160,68 +161,63 @@ def _positions(games: Sequence[_SelectedGame], stats: MiningStats) -> list[minin
   return positions
 
 
-def _check(
-  split: str,
-  test_fraction: float,
-  max_puzzles: int | None,
-  min_best: float,
-  min_gap: float,
-  max_solver_moves: int,
-  min_swing: float,
-  workers: int,
-) -> None:
-  if split not in SPLITS:
-    raise ValueError(f'split must be one of {SPLITS}, got {split!r}')
-  if not 0.0 <= test_fraction <= 1.0:
-    raise ValueError(f'test_fraction must be in [0, 1], got {test_fraction}')
-  if max_puzzles is not None and max_puzzles < 0:
-    raise ValueError(f'max_puzzles must be >= 0, got {max_puzzles}')
-  for name, value in (('min_best', min_best), ('min_gap', min_gap), ('min_swing', min_swing)):
-    if not 0.0 <= value <= 1.0:
-      raise ValueError(f'{name} must be in [0, 1], got {value}')
-  if max_solver_moves < 1:
-    raise ValueError(f'max_solver_moves must be >= 1, got {max_solver_moves}')
-  if workers < 1:
-    raise ValueError(f'workers must be >= 1, got {workers}')
+@dataclasses.dataclass(frozen=True)
+class MiningOptions:
+  """How `mine` mines (see the module docstring); ValueError when a setting is out of range."""
+
+  engine_path: str | None = None  # Stockfish (default: `launch.require_stockfish`'s search).
+  limit: str | launch.SearchLimit = DEFAULT_LIMIT  # Per search.
+  split: str = 'test'  # Games of this split of the annotation pipeline (`SPLITS`).
+  test_fraction: float = splits.DEFAULT_TEST_FRACTION  # The pipeline's.
+  max_puzzles: int | None = None  # Keep the first ones; None: all.
+  min_best: float = 0.7  # The best move's least win probability.
+  min_gap: float = 0.3  # Its least lead over the second best.
+  max_solver_moves: int = 2  # Longest solution.
+  min_swing: float = 0.0  # The setup move's least gain for the solver; 0: off.
+  workers: int = 1  # Stockfish processes searching in parallel (same output).
+  progress: bool = True  # A progress bar on stderr.
+
+  def __post_init__(self) -> None:
+    if self.split not in SPLITS:
+      raise ValueError(f'split must be one of {SPLITS}, got {self.split!r}')
+    if not 0.0 <= self.test_fraction <= 1.0:
+      raise ValueError(f'test_fraction must be in [0, 1], got {self.test_fraction}')
+    if self.max_puzzles is not None and self.max_puzzles < 0:
+      raise ValueError(f'max_puzzles must be >= 0, got {self.max_puzzles}')
+    for name in ('min_best', 'min_gap', 'min_swing'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
+    if self.max_solver_moves < 1:
+      raise ValueError(f'max_solver_moves must be >= 1, got {self.max_solver_moves}')
+    if self.workers < 1:
+      raise ValueError(f'workers must be >= 1, got {self.workers}')
 
 
 def mine(
-  pgn_paths: str | Sequence[str],
-  *,
-  engine_path: str | None = None,
-  limit: str | launch.SearchLimit = DEFAULT_LIMIT,
-  split: str = 'test',
-  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
-  max_puzzles: int | None = None,
-  min_best: float = 0.7,
-  min_gap: float = 0.3,
-  max_solver_moves: int = 2,
-  min_swing: float = 0.0,
-  workers: int = 1,
-  progress: bool = True,
+  pgn_paths: str | Sequence[str], options: MiningOptions = MiningOptions()
 ) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
   """The puzzles in the games of `pgn_paths` (files or globs; see the module docstring), and what was read and
   scanned.
 
-  Puzzles come in game order, then ply order; `max_puzzles` keeps the first
-  ones. `workers` Stockfish processes search in parallel (same output).
-  Raises FileNotFoundError (no such file), `launch.EngineNotFound` (no
-  Stockfish), ValueError (bad setting), `streams.CorruptInputError` and
+  Puzzles come in game order, then ply order; `options.max_puzzles` keeps the
+  first ones. `options.workers` Stockfish processes search in parallel (same
+  output). Raises FileNotFoundError (no such file), `launch.EngineNotFound`
+  (no Stockfish), ValueError (bad setting), `streams.CorruptInputError` and
   python-chess engine errors.
   """
   start = time.perf_counter()
-  _check(split, test_fraction, max_puzzles, min_best, min_gap, max_solver_moves, min_swing, workers)
+  limit, workers = options.limit, options.workers
   search_limit = limit if isinstance(limit, launch.SearchLimit) else launch.SearchLimit.parse(limit)
   if isinstance(pgn_paths, str):
     pgn_paths = [pgn_paths]
   if not pgn_paths:
     raise ValueError('no PGN file given')
   stats = MiningStats(files=streams.match_files(pgn_paths, '--games'))
-  launch.check_executable(engine_path)
-  path = launch.require_stockfish(engine_path)
-  positions = _positions(list(_select_games(stats.files, split, test_fraction, stats)), stats)
-  settings = mining_search.Settings(min_best, min_gap, max_solver_moves, min_swing)
-  wanted = len(positions) if max_puzzles is None else max_puzzles
+  launch.check_executable(options.engine_path)
+  path = launch.require_stockfish(options.engine_path)
+  positions = _positions(list(_select_games(stats.files, options.split, options.test_fraction, stats)), stats)
+  settings = mining_search.Settings(options.min_best, options.min_gap, options.max_solver_moves, options.min_swing)
+  wanted = len(positions) if options.max_puzzles is None else options.max_puzzles
   puzzles: list[mined_puzzles.MinedPuzzle] = []
   if wanted == 0 or not positions:
     stats.seconds = time.perf_counter() - start
@@ -247,7 +243,7 @@ def mine(
     in_flight: collections.deque = collections.deque()
     todo = iter(positions)
     with progress_bars.bar(
-      total=len(positions), desc='positions', unit='pos', disable=not progress, file=sys.stderr
+      total=len(positions), desc='positions', unit='pos', disable=not options.progress, file=sys.stderr
     ) as bar:
       while len(puzzles) < wanted:
         while len(in_flight) < 4 * workers and (position := next(todo, None)) is not None:
@@ -270,39 +266,14 @@ def mine(
 
 
 def run(
-  *,
-  games: Sequence[str],
-  out: str | os.PathLike,
-  engine_path: str | None = None,
-  limit: str = DEFAULT_LIMIT,
-  split: str = 'test',
-  test_fraction: float = splits.DEFAULT_TEST_FRACTION,
-  max_puzzles: int | None = None,
-  min_best: float = 0.7,
-  min_gap: float = 0.3,
-  max_solver_moves: int = 2,
-  min_swing: float = 0.0,
-  workers: int = 1,
-  progress: bool = True,
+  *, games: Sequence[str], out: str | os.PathLike, **options: Any
 ) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
   """Mines puzzles from `games` (files or globs) and writes them to the Lichess CSV `out` (`mine`).
 
-  Returns the puzzles and what was read and scanned; nothing is written when
-  mining fails.
+  `options` are `MiningOptions`' fields (TypeError for another name). Returns
+  the puzzles and what was read and scanned; nothing is written when mining
+  fails.
   """
-  puzzles, stats = mine(
-    games,
-    engine_path=engine_path,
-    limit=limit,
-    split=split,
-    test_fraction=test_fraction,
-    max_puzzles=max_puzzles,
-    min_best=min_best,
-    min_gap=min_gap,
-    max_solver_moves=max_solver_moves,
-    min_swing=min_swing,
-    workers=workers,
-    progress=progress,
-  )
+  puzzles, stats = mine(games, MiningOptions(**options))
   mined_puzzles.write_csv(puzzles, out)
   return puzzles, stats

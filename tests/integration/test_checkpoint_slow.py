@@ -3,6 +3,7 @@
 The fast ones, and the helpers both use, are in tests/unit/test_checkpoint.py.
 """
 
+import functools
 import os
 import subprocess
 import sys
@@ -30,15 +31,10 @@ def test_raw_iterator_states_round_trip(tmp_path):
   [next(iterator) for _ in range(4)]
   loader_state = iterator.get_state()
   assert isinstance(loader_state, bytes)
-  save(
-    str(tmp_path),
-    4,
-    params=params,
-    params_ema=params_ema,
-    opt_state=opt_state,
-    config=experiment,
-    data_iter_state=loader_state,
+  save_at = functools.partial(
+    save, str(tmp_path), params=params, params_ema=params_ema, opt_state=opt_state, config=experiment
   )
+  save_at(4, data_iter_state=loader_state)
   expected = [next(iterator) for _ in range(3)]
   restored = restore_latest(str(tmp_path))
   assert restored.data_iter_state == loader_state and restored.data_iter is None
@@ -49,15 +45,7 @@ def test_raw_iterator_states_round_trip(tmp_path):
   dataset_iterator = iter(grain.MapDataset.range(30).shuffle(seed=1).to_iter_dataset())
   next(dataset_iterator)
   state = dataset_iterator.get_state()
-  save(
-    str(tmp_path),
-    5,
-    params=params,
-    params_ema=params_ema,
-    opt_state=opt_state,
-    config=experiment,
-    data_iter_state=state,
-  )
+  save_at(5, data_iter_state=state)
   assert restore_latest(str(tmp_path)).data_iter_state == state
 
 

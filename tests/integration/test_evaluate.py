@@ -68,6 +68,27 @@ def test_partial_boards_are_dropped_and_counted(compat, tmp_path, model_checkpoi
   assert summary['boards'] == 56 and summary['dropped_boards'] == 1
 
 
+def _run_cli(checkpoint, data, out, *flags: str) -> subprocess.CompletedProcess:
+  """searchless-evaluate of `checkpoint` on `data`, into `out`."""
+  return subprocess.run(
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.evaluate',
+      '--checkpoint',
+      str(checkpoint),
+      '--data',
+      str(data),
+      '--out',
+      str(out),
+      *flags,
+    ],
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+
+
 def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
   data = tmp_path / 'test'
   data.mkdir()
@@ -76,24 +97,7 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
     'action_value',
     bags.read_records(str(compat / 'action_value_sample.bag'), 'action_value'),
   )
-  result = subprocess.run(
-    [
-      sys.executable,
-      '-m',
-      'searchless.commands.evaluate',
-      '--checkpoint',
-      str(model_checkpoint),
-      '--data',
-      str(data),
-      '--num_boards',
-      '10',
-      '--out',
-      str(tmp_path / 'out'),
-    ],
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  result = _run_cli(model_checkpoint, data, tmp_path / 'out', '--num_boards', '10')
   assert result.returncode == 0, result.stderr
   assert 'action_value on 10 boards' in result.stdout
   summary = json.loads((tmp_path / 'out' / 'metrics.json').read_text())
@@ -104,22 +108,7 @@ def test_cli_on_a_data_directory(compat, tmp_path, model_checkpoint):
 
 
 def test_cli_errors_name_the_input(tmp_path, model_checkpoint):
-  result = subprocess.run(
-    [
-      sys.executable,
-      '-m',
-      'searchless.commands.evaluate',
-      '--checkpoint',
-      str(model_checkpoint),
-      '--data',
-      str(tmp_path),
-      '--out',
-      str(tmp_path / 'out'),
-    ],
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  result = _run_cli(model_checkpoint, tmp_path, tmp_path / 'out')
   assert result.returncode == 2
   assert (
     result.stderr.strip().splitlines()[-1].startswith(f'error: no action_value or board_value records in {tmp_path}')
@@ -170,21 +159,6 @@ def test_a_corrupt_record_is_an_error_naming_file_and_record(compat, tmp_path, m
   with bagz.Writer(str(bag)) as writer:
     for data in raw:
       writer.write(data)
-  result = subprocess.run(
-    [
-      sys.executable,
-      '-m',
-      'searchless.commands.evaluate',
-      '--checkpoint',
-      str(model_checkpoint),
-      '--data',
-      str(bag),
-      '--out',
-      str(tmp_path / 'out'),
-    ],
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  result = _run_cli(model_checkpoint, bag, tmp_path / 'out')
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith(f"error: '{bag}', record 9: cannot decode as action_value")

@@ -1,6 +1,7 @@
 """Opening sets (searchless.evaluation.openings): readers, writers, Stockfish-made openings and the CLI."""
 
 import csv
+import dataclasses
 
 import chess
 import chess.engine
@@ -152,12 +153,11 @@ def test_sample_is_seeded_and_keeps_order():
 
 @pytest.mark.engine
 def test_make_openings_is_deterministic_balanced_and_unique(stockfish):
-  made = openings.make_openings(6, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
-  assert made == openings.make_openings(6, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
-  assert (
-    openings.make_openings(3, plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60) == made[:3]
-  )
-  assert made != openings.make_openings(6, plies=6, seed=8, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
+  options = openings.MakeOptions(plies=6, seed=7, engine_path=stockfish, limit='nodes=1000', max_eval_cp=60)
+  made = openings.make_openings(6, options)
+  assert made == openings.make_openings(6, options)
+  assert openings.make_openings(3, options) == made[:3]
+  assert made != openings.make_openings(6, dataclasses.replace(options, seed=8))
   assert len({chess.Board(o.fen).epd() for o in made}) == 6
   with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
     engine.configure({'Threads': 1, 'Hash': 16})
@@ -174,7 +174,10 @@ def test_make_openings_is_deterministic_balanced_and_unique(stockfish):
 def test_make_openings_gives_up_with_a_clear_error(stockfish):
   with pytest.raises(ValueError, match='only 0 of 2 balanced openings after 3 lines'):
     openings.make_openings(
-      2, plies=2, engine_path=stockfish, limit='nodes=200', max_eval_cp=0, window_cp=0, max_attempts=3
+      2,
+      openings.MakeOptions(
+        plies=2, engine_path=stockfish, limit='nodes=200', max_eval_cp=0, window_cp=0, max_attempts=3
+      ),
     )
 
 

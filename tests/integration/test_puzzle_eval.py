@@ -177,14 +177,17 @@ def test_stockfish_real_puzzles_deterministic(shared_data, stockfish):
     assert counts[0] == FIRST_30_SOLVED
 
 
+_COMMAND = [sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress']
+
+
 def _run_cli(args, cwd) -> subprocess.CompletedProcess:
-  return subprocess.run(
-    [sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
-    cwd=cwd,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  return subprocess.run([*_COMMAND, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _dev_args(shared_data, num: int, agent: str, out) -> list[str]:
+  """The CLI's arguments to solve the first `num` dev puzzles with `agent`, writing to `out`."""
+  dev = shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'
+  return ['--puzzles', str(dev), '--num', str(num), '--agent', agent, '--out', str(out)]
 
 
 def _check_outputs(out, stdout: str, n: int) -> dict:
@@ -202,25 +205,19 @@ def _check_outputs(out, stdout: str, n: int) -> dict:
   return summary
 
 
+def _cli_on_dev_puzzles(shared_data, tmp_path, num: int, agent: str) -> dict:
+  """The CLI on the first `num` dev puzzles with `agent` (into tmp_path / 'out'): its summary, outputs checked."""
+  out = tmp_path / 'out'
+  proc = _run_cli(_dev_args(shared_data, num, agent, out), tmp_path)
+  assert proc.returncode == 0, proc.stderr
+  summary = _check_outputs(out, proc.stdout, num)
+  assert summary['agent_spec'] == agent
+  return summary
+
+
 @pytest.mark.engine
 def test_cli_stockfish(shared_data, stockfish, tmp_path):
-  out = tmp_path / 'sf'
-  proc = _run_cli(
-    [
-      '--puzzles',
-      str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'),
-      '--num',
-      '30',
-      '--agent',
-      f'stockfish:nodes=2000,path={stockfish}',
-      '--out',
-      str(out),
-    ],
-    tmp_path,
-  )
-  assert proc.returncode == 0, proc.stderr
-  summary = _check_outputs(out, proc.stdout, 30)
-  assert summary['agent_spec'] == f'stockfish:nodes=2000,path={stockfish}'
+  summary = _cli_on_dev_puzzles(shared_data, tmp_path, 30, f'stockfish:nodes=2000,path={stockfish}')
   assert summary['agent'].startswith('stockfish')
   assert summary['solved'] / 30 > 0.8
 
@@ -230,22 +227,8 @@ def test_a_stopped_run_resumes_after_its_journalled_puzzles_and_ends_as_an_unint
   shared_data, stockfish, tmp_path
 ):
   out, csv_path = tmp_path / 'sf', shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'
-  args = [
-    '--puzzles',
-    str(csv_path),
-    '--num',
-    '30',
-    '--agent',
-    f'stockfish:nodes=2000,path={stockfish}',
-    '--out',
-    str(out),
-  ]
-  first = subprocess.Popen(
-    [sys.executable, '-m', 'searchless.commands.puzzles', '--no_progress', *args],
-    cwd=tmp_path,
-    stdout=subprocess.DEVNULL,
-    stderr=subprocess.DEVNULL,
-  )
+  args = _dev_args(shared_data, 30, f'stockfish:nodes=2000,path={stockfish}', out)
+  first = subprocess.Popen([*_COMMAND, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   journal = out / puzzle_eval.JOURNAL
   deadline = time.time() + 120
   while not (journal.exists() and len(journal.read_text().splitlines()) >= 6) and time.time() < deadline:
@@ -308,24 +291,8 @@ def test_a_journal_key_changes_when_the_models_parameters_are_written_again(mode
 
 
 def test_cli_checkpoint(shared_data, model_checkpoint, tmp_path):
-  out = tmp_path / 'model'
-  proc = _run_cli(
-    [
-      '--puzzles',
-      str(shared_data / 'puzzles' / 'lichess_puzzles_dev.csv'),
-      '--num',
-      '5',
-      '--agent',
-      f'checkpoint:{model_checkpoint}',
-      '--out',
-      str(out),
-    ],
-    tmp_path,
-  )
-  assert proc.returncode == 0, proc.stderr
-  summary = _check_outputs(out, proc.stdout, 5)
-  assert summary['agent_spec'] == f'checkpoint:{model_checkpoint}'
-  with open(out / 'results.csv', newline='') as f:
+  _cli_on_dev_puzzles(shared_data, tmp_path, 5, f'checkpoint:{model_checkpoint}')
+  with open(tmp_path / 'out' / 'results.csv', newline='') as f:
     for row in csv.DictReader(f):
       assert row['played'] and len(row['played'].split()) <= len(row['expected'].split())
 

@@ -37,6 +37,12 @@ def scholar(site: str = 'https://lichess.org/scholar1') -> str:
   return SCHOLAR.format(site=site)
 
 
+def _mine(games, stockfish: str, **options) -> list[mined_puzzles.MinedPuzzle]:
+  """The puzzles `puzzle_mining.mine` finds in `games` with `options`, no progress bar."""
+  options = puzzle_mining.MiningOptions(engine_path=stockfish, progress=False, **options)
+  return puzzle_mining.mine(games, options)[0]
+
+
 def board_after(fen: str, *moves: str) -> chess.Board:
   board = chess.Board(fen)
   for uci in moves:
@@ -55,7 +61,7 @@ def tactics(tmp_path):
 def mined(tmp_path_factory, stockfish) -> list[mined_puzzles.MinedPuzzle]:
   path = tmp_path_factory.mktemp('mined') / 'tactics.pgn'
   path.write_text(scholar() + '\n' + BACK_RANK)
-  return puzzle_mining.mine([str(path)], engine_path=stockfish, split='all', progress=False)[0]
+  return _mine([str(path)], stockfish, split='all')
 
 
 def test_default_test_fraction_is_the_annotation_pipelines():
@@ -113,19 +119,16 @@ def test_mines_exactly_the_known_tactics(mined):
 
 @pytest.mark.engine
 def test_one_solver_move_at_most(tactics, stockfish):
-  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_solver_moves=1, progress=False)[0]
+  mined = _mine(str(tactics), stockfish, split='all', max_solver_moves=1)
   assert [p.moves for p in mined] == [('g8f6', 'h5f7'), ('c7c3', 'd2d8'), ('a8d8', 'd1d8')]
   assert mined[1].themes == ('mined', 'oneMove', 'onlyMove')  # Rd8+ alone does not mate.
-  assert [
-    p.moves
-    for p in puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', max_puzzles=1, progress=False)[0]
-  ] == [('g8f6', 'h5f7')]
+  assert [p.moves for p in _mine(str(tactics), stockfish, split='all', max_puzzles=1)] == [('g8f6', 'h5f7')]
 
 
 @pytest.mark.engine
 def test_min_swing_keeps_only_setup_moves_that_are_mistakes(tactics, stockfish):
   # Before 2...Rxd8 (forced) White already mates: no swing. The other two setup moves blunder.
-  mined = puzzle_mining.mine(str(tactics), engine_path=stockfish, split='all', min_swing=0.3, progress=False)[0]
+  mined = _mine(str(tactics), stockfish, split='all', min_swing=0.3)
   assert [p.fen for p in mined] == [SCHOLAR_FEN, BACK_RANK_FEN]
 
 
@@ -160,7 +163,7 @@ def test_stockfish_solves_the_mined_puzzles(mined, tmp_path):
 def test_output_is_deterministic(tactics, stockfish, tmp_path):
   outputs = []
   for run, workers in enumerate((1, 1, 2)):
-    puzzles = puzzle_mining.mine([str(tactics)], engine_path=stockfish, split='all', workers=workers, progress=False)[0]
+    puzzles = _mine([str(tactics)], stockfish, split='all', workers=workers)
     path = tmp_path / f'run{run}.csv'
     mined_puzzles.write_csv(puzzles, path)
     outputs.append(path.read_bytes())
@@ -177,9 +180,9 @@ def test_only_games_of_the_chosen_split_give_puzzles(tmp_path, stockfish):
   path = tmp_path / 'games.pgn'
   path.write_text('\n'.join(scholar(site) for site in sites))
   for split in ('test', 'train'):
-    mined = puzzle_mining.mine(str(path), engine_path=stockfish, split=split, test_fraction=0.5, progress=False)[0]
+    mined = _mine(str(path), stockfish, split=split, test_fraction=0.5)
     assert [p.game_url for p in mined] == [sites[splits.index(split)] + '#6']
-  assert puzzle_mining.mine(str(path), engine_path=stockfish, test_fraction=0.0, progress=False)[0] == []
+  assert _mine(str(path), stockfish, test_fraction=0.0) == []
 
 
 @pytest.mark.engine

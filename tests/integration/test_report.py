@@ -19,6 +19,7 @@ from searchless.commands import report as report_command
 from searchless.core import artefacts
 from searchless import configs
 from searchless.core import config as config_lib
+from searchless.data import puzzles as puzzles_lib
 from searchless.evaluation import elo as elo_lib
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation import puzzles as puzzle_eval
@@ -226,20 +227,7 @@ def write_puzzles(run_dir: pathlib.Path, mined: bool = True) -> None:
   themes = 'mined mateIn1' if mined else 'mateIn1 short'
   with open(directory / 'puzzles.csv', 'w', newline='') as f:
     writer = csv.writer(f)
-    writer.writerow(
-      [
-        'PuzzleId',
-        'FEN',
-        'Moves',
-        'Rating',
-        'RatingDeviation',
-        'Popularity',
-        'NbPlays',
-        'Themes',
-        'GameUrl',
-        'OpeningTags',
-      ]
-    )
+    writer.writerow(puzzles_lib.LICHESS_COLUMNS)
     for pid, rating, _ in PUZZLES:
       writer.writerow(
         [pid, '6k1/1p3ppp/8/8/8/8/5PPP/R2R2K1 b - - 0 1', 'b7b6 d1d8', rating, 80, 90, 100, themes, '', '']

@@ -74,8 +74,9 @@ def test_loss_falls_and_config_is_saved(tmp_path, av_bag):
     loading.load_model(str(tmp_path))
 
 
-def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
-  cmd = [
+def _train_command(workdir, data: str, *args: str, config: str = TINY) -> list[str]:
+  """searchless-train of `config` on `data` in `workdir`, then `args` (flags, then overrides)."""
+  return [
     sys.executable,
     '-m',
     'searchless.commands.train',
@@ -85,10 +86,12 @@ def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
     str(workdir),
     '--data',
     data,
-    *SMALL,
-    f'train.num_steps={steps}',
-    *extra,
+    *args,
   ]
+
+
+def _run_cli(workdir, data, *extra, env=None, steps=8, config=TINY):
+  cmd = _train_command(workdir, data, *SMALL, f'train.num_steps={steps}', *extra, config=config)
   return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
 
 
@@ -190,29 +193,23 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
+def _train_on_two_processes(workdir, data: str, *overrides: str) -> list[subprocess.Popen]:
+  """Processes 0 and 1 of a two-process training run (`SMALL` and `overrides`) in `workdir`, started."""
+  flags = ['--coordinator', f'127.0.0.1:{_free_port()}', '--num_processes', '2', '--process_id']
+  return [
+    subprocess.Popen(
+      _train_command(workdir, data, *flags, str(i), *SMALL, *overrides),
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    for i in range(2)
+  ]
+
+
 @pytest.mark.slow
 def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
-  port = _free_port()
-  cmd = lambda i: [
-    sys.executable,
-    '-m',
-    'searchless.commands.train',
-    '--config',
-    TINY,
-    '--workdir',
-    str(tmp_path / 'run'),
-    '--data',
-    av_bag,
-    '--coordinator',
-    f'127.0.0.1:{port}',
-    '--num_processes',
-    '2',
-    '--process_id',
-    str(i),
-    *SMALL,
-    'train.num_steps=6',
-  ]
-  procs = [subprocess.Popen(cmd(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+  procs = _train_on_two_processes(tmp_path / 'run', av_bag, 'train.num_steps=6')
   outputs = [p.communicate(timeout=600) for p in procs]
   for p, (out, err) in zip(procs, outputs):
     assert p.returncode == 0, err[-3000:]
@@ -227,29 +224,9 @@ def test_two_processes_train_and_write_one_checkpoint(tmp_path, av_bag):
 @pytest.mark.slow
 def test_a_signal_to_one_process_stops_both_at_the_same_step(tmp_path, av_bag):
   """A pod's hosts agree on stopping: one host signalled alone would leave the other waiting in a collective."""
-  port = _free_port()
-  cmd = lambda i: [
-    sys.executable,
-    '-m',
-    'searchless.commands.train',
-    '--config',
-    TINY,
-    '--workdir',
-    str(tmp_path / 'run'),
-    '--data',
-    av_bag,
-    '--coordinator',
-    f'127.0.0.1:{port}',
-    '--num_processes',
-    '2',
-    '--process_id',
-    str(i),
-    *SMALL,
-    'train.num_steps=100000',
-    'train.ckpt_every=100000',
-    'train.log_every=7',
-  ]
-  procs = [subprocess.Popen(cmd(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+  procs = _train_on_two_processes(
+    tmp_path / 'run', av_bag, 'train.num_steps=100000', 'train.ckpt_every=100000', 'train.log_every=7'
+  )
   metrics = tmp_path / 'run' / 'metrics.jsonl'
   deadline = time.time() + 300
   while not metrics.exists():
@@ -272,19 +249,7 @@ def test_a_second_trainer_is_refused_and_a_killed_run_resumes_with_one_metrics_l
   import signal
   import time
 
-  cmd = [
-    sys.executable,
-    '-m',
-    'searchless.commands.train',
-    '--config',
-    TINY,
-    '--workdir',
-    str(tmp_path),
-    '--data',
-    av_bag,
-    *SMALL,
-    'train.num_steps=100000',
-  ]
+  cmd = _train_command(tmp_path, av_bag, *SMALL, 'train.num_steps=100000')
   first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
   metrics = tmp_path / 'metrics.jsonl'
   deadline = time.monotonic() + 300

@@ -588,6 +588,19 @@ def test_compat_checkpoint_plays_a_game_against_stockfish(compat, stockfish):
   assert board.is_game_over(claim_draw=True) or len(board.move_stack) == 60
 
 
+def start_ours(model_checkpoint, compilation_cache, stderr=subprocess.DEVNULL, **popen) -> subprocess.Popen:
+  """Our UCI engine on `model_checkpoint`, line-buffered text through pipes."""
+  return subprocess.Popen(
+    uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    stderr=stderr,
+    text=True,
+    bufsize=1,
+    **popen,
+  )
+
+
 def read_until(proc, prefix, lines, timeout=120.0):
   """Reads engine lines into `lines` until one starts with `prefix`; returns it."""
   deadline = time.monotonic() + timeout
@@ -602,13 +615,10 @@ def read_until(proc, prefix, lines, timeout=120.0):
 
 def test_raw_process_malformed_input_infinite_search_and_quit(model_checkpoint, compilation_cache):
   start = time.perf_counter()
-  proc = subprocess.Popen(
-    uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
-    stdin=subprocess.PIPE,
-    stdout=subprocess.PIPE,
+  proc = start_ours(
+    model_checkpoint,
+    compilation_cache,
     stderr=subprocess.PIPE,
-    text=True,
-    bufsize=1,
     encoding='utf-8',
     env={**os.environ, 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8'},
   )
@@ -805,14 +815,7 @@ def test_a_chess960_game_against_stockfish(process, stockfish):
 
 
 def test_a_rejected_position_never_gets_a_move_of_the_board_before(model_checkpoint, compilation_cache):
-  proc = subprocess.Popen(
-    uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
-    stdin=subprocess.PIPE,
-    stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
-    text=True,
-    bufsize=1,
-  )
+  proc = start_ours(model_checkpoint, compilation_cache)
   try:
     lines = []
     proc.stdin.write('uci\nisready\nposition startpos moves e2e4\ngo depth 1\n')
@@ -835,14 +838,7 @@ def test_a_cutechess_style_match(model_checkpoint, compilation_cache, stockfish)
   """Two games as a match runner plays them over raw UCI: ucinewgame, isready, position startpos moves ...,
   go with both clocks; colours alternate; every bestmove must be legal and the clock respected."""
   players = {
-    'ours': subprocess.Popen(
-      uci_argv(model_checkpoint, '--compilation_cache', compilation_cache),
-      stdin=subprocess.PIPE,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.DEVNULL,
-      text=True,
-      bufsize=1,
-    ),
+    'ours': start_ours(model_checkpoint, compilation_cache),
     'stockfish': subprocess.Popen([stockfish], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1),
   }
   try:

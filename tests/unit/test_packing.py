@@ -1,6 +1,7 @@
 """Board packing: board records, the converter, the packed model, its training and its play."""
 
 import dataclasses
+import functools
 import json
 import struct
 
@@ -180,35 +181,24 @@ def _packed_config(data, *extra):
 
 
 def test_packed_loader_reads_board_records_only(board_bag, compat):
-  loader = loader_lib.build_loader(
-    board_bag,
+  build = functools.partial(
+    loader_lib.build_loader,
     policy='action_value',
     num_return_buckets=128,
     batch_size=8,
-    shuffle=True,
     seed=0,
     num_epochs=1,
     worker_count=0,
     max_moves=64,
   )
-  rows = list(loader)
+  rows = list(build(board_bag, shuffle=True))
   assert len(rows) == 7 and rows[0].shape == (8, 77 + 128 + 1)
   with pytest.raises(
     ValueError,
     match=r'board packing needs board_value records, but record 0 of .* is an? '
     r'action_value record.*searchless-convert',
   ):
-    loader_lib.build_loader(
-      str(compat / 'action_value_sample.bag'),
-      policy='action_value',
-      num_return_buckets=128,
-      batch_size=8,
-      shuffle=False,
-      seed=0,
-      num_epochs=1,
-      worker_count=0,
-      max_moves=64,
-    )
+    build(str(compat / 'action_value_sample.bag'), shuffle=False)
 
 
 # --------------------------------------------------------------------------------------

@@ -86,7 +86,9 @@ def run(
     made = not os.path.exists(os.path.join(out_dir, OPENINGS_FILE))
     try:
       if make_openings is not None:
-        chosen = openings_lib.make_openings(make_openings, plies=opening_plies, seed=seed, engine_path=engine)
+        chosen = openings_lib.make_openings(
+          make_openings, openings_lib.MakeOptions(plies=opening_plies, seed=seed, engine_path=engine)
+        )
         openings_lib.write_openings(chosen, os.path.join(out_dir, OPENINGS_FILE))
       else:
         chosen = [o for path in openings or () for o in openings_lib.read_openings(path)]

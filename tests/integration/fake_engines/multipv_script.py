@@ -6,7 +6,7 @@ lines are new), bound scores, a mate score, a line that changes its first move,
 a ``currmove`` line with neither score nor PV, and ``info string`` lines.
 """
 
-import sys
+import uci_loop
 
 MOVES = [
   'a2a3',
@@ -49,13 +49,4 @@ SCRIPT += [
   'info string a stray remark with score cp 999 pv a2a3',
 ]
 
-for line in sys.stdin:
-  command = line.strip()
-  if command == 'uci':
-    print('id name MultiPVScript 1.0\noption name MultiPV type spin default 1 min 1 max 500\nuciok', flush=True)
-  elif command == 'isready':
-    print('readyok', flush=True)
-  elif command.startswith('go'):
-    print('\n'.join(SCRIPT) + '\nbestmove e2e4 ponder e7e5', flush=True)
-  elif command == 'quit':
-    break
+uci_loop.serve('MultiPVScript 1.0', lambda go: '\n'.join(SCRIPT) + '\nbestmove e2e4 ponder e7e5')

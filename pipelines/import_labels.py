@@ -23,11 +23,11 @@ import dataclasses
 
 from searchless.core import artefacts
 from searchless.core import cli
-from searchless.data import free_label_graph
-from searchless.data import free_label_job
+from searchless.data import import_graph
+from searchless.data import import_job
 from searchless.data import job_options
 
-_OPTIONS = {f.name: f.default for f in dataclasses.fields(free_label_graph.ImportOptions)}  # The defaults' one home.
+_OPTIONS = {f.name: f.default for f in dataclasses.fields(import_graph.ImportOptions)}  # The defaults' one home.
 
 PROG = 'searchless-import'  # The command's name, in its usage and the manifest's command line.
 
@@ -59,11 +59,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefacts.ImportManifest:
-  """Parses `argv` and runs the import (`free_label_job.run`); returns the manifest.
+  """Parses `argv` and runs the import (`import_job.run`); returns the manifest.
 
   `command`: the command line the manifest records (default: ``searchless-import`` and `argv`).
   """
   args, beam_args = _parser().parse_known_args(argv)
-  fields = {f.name for f in dataclasses.fields(free_label_graph.ImportOptions)} - {'input'}
-  options = free_label_graph.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
-  return free_label_job.run(options, beam_args=beam_args, command=command or [PROG, *argv])
+  fields = {f.name for f in dataclasses.fields(import_graph.ImportOptions)} - {'input'}
+  options = import_graph.ImportOptions(input=tuple(args.input), **{f: getattr(args, f) for f in fields})
+  return import_job.run(options, beam_args=beam_args, command=command or [PROG, *argv])

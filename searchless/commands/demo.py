@@ -109,7 +109,10 @@ def _table(
   engine = ['--engine_path', args.engine_path] if args.engine_path else []
   puzzle_csv = pathlib.Path(args.puzzles).absolute() if args.puzzles else run_dir / 'puzzles' / 'puzzles.csv'
   # (name, checkpoint, output suffix, what its evaluation is made after, what its puzzles are made after).
-  models = [('searchless', str(train_dir), '', (trained,), (trained, puzzle_csv))]
+  Paths = tuple[pathlib.Path, ...]
+  models: list[tuple[str, str, str, Paths, Paths]] = [
+    ('searchless', str(train_dir), '', (trained,), (trained, puzzle_csv))
+  ]
   if args.pretrained:
     models.append(('pretrained', args.pretrained, '_pretrained', (manifest,), (puzzle_csv,)))
   # --overwrite: annotate runs only while data/ has no manifest, so what is there is a crashed run's.

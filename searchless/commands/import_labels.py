@@ -1,4 +1,4 @@
-"""``searchless-import``: the free-label import (`searchless.pipelines.import_labels`, whose docstring says what
+"""``searchless-import``: the label import (`searchless.pipelines.import_labels`, whose docstring says what
 it reads and writes) as a console script: quiet Beam, one-line errors, a summary at the end.
 
     searchless-import games.pgn.zst lichess_db_eval.jsonl.zst --out free
@@ -13,7 +13,7 @@ from searchless.data import beam_command
 beam_command.require_beam('searchless-import')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
 from searchless.core import files  # noqa: E402
-from searchless.data import free_label_job  # noqa: E402
+from searchless.data import import_job  # noqa: E402
 from searchless.data import streams  # noqa: E402
 from searchless.pipelines import import_labels  # noqa: E402
 
@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     lambda args: import_labels.run(args, command=command), argv, 'searchless-import', streams.CorruptInputError
   )
   errors.print_out(
-    f'{free_label_job.summary(manifest)}\nmanifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}'
+    f'{import_job.summary(manifest)}\nmanifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}'
   )
 
 

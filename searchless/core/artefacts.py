@@ -137,7 +137,7 @@ class AnnotationManifest(Artefact):
 
 @dataclasses.dataclass(frozen=True)
 class ImportManifest(Artefact):
-  """How a free-label dataset was made and what it holds (``searchless-import``)."""
+  """How a imported dataset was made and what it holds (``searchless-import``)."""
 
   FORMAT: ClassVar[str] = 'searchless-import'
   FILE: ClassVar[str] = 'manifest.json'

@@ -9,7 +9,7 @@ FEN, every legal move with its win probability, and the board's own value,
 laid out in the same style (Beam's ``IterableCoder`` for the move lists).
 One record per board instead of one per move: the FEN is stored once.
 A ``partial_board_value`` record has the same fields but values only some of its
-board's legal moves (free labels, `searchless.data.free_labels`).
+board's legal moves (imported labels, `searchless.data.lichess_evals`).
 
 >>> record = ActionValue('8/8/8/8/8/8/8/K1k5 w - - 0 1', 'a1a2', 0.5)
 >>> decode('action_value', encode('action_value', record)) == record
@@ -48,7 +48,7 @@ class BoardValue(NamedTuple):
 
 KINDS = ('action_value', 'state_value', 'behavioral_cloning')  # The ChessBench datasets.
 BOARD_VALUE = 'board_value'  # Ours: one record per board.
-PARTIAL_BOARD_VALUE = 'partial_board_value'  # Ours: a board with only some of its moves valued (free labels).
+PARTIAL_BOARD_VALUE = 'partial_board_value'  # Ours: a board with only some of its moves valued (imported labels).
 ALL_KINDS = KINDS + (BOARD_VALUE, PARTIAL_BOARD_VALUE)
 # Tokens of a record as a model input: 77 FEN tokens + action and/or return bucket.
 SEQUENCE_LENGTHS = {'action_value': 79, 'state_value': 78, 'behavioral_cloning': 78}

@@ -1,2 +1,2 @@
-"""From games to records: input streams, PGN reading, board extraction and splits, the annotation and free-label
+"""From games to records: input streams, PGN reading, board extraction and splits, the annotation and label
 Beam graphs and their jobs, self-play, conversion, and the grain loader."""

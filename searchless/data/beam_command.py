@@ -37,8 +37,6 @@ def require_beam(command: str) -> None:
   errors.require_extra('apache_beam', 'annotate', command)
 
 
-
-
 @contextlib.contextmanager
 def child_stderr_to(path: str) -> Iterator[None]:
   """Inside the block, processes this one starts write their stderr to `path`; its own `sys.stderr` does not move.
@@ -110,9 +108,7 @@ def worker_error(error: BaseException, extra: Sequence[type[BaseException]] = ()
   return _WHILE_RUNNING.sub('', found[-1]['message'].strip())
 
 
-def main(
-  run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str, *extra: type[BaseException]
-) -> Any:
+def main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str, *extra: type[BaseException]) -> Any:
   """Runs a Beam command's `run(argv)` quietly: Beam's logs off, the workers' stderr to a log file kept
   (and named in the one-line error) only when the job fails, and every user error as one line.
   With ``--verbose`` in `argv`, Beam's logs and the traceback stay. Returns what `run` returned."""

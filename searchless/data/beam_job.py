@@ -1,4 +1,4 @@
-"""One way to run a Beam job that writes a dataset: annotation, the free-label import and conversion.
+"""One way to run a Beam job that writes a dataset: annotation, the label import and conversion.
 
 `run` claims the output folder (refusing a dataset already there unless told to
 replace it), cleans what a crashed earlier job left, runs the pipeline, closes

@@ -1,4 +1,4 @@
-"""Beam transforms from PGN files to distinct boards: read, parse, spread, extract (annotation, free labels).
+"""Beam transforms from PGN files to distinct boards: read, parse, spread, extract (annotation, the label import).
 
     input files --ReadGames--> game texts --Distribute--> --ParseGames--> games | skips
       (split, game) --ExtractBoards--> unique (split, fen), with its counts

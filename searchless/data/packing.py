@@ -9,7 +9,7 @@ bucket (-1: its best move's). A board with more than M legal moves keeps M of
 them, drawn per board and epoch (`packed_rows`); every move is scored at
 evaluation, where M covers the largest board.
 
-A partial board (free labels, ``partial_board_value``: values for some of its legal
+A partial board (imported labels, ``partial_board_value``: values for some of its legal
 moves only) holds every legal move in its slots, the unvalued ones with target -1
 (a model sees the whole board; the loss reads the valued moves), and its own value as
 the board's bucket. A board is read as partial when its record has fewer moves than

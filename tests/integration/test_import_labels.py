@@ -16,9 +16,9 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import records
-from searchless.data import free_label_graph
-from searchless.data import free_label_merge
-from searchless.data import free_labels
+from searchless.data import import_graph
+from searchless.data import import_merge
+from searchless.data import lichess_evals
 from searchless.data import pgn
 from searchless.data import streams
 from searchless.pipelines import import_labels
@@ -97,15 +97,15 @@ def test_a_board_met_in_many_games_holds_every_scored_reply(imported, lichess_99
 
 def test_merge_keeps_the_deepest_source_per_field():
   fen = '8/8/8/8/8/8/8/K1k5 w - - 0 1'
-  game = free_labels.Labelled(fen, 0.5, ('a1a2',), (0.4,), None, None, None, 'games')
-  shallow = free_labels.Labelled(fen, 0.6, ('a1b1', 'a1a2'), (0.6, 0.3), 'a1b1', 10, 5, 'eval_db')
-  deep = free_labels.Labelled(fen, 0.7, ('a1b2',), (0.7,), 'a1b2', 30, 900, 'eval_db')
+  game = lichess_evals.Labelled(fen, 0.5, ('a1a2',), (0.4,), None, None, None, 'games')
+  shallow = lichess_evals.Labelled(fen, 0.6, ('a1b1', 'a1a2'), (0.6, 0.3), 'a1b1', 10, 5, 'eval_db')
+  deep = lichess_evals.Labelled(fen, 0.7, ('a1b2',), (0.7,), 'a1b2', 30, 900, 'eval_db')
   with TestPipeline() as p:
     merged = (
       p
       | beam.Create([game, shallow, deep])
       | beam.Map(lambda b: ('k', b))
-      | beam.CombinePerKey(free_label_merge.MergeBoards())
+      | beam.CombinePerKey(import_merge.MergeBoards())
       | beam.Values()
       | beam.Map(lambda b: (b.state_value, b.best_move, b.moves, b.win_probs, b.depth))
     )
@@ -154,7 +154,7 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   assert nothing.returncode == 2 and nothing.stderr == f"error: input '{tmp_path / 'none-*.jsonl'}' matches no file\n"
   assert not (tmp_path / 'c').exists()  # A failed run leaves no folder behind.
   with pytest.raises(ValueError, match="--records 'state_value,moves': expected a comma-separated subset of"):
-    free_label_graph.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
+    import_graph.ImportOptions(input=('x',), output_dir='y', records='state_value,moves')
 
 
 def test_games_without_evals_parse_as_annotation_parses_them(lichess_999):

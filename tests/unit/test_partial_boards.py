@@ -1,4 +1,4 @@
-"""Training on partial boards (free labels): the loss reads the valued moves only; the board's own value
+"""Training on partial boards (imported labels): the loss reads the valued moves only; the board's own value
 carries the graph's state-value head."""
 
 import chess

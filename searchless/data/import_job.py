@@ -1,12 +1,12 @@
-"""The free-label import (``searchless-import``): Lichess's own evaluations as ChessBench records, on any Beam runner.
+"""The label import (``searchless-import``): Lichess's own evaluations as ChessBench records, on any Beam runner.
 
-The graph and its options are `searchless.data.free_label_graph`'s; this module runs it and writes the manifest.
+The graph and its options are `searchless.data.import_graph`'s; this module runs it and writes the manifest.
 
 Games are parsed, filtered and split (by a hash of the game) exactly as annotation does
 (`searchless.data.games`); a database board goes to the split its FEN hashes to. A board
 met more than once in a split (openings) becomes one record: its state value from the deepest
 source (the database before games, then depth, then thousands of nodes), and every move any
-source valued, each with its deepest value. What `searchless.data.free_labels` skips is counted
+source valued, each with its deepest value. What `searchless.data.lichess_evals` skips is counted
 and written to ``skipped.jsonl`` with its file and line. Counts are data, summed by
 `job_results.WriteResults`; `run` commits the files and writes ``manifest.json``
 (`artefacts.ImportManifest`), with each source's depth and knodes distribution.
@@ -25,9 +25,9 @@ from searchless.core import artefacts
 from searchless.core import outputs
 from searchless.data import annotation_job
 from searchless.data import beam_job
-from searchless.data import free_labels
+from searchless.data import lichess_evals
 from searchless.data import manifest as manifest_lib
-from searchless.data import free_label_graph
+from searchless.data import import_graph
 from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
@@ -41,7 +41,7 @@ def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
 
 
 def run(
-  options: free_label_graph.ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
+  options: import_graph.ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
 ) -> artefacts.ImportManifest:
   """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json). What it parsed is kept as it
   goes (`resume`): after an interrupt, the same call parses only the rest and writes the same dataset."""
@@ -53,7 +53,7 @@ def run(
 
 
 def _run(
-  options: free_label_graph.ImportOptions, pipeline_options: Any, command: Sequence[str] | None
+  options: import_graph.ImportOptions, pipeline_options: Any, command: Sequence[str] | None
 ) -> artefacts.ImportManifest:
   out = options.output_dir
   o = options
@@ -69,7 +69,7 @@ def _run(
     print(f'resuming: {resume.items_in(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
-  graph = free_label_graph.ImportLabels(
+  graph = import_graph.ImportLabels(
     options, kept
   )  # Matches the inputs: a glob that matches nothing fails before the folder is made.
   _ = pipeline | 'Import' >> graph
@@ -102,8 +102,8 @@ def _run(
 
 def _write_manifest(
   counts: dict[str, int],
-  options: free_label_graph.ImportOptions,
-  graph: free_label_graph.ImportLabels,
+  options: import_graph.ImportOptions,
+  graph: import_graph.ImportLabels,
   wall: float,
   command: Sequence[str] | None,
 ) -> artefacts.ImportManifest:
@@ -116,19 +116,19 @@ def _write_manifest(
     command=list(command) if command is not None else manifest_lib.command_line(),
     inputs=graph.inputs,
     output_dir=options.output_dir,
-    games=options.games_manifest(counts, free_label_graph.GAME_SKIP_REASONS),
+    games=options.games_manifest(counts, import_graph.GAME_SKIP_REASONS),
     lines={
       'read': counts.get('lines_read', 0),
       'kept': counts.get('lines_kept', 0),
       'skipped': {
-        r: counts[f'lines_skipped/{r}'] for r in free_labels.SKIP_REASONS if counts.get(f'lines_skipped/{r}')
+        r: counts[f'lines_skipped/{r}'] for r in lichess_evals.SKIP_REASONS if counts.get(f'lines_skipped/{r}')
       },
       'max_lines_per_file': options.max_lines,
     },
     corrupt_input_files=counts.get('corrupt_input_files', 0),
     sources={
       source: {'depth': _distribution(counts, f'depth/{source}'), 'knodes': _distribution(counts, f'knodes/{source}')}
-      for source in free_labels.SOURCES
+      for source in lichess_evals.SOURCES
       if graph.inputs[source]
     },
     split={

@@ -1,7 +1,6 @@
-"""Free labels: how fast `searchless-import` reads, and what its state values teach against ours.
+"""Imported labels: how fast `searchless-import` reads, and what its state values teach against ours.
 
-    cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/free_labels.py \\
-        --workdir /root/searchless-data/free_labels        # ~1 h on 2 cores (2 x --minutes of training), resumable
+    python benchmarks/lichess_evals.py --workdir ~/searchless-data/lichess_evals  # ~1 h on 2 cores, resumable
 
 1. Speed: `searchless-import` on the whole 46k-game file (`../shared/data/games/
    lichess_games_js_magnus_46177.pgn.zst`: 10k games carry [%eval]) on the DirectRunner

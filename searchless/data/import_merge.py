@@ -10,7 +10,7 @@ import dataclasses
 
 import apache_beam as beam
 
-from searchless.data import free_labels
+from searchless.data import lichess_evals
 from searchless.data import job_results
 
 
@@ -26,7 +26,7 @@ def _knodes_bucket(value: int | None) -> str:
   return f'{low}-{max(9, low * 10 - 1)}'
 
 
-def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[job_results.Count]:
+def labelled_counts(split_board: tuple[str, lichess_evals.Labelled]) -> Iterator[job_results.Count]:
   """The manifest's counts of one labelled board, before merging (depth and knodes per source)."""
   split, board = split_board
   yield f'boards_seen/{split}', 1
@@ -34,13 +34,13 @@ def labelled_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[j
   yield f'knodes/{board.source}/{_knodes_bucket(board.knodes)}', 1
 
 
-def _preference(board: free_labels.Labelled) -> tuple:
+def _preference(board: lichess_evals.Labelled) -> tuple:
   """A total order over a board's sources: the deepest wins (database first, then depth, knodes)."""
   return (board.source == 'eval_db', board.depth or -1, board.knodes or -1, board.state_value, board.fen)
 
 
 # MergeBoards' accumulator: (preferred board, {move: (preference, win prob)}, smallest FEN).
-_Merged = tuple[free_labels.Labelled | None, dict[str, tuple[tuple, float]], str | None]
+_Merged = tuple[lichess_evals.Labelled | None, dict[str, tuple[tuple, float]], str | None]
 
 
 class MergeBoards(beam.CombineFn):
@@ -53,14 +53,14 @@ class MergeBoards(beam.CombineFn):
   def create_accumulator(self) -> _Merged:
     return None, {}, None
 
-  def add_input(self, acc: _Merged, board: free_labels.Labelled) -> _Merged:
+  def add_input(self, acc: _Merged, board: lichess_evals.Labelled) -> _Merged:
     rank = _preference(board)
     return self.merge_accumulators(
       [acc, (board, {m: (rank, p) for m, p in zip(board.moves, board.win_probs)}, board.fen)]
     )
 
   def merge_accumulators(self, accs: Iterable[_Merged]) -> _Merged:
-    best: free_labels.Labelled | None = None
+    best: lichess_evals.Labelled | None = None
     moves: dict[str, tuple[tuple, float]] = {}
     fen: str | None = None
     for other_best, other_moves, other_fen in accs:
@@ -73,7 +73,7 @@ class MergeBoards(beam.CombineFn):
         fen = other_fen
     return best, moves, fen
 
-  def extract_output(self, acc: _Merged) -> free_labels.Labelled:
+  def extract_output(self, acc: _Merged) -> lichess_evals.Labelled:
     best, moves, fen = acc
     assert best is not None and fen is not None  # A key's accumulator has seen at least one board.
     ordered = sorted(moves.items(), key=lambda item: (-item[1][1], item[0]))  # Best first.
@@ -82,7 +82,7 @@ class MergeBoards(beam.CombineFn):
     )
 
 
-def board_counts(split_board: tuple[str, free_labels.Labelled]) -> Iterator[job_results.Count]:
+def board_counts(split_board: tuple[str, lichess_evals.Labelled]) -> Iterator[job_results.Count]:
   split, board = split_board
   yield f'boards/{split}', 1
   yield f'moves_valued/{split}', len(board.moves)

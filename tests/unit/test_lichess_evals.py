@@ -1,4 +1,4 @@
-"""Free labels: [%eval] comments of real Lichess games and lines of the evaluation database as labelled boards."""
+"""Imported labels: [%eval] comments of real Lichess games and lines of the evaluation database as labelled boards."""
 
 import json
 import pathlib
@@ -10,7 +10,7 @@ import pytest
 
 from searchless.core import records
 from searchless.core import values
-from searchless.data import free_labels
+from searchless.data import lichess_evals
 from searchless.data import pgn
 
 EVAL_SAMPLE = pathlib.Path(__file__).parents[1] / 'fixtures' / 'lichess_db_eval_sample.jsonl'
@@ -22,8 +22,8 @@ def _mover(score: chess.engine.PovScore, turn: chess.Color) -> float:
 
 def test_the_evaluation_database_sample_reads_its_deepest_eval():
   lines = EVAL_SAMPLE.read_text().splitlines()
-  boards = [free_labels.from_eval_line(line, f'{EVAL_SAMPLE}:{i}') for i, line in enumerate(lines, 1)]
-  assert all(isinstance(b, free_labels.Labelled) for b in boards) and len(boards) == 31
+  boards = [lichess_evals.from_eval_line(line, f'{EVAL_SAMPLE}:{i}') for i, line in enumerate(lines, 1)]
+  assert all(isinstance(b, lichess_evals.Labelled) for b in boards) and len(boards) == 31
   for line, board in zip(lines, boards):
     entry = json.loads(line)
     deepest = entry['evals'][0]  # The sample's first eval is its deepest (depth 10, then 6).
@@ -41,16 +41,16 @@ def test_the_evaluation_database_sample_reads_its_deepest_eval():
 
 
 def test_records_of_each_kind():
-  board = free_labels.from_eval_line(EVAL_SAMPLE.read_text().splitlines()[-1], 'x:1')
-  assert free_labels.state_value_records(board) == [(board.fen, 1.0)]
-  assert free_labels.behavioral_cloning_records(board) == [(board.fen, 'd1d8')]
-  [partial] = free_labels.partial_board_records(board)
+  board = lichess_evals.from_eval_line(EVAL_SAMPLE.read_text().splitlines()[-1], 'x:1')
+  assert lichess_evals.state_value_records(board) == [(board.fen, 1.0)]
+  assert lichess_evals.behavioral_cloning_records(board) == [(board.fen, 'd1d8')]
+  [partial] = lichess_evals.partial_board_records(board)
   assert partial == records.BoardValue(board.fen, board.moves, board.win_probs, 1.0) and len(partial.moves) == 3
   encoded = records.encode(records.PARTIAL_BOARD_VALUE, partial)
   decoded = records.decode(records.PARTIAL_BOARD_VALUE, encoded)
   assert (decoded.fen, tuple(decoded.moves), tuple(decoded.win_probs), decoded.state_value) == partial
-  played = free_labels.Labelled('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.5, (), (), None, None, None, 'games')
-  assert free_labels.behavioral_cloning_records(played) == [] and free_labels.partial_board_records(played) == []
+  played = lichess_evals.Labelled('8/8/8/8/8/8/8/K1k5 w - - 0 1', 0.5, (), (), None, None, None, 'games')
+  assert lichess_evals.behavioral_cloning_records(played) == [] and lichess_evals.partial_board_records(played) == []
 
 
 @pytest.mark.parametrize(
@@ -83,6 +83,6 @@ def test_records_of_each_kind():
   ],
 )
 def test_bad_lines_are_skips_naming_the_line(line, reason, detail):
-  skip = free_labels.from_eval_line(line, 'db.jsonl:7')
+  skip = lichess_evals.from_eval_line(line, 'db.jsonl:7')
   assert isinstance(skip, pgn.Skip) and (skip.reason, skip.location) == (reason, 'db.jsonl:7')
-  assert detail in skip.detail and reason in free_labels.SKIP_REASONS
+  assert detail in skip.detail and reason in lichess_evals.SKIP_REASONS

@@ -1,4 +1,4 @@
-"""The free-label import's graph (`ImportLabels`) and options; its driver is `searchless.data.free_label_job`.
+"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.data.import_job`.
 
     game dumps --ReadGames--> texts --Distribute--> --ParseGames(with evals)--> (split, Labelled) | Skip
     eval db    --ReadEvalLines--> lines --Distribute--> --ParseEvalLines--> (split, Labelled) | Skip
@@ -20,8 +20,8 @@ from apache_beam.pvalue import PBegin, PCollection, PDone
 
 from searchless.core import bags
 from searchless.core import records
-from searchless.data import free_label_merge
-from searchless.data import free_labels
+from searchless.data import import_merge
+from searchless.data import lichess_evals
 from searchless.data import games
 from searchless.data import job_options
 from searchless.data import pgn
@@ -31,7 +31,7 @@ from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
 
-KINDS = tuple(free_labels.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
+KINDS = tuple(lichess_evals.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
 EVAL_DB_BYTES_PER_BOARD = 400  # About one line of lichess_db_eval.jsonl (uncompressed): shard estimates.
 
 
@@ -132,11 +132,11 @@ class ImportLabels(beam.PTransform):
         yield item
         return
       split = splits.split_of(item.key, fraction)
-      for board in free_labels.from_game(item):
+      for board in lichess_evals.from_game(item):
         yield split, board
 
     def line_board(item: EvalLine):
-      board = free_labels.from_eval_line(item.text, item.location)
+      board = lichess_evals.from_eval_line(item.text, item.location)
       if isinstance(board, pgn.Skip):
         return board
       return splits.split_of(splits.dedup_key(board.fen, by), fraction), board
@@ -191,14 +191,14 @@ class ImportLabels(beam.PTransform):
       skipped.append(parsed_lines | 'LineSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
 
     every = labelled | 'AllLabelled' >> beam.Flatten()
-    counts.append(every | 'CountSeen' >> beam.FlatMap(free_label_merge.labelled_counts))
+    counts.append(every | 'CountSeen' >> beam.FlatMap(import_merge.labelled_counts))
     merged = (
       every
       | 'KeyBoards' >> beam.Map(lambda sb: ((sb[0], splits.dedup_key(sb[1].fen, by)), sb[1]))
-      | 'MergeBoards' >> beam.CombinePerKey(free_label_merge.MergeBoards())
+      | 'MergeBoards' >> beam.CombinePerKey(import_merge.MergeBoards())
       | 'SplitBoard' >> beam.Map(lambda kv: (kv[0][0], kv[1]))
     )
-    counts.append(merged | 'CountBoards' >> beam.FlatMap(free_label_merge.board_counts))
+    counts.append(merged | 'CountBoards' >> beam.FlatMap(import_merge.board_counts))
 
     ext = bags.extension(o.compress)
     estimated = (
@@ -224,7 +224,7 @@ class ImportLabels(beam.PTransform):
         )
         to_write.append(
           of_split
-          | f'{kind}[{split}]' >> beam.FlatMap(free_labels.RECORDS_OF[kind])
+          | f'{kind}[{split}]' >> beam.FlatMap(lichess_evals.RECORDS_OF[kind])
           | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
         )
     skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')

@@ -1,6 +1,6 @@
-"""Free labels: Lichess's own evaluations as labelled boards: the tests that build, train or play models (slow).
+"""Imported labels: Lichess's own evaluations as labelled boards: the tests that build, train or play models (slow).
 
-The fast ones, and the helpers both use, are in tests/unit/test_free_labels.py.
+The fast ones, and the helpers both use, are in tests/unit/test_lichess_evals.py.
 """
 
 import io
@@ -10,10 +10,10 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from searchless.data import free_labels
+from searchless.data import lichess_evals
 from searchless.data import pgn
 
-from unit.test_free_labels import _mover
+from unit.test_lichess_evals import _mover
 
 
 @pytest.mark.slow
@@ -26,7 +26,7 @@ def test_real_games_give_what_python_chess_reads_in_their_eval_comments(lichess_
     if not isinstance(game, pgn.Game) or not any(game.evals):
       continue
     games_with_evals += 1
-    boards = list(free_labels.from_game(game))
+    boards = list(lichess_evals.from_game(game))
     nodes = list(chess.pgn.read_game(io.StringIO(raw.text)).mainline())
     expected = []
     for index, fen in enumerate(game.fens):

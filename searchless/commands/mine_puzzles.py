@@ -62,21 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    puzzles, stats = puzzle_mining.run(
-      games=args.games,
-      out=args.out,
-      engine_path=args.engine_path,
-      limit=args.limit,
-      split=args.split,
-      test_fraction=args.test_fraction,
-      max_puzzles=args.max_puzzles,
-      min_best=args.min_best,
-      min_gap=args.min_gap,
-      max_solver_moves=args.max_solver_moves,
-      min_swing=args.min_swing,
-      workers=args.workers,
-      progress=not args.no_progress,
-    )
+    options = cli.keywords(puzzle_mining.MiningOptions, args, progress=not args.no_progress)
+    puzzles, stats = puzzle_mining.run(games=args.games, out=args.out, **options)
   skipped = sum(stats.games_skipped.values())
   if not puzzles:
     print('warning: no puzzles found (more games, --split all, or lower --min_best / --min_gap)', file=sys.stderr)

@@ -3,11 +3,13 @@
 This is the Python API for querying and playing a trained model:
 
 >>> import chess
->>> player = Player.load('runs/demo/train')  # doctest: +SKIP
->>> player.win_probabilities(chess.Board())  # doctest: +SKIP
-{'e2e4': 0.547, 'd2d4': 0.541, ...}
->>> player.play(chess.Board())  # doctest: +SKIP
-Move.from_uci('e2e4')
+>>> player = Player.load('pretrained-transformer')  # A shipped model's name, or a run's folder ('runs/demo/train').
+>>> board = chess.Board()
+>>> values = player.win_probabilities(board)  # {UCI move: the mover's win probability after it}, best first.
+>>> len(values), all(0 <= p <= 1 for p in values.values())
+(20, True)
+>>> player.play(board) in board.legal_moves  # The model's move: which one, a retrain may change.
+True
 
 How a move is chosen from the policy's scores (`PlayOptions`):
 
@@ -35,10 +37,10 @@ from searchless.core import legality
 from searchless.engines import launch
 from searchless.model import loading
 from searchless.model import network
+from searchless.play import background_compile
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
-from searchless.play import shapes as shapes_lib
 
 DECISIVE_RULES = ('rule', 'stockfish', 'off')
 _PIECE_VALUES = {None: 0, chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
@@ -98,9 +100,10 @@ def load_policy(
   its probe, here through the predictor, in the shape the start position's move uses).
 
   >>> import chess
-  >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(chess.Board())
-  >>> len(analysis.moves), analysis.best_move().uci()
-  (20, 'd2d4')
+  >>> board = chess.Board()
+  >>> analysis = load_policy('pretrained-transformer', compute_dtype='float32').analyse(board)
+  >>> len(analysis.moves), analysis.best_move() in board.legal_moves
+  (20, True)
   """
   compilation_cache.enable()
   model_config, params, experiment = loading.load_model(path, ema=ema, check=False)
@@ -115,7 +118,7 @@ def load_policy(
   predictor = predictor_lib.predictor_for(model_config, params, compute_dtype=dtype)
   # The probe through the predictor (in float32, as it was saved), in the start position's shape: the first
   # move needs no compile of its own.
-  with shapes_lib.tracing():  # Its traces take their turn with the background compiles of other predictors.
+  with background_compile.tracing():  # Its traces take their turn with the background compiles of other predictors.
     loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
   try:
     return policy_lib.make_policy(kind, predictor)

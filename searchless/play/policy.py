@@ -24,9 +24,12 @@ arrays line up with `moves`.
 >>> model_config, params, experiment = loading.load_model('pretrained-transformer')  # A shipped model.
 >>> from searchless.play import predictor
 >>> policy = make_policy('action_value', predictor.predictor_for(model_config, params))
->>> analysis = policy.analyse(chess.Board())
->>> analysis.best_move(), isinstance(policy, Policy)
-(Move.from_uci('d2d4'), True)
+>>> board = chess.Board()
+>>> analysis = policy.analyse(board)
+>>> len(analysis.moves), analysis.best_move() in board.legal_moves, isinstance(policy, Policy)
+(20, True, True)
+>>> round(float(np.exp(analysis.log_probs[0]).sum()), 6)  # A move's distribution over the value buckets.
+1.0
 """
 
 import dataclasses

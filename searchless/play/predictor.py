@@ -2,9 +2,11 @@
 
 `Predictor` runs token sequences (the per-move model: one sequence per move or
 board); `PackedPredictor` runs whole boards through a board-packed model, every
-legal move in one row. Rows are cut into calls of the bucket sizes below; which
-shapes are compiled is kept in each predictor's `shapes` (`searchless.play.shapes`),
-so an engine in a hurry compiles one shape and the rest in the background.
+legal move in one row. Both are a `_BasePredictor`: how rows are cut into calls of
+the bucket sizes below is theirs, the rest (the jitted call, its compiled shapes, a
+call of one batch, the warm-up) is written once there. Which shapes are compiled is
+kept in each predictor's `shapes` (`searchless.play.background_compile`), so an
+engine in a hurry compiles one shape and the rest in the background.
 Predictors of one architecture and compute dtype share their jitted forward
 pass and its compiled shapes (`_jitted`): a second agent of a model that this
 process has loaded compiles nothing. `predictor_for` picks the predictor a model needs.
@@ -25,7 +27,7 @@ import numpy as np
 from searchless.core import tokenizer
 from searchless.model import network
 from searchless.model.config import ModelConfig
-from searchless.play import shapes as shapes_lib
+from searchless.play import background_compile
 
 # Batch shapes the predictor is compiled for (218 legal moves at most). A board's
 # moves go in a few calls of these shapes (`Predictor._chunks`).
@@ -40,13 +42,13 @@ FIRST_MOVE_SLOTS = 48
 START_MOVES = 20  # The start position's legal moves: `PackedPredictor.probe` runs in their move bucket.
 
 
-_JITTED: dict[tuple, tuple[Callable, set[shapes_lib.Shape]]] = {}  # `_jitted`'s, by architecture.
+_JITTED: dict[tuple, tuple[Callable, set[background_compile.Shape]]] = {}  # `_jitted`'s, by architecture.
 _JITTED_LOCK = threading.Lock()
 
 
 def _jitted(
   model_config: ModelConfig, params: hk.Params, compute_dtype: DTypeLike, *, last_only: bool = False, share: bool
-) -> tuple[Callable, set[shapes_lib.Shape]]:
+) -> tuple[Callable, set[background_compile.Shape]]:
   """The jitted forward pass of `model_config`'s model in `compute_dtype` and the set of its compiled input
   shapes, one per process for every predictor of that model and parameter shapes (unless not `share`): a shape
   one of them compiled runs in the others without a compile (parameters are an argument of the call)."""
@@ -61,7 +63,64 @@ def _jitted(
     return _JITTED[key]
 
 
-class Predictor:
+class _BasePredictor:
+  """Common part of the predictors: the model's jitted forward pass (`_jitted`) on its parameters, put on the
+  device once; its compiled input shapes (`shapes`); a call of one padded batch (`_run`); and the warm-up that
+  compiles shapes now or in the background (`_compile_shapes`)."""
+
+  def __init__(
+    self,
+    model_config: ModelConfig,
+    params: hk.Params,
+    *,
+    compute_dtype: DTypeLike,
+    share: bool,
+    last_only: bool = False,
+  ):
+    self.model_config = model_config
+    self._params = jax.device_put(params)
+    self._apply, compiled = _jitted(model_config, params, compute_dtype, last_only=last_only, share=share)
+    self.shapes = background_compile.Shapes(self._compile, compiled)  # Compiled [rows, tokens] shapes.
+    self.rows_run = 0  # Rows sent through the model, padding included.
+    self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
+
+  def _compile(self, shape: background_compile.Shape) -> None:
+    self._apply(self._params, None, np.zeros(shape, np.int32)).block_until_ready()
+
+  def _run(self, batch: np.ndarray) -> jax.Array:
+    """The model on one padded `batch` of a bucket's shape, dispatched asynchronously (a shape not compiled
+    yet is traced and compiled in its turn: `Shapes.guard`); its rows are counted in `rows_run`."""
+    shape = batch.shape
+    with self.shapes.guard(shape):
+      out = self._apply(self._params, None, batch)
+    self.shapes.mark(shape)
+    self.rows_run += shape[0]
+    return out
+
+  def _compiled_sizes(self, sizes: Sequence[int], length: int) -> tuple[int, ...] | None:
+    """The row counts among `sizes` to call at `length` tokens: while calls use compiled shapes only, the
+    compiled ones; None (any) otherwise, or where none is compiled yet."""
+    if not self._ready_only:
+      return None
+    return tuple(size for size in sizes if (size, length) in self.shapes.ready) or None
+
+  def _compile_shapes(self, shapes: Sequence[background_compile.Shape], background: bool) -> None:
+    """Compiles `shapes` (the one most calls use first): all now, or (`background`) the first now and the others
+    on the worker, calls meanwhile using the compiled ones only."""
+    if background:
+      self.shapes.compile(shapes[:1])
+      self._ready_only = True
+      self.shapes.compile_later(shapes[1:])
+      return
+    self.shapes.compile(shapes)
+    self._ready_only = False
+
+  def close(self) -> None:
+    """Stops compiling in the background (after the shape being compiled)."""
+    self.shapes.close()
+
+
+class Predictor(_BasePredictor):
   """Last-position log-probs of token sequences, jitted on fixed batch shapes.
 
   `predictor(sequences [N, T] int) -> [N, V] float32` for any N: rows are cut
@@ -78,18 +137,15 @@ class Predictor:
     batch_buckets: Sequence[int] = BATCH_BUCKETS,
     share: bool = True,
   ):
-    self.model_config = model_config
-    self._params = jax.device_put(params)
-    self._apply, compiled = _jitted(model_config, params, compute_dtype, last_only=True, share=share)
+    super().__init__(model_config, params, compute_dtype=compute_dtype, share=share, last_only=True)
     self._buckets = tuple(sorted(batch_buckets))
-    self.sequences_run = 0  # Rows sent through the model, padding included.
     self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
     self._plans: dict[tuple[int, tuple[int, ...]], list[tuple[int, int]]] = {}
-    self.shapes = shapes_lib.Shapes(self._compile, compiled)  # Compiled [B, T] shapes.
-    self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
 
-  def _compile(self, shape: shapes_lib.Shape) -> None:
-    self._apply(self._params, None, np.zeros(shape, np.int32)).block_until_ready()
+  @property
+  def sequences_run(self) -> int:
+    """Sequences sent through the model, padding included (its `rows_run`)."""
+    return self.rows_run
 
   def _chunks(self, rows: int, buckets: tuple[int, ...] | None = None) -> list[tuple[int, int]]:
     """(rows, batch shape) per call: the plan of least modelled cost (`call_cost` per call +
@@ -111,18 +167,12 @@ class Predictor:
   def __call__(self, sequences: np.ndarray) -> np.ndarray:
     sequences = np.asarray(sequences, np.int32)  # [N, T]
     length = sequences.shape[1]
-    buckets = None
-    if self._ready_only:  # The compiled sizes, while the others compile in the background.
-      buckets = tuple(b for b in self._buckets if (b, length) in self.shapes.ready) or None
     outputs, start = [], 0
-    for rows, size in self._chunks(len(sequences), buckets):
+    for rows, size in self._chunks(len(sequences), self._compiled_sizes(self._buckets, length)):
       padded = np.zeros((size, length), np.int32)
       padded[:rows] = sequences[start : start + rows]
-      with self.shapes.guard((size, length)):
-        outputs.append((self._apply(self._params, None, padded), rows))  # Dispatched asynchronously.
-      self.shapes.mark((size, length))
+      outputs.append((self._run(padded), rows))
       start += rows
-      self.sequences_run += size
     if not outputs:
       return np.zeros((0, self.model_config.output_size), np.float32)
     return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
@@ -137,15 +187,11 @@ class Predictor:
     `background`: compile one shape (`FIRST_BATCH`) now, the others on a worker
     thread; calls meanwhile use the compiled ones (the cost of a call stays the default).
     """
-    shapes = [(size, sequence_length) for size in self._buckets]
+    first = min(self._buckets, key=lambda b: abs(b - FIRST_BATCH))
+    by_use = sorted(self._buckets, key=lambda b: abs(b - first))  # `first`, then the sizes nearest it.
+    self._compile_shapes([(size, sequence_length) for size in by_use], background)
     if background:
-      first = min(self._buckets, key=lambda b: abs(b - FIRST_BATCH))
-      self.shapes.compile([(first, sequence_length)])
-      self._ready_only = True
-      self.shapes.compile_later(sorted(shapes, key=lambda shape: abs(shape[0] - first)))
       return
-    self.shapes.compile(shapes)
-    self._ready_only = False
     small = self._buckets[0]
     large = min(self._buckets, key=lambda b: abs(b - 32))  # Big enough to see the per-row cost.
     if large <= small:
@@ -161,12 +207,8 @@ class Predictor:
     self.call_cost = float(np.clip((seconds[small] - small * per_row) / per_row, 0.0, 64.0))
     self._plans.clear()
 
-  def close(self) -> None:
-    """Stops compiling in the background (after the shape being compiled)."""
-    self.shapes.close()
 
-
-class PackedPredictor:
+class PackedPredictor(_BasePredictor):
   """Log-probs of every move of whole boards through a board-packed model, on fixed shapes.
 
   `predictor(fen_tokens [N, 77], actions: N arrays [M_i]) -> N arrays [M_i, V]`.
@@ -187,17 +229,9 @@ class PackedPredictor:
   ):
     if not model_config.packed:
       raise ValueError('PackedPredictor needs a board-packed model (packing=board); use Predictor')
-    self.model_config = model_config
-    self._params = jax.device_put(params)
-    self._apply, compiled = _jitted(model_config, params, compute_dtype, share=share)
+    super().__init__(model_config, params, compute_dtype=compute_dtype, share=share)  # Rows: boards.
     self._move_buckets = tuple(sorted(move_buckets))
     self._board_buckets = tuple(sorted(board_buckets))
-    self.rows_run = 0  # Rows (boards) sent through the model, padding included.
-    self.shapes = shapes_lib.Shapes(self._compile, compiled)  # Compiled [boards, 77 + slots] shapes.
-    self._ready_only = False  # Calls use compiled shapes only, while the rest compile (`warm_up(background=True)`).
-
-  def _compile(self, shape: shapes_lib.Shape) -> None:
-    self._apply(self._params, None, np.zeros(shape, np.int32)).block_until_ready()
 
   def _slots(self, num_moves: int) -> int:
     """The move bucket of a board with `num_moves` moves: the next one up (a compiled one, when calls
@@ -232,24 +266,18 @@ class PackedPredictor:
     for slots, members in sorted(groups.items()):
       start = 0
       length = tokenizer.SEQUENCE_LENGTH + slots
-      buckets = None
-      if self._ready_only:  # The compiled board counts of this move bucket, while the others compile.
-        buckets = [b for b in self._board_buckets if (b, length) in self.shapes.ready] or None
-      for rows, size in self._board_chunks(len(members), buckets):
-        batch = np.full((size, tokenizer.SEQUENCE_LENGTH + slots), -1, np.int32)  # [B, 77 + M]
+      for rows, size in self._board_chunks(len(members), self._compiled_sizes(self._board_buckets, length)):
+        batch = np.full((size, length), -1, np.int32)  # [B, 77 + M]
         batch[:, : tokenizer.SEQUENCE_LENGTH] = 0
         chunk = members[start : start + rows]
         for row, i in enumerate(chunk):
           batch[row, : tokenizer.SEQUENCE_LENGTH] = fen_tokens[i]
           batch[row, tokenizer.SEQUENCE_LENGTH : tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
-        with self.shapes.guard((size, length)):
-          pending.append((chunk, self._apply(self._params, None, batch)))  # Dispatched asynchronously.
-        self.shapes.mark((size, length))
-        self.rows_run += size
+        pending.append((chunk, self._run(batch)))
         start += rows
     out: list[Any] = [None] * len(actions)  # Each filled with its [M, V] below.
-    for chunk, result in pending:
-      result = np.asarray(result)  # [B, M, V]
+    for chunk, dispatched in pending:
+      result = np.asarray(dispatched)  # [B, M, V]
       for row, i in enumerate(chunk):
         out[i] = result[row, : len(actions[i])]
     return out
@@ -261,9 +289,7 @@ class PackedPredictor:
     shape = (1, tokenizer.SEQUENCE_LENGTH + self._slots(START_MOVES))
     batch = np.full(shape, -1, np.int32)
     batch[0, : len(tokens)] = tokens
-    with self.shapes.guard(shape):
-      log_probs = self._apply(self._params, None, batch)  # [1, slots, V]
-    self.shapes.mark(shape)
+    log_probs = self._run(batch)  # [1, slots, V]
     return np.exp(np.asarray(log_probs, np.float32)[0, 0]).tolist()
 
   def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
@@ -279,18 +305,9 @@ class PackedPredictor:
     ]
     first_slots = next((s for s in self._move_buckets if s >= FIRST_MOVE_SLOTS), self._move_buckets[-1])
     by_use = sorted(self._move_buckets, key=lambda s: abs(s - first_slots))  # 48, 32, 64, 16, 96, 128, 256.
-    shapes = [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed]
-    if background:
-      self.shapes.compile(shapes[:1])
-      self._ready_only = True
-      self.shapes.compile_later(shapes[1:])
-      return
-    self.shapes.compile(shapes)
-    self._ready_only = False
-
-  def close(self) -> None:
-    """Stops compiling in the background (after the shape being compiled)."""
-    self.shapes.close()
+    self._compile_shapes(
+      [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed], background
+    )
 
 
 def predictor_for(

@@ -1,6 +1,6 @@
 """A predictor's batch shapes compiled in the background: the tests that build, train or play models (slow).
 
-The fast ones, and the helpers both use, are in tests/unit/test_shapes.py.
+The fast ones, and the helpers both use, are in tests/unit/test_background_compile.py.
 """
 
 import chess
@@ -12,7 +12,7 @@ from searchless.model import loading
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 
-from unit.test_shapes import BUSY, OPEN, QUEENS
+from unit.test_background_compile import BUSY, OPEN, QUEENS
 
 
 @pytest.fixture(scope='module')

@@ -9,9 +9,9 @@ import numpy as np
 
 from searchless.core import tokenizer
 from searchless.model import loading
+from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
-from searchless.play import shapes as shapes_lib
 
 
 BUSY = chess.Board('r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1')  # 43 moves.
@@ -20,7 +20,7 @@ QUEENS = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K w - - 0 1')  # 53 moves: more than F
 
 
 def test_docstring_examples():
-  assert doctest.testmod(shapes_lib).failed == 0
+  assert doctest.testmod(background_compile).failed == 0
 
 
 def test_boards_used_here_have_the_move_counts_they_claim():
@@ -35,7 +35,7 @@ def test_the_worker_compiles_in_order_and_stops_when_closed():
     release.wait(5)
     done.append(shape)
 
-  shapes = shapes_lib.Shapes(run)
+  shapes = background_compile.Shapes(run)
   shapes.compile_later([(1, 1), (2, 1), (3, 1)])
   assert started.wait(5)
   closer = threading.Thread(target=shapes.close)
@@ -52,7 +52,7 @@ def test_a_failing_background_compile_is_logged_and_skipped(caplog):
     if shape == (2, 1):
       raise RuntimeError('no memory')
 
-  shapes = shapes_lib.Shapes(run)
+  shapes = background_compile.Shapes(run)
   shapes.compile_later([(1, 1), (2, 1), (3, 1)])
   assert shapes.wait(5)
   assert shapes.ready == {(1, 1), (3, 1)}
@@ -61,14 +61,14 @@ def test_a_failing_background_compile_is_logged_and_skipped(caplog):
 
 def test_a_search_in_flight_holds_every_worker_until_it_is_over_and_quiet():
   started = []
-  shapes = shapes_lib.Shapes(lambda shape: started.append((shape, time.monotonic())))
-  with shapes_lib.held():
+  shapes = background_compile.Shapes(lambda shape: started.append((shape, time.monotonic())))
+  with background_compile.held():
     shapes.compile_later([(1, 1), (2, 1)])
     time.sleep(0.3)
     assert started == [] and not shapes.wait(0)  # Queued, not started.
     released = time.monotonic()
   assert shapes.wait(5) and [shape for shape, _ in started] == [(1, 1), (2, 1)]
-  assert started[0][1] - released >= shapes_lib.QUIET_SECONDS  # The next command may be another search.
+  assert started[0][1] - released >= background_compile.QUIET_SECONDS  # The next command may be another search.
   shapes.close()
 
 
@@ -103,11 +103,11 @@ def test_a_worker_that_waits_for_a_trace_starts_nothing_once_a_search_holds_it()
   """The hold is checked when a worker claims its turn, not before it waits for one: a search that begins while
   another thread traces finds no shape started under it."""
   started = []
-  shapes = shapes_lib.Shapes(lambda shape: started.append(shape))
-  with shapes_lib.tracing():  # A foreground trace: the worker waits for its turn.
+  shapes = background_compile.Shapes(lambda shape: started.append(shape))
+  with background_compile.tracing():  # A foreground trace: the worker waits for its turn.
     shapes.compile_later([(1, 1)])
     time.sleep(QUIET)
-    hold = shapes_lib.held()
+    hold = background_compile.held()
     hold.__enter__()  # A go begins before the trace ends.
   time.sleep(QUIET)
   assert started == []
@@ -130,14 +130,14 @@ def test_traces_and_compiles_take_turns_across_workers_and_a_waiting_trace_goes_
     with lock:
       intervals.append((begin, time.monotonic(), shape))
 
-  workers = [shapes_lib.Shapes(run) for _ in range(3)]
+  workers = [background_compile.Shapes(run) for _ in range(3)]
   for i, shapes in enumerate(workers):
     shapes.compile_later([(i, size) for size in range(8)])
   time.sleep(QUIET)
   waits = []
   for _ in range(3):
     asked = time.monotonic()
-    with shapes_lib.tracing():
+    with background_compile.tracing():
       waits.append(time.monotonic() - asked)
       run(('foreground',))
   assert all(shapes.wait(30) for shapes in workers)

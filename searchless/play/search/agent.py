@@ -18,8 +18,9 @@ names one for puzzles, EPD suites, tournaments and self-play
   first ``temperature_full_moves`` (5) full moves, ``seed=N``; ``name=NAME``.
 
 >>> agent = from_options('pretrained-transformer', {'sims': '8', 'batch': '1'})
->>> agent.name, agent.play(chess.Board()).uci(), int(agent.last.visits.sum())
-('search(mcts, 8 sims)', 'e2e4', 8)
+>>> board = chess.Board()
+>>> agent.name, agent.play(board) in board.legal_moves, int(agent.last.visits.sum())
+('search(mcts, 8 sims)', True, 8)
 >>> agent.close()
 """
 
@@ -29,8 +30,8 @@ import contextlib
 import chess
 import numpy as np
 
+from searchless.play import background_compile
 from searchless.play import policy as policy_lib
-from searchless.play import shapes as shapes_lib
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search import mcts
@@ -70,10 +71,10 @@ class SearchAgent:
     self, board: chess.Board, *, stop: Callable[[], bool] | None = None, root_moves: Sequence[chess.Move] | None = None
   ) -> SearchResult:
     """The search's result for `board` (left unchanged), choosing among `root_moves` when given. A search on a
-    time budget holds the background compiles of the process (`shapes.held`): they would share the cores and
+    time budget holds the background compiles of the process (`background_compile.held`): they would share the cores and
     the interpreter's lock with the model calls it has timed."""
     timed = self.searcher.config.seconds is not None
-    with shapes_lib.held() if timed else contextlib.nullcontext():
+    with background_compile.held() if timed else contextlib.nullcontext():
       self.last = self.searcher.search(board, stop=stop, root_moves=root_moves)
     return self.last
 

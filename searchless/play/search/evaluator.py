@@ -15,8 +15,8 @@ AlphaZero's convention; a model's win probability p reads as 2p - 1.
 >>> from searchless.play import player
 >>> evaluator = Evaluator(player.load_policy('pretrained-transformer', compute_dtype='float32'))
 >>> [e] = evaluator.evaluate([chess.Board()])
->>> len(e.moves), round(float(e.priors.sum()), 6), e.moves[int(np.argmax(e.priors))].uci()
-(20, 1.0, 'd2d4')
+>>> len(e.moves), round(float(e.priors.sum()), 6), e.moves[int(np.argmax(e.priors))] in chess.Board().legal_moves
+(20, 1.0, True)
 """
 
 import collections
@@ -123,7 +123,7 @@ class Evaluator:
     return results
 
   def _compiled(self) -> int:
-    """How many input shapes the policies' predictors have compiled (`searchless.play.shapes`)."""
+    """How many input shapes the policies' predictors have compiled (`searchless.play.background_compile`)."""
     shapes = [getattr(getattr(p, 'predictor', None), 'shapes', None) for p in (self.policy, self.value_policy)]
     return sum(len(s.ready) for s in shapes if s is not None)
 

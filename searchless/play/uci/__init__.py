@@ -23,7 +23,7 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
   ``isready`` or ``go`` (`loader`): one shape is compiled then (a board of up to 48 moves: the first move's) and the
   others on a background thread, while ``go`` runs on the shapes already
   compiled (padding a little more); no background compile starts while a
-  ``go`` runs (`searchless.play.shapes.held`); a ``go`` with a time limit counts its time
+  ``go`` runs (`searchless.play.background_compile.held`); a ``go`` with a time limit counts its time
   from the ``go``, loading included. Compiled shapes are kept on disk for the
   next start: JAX's persistent cache in ``--compilation_cache DIR``, by default
   the folder `searchless.play.compilation_cache` names (``~/.cache/searchless/xla``

@@ -25,9 +25,9 @@ import time
 
 import chess
 
+from searchless.play import background_compile
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
-from searchless.play import shapes as shapes_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
@@ -333,7 +333,7 @@ class UciEngine:
 
   def _run_search(self, search: search_lib.Search) -> None:
     try:
-      with shapes_lib.held():  # No background compile starts while the clock runs.
+      with background_compile.held():  # No background compile starts while the clock runs.
         move = self._choose(search)
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('go failed')

@@ -4,7 +4,7 @@
 first load starts JAX's backend with the process narrowed to ``Threads`` CPUs
 (XLA sizes its thread pools then, so later Threads values cannot act); each
 load compiles one batch shape (the first move's) and leaves the others to a
-background worker (`searchless.play.shapes`), so the first ``bestmove`` comes
+background worker (`searchless.play.background_compile`), so the first ``bestmove`` comes
 soon and a ``go`` limit holds while the rest compile. `Loader.searcher` builds
 the search agent of the ``Search`` option the same way.
 """

@@ -51,6 +51,22 @@ REFERENCE_OPTIM = [
 SLICE = 16  # Exact values kept per leaf in the vector: the first SLICE and SLICE more at fixed random places.
 
 
+# The fields our ModelConfig and the reference's TransformerConfig share, name for name.
+SHARED_FIELDS = (
+  'output_size',
+  'max_sequence_length',
+  'num_heads',
+  'num_layers',
+  'embedding_dim',
+  'widening_factor',
+  'emb_init_scale',
+  'apply_post_ln',
+  'apply_qk_layernorm',
+  'use_causal_mask',
+  'seed',
+)
+
+
 def import_reference(path: pathlib.Path) -> dict:
   """The reference's modules, imported from its source folder as the package `searchless_chess`."""
   if not (path / 'src' / 'transformer.py').exists():
@@ -86,18 +102,8 @@ def reference_predictor(ref: dict, m: ModelConfig):
   return t.build_transformer_predictor(
     t.TransformerConfig(
       vocab_size=ref['utils'].NUM_ACTIONS,
-      output_size=m.output_size,
       pos_encodings=t.PositionalEncodings.LEARNED,
-      max_sequence_length=m.max_sequence_length,
-      num_heads=m.num_heads,
-      num_layers=m.num_layers,
-      embedding_dim=m.embedding_dim,
-      widening_factor=m.widening_factor,
-      emb_init_scale=m.emb_init_scale,
-      apply_post_ln=m.apply_post_ln,
-      apply_qk_layernorm=m.apply_qk_layernorm,
-      use_causal_mask=m.use_causal_mask,
-      seed=m.seed,
+      **{field: getattr(m, field) for field in SHARED_FIELDS},
     )
   )
 

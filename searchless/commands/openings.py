@@ -41,19 +41,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    count = openings.run(
-      out=args.out,
-      num=args.num,
-      source=args.source,
-      sample=args.sample,
-      plies=args.plies,
-      seed=args.seed,
-      engine_path=args.engine,
-      limit=args.limit,
-      max_eval_cp=args.max_eval_cp,
-      multipv=args.multipv,
-      window_cp=args.window_cp,
-    )
+    options = cli.keywords(openings.MakeOptions, args, engine_path=args.engine)
+    count = openings.run(**cli.keywords(openings.run, args), **options)
   print(f'wrote {count} openings to {args.out}')
 
 

@@ -16,7 +16,9 @@ starts a shape until the search is over and `QUIET_SECONDS` have passed (a
 compile shares the cores and the interpreter's lock, and would slow the model
 calls the search has timed); a worker checks the holds and claims its turn
 under one lock, so a shape is started either before a search begins or after
-it ends.
+it ends. Within `compiled_only` (a timed search's model calls, after its root), a call of a shape not compiled
+raises `NotCompiled` instead of compiling, and the shape goes first in the worker's queue: the search ends with
+what it has, in its time, where a compile would have taken seconds.
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -51,6 +53,22 @@ _released = 0.0  # When the last one ended (time.monotonic()).
 _tracer: int | None = None  # The thread that traces or compiles now (`tracing`, or a worker's claim), if any.
 _depth = 0  # How many `tracing` blocks that thread is in.
 _wanted = 0  # Threads waiting in `tracing`: a worker claims no shape while one waits.
+_local = threading.local()  # `compiled_only`'s depth in this thread.
+
+
+class NotCompiled(Exception):
+  """A call of a shape not compiled yet, within `compiled_only`."""
+
+
+@contextlib.contextmanager
+def compiled_only() -> Iterator[None]:
+  """Within it, this thread's model calls run on compiled shapes only: one that would compile raises
+  `NotCompiled` (its shape is queued first for the worker)."""
+  _local.depth = getattr(_local, 'depth', 0) + 1
+  try:
+    yield
+  finally:
+    _local.depth -= 1
 
 
 @contextlib.contextmanager
@@ -152,8 +170,13 @@ class Shapes:
 
   def guard(self, shape: Shape) -> contextlib.AbstractContextManager:
     """Hold it around a call of `shape`: a shape not compiled yet is traced and compiled in `tracing` (a compiled
-    one needs nothing)."""
-    return contextlib.nullcontext() if shape in self._ready else tracing()
+    one needs nothing); within `compiled_only`, it raises `NotCompiled` and queues the shape first."""
+    if shape in self._ready:
+      return contextlib.nullcontext()
+    if getattr(_local, 'depth', 0):
+      self.compile_later([shape], first=True)
+      raise NotCompiled(shape)
+    return tracing()
 
   def compile(self, shapes: Iterable[Shape]) -> None:
     """Compiles each of `shapes` not compiled yet, now."""
@@ -163,12 +186,17 @@ class Shapes:
           self._run(shape)
         self._ready.add(shape)
 
-  def compile_later(self, shapes: Iterable[Shape]) -> None:
-    """Queues each of `shapes` not compiled yet for the background worker (in order), starting it if idle."""
+  def compile_later(self, shapes: Iterable[Shape], *, first: bool = False) -> None:
+    """Queues each of `shapes` not compiled yet for the background worker (in order; `first`: before those
+    queued), starting it if idle."""
     with self._lock:
       if self._stop.is_set():
         return
-      self._queue.extend(s for s in shapes if s not in self._ready and s not in self._queue)
+      new = [s for s in shapes if s not in self._ready and (first or s not in self._queue)]
+      if first:
+        self._queue = collections.deque([*new, *(s for s in self._queue if s not in new)])
+      else:
+        self._queue.extend(new)
       if self._queue and self._thread is None:
         self._thread = threading.Thread(target=self._work, name='compile-shapes', daemon=True)
         self._thread.start()

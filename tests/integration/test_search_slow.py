@@ -92,3 +92,33 @@ def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_t
     assert shapes.wait(timeout=300) and len(shapes.ready) == len(predictor_lib.BATCH_BUCKETS)
   finally:
     agent.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('algo', ['mcts', 'alphabeta'])
+def test_a_timed_search_compiles_nothing_and_ends_with_what_it_has(algo):
+  """A leaf whose moves need a shape not compiled yet ends a timed search (as its clock would) instead of compiling
+  for seconds; the shape is queued for the worker."""
+  from searchless.model import loading
+  from searchless.play import background_compile
+  from searchless.play import policy as policy_lib
+
+  model_config, params, _ = loading.load_model('pretrained')
+  predictor = predictor_lib.PackedPredictor(model_config, params, share=False)
+  predictor.shapes.close()  # No worker: only what warm_up compiles now (one board of 48 move slots).
+  predictor.warm_up(background=True)
+  ready = predictor.shapes.ready
+  hurried = policy_lib.make_policy('action_value', predictor)
+  board = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K b - - 0 1')  # 3 moves; after each, White has 53 (no shape fits).
+  if algo == 'mcts':
+    search = mcts.Mcts(evaluator_lib.Evaluator(hurried), mcts.MctsConfig(simulations=64, batch_size=4, seconds=5.0))
+  else:
+    search = alphabeta.AlphaBeta(evaluator_lib.Evaluator(hurried), alphabeta.AlphaBetaConfig(depth=3, seconds=5.0))
+  with background_compile.held():
+    result = search.search(board)
+  assert predictor.shapes.ready == ready  # Nothing compiled.
+  assert result.move in board.legal_moves and result.seconds < 1.0
+  if algo == 'mcts':
+    assert int(result.visits.sum()) == 0  # Every leaf needed the shape: the root's priors decide, as without time.
+  else:
+    assert result.depth == 1

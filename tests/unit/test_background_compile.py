@@ -6,6 +6,7 @@ import time
 
 import chess
 import numpy as np
+import pytest
 
 from searchless.core import tokenizer
 from searchless.model import loading
@@ -69,6 +70,22 @@ def test_a_search_in_flight_holds_every_worker_until_it_is_over_and_quiet():
     released = time.monotonic()
   assert shapes.wait(5) and [shape for shape, _ in started] == [(1, 1), (2, 1)]
   assert started[0][1] - released >= background_compile.QUIET_SECONDS  # The next command may be another search.
+  shapes.close()
+
+
+def test_within_compiled_only_a_shape_not_compiled_raises_and_goes_first_in_the_queue():
+  compiled = []
+  shapes = background_compile.Shapes(compiled.append, {(1, 48)})
+  with background_compile.held():  # Keeps the worker from starting, to see its queue.
+    shapes.compile_later([(1, 32), (1, 96)])
+    with background_compile.compiled_only():
+      with shapes.guard((1, 48)):  # Compiled: runs.
+        pass
+      with pytest.raises(background_compile.NotCompiled):
+        shapes.guard((1, 64))
+    assert list(shapes._queue) == [(1, 64), (1, 32), (1, 96)]
+    assert shapes.guard((1, 64)) is not None and compiled == []  # Outside the block, a call compiles (traced).
+  assert shapes.wait(5) and compiled == [(1, 64), (1, 32), (1, 96)]
   shapes.close()
 
 

@@ -39,6 +39,7 @@ import chess
 import chess.polyglot
 import numpy as np
 
+from searchless.play import background_compile
 from searchless.play import predictor as predictor_lib
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
@@ -84,6 +85,7 @@ class AlphaBeta:
     self._nodes = 0
     self._deadline: float | None = None
     self._stop: Callable[[], bool] | None = None
+    self._strict = False  # Model calls on compiled shapes only (`_evaluate`).
 
   def warm_up(self, *, background: bool = False) -> None:
     """Compiles the model calls this search makes (before the first move; `background`: one now, the rest later)."""
@@ -105,6 +107,7 @@ class AlphaBeta:
       )
     self._cache, self._nodes = {}, 0
     self._deadline, self._stop = None, None  # The root is always evaluated: depth 1 is the model's move.
+    self._strict = False  # From depth 2 on a clock.
     work = board.copy()
     root = self._evaluation(work)
     self._deadline = None if self.config.seconds is None else start + self.config.seconds
@@ -119,6 +122,7 @@ class AlphaBeta:
       except _OutOfTime:
         break
       completed = (depth, q, pv)
+      self._strict = self._deadline is not None
       first = root.moves.index(pv[0])
       if abs(q[first]) > 1:  # A proven mate: deeper only finds the same.
         break
@@ -148,8 +152,16 @@ class AlphaBeta:
     key = self._key(board)
     if key not in self._cache:
       self._fit(1)
-      self._cache[key] = self.evaluator.evaluate([board])[0]
+      self._cache[key] = self._evaluate([board])[0]
     return self._cache[key]
+
+  def _evaluate(self, boards: list[chess.Board]) -> list[evaluator_lib.Evaluation]:
+    """The model's evaluations; on a clock past depth 1, on compiled shapes only (one that would compile ends the
+    search as the clock does: `_OutOfTime`)."""
+    try:
+      return self.evaluator.evaluate(boards, compiled_only=self._strict)
+    except background_compile.NotCompiled:
+      raise _OutOfTime from None
 
   def _evaluate_many(self, boards: list[chess.Board]) -> None:
     """Evaluates the `boards` not in the cache, in calls sized to the time left (`_fit`)."""
@@ -158,7 +170,7 @@ class AlphaBeta:
     while pending:
       size = self._fit(len(pending))
       chunk, pending = pending[:size], pending[size:]
-      for (key, _), evaluation in zip(chunk, self.evaluator.evaluate([b for _, b in chunk])):
+      for (key, _), evaluation in zip(chunk, self._evaluate([b for _, b in chunk])):
         self._cache[key] = evaluation
 
   def _fit(self, wanted: int) -> int:

@@ -20,6 +20,7 @@ AlphaZero's convention; a model's win probability p reads as 2p - 1.
 """
 
 import collections
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
+from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 
 DEFAULT_PRIOR_TEMPERATURE = 0.1  # Softmax temperature of win probabilities into priors (value policies).
@@ -95,16 +97,19 @@ class Evaluator:
     if self.value_policy is not None:
       self.value_policy.warm_up(max_boards, background=background)
 
-  def evaluate(self, boards: Sequence[chess.Board]) -> list[Evaluation]:
-    """One `Evaluation` per board (each must have a legal move), in shared model calls."""
+  def evaluate(self, boards: Sequence[chess.Board], *, compiled_only: bool = False) -> list[Evaluation]:
+    """One `Evaluation` per board (each must have a legal move), in shared model calls. `compiled_only` (a timed
+    search): calls run on compiled shapes only, and one that would compile raises
+    `background_compile.NotCompiled` (the search ends with what it has; the worker compiles that shape next)."""
     if not boards:
       return []
     start, compiled = self._clock(), self._compiled()
+    with background_compile.compiled_only() if compiled_only else contextlib.nullcontext():
+      analyses = self.policy.analyse_many(boards)
+      own_values: list[float | None] = [a.value for a in analyses]
+      if self.value_policy is not None:
+        own_values = [a.value for a in self.value_policy.analyse_many(boards)]
     self.boards_evaluated += len(boards)
-    analyses = self.policy.analyse_many(boards)
-    own_values: list[float | None] = [a.value for a in analyses]
-    if self.value_policy is not None:
-      own_values = [a.value for a in self.value_policy.analyse_many(boards)]
     results = []
     for analysis, own in zip(analyses, own_values):
       if analysis.win_probs is None:  # Behavioral cloning: its probabilities are the priors.

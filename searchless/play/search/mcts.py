@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
+from searchless.play import background_compile
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
 
@@ -276,7 +277,10 @@ class Mcts:
         size = self.evaluator.boards_within(start + config.seconds - self._clock(), size)
         if size < 1:
           break
-      batch_done, batch_depth = self._run_batch(root, work, size)
+      try:
+        batch_done, batch_depth = self._run_batch(root, work, size)
+      except background_compile.NotCompiled:  # A timed search waits for no compile: it plays what it has.
+        break
       done += batch_done
       depth = max(depth, batch_depth)
     return self._result(
@@ -330,7 +334,16 @@ class Mcts:
       if leaf_value is not None:
         self._backup(path, leaf_value)
         done += 1
-    evaluations = self.evaluator.evaluate([b for _, b in leaves])
+    try:
+      evaluations = self.evaluator.evaluate([b for _, b in leaves], compiled_only=config.seconds is not None)
+    except background_compile.NotCompiled:
+      for path, _ in leaves:  # The leaves unexpanded again, their virtual losses undone.
+        parent, index = path[-1]
+        parent.children[index] = None
+        for n, i in path:
+          n.visits[i] -= 1
+          n.value_sum[i] += 1
+      raise
     for (path, _), evaluation in zip(leaves, evaluations):
       parent, index = path[-1]
       leaf = Node(evaluation)

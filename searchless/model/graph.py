@@ -25,7 +25,7 @@ checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 >>> network.num_params(params)
 15968
 >>> tokens = np.zeros((2, 77 + 3), np.int32); tokens[:, -1] = -1  # 2 boards, 3 move slots, 1 unused.
->>> network.build(cfg).apply(params, None, tokens).shape  # [B, M, V]
+>>> jax.jit(network.build(cfg).apply)(params, None, tokens).shape  # [B, M, V]
 (2, 3, 128)
 """
 

@@ -11,14 +11,14 @@ them.
 >>> params = init_params(cfg)
 >>> sorted(params)[:3], num_params(params)
 (['embed', 'embed_1', 'layer_norm'], 43280)
->>> log_probs = model.apply(params, None, np.zeros((2, 79), np.int32))  # [B, T, V]
+>>> log_probs = jax.jit(model.apply)(params, None, np.zeros((2, 79), np.int32))  # [B, T, V]
 >>> log_probs.shape, log_probs.dtype
 ((2, 79, 128), dtype('float32'))
 >>> transformer.infer_config(params, num_heads=2) == cfg
 True
 >>> packed = dataclasses.replace(cfg, packing='board')  # The same parameters, one sequence per board.
 >>> tokens = np.zeros((2, 77 + 3), np.int32); tokens[:, -1] = -1  # 2 boards, 3 move slots, 1 unused.
->>> build(packed).apply(params, None, tokens).shape  # [B, M, V]
+>>> jax.jit(build(packed).apply)(params, None, tokens).shape  # [B, M, V]
 (2, 3, 128)
 """
 

@@ -66,7 +66,7 @@ def test_ctrl_c_saves_the_step_reached_within_seconds_and_a_rerun_resumes_from_i
       assert proc.poll() is None, proc.communicate()[1][-3000:]
       assert time.monotonic() < deadline, 'training never started'
       time.sleep(0.2)
-    time.sleep(20)  # Some steps in, hundreds before the next log line or checkpoint (step 1000).
+    time.sleep(5)  # Some steps in, hundreds before the next log line or checkpoint (step 1000).
     signalled = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=300)

@@ -62,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    options = cli.keywords(puzzle_mining.MiningOptions, args, progress=not args.no_progress)
-    puzzles, stats = puzzle_mining.run(games=args.games, out=args.out, **options)
+    options = puzzle_mining.MiningOptions(
+      **cli.keywords(puzzle_mining.MiningOptions, args, progress=not args.no_progress)
+    )
+    puzzles, stats = puzzle_mining.run(games=args.games, out=args.out, options=options)
   skipped = sum(stats.games_skipped.values())
   if not puzzles:
     print('warning: no puzzles found (more games, --split all, or lower --min_best / --min_gap)', file=sys.stderr)

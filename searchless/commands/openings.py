@@ -41,8 +41,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
-    options = cli.keywords(openings.MakeOptions, args, engine_path=args.engine)
-    count = openings.run(**cli.keywords(openings.run, args), **options)
+    options = openings.MakeOptions(**cli.keywords(openings.MakeOptions, args, engine_path=args.engine))
+    count = openings.run(**cli.keywords(openings.run, args, options=options))
   print(f'wrote {count} openings to {args.out}')
 
 

@@ -33,7 +33,7 @@ import os
 import random
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chess
 import chess.engine
@@ -345,14 +345,13 @@ def run(
   num: int | None = None,
   source: str | os.PathLike | None = None,
   sample: int | None = None,
-  **options: Any,
+  options: MakeOptions = MakeOptions(),
 ) -> int:
-  """Makes `num` balanced openings (`make_openings`), or reads `source` (`sample` of them drawn with `seed`).
+  """Makes `num` balanced openings (`make_openings` with `options`), or reads `source` (`sample` of them drawn
+  with `options.seed`).
 
-  `options` are `MakeOptions`' fields (TypeError for another name). Writes
-  the openings to `out` (.epd or .pgn, `write_openings`); returns how many.
+  Writes the openings to `out` (.epd or .pgn, `write_openings`); returns how many.
   """
-  make = MakeOptions(**options)
   if os.path.splitext(os.fspath(out))[1].lower() not in ('.epd', '.pgn'):
     raise ValueError(f'--out must end in .epd or .pgn, got {os.fspath(out)!r}')
   if source is not None:
@@ -360,11 +359,11 @@ def run(
       raise ValueError('give --num (make openings) or --from (read them), not both; --sample N with --from')
     openings = read_openings(source)
     if sample is not None:
-      openings = sample_openings(openings, sample, seed=make.seed)
+      openings = sample_openings(openings, sample, seed=options.seed)
   else:
     if num is None:
       raise ValueError('give --num N (make openings) or --from FILE (read them)')
     if sample is not None:
       raise ValueError('--sample goes with --from')
-    openings = make_openings(num, make)
+    openings = make_openings(num, options)
   return write_openings(openings, out)

@@ -76,7 +76,6 @@ import queue
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import chess
 import chess.pgn
@@ -266,14 +265,13 @@ def mine(
 
 
 def run(
-  *, games: Sequence[str], out: str | os.PathLike, **options: Any
+  *, games: Sequence[str], out: str | os.PathLike, options: MiningOptions = MiningOptions()
 ) -> tuple[list[mined_puzzles.MinedPuzzle], MiningStats]:
-  """Mines puzzles from `games` (files or globs) and writes them to the Lichess CSV `out` (`mine`).
+  """Mines puzzles from `games` (files or globs) with `options` and writes them to the Lichess CSV `out` (`mine`).
 
-  `options` are `MiningOptions`' fields (TypeError for another name). Returns
-  the puzzles and what was read and scanned; nothing is written when mining
-  fails.
+  Returns the puzzles and what was read and scanned; nothing is written when
+  mining fails.
   """
-  puzzles, stats = mine(games, MiningOptions(**options))
+  puzzles, stats = mine(games, options)
   mined_puzzles.write_csv(puzzles, out)
   return puzzles, stats

@@ -142,11 +142,6 @@ class Predictor(_BasePredictor):
     self.call_cost = 8.0  # Fixed cost of one call, in rows' worth of compute (`warm_up` measures it).
     self._plans: dict[tuple[int, tuple[int, ...]], list[tuple[int, int]]] = {}
 
-  @property
-  def sequences_run(self) -> int:
-    """Sequences sent through the model, padding included (its `rows_run`)."""
-    return self.rows_run
-
   def _chunks(self, rows: int, buckets: tuple[int, ...] | None = None) -> list[tuple[int, int]]:
     """(rows, batch shape) per call: the plan of least modelled cost (`call_cost` per call +
     1 per row computed, padding included), found by dynamic programming over `buckets` (default: all)."""

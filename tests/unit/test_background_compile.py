@@ -98,9 +98,9 @@ def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpo
   assert predictor.shapes.ready == {(32, length)}
   full = policy_lib.make_policy('action_value', predictor_lib.Predictor(model_config, params, share=False))
   for board, calls in ((chess.Board(), 1), (BUSY, 2)):  # 20 moves: one call of 32; 43 moves: two.
-    before = predictor.sequences_run
+    before = predictor.rows_run
     got, want = policy.analyse(board), full.analyse(board)
-    assert predictor.sequences_run - before == 32 * calls
+    assert predictor.rows_run - before == 32 * calls
     np.testing.assert_allclose(got.win_probs, want.win_probs, atol=1e-5)
   assert predictor.shapes.ready == {(32, length)}
 

@@ -62,9 +62,9 @@ def test_predictor_pads_to_fixed_batch_shapes(av):
   sequences[:, 77] = np.arange(45)
   out = predictor(sequences)
   assert out.shape == (45, av[0].output_size)
-  assert predictor.sequences_run == 32 + 8 + 8  # 32 rows, 8 rows, then 5 padded to 8.
+  assert predictor.rows_run == 32 + 8 + 8  # 32 rows, 8 rows, then 5 padded to 8.
   np.testing.assert_allclose(predictor(sequences[:5]), out[:5], atol=1e-6)
-  assert predictor.sequences_run == 48 + 8
+  assert predictor.rows_run == 48 + 8
   # Shapes compiled: only the buckets, whatever the row counts.
   assert predictor._apply._cache_size() == 2
 

@@ -326,10 +326,8 @@ class Mcts:
       depth = max(depth, len(path))
       for _ in path:
         work.pop()
-      if collided:
-        for n, i in path:  # Undo the virtual loss; the batch is as spread as it gets.
-          n.visits[i] -= 1
-          n.value_sum[i] += 1
+      if collided:  # The batch is as spread as it gets.
+        self._undo_virtual_loss(path)
         break
       if leaf_value is not None:
         self._backup(path, leaf_value)
@@ -337,12 +335,10 @@ class Mcts:
     try:
       evaluations = self.evaluator.evaluate([b for _, b in leaves], compiled_only=config.seconds is not None)
     except background_compile.NotCompiled:
-      for path, _ in leaves:  # The leaves unexpanded again, their virtual losses undone.
+      for path, _ in leaves:  # The leaves unexpanded again.
         parent, index = path[-1]
         parent.children[index] = None
-        for n, i in path:
-          n.visits[i] -= 1
-          n.value_sum[i] += 1
+        self._undo_virtual_loss(path)
       raise
     for (path, _), evaluation in zip(leaves, evaluations):
       parent, index = path[-1]
@@ -350,6 +346,13 @@ class Mcts:
       parent.children[index] = leaf
       self._backup(path, leaf.value)
     return done + len(leaves), depth
+
+  @staticmethod
+  def _undo_virtual_loss(path: list[tuple[Node, int]]) -> None:
+    """Takes back the visits that lost which selecting `path` added (its leaf is not backed up)."""
+    for node, index in path:
+      node.visits[index] -= 1
+      node.value_sum[index] += 1
 
   @staticmethod
   def _backup(path: list[tuple[Node, int]], value: float) -> None:

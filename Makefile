@@ -24,9 +24,9 @@ PYTEST_ARGS ?=
 # runs in one process; TEST_WORKERS=auto uses every core.
 TEST_WORKERS ?= 2
 
-.PHONY: run test test-fast lint setup stockfish stockfish-optional stockfish-native clean
+.PHONY: run test test-fast lint setup stockfish stockfish-optional stockfish-native chromium-optional clean
 
-run: setup stockfish
+run: $(VENV)/.installed stockfish
 	$(PY) -m searchless.commands.demo $(if $(INPUT),--input $(INPUT)) --run_dir $(RUN_DIR) --data_dir $(DATA_DIR) \
 	  --config $(CONFIG) \
 	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' \
@@ -46,7 +46,8 @@ lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-setup: $(VENV)/.installed
+# The environment and the browser of the serve page's test (`make run` needs only the environment).
+setup: $(VENV)/.installed chromium-optional
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"searchless needs Python >= 3.11, this is {sys.version}"'
@@ -72,6 +73,21 @@ stockfish:
 
 stockfish-optional:
 	@$(STOCKFISH_CHECK) || { $(STOCKFISH_INSTALL); } || echo "Tests that need Stockfish will be skipped."
+
+# chromium, which the serve page's browser test drives (Playwright, tests/integration/test_serve_page.py): found on
+# PATH, else installed with apt-get when we are root on Debian/Ubuntu; else that test is skipped with its reason.
+CHROMIUM_CHECK = command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	command -v google-chrome >/dev/null 2>&1
+
+chromium-optional:
+	@$(CHROMIUM_CHECK) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing chromium with apt-get (the serve page's browser test) ..."; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	      echo "chromium could not be installed: the serve page's browser test will be skipped."; \
+	  else \
+	    echo "chromium is missing (Debian/Ubuntu: sudo apt-get install chromium): the serve page's browser test will be skipped."; \
+	  fi; }
 
 # Stockfish built for this CPU from Debian's source package (default 17-1, trixie), installed in
 # .stockfish/bin/ (tools/build_stockfish.sh says how; use it with searchless-annotate --engine_path).

@@ -62,7 +62,7 @@ def run_job(pythonpath: str | None, pgn: pathlib.Path, out: pathlib.Path, worker
     'searchless.commands.annotate',
     '--input',
     str(pgn),
-    '--output_dir',
+    '--out',
     str(out),
     *RECIPE,
     f'--direct_num_workers={workers}',

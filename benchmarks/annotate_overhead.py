@@ -79,7 +79,7 @@ def pipeline(engine_path: str, games: pathlib.Path, out: pathlib.Path, movetime_
     [
       '--input',
       str(games),
-      '--output_dir',
+      '--out',
       str(out),
       '--limit',
       f'time={movetime_ms / 1000}',

@@ -41,7 +41,7 @@ def _files(out: pathlib.Path) -> dict[str, bytes]:
 def annotate(common: list[str], out: pathlib.Path, runner: list[str]) -> tuple[float, int]:
   """(seconds, action-values) of one job."""
   start = time.perf_counter()
-  manifest = driver.run([*common, '--output_dir', str(out), *runner])
+  manifest = driver.run([*common, '--out', str(out), *runner])
   seconds = time.perf_counter() - start
   return seconds, sum(s['action_values'] for s in manifest.splits.values())
 

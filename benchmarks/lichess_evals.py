@@ -71,7 +71,7 @@ def _import(inputs: list[str], out: pathlib.Path, extra: list[str]) -> dict:
       '-m',
       'searchless.commands.import_labels',
       *inputs,
-      '--output_dir',
+      '--out',
       str(out),
       '--overwrite',
       '--direct_num_workers=2',

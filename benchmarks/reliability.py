@@ -1,8 +1,9 @@
 """Reliability: faults fed to the real programs, counted as tried / crashes / lost.
 
     .venv/bin/python benchmarks/reliability.py --workdir /tmp/reliability
+    .venv/bin/python benchmarks/reliability.py --workdir /tmp/reliability --only 8,9,10   # some of them
 
-Five campaigns, each against the real component (subprocesses, a real
+Ten campaigns, each against the real component (subprocesses, a real
 Stockfish, Beam's multi-process DirectRunner, orbax checkpoints):
 
 1. **Malformed games**: 1,200 Lichess games, each with one generated fault
@@ -32,6 +33,29 @@ Stockfish, Beam's multi-process DirectRunner, orbax checkpoints):
    and an abbreviated flag to each command. Crash: a second writer or a mistyped
    flag that runs, anything but exit status 2 (with one ``error:`` line for the
    writer and the disk); lost: a full disk that keeps none of the work done.
+8. **Downloads**: ``searchless-download`` against a file server on 127.0.0.1:
+   a file republished between an interrupted run and its rerun (same size,
+   other size), one republished during its download (once, and at every
+   request), a mirror that sends no checksum, an unpack killed mid-extract and
+   before its zip went, and `--download_kills` SIGKILLs of a checkpoint's
+   download and unpack, each rerun. Crash: an exit status or stderr other than
+   expected (a restart said in one line, a file that keeps changing one error
+   line, the unverified files named); lost: any file kept that is not the
+   server's current one, or a ``.part``, zip or half unpack left.
+9. **A bug's traceback**: ``searchless-puzzles`` on a copy of the shipped model
+   whose saved probe has one entry made a pair (a file nothing checks: numpy's
+   ``ValueError`` deep in the load), and on a checkpoint that is not there.
+   Crash: the bug without its whole traceback (exit status 1, the
+   ``ValueError`` last), or the mistake in anything but one ``error:`` line.
+10. **Kept work no longer true**: ``searchless-import`` stopped by Ctrl-C at a
+   random piece, its input then changed (its first game gone), and rerun;
+   ``searchless-annotate`` stopped the same way, then one kept piece cut to
+   zero length or garbled, or a rerun with another ``--limit``;
+   `--kept_work_trials` times each. Crash: a changed input or limit not refused
+   in one ``error:`` line, an unreadable piece not said in one ``warning:``
+   line, or a traceback; lost: a refusal that dropped a piece, a ``--restart``
+   whose records differ from a fresh run's, or a redone dataset that differs in
+   any byte from an uninterrupted run's.
 """
 
 import argparse
@@ -85,7 +109,7 @@ def malformed_games(work: pathlib.Path, engine: str, count: int) -> dict:
     'searchless-annotate',
     '--input',
     str(path),
-    '--output_dir',
+    '--out',
     str(out),
     '--overwrite',
     '--no_progress',
@@ -185,7 +209,7 @@ def engine_kills(work: pathlib.Path, engine: str, kills: int) -> dict:
     [
       '--input',
       str(games),
-      '--output_dir',
+      '--out',
       str(work / 'kill_out'),
       '--overwrite',
       '--limit',
@@ -287,14 +311,14 @@ def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
   corrupt = bad / 'corrupt_action_value_data.bag'
   corrupt.write_bytes(AV_SAMPLE.read_bytes()[:-7])
   eng = ['--engine_path', engine, '--limit', 'depth=1', '--no_progress']
-  out = lambda i: ['--output_dir', str(bad / f'out{i}')]
+  out = lambda i: ['--out', str(bad / f'out{i}')]
   annotate_cases = [
     ['--input', str(cut)],
     ['--input', str(bad / 'garbage.pgn.zst')],
     ['--input', str(bad / 'missing.pgn')],
     ['--input', str(bad)],
     ['--input', str(bad / 'empty.pgn')],
-    ['--input', str(GAMES), '--output_dir', '/proc/out'],
+    ['--input', str(GAMES), '--out', '/proc/out'],
     ['--input', str(GAMES), '--max_games', '1', '--engine_path', str(bad / 'cat-engine'), '--deadline', '1'],
     ['--input', str(GAMES), '--max_attempts', '0'],
     ['--input', str(GAMES), '--test_fraction', '2'],
@@ -304,7 +328,7 @@ def bad_command_lines(work: pathlib.Path, engine: str) -> dict:
     ['--input', str(GAMES), '--deadline', '0'],
   ]
   cases = [
-    ('searchless-annotate', [*eng, *case] + ([] if '--output_dir' in case else out(i)))
+    ('searchless-annotate', [*eng, *case] + ([] if '--out' in case else out(i)))
     for i, case in enumerate(annotate_cases)
   ]
   train = ['--config', 'tiny', '--workdir', str(bad / 'train')]
@@ -454,6 +478,270 @@ def writers_disks_flags(work: pathlib.Path, engine: str) -> dict:
   return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
 
 
+def download_faults(work: pathlib.Path, kills: int) -> dict:
+  """``searchless-download`` against a file server on 127.0.0.1 whose files change between runs and during a
+  download, a mirror that sends no checksum, and unpacks killed (two states a kill leaves, then `kills` SIGKILLs at
+  random moments). Passing: the exit status and stderr expected, and every file kept the server's current bytes."""
+  import zipfile
+
+  from http_fixture import FileServer
+
+  site = work / 'download_site'
+  shutil.rmtree(site, ignore_errors=True)
+  puzzles = site / 'searchless_chess/data/puzzles.csv'
+  puzzles.parent.mkdir(parents=True)
+  puzzles.write_bytes(os.urandom(2_000_000))
+  (site / 'searchless_chess/data/eco_openings.pgn').write_bytes(os.urandom(50_000))
+  zipped = site / 'searchless_chess/checkpoints/9M.zip'
+  zipped.parent.mkdir(parents=True)
+  checkpoint = ROOT / 'tests/fixtures/compat/reference_local_checkpoint'
+  with zipfile.ZipFile(zipped, 'w') as z:
+    for file in sorted(p for p in checkpoint.rglob('*') if p.is_file()):
+      z.write(file, pathlib.Path('9M') / file.relative_to(checkpoint))
+  rng = random.Random(11)
+  tried, crashes, lost, detail = 0, 0, 0, []
+
+  def command(out: pathlib.Path, url: str, *args: str) -> list[str]:
+    return [str(BIN / 'searchless-download'), *args, '--out', str(out), '--base_url', url, '--no_progress']
+
+  def finish(args: list[str]) -> subprocess.CompletedProcess:  # A run that hangs counts as a crash.
+    try:
+      return subprocess.run(args, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+      return subprocess.CompletedProcess(args, -1, '', 'timed out')
+
+  def kept_right(out: pathlib.Path, *paths: str) -> bool:  # Each file the server's current one; no leftovers.
+    kept = [out / 'chessbench' / p for p in paths]
+    right = all(
+      k.is_file() and k.read_bytes() == (site / 'searchless_chess' / p).read_bytes() for k, p in zip(kept, paths)
+    )
+    return right and not [p for p in out.rglob('*') if p.name.endswith(('.part', '.part.json', '.zip', '.unpacking'))]
+
+  def model_right(out: pathlib.Path) -> bool:
+    model = out / 'chessbench/checkpoints/9M'
+    with zipfile.ZipFile(zipped) as z:
+      files = [n for n in z.namelist() if not n.endswith('/')]
+      kept = [model / n.split('/', 1)[1] for n in files]
+      right = all(k.is_file() and k.read_bytes() == z.read(n) for k, n in zip(kept, files))
+    if not model.parent.is_dir():
+      return False
+    extra = [p for p in model.parent.iterdir() if p.name != '9M'] + [p for p in model.rglob('*') if p.is_file()]
+    return right and len(extra) == len(files)
+
+  def case(name: str, ran: bool, right: bool) -> None:
+    nonlocal tried, crashes, lost
+    tried, crashes, lost = tried + 1, crashes + int(not ran), lost + int(not right)
+    detail.append(f'{name}: {"ok" if ran and right else ("WRONG KEPT" if not right else "wrong exit or stderr")}')
+
+  def interrupt(out: pathlib.Path, *args: str) -> None:  # Ctrl-C once a first chunk is kept.
+    part = out / 'chessbench/data/puzzles.csv.part'
+    with FileServer(site, bytes_per_second=500_000) as server:
+      quiet = subprocess.DEVNULL
+      proc = subprocess.Popen(command(out, server.url, *args), stdout=quiet, stderr=quiet, start_new_session=True)
+      while not (part.exists() and part.stat().st_size) and proc.poll() is None:
+        time.sleep(0.02)
+      os.killpg(proc.pid, signal.SIGINT)
+      proc.wait()
+
+  for size in ('same size', 'other size'):  # Republished between an interrupted run and its rerun.
+    out = work / f'download_changed_{size[:4]}'
+    shutil.rmtree(out, ignore_errors=True)
+    interrupt(out, 'chessbench-data', 'puzzles')
+    puzzles.write_bytes(os.urandom(2_000_000 if size == 'same size' else 1_500_000))
+    with FileServer(site) as server:
+      result = finish(command(out, server.url, 'chessbench-data', 'puzzles'))
+    said = result.stderr.splitlines()
+    ran = result.returncode == 0 and len(said) == 1 and 'fetching it again from zero' in said[0]
+    case(f'changed between runs, {size}', ran, kept_right(out, 'data/puzzles.csv'))
+  for keeps in (False, True):  # Republished during the download: once, or at every request.
+    out = work / f'download_changing_{keeps}'
+    shutil.rmtree(out, ignore_errors=True)
+    republish = lambda path, n: (keeps or n == 1) and (site / path[1:]).write_bytes(os.urandom(2_000_000))
+    with FileServer(site, drop_after=500_000, drops=100 if keeps else 1, before_get=republish) as server:
+      result = finish(command(out, server.url, 'chessbench-data', 'puzzles'))
+    said = result.stderr.splitlines()
+    if keeps:
+      ran = result.returncode == 2 and said[-1].startswith('error: ') and 'times during its download' in said[-1]
+      right = not [p for p in out.rglob('*') if p.is_file() and p.name not in ('.lock', 'downloads.json')]
+    else:
+      ran, right = result.returncode == 0 and len(said) == 1, kept_right(out, 'data/puzzles.csv')
+    case('changing at every request' if keeps else 'changed once during the download', ran, right)
+  out = work / 'download_mirror'
+  shutil.rmtree(out, ignore_errors=True)
+  with FileServer(site) as server:  # A mirror that sends no checksum: each file said unverified.
+    args = command(out, server.url, 'chessbench-data', 'puzzles', 'openings')
+    result = finish(args)
+  names = 'chessbench/data/puzzles.csv, chessbench/data/eco_openings.pgn'
+  ran = result.returncode == 0 and f'2 unverified (no checksum published): {names}' in result.stdout
+  case('a mirror without checksums', ran, kept_right(out, 'data/puzzles.csv', 'data/eco_openings.pgn'))
+  for state in ('killed mid-extract', 'killed before the zip went'):
+    out = work / f'download_unpack_{state[7:10]}'
+    shutil.rmtree(out, ignore_errors=True)
+    model = out / 'chessbench/checkpoints/9M'
+    model.parent.mkdir(parents=True)
+    shutil.copy(zipped, model.parent / '9M.zip')
+    with zipfile.ZipFile(zipped) as z:
+      if state == 'killed mid-extract':
+        z.extractall(model.parent / '.9M.unpacking', z.namelist()[: len(z.namelist()) // 2])
+      else:
+        z.extractall(model.parent / '.9M.unpacking')
+        (model.parent / '.9M.unpacking/9M').rename(model)
+    with FileServer(site) as server:
+      args = command(out, server.url, 'chessbench-checkpoints', '9M')
+      result = finish(args)
+      ran = result.returncode == 0 and not result.stderr and not server.gets('/searchless_chess/checkpoints/9M.zip')
+    case(f'unpack {state}', ran, model_right(out))
+  for trial in range(kills):  # SIGKILLed at a random moment of a download and unpack, then rerun.
+    out = work / f'download_killed_{trial}'
+    shutil.rmtree(out, ignore_errors=True)
+    with FileServer(site, bytes_per_second=2_000_000) as server:
+      args = command(out, server.url, 'chessbench-checkpoints', '9M')
+      proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+      time.sleep(rng.uniform(0.5, 4.0))
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait()
+      result = finish(args)
+    case(f'SIGKILL {trial + 1}', result.returncode == 0 and not result.stderr, model_right(out))
+  return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
+
+
+def bug_traceback(work: pathlib.Path) -> dict:
+  """A bug keeps its traceback and a user's mistake stays one line, in the same command: `searchless-puzzles` on a
+  copy of the shipped model whose saved probe has one entry made a pair (numpy's ValueError of an inhomogeneous
+  shape, raised where the load compares the probe), and on a checkpoint that is not there."""
+  bug = work / 'bug_traceback'
+  shutil.rmtree(bug, ignore_errors=True)
+  shutil.copytree(loading.pretrained_dir('pretrained'), bug / 'model')
+  probe = bug / 'model' / loading.PROBE / loading.PROBE_FILE
+  saved = json.loads(probe.read_text())
+  saved['params_ema'][1] = [saved['params_ema'][1]] * 2
+  probe.write_text(json.dumps(saved))
+  puzzles = ROOT / 'searchless' / 'samples' / 'sample_puzzles.csv'
+
+  def run(checkpoint: pathlib.Path) -> subprocess.CompletedProcess:
+    agent = f'checkpoint:{checkpoint}'
+    return _cli(
+      'searchless-puzzles',
+      '--agent',
+      agent,
+      '--puzzles',
+      str(puzzles),
+      '--num',
+      '2',
+      '--out',
+      str(bug / 'out'),
+      timeout=300,
+    )
+
+  failed, mistake = run(bug / 'model'), run(bug / 'missing')
+  lines = failed.stderr.strip().splitlines()
+  kept = (
+    failed.returncode == 1
+    and lines[:1] == ['Traceback (most recent call last):']
+    and lines[-1].startswith('ValueError: setting an array element with a sequence')
+    and 'in probe_distance' in failed.stderr
+  )
+  one_line = _one_error_line(mistake, str(bug / 'missing'))
+  detail = [
+    f'bug: {f"a traceback of {len(lines)} lines, exit 1" if kept else f"rc {failed.returncode}, {lines[-1:]}"}',
+    f'mistake: {"one line, exit 2" if one_line else f"rc {mistake.returncode}, {mistake.stderr.strip()[-200:]}"}',
+  ]
+  return {'tried': 2, 'crashes': int(not kept) + int(not one_line), 'lost': 0, 'detail': '; '.join(detail)}
+
+
+def _interrupted(args: list[str], out: pathlib.Path, pieces: int) -> int:
+  """Runs a command in a session of its own and sends SIGINT to its group (a terminal's Ctrl-C) once `pieces`
+  pieces are kept in `out`; returns its exit status."""
+  proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+  while len(list((out / '.searchless-resume').glob('*.pkl.zst'))) < pieces and proc.poll() is None:
+    time.sleep(0.05)
+  if proc.poll() is None:
+    os.killpg(proc.pid, signal.SIGINT)
+  return proc.wait()
+
+
+def kept_work_faults(work: pathlib.Path, engine: str, trials: int) -> dict:
+  """Kept work that is no longer true, `trials` times each, interrupted at a random piece: an import whose input
+  changes before its rerun (refused in one line, nothing dropped; then ``--restart`` gives a fresh run's records),
+  and an annotation whose kept pieces are then cut to zero length or garbled (one warning line each, redone, the
+  dataset byte for byte an uninterrupted run's) or rerun with another ``--limit`` (refused, nothing dropped)."""
+  from searchless.data import resume
+
+  rng = random.Random(17)
+  tried, crashes, lost, detail = 0, 0, 0, []
+  inputs = work / 'kept_inputs'
+  shutil.rmtree(inputs, ignore_errors=True)
+  inputs.mkdir()
+  eval_db = ROOT / 'tests/fixtures/lichess_db_eval_sample.jsonl'
+  first_game_gone = '[Event ' + GAMES.read_text().split('\n[Event ', 1)[1]
+  for trial in range(trials):
+    copies = [inputs / f'games-{trial}-{i}.pgn' for i in range(2)]
+    for copy in copies:
+      copy.write_bytes(GAMES.read_bytes())
+    common = [*map(str, copies), str(eval_db), '--test_fraction', '0.5', '--chunk_games', '100']
+    out = work / f'kept_import_{trial}'
+    shutil.rmtree(out, ignore_errors=True)
+    command = [str(BIN / 'searchless-import'), *common, '--out', str(out)]
+    _interrupted(command, out, rng.randint(1, 6))
+    before = sorted(p.name for p in (out / '.searchless-resume').iterdir())
+    copies[1].write_text(first_game_gone)  # Another version of the file under the same name.
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    tried += 1
+    ok = _one_error_line(refused, f'error: the kept pieces in {out / ".searchless-resume"} were made from {copies[1]}')
+    crashes += int(not ok)
+    kept_all = sorted(p.name for p in (out / '.searchless-resume').iterdir()) == before
+    restarted = subprocess.run([*command, '--restart'], capture_output=True, text=True, timeout=900)
+    fresh = work / f'kept_import_fresh_{trial}'
+    shutil.rmtree(fresh, ignore_errors=True)
+    _cli('searchless-import', *common, '--out', str(fresh))
+    same = restarted.returncode == 0 and _dataset(out) == _dataset(fresh)
+    lost += int(not kept_all or not same)
+    detail.append(
+      f'import, input changed after {len(before) - 1} pieces: {"refused" if ok else "NOT REFUSED"}, '
+      f'{"nothing dropped" if kept_all else "PIECES DROPPED"}, --restart {"= fresh run" if same else "DIFFERENT"}'
+    )
+
+  reference = work / 'kept_annotate_reference'
+  shutil.rmtree(reference, ignore_errors=True)
+  args = lambda out: [
+    '--input', str(GAMES), '--max_games', '4', '--limit', 'nodes=300', '--chunk_boards', '10',
+    '--engine_path', engine, '--no_progress', '--out', str(out),
+  ]  # fmt: skip
+  assert _cli('searchless-annotate', *args(reference)).returncode == 0
+  want = _dataset(reference)
+  for trial in range(trials):
+    for fault in ('zero-length', 'garbled', 'another --limit'):
+      out = work / f'kept_annotate_{trial}_{fault.split()[-1]}'
+      shutil.rmtree(out, ignore_errors=True)
+      command = [str(BIN / 'searchless-annotate'), *args(out)]
+      _interrupted(command, out, rng.randint(2, 8))
+      piece = pathlib.Path(resume.pieces(str(out))[0])
+      before = sorted(p.name for p in (out / '.searchless-resume').iterdir())
+      tried += 1
+      if fault == 'another --limit':
+        result = subprocess.run([*command, '--limit', 'nodes=3000'], capture_output=True, text=True, timeout=900)
+        ok = _one_error_line(result, 'were made with --limit nodes=300, not nodes=3000: ')
+        kept_all = sorted(p.name for p in (out / '.searchless-resume').iterdir()) == before
+        crashes += int(not ok)
+        lost += int(not kept_all)
+        detail.append(f'annotate, {fault}: {"refused" if ok else "NOT REFUSED"}, {len(before) - 2} pieces kept')
+        continue
+      data = piece.read_bytes()
+      piece.write_bytes(b'' if fault == 'zero-length' else data[: len(data) // 2] + os.urandom(len(data) // 2 + 1))
+      result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+      warnings = [line for line in result.stderr.splitlines() if line.startswith('warning: ')]
+      ok = result.returncode == 0 and len(warnings) == 1 and str(piece) in warnings[0]
+      ok = ok and 'Traceback' not in result.stderr
+      same = result.returncode == 0 and _dataset(out) == want
+      crashes += int(not ok)
+      lost += int(not same)
+      detail.append(
+        f'annotate, a {fault} piece of {len(before) - 2}: {"one warning" if ok else "NOT SAID"}, '
+        f'{"identical" if same else "DIFFERENT"}'
+      )
+  return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--workdir', required=True)
@@ -462,7 +750,10 @@ def main() -> None:
   p.add_argument('--kills', type=int, default=5)
   p.add_argument('--trainer_kills', type=int, default=3)
   p.add_argument('--annotation_kills', type=int, default=3)
+  p.add_argument('--download_kills', type=int, default=3)
+  p.add_argument('--kept_work_trials', type=int, default=2)
   p.add_argument('--engine_path', default=None)
+  p.add_argument('--only', default='', help='the campaigns to run, by number, e.g. 8,9,10 (default: all)')
   args = p.parse_args()
   work = pathlib.Path(args.workdir)
   work.mkdir(parents=True, exist_ok=True)
@@ -475,7 +766,15 @@ def main() -> None:
     ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
     ('searchless-annotate SIGKILLed, resumed', lambda: annotation_kills(work, engine, args.annotation_kills)),
     ('second writer, full disk, abbreviated flags', lambda: writers_disks_flags(work, engine)),
+    ('searchless-download: changes, mirrors, unpacks', lambda: download_faults(work, args.download_kills)),
+    ("a bug's traceback, a mistake's one line", lambda: bug_traceback(work)),
+    ('kept work no longer true: inputs, pieces', lambda: kept_work_faults(work, engine, args.kept_work_trials)),
   ]
+  if args.only:
+    chosen = {int(n) for n in args.only.split(',')}
+    if not chosen <= set(range(1, len(campaigns) + 1)):
+      p.error(f'--only {args.only}: campaigns are numbered 1-{len(campaigns)}')
+    campaigns = [c for i, c in enumerate(campaigns, 1) if i in chosen]
   print(f'{"campaign":42s} {"tried":>6s} {"crashes":>8s} {"lost":>5s}  seconds  detail')
   totals = collections.Counter()
   for name, campaign in campaigns:

@@ -40,6 +40,7 @@ import bagz
 import numpy as np
 
 from searchless.core import codecs
+from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
 
@@ -62,7 +63,7 @@ def pack(
   columns (one each at most).
   """
   if num_buckets > 256:
-    raise ValueError(f'num_buckets={num_buckets}: a bucket is stored in one byte (at most 256)')
+    raise errors.BadInput(f'num_buckets={num_buckets}: a bucket is stored in one byte (at most 256)')
   edges, _ = values.uniform_buckets(num_buckets)
   reader = bagz.Reader(str(src))
   fens, moves, buckets = [], [], []
@@ -71,11 +72,11 @@ def pack(
       (board,) = codecs.decode_boards([reader[i]])
       codecs.check_boards([board])  # NaN or outside [0, 1]: the loader refuses it, so pack does too.
     except codecs.BadRecord as e:
-      raise ValueError(f'{src}: record {i}: {e.reason}') from None
+      raise errors.BadInput(f'{src}: record {i}: {e.reason}') from None
     if len(board.win_probs) != len(board.moves):
-      raise ValueError(f'{src}: record {i}: {len(board.moves)} moves but {len(board.win_probs)} values')
+      raise errors.BadInput(f'{src}: record {i}: {len(board.moves)} moves but {len(board.win_probs)} values')
     if any(m.split(' ') != [m] or not m or '\n' in m for m in board.moves) or '\n' in board.fen:
-      raise ValueError(f'{src}: record {i}: a move or FEN with a separator in it (a space or a newline)')
+      raise errors.BadInput(f'{src}: record {i}: a move or FEN with a separator in it (a space or a newline)')
     fens.append(board.fen)
     moves.append(' '.join(board.moves))
     buckets.append(values.win_probabilities_to_buckets([*board.win_probs, board.state_value], edges).astype(np.uint8))
@@ -128,9 +129,11 @@ def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) 
   )
   buckets = text['buckets']
   if buckets and max(buckets) >= meta['num_buckets']:
-    raise ValueError(f'{src}: a bucket {max(buckets)} in buckets.xz, where {META} says {meta["num_buckets"]} buckets')
+    raise errors.BadInput(
+      f'{src}: a bucket {max(buckets)} in buckets.xz, where {META} says {meta["num_buckets"]} buckets'
+    )
   if not len(fens) == len(moves) == meta['boards'] or len(buckets) != meta['values']:
-    raise ValueError(
+    raise errors.BadInput(
       f'{src}: {len(fens)} FENs, {len(moves)} move lines and {len(buckets)} values, where '
       f'{META} says {meta["boards"]} boards and {meta["values"]} values'
     )
@@ -139,7 +142,7 @@ def unpack(src: str | os.PathLike, dst: str | os.PathLike, *, workers: int = 0) 
     items.append((fen, board_moves, buckets[pos : pos + len(board_moves) + 1], meta['num_buckets']))
     pos += len(board_moves) + 1
   if pos != len(buckets):
-    raise ValueError(f'{src}: the moves need {pos} values, buckets.xz holds {len(buckets)}')
+    raise errors.BadInput(f'{src}: the moves need {pos} values, buckets.xz holds {len(buckets)}')
   with bagz.Writer(str(dst)) as writer:
     if workers:
       with multiprocessing.get_context('spawn').Pool(workers) as pool:

@@ -12,6 +12,7 @@ import json
 import pathlib
 
 from searchless.core import atomic
+from searchless.core import errors
 from searchless.data import pgn
 
 SOURCES_FILE = pathlib.Path(__file__).with_name('sources.json')  # The campaign's own data, beside its code.
@@ -32,7 +33,7 @@ def read_sources(path: pathlib.Path = SOURCES_FILE) -> tuple[list[Source], int]:
   try:
     return [Source(**s) for s in data['sources']], int(data['games_per_chunk'])
   except (KeyError, TypeError) as error:
-    raise ValueError(
+    raise errors.BadInput(
       f'{path}: not a sources file ({error}); expected "sources": [{{"name", "path"}}, ...] and "games_per_chunk"'
     ) from None
 

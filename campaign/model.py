@@ -12,6 +12,7 @@ import shutil
 from typing import Any
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.model import loading
 
 
@@ -85,11 +86,11 @@ def adopt(workdir: pathlib.Path, model: pathlib.Path, distinct_boards: int | Non
   """
   for needed in EXPORT_FILES:
     if not (model / needed).exists():
-      raise FileNotFoundError(f'{model / needed}: not an exported run (campaign.model.export_run)')
+      raise errors.MissingInput(f'{model / needed}: not an exported run (campaign.model.export_run)')
   summary, device = json.loads((model / 'train_summary.json').read_text()), device_of(model)
   target = workdir / 'adopted' / model.name
   if target.exists():
-    raise FileExistsError(f'{target} exists: {model.name} was adopted already')
+    raise errors.OutputExists(f'{target} exists: {model.name} was adopted already')
   shutil.copytree(model, target)
   train_dir = workdir / 'train'
   if step := latest_step(train_dir):

@@ -210,16 +210,16 @@ def run(
   """
   unknown = set(steps) - set(STEPS)
   if unknown:
-    raise ValueError(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
+    raise errors.BadInput(f'unknown step(s) {sorted(unknown)}: expected some of {",".join(STEPS)}')
   if 'adopt' in steps and model is None:
-    raise ValueError('the adopt step needs the model: --steps adopt --model DIR')
+    raise errors.BadInput('the adopt step needs the model: --steps adopt --model DIR')
   if 'match' in steps and games < 1:
-    raise ValueError(f'--games must be >= 1 for the match step, got {games}')
+    raise errors.BadInput(f'--games must be >= 1 for the match step, got {games}')
   if 'train' in steps and not cpu_training:
     import jax
 
     if jax.default_backend() == 'cpu':
-      raise ValueError(
+      raise errors.BadInput(
         'the train step has no accelerator here: CPU training stretches stopped moving the model; make labels '
         '(--steps games,labels,pack) and train on a lent GPU (benchmarks/gpu_playbook.py), or pass --cpu_training'
       )
@@ -299,7 +299,9 @@ def run(
   openings = named_openings(shared)
   if 'match' in steps:
     if not openings:
-      raise ValueError(f'no named openings (*.tsv) in {shared / "data" / "openings"}: the match step plays from them')
+      raise errors.BadInput(
+        f'no named openings (*.tsv) in {shared / "data" / "openings"}: the match step plays from them'
+      )
     record = {
       **match_model(model_dir, out, openings, games=games, workers=workers),
       'checkpoint_step': step,
@@ -315,7 +317,7 @@ def run(
       if r['checkpoint_step'] == step and r.get('model', 'train') == model_name
     ]
     if not measured:
-      raise ValueError(
+      raise errors.BadInput(
         f"the campaign's model ({model_dir}, step {step}) has no evaluation yet: run --steps evaluate,ship"
       )
     sts = shared / 'data' / 'epd' / 'sts01_undermine.epd'

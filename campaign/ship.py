@@ -23,6 +23,7 @@ from typing import Any
 
 from campaign import card
 from campaign import log as campaign_log
+from searchless.core import errors
 from searchless.evaluation import strength
 from searchless.model import loading
 
@@ -140,9 +141,9 @@ def ship(
   export = out / 'export'
   _, params, experiment = loading.load_model(str(model_dir))
   if experiment is None:
-    raise ValueError(f'{model_dir} has no experiment config: not a model the campaign trained')
+    raise errors.BadInput(f'{model_dir} has no experiment config: not a model the campaign trained')
   if name == loading.PRETRAINED_TRANSFORMER and experiment.model.kind != 'transformer':
-    raise ValueError(f"{model_dir} is a {experiment.model.kind} model: {name} ships the paper's architecture")
+    raise errors.BadInput(f"{model_dir} is a {experiment.model.kind} model: {name} ships the paper's architecture")
   if not (export / loading.PARAMS_EMA).exists():
     shutil.rmtree(export, ignore_errors=True)
     loading.export(str(export), params, portable(experiment, workdir))

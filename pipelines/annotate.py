@@ -12,7 +12,9 @@ the board's own; ``--records`` picks the sets), plus
 annotate) and ``out/skipped.jsonl`` (games not used, with file:line and reason).
 
 The work is kept as it is done (``out/.searchless-resume/``, `searchless.data.resume`): after Ctrl-C, a kill,
-a crash or a reboot the same command annotates only the boards not yet committed, and writes the same dataset.
+a crash or a reboot the same command annotates only the boards not yet committed, and writes the same dataset. A
+rerun with other engine settings, another engine binary or another package version is refused, naming what
+differs; ``--restart`` drops the kept work instead.
 
 Runs on the DirectRunner with one worker process per core by default. Any
 other Beam runner works with the usual options (``--runner DataflowRunner
@@ -75,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     '--sample_games',
     type=int,
     default=_OPTIONS['sample_games'],
-    help='keep a uniform random sample of this many games (Beam Sample.FixedSizeGlobally, as the paper)',
+    help='keep a uniform sample of this many games: those whose hash (of their Lichess URL, else their text) is '
+    'smallest, so every run, a resumed one included, draws the same games',
   )
   boards.add_argument(
     '--drop_test_overlap', action='store_true', help='drop test boards that also occur in train (the paper kept them)'

@@ -11,6 +11,10 @@ line) and partial_board_value (a board with the moves that have values: the
 database's lines' first moves, the moves played in games), plus ``free/manifest.json``
 (each source's depth and knodes distribution, counts, skips) and ``free/skipped.jsonl``.
 
+What it parsed is kept as it goes (``free/.searchless-resume/``): after an interrupt the same command parses
+only the rest. A rerun whose filters or split differ, or whose input changed (size or modification time; an
+http(s) input's ETag), is refused, naming what differs; ``--restart`` drops the kept work instead.
+
 Games are parsed, filtered and split as ``searchless-annotate`` does them; the same
 Beam runner options apply (DirectRunner with one worker per core here; e.g.
 ``--runner DataflowRunner --project … --region … --temp_location gs://…`` for the

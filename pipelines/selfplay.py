@@ -1,6 +1,6 @@
 r"""Self-play data: chess games by Stockfish self-play into a PGN file (one engine process; no Beam).
 
-    searchless-selfplay --output searchless/samples/sample_games.pgn --num_games 50 \
+    searchless-selfplay --out searchless/samples/sample_games.pgn --num_games 50 \
         --seed 0 --nodes 10000
 
 Each game opens with random legal moves, then Stockfish plays both sides,
@@ -35,7 +35,7 @@ def _positive(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
   p = cli.ArgumentParser(prog='searchless-selfplay', description=__doc__.split('\n\n')[0])
   p.add_argument(
-    '--out', '--output', dest='output', required=True, type=cli.output_file, help='the PGN file to write (overwritten)'
+    '--out', dest='output', required=True, type=cli.output_file, help='the PGN file to write (overwritten)'
   )
   p.add_argument('--num_games', type=_positive, default=50, help='how many games')
   p.add_argument('--seed', type=int, default=0, help='random seed: same seed, same games (with a node limit)')
@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     default=selfplay.UNKNOWN_DATE,
     help='PGN Date tag (YYYY.MM.DD); unknown by default so output is reproducible',
   )
+  cli.add_deprecated_alias(p, '--output', '--out')
   return p
 
 

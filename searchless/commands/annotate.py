@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   manifest = beam_command.main(
     lambda args: annotate.run(args, command=command), argv, 'searchless-annotate', streams.CorruptInputError
   )
-  errors.print_out(
+  errors.print_or_quit(
     f'{annotation_job.summary(manifest)}\n'
     f'manifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}'
   )

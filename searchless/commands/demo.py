@@ -51,7 +51,6 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument(
     '--config',
-    '--preset',
     default='demo',
     help="model/training config: a shipped name (configs/) or a .py path; its 'demo' "
     "section (else the demo config's) gives the defaults of the flags below",
@@ -78,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument('--steps', nargs='+', choices=STEPS, default=list(STEPS), help='run only these steps')
   p.add_argument('--no_progress', action='store_true', help='no progress bars (logs, tests)')
+  cli.add_deprecated_alias(p, '--preset', '--config')
   return p
 
 

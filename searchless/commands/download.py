@@ -7,7 +7,7 @@
 
 Files land under --out (default: $SEARCHLESS_DATA, else ~/.cache/searchless), resumably: rerun the same
 command after Ctrl-C, a kill or a dropped connection. What each target fetches, and how it is checked:
-`searchless.core.published` and `searchless.core.fetch`.
+`searchless.core.published` and `searchless.core.downloads`.
 """
 
 import argparse
@@ -15,20 +15,17 @@ from collections.abc import Sequence
 import os
 import textwrap
 
+import tqdm
+
 from searchless.core import cli
+from searchless.core import downloads
 from searchless.core import errors
 from searchless.core import fetch
 from searchless.core import published
 
 
 def _size(n: int | None) -> str:
-  if n is None:
-    return '?'
-  for unit in ('B', 'KB', 'MB', 'GB'):
-    if n < 1000 or unit == 'GB':
-      return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
-    n /= 1000  # type: ignore[assignment]
-  return ''
+  return '?' if n is None else tqdm.tqdm.format_sizeof(n, 'B')
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,7 +50,15 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument('--shards', default=None, help='with chessbench-data train: a count N (the first N) or 0-99,200-299')
   p.add_argument('--jobs', type=int, default=4, help='files fetched at once')
-  p.add_argument('--retries', type=int, default=5, help='retries of a refused or dropped connection, with backoff')
+  dead, stalled = (fetch.give_up_after(fetch.RETRIES, wait) for wait in fetch.TIMEOUT)
+  p.add_argument(
+    '--retries',
+    type=int,
+    default=fetch.RETRIES,
+    help='tries again after a refused, dropped or stalled connection or a 429/5xx answer, 1, 2, 4, ... s apart '
+    f'(default: {fetch.RETRIES}: a server that cannot be reached is reported within {dead:.0f} s, one that stops '
+    f'sending, {fetch.TIMEOUT[1]:g} s without a byte, within {stalled:.0f} s)',
+  )
   p.add_argument(
     '--base_url',
     default=None,
@@ -72,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   base_url = args.base_url if args.base_url is not None else os.environ.get(published.BASE_URL_ENV)
   with errors.one_line_errors():
     remotes = published.remotes(args.target, args.items, shards=args.shards)
-    result = fetch.download(
+    result = downloads.download(
       remotes,
       root,
       base_url=base_url,
@@ -88,18 +93,24 @@ def main(argv: Sequence[str] | None = None) -> None:
       for j in result.jobs
     ]
     lines.append(f'{len(result.jobs)} files to fetch, {_size(result.bytes)}; nothing fetched (--dry_run)')
-    errors.print_out('\n'.join(lines))
+    errors.print_or_quit('\n'.join(lines))
+    if failed := [j for j in result.jobs if j.error]:
+      errors.fail(f'{len(failed)} of {len(result.jobs)} files cannot be fetched (listed above)')
     return
   lines = [
     f'fetched {len(result.jobs)} files ({_size(result.bytes)}), {len(result.present)} already there, in {result.root}'
   ]
+  if unverified := result.unverified:
+    names = [j.remote.path.as_posix() for j in unverified]
+    more = f' and {len(names) - 10} more ({downloads.RECORD} says which)' if len(names) > 10 else ''
+    lines.append(f'{len(names)} {downloads.UNVERIFIED}: {", ".join(names[:10])}{more}')
   for r in remotes:
     if r.unpack:
       name = published.NAME_PREFIX + r.final.name
       where = result.root / r.final
       usable = where == published.checkpoint_folder(name)
       lines.append(f'{name}: {where} (play it: searchless-uci --checkpoint {name if usable else where})')
-  errors.print_out('\n'.join(lines))
+  errors.print_or_quit('\n'.join(lines))
 
 
 if __name__ == '__main__':

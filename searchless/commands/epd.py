@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     themes = suite.themes
     if len(themes) > 1:
       lines.extend(f'  {theme.line()}' for theme in themes)
-  errors.print_out('\n'.join(lines))
+  errors.print_or_quit('\n'.join(lines))
 
 
 if __name__ == '__main__':

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
       dtype=args.dtype,
       batch_boards=args.batch_boards,
     )
-  errors.print_out(
+  errors.print_or_quit(
     '\n'.join(
       [
         f'{summary["policy"]} on {summary["boards"]} boards of {summary["data"]}'

@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   manifest = beam_command.main(
     lambda args: import_labels.run(args, command=command), argv, 'searchless-import', streams.CorruptInputError
   )
-  errors.print_out(
+  errors.print_or_quit(
     f'{import_job.summary(manifest)}\nmanifest: {files.join(manifest.output_dir, artefacts.ImportManifest.FILE)}'
   )
 

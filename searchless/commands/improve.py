@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
   for field in ('replay', 'puzzles'):
     p.add_argument(f'--{field}', default=getattr(_DEFAULTS, field), help=_help(field))
   p.add_argument('--openings', nargs='*', default=[], help=_help('openings'))
-  p.add_argument('--no_progress', '--quiet', dest='quiet', action='store_true', help='no progress bars')
+  p.add_argument('--no_progress', dest='quiet', action='store_true', help='no progress bars')
+  cli.add_deprecated_alias(p, '--quiet', '--no_progress')
   return p
 
 

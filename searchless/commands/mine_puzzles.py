@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   skipped = sum(stats.games_skipped.values())
   if not puzzles:
     print('warning: no puzzles found (more games, --split all, or lower --min_best / --min_gap)', file=sys.stderr)
-  errors.print_out(
+  errors.print_or_quit(
     '\n'.join(
       [
         f'games: {stats.games_read} read, {skipped} skipped'

@@ -24,7 +24,6 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--seed', type=int, default=0, help='seed of the made lines, or of --sample')
   p.add_argument(
     '--engine_path',
-    '--engine',
     dest='engine',
     default=None,
     help='Stockfish binary (default: $SEARCHLESS_STOCKFISH, PATH, /usr/games)',
@@ -35,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--window_cp', type=int, default=50, help='... that score within this of the best')
   p.add_argument('--from', dest='source', default=None, help='read openings from this .pgn/.epd/.tsv file instead')
   p.add_argument('--sample', type=int, default=None, help='with --from: keep N openings drawn with --seed')
+  cli.add_deprecated_alias(p, '--engine', '--engine_path')
   return p
 
 

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
       band_width=args.band_width,
       progress=not args.no_progress,
     )
-  errors.print_out(
+  errors.print_or_quit(
     '\n'.join(
       [
         f'agent: {summary["agent"]}',

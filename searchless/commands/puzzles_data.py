@@ -32,7 +32,6 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument(
     '--out',
-    '--output',
     dest='output',
     required=True,
     type=cli.output_file,
@@ -52,8 +51,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument(
     '--remove_train_overlap', action='store_true', help='leave out the puzzles whose start board is in the training set'
   )
-  p.add_argument('--num', '--limit', dest='limit', type=int, default=None, help='read only the first N puzzles')
+  p.add_argument('--num', dest='limit', type=int, default=None, help='read only the first N puzzles')
   p.add_argument('--no_progress', action='store_true', help='no progress bars')
+  cli.add_deprecated_alias(p, '--output', '--out')
+  cli.add_deprecated_alias(p, '--limit', '--num')
   return p
 
 

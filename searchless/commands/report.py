@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
   with errors.one_line_errors():
     report = build.build(args.run_dir, out_dir=args.out, data_dir=args.data_dir)
-  errors.print_out(f'markdown: {report.markdown}\n{report.html}')
+  errors.print_or_quit(f'markdown: {report.markdown}\n{report.html}')
 
 
 if __name__ == '__main__':

@@ -1,7 +1,7 @@
 """``searchless-selfplay``: the self-play pipeline (`searchless.pipelines.selfplay`, whose docstring says what it
 plays) as a console script.
 
-    searchless-selfplay --output games.pgn --num_games 50 --seed 0 --nodes 10000
+    searchless-selfplay --out games.pgn --num_games 50 --seed 0 --nodes 10000
 """
 
 from collections.abc import Sequence

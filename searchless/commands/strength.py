@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   if args.command == 'compare':
     with errors.one_line_errors():
       result = strength.compare(args.base, args.new)
-    errors.print_out(json.dumps(as_json(result)) if args.json else '\n'.join(lines(result)))
+    errors.print_or_quit(json.dumps(as_json(result)) if args.json else '\n'.join(lines(result)))
     return
   with errors.one_line_errors():
     protocol = strength.Protocol(
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
       engine_path=args.engine_path,
     )
     done = strength.measure(args.checkpoint, args.out, protocol, progress=not args.no_progress)
-  errors.print_out(strength.markdown(done))
+  errors.print_or_quit(strength.markdown(done))
 
 
 if __name__ == '__main__':

@@ -68,7 +68,6 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument('--draw_plies', type=int, default=10, help='see --draw_cp')
   p.add_argument(
     '--engine_path',
-    '--engine',
     dest='engine',
     default=None,
     help='Stockfish for adjudication and --make_openings (default: found)',
@@ -81,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
   )
   p.add_argument('--event', default=tournament.EVENT, help='PGN Event tag')
   p.add_argument('--no_progress', action='store_true', help='no progress bar')
+  cli.add_deprecated_alias(p, '--engine', '--engine_path')
   return p
 
 
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   with errors.one_line_errors():
     given = {'out_dir': args.out, 'progress': not args.no_progress}
     results = tournament.run(**cli.keywords(tournament.run, args, agents=args.agent, **given))
-  errors.print_out(
+  errors.print_or_quit(
     f'{tournament.summary(results)}\n'
     f'results: {os.path.join(os.path.dirname(results["games_file"]), tournament.RESULTS_FILE)}'
   )

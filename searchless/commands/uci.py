@@ -8,8 +8,6 @@ Speaks UCI on stdin/stdout until ``quit`` or the end of input; logs go to stderr
 
 import argparse
 from collections.abc import Sequence
-import logging
-import sys
 
 from searchless.core import cli
 from searchless.core import errors
@@ -62,23 +60,14 @@ def _parser() -> argparse.ArgumentParser:
     choices=uci.SEARCHES,
     help='Default of the Search option: none (the searchless player), mcts or alphabeta over its policy.',
   )
-  p.add_argument(
-    '--compilation_cache',
-    metavar='DIR',
-    default=None,
-    help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes ('' turns it"
-    f' off; default: ${compilation_cache.ENV} if set, else $JAX_COMPILATION_CACHE_DIR if set, else'
-    f' {compilation_cache.default_dir()}).',
-  )
-  p.add_argument('--log_level', default='WARNING', help='Log level of the stderr log.')
+  compilation_cache.add_flag(p)
+  cli.add_log_level(p)
   return p
 
 
 def main(argv: Sequence[str] | None = None) -> None:
   args = _parser().parse_args(argv)
-  logging.basicConfig(
-    stream=sys.stderr, level=args.log_level.upper(), format='%(asctime)s %(name)s %(levelname)s: %(message)s'
-  )
+  cli.start_logging(args.log_level)
   with errors.one_line_errors():
     uci.run(
       args.checkpoint,

@@ -27,11 +27,12 @@ import os
 from typing import Any, ClassVar, TypeVar
 
 from searchless.core import atomic
+from searchless.core import errors
 
 _A = TypeVar('_A', bound='Artefact')
 
 
-class ArtefactError(ValueError):
+class ArtefactError(errors.BadInput):
   """A file is not the artefact (or the version of it) its reader expects."""
 
 

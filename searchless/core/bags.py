@@ -15,6 +15,7 @@ import re
 
 import bagz
 
+from searchless.core import errors
 from searchless.core import files
 from searchless.core import records
 
@@ -54,17 +55,17 @@ def find(directory: str, kind: str) -> str:
       counts: set[str] = set()
       for shard in shards:
         if (match := _SHARD_RE.match(os.path.basename(shard))) is None:
-          raise ValueError(f'shard {shard!r} is not named KIND-NNNNN-of-NNNNN_data.bag[z]')
+          raise errors.BadInput(f'shard {shard!r} is not named KIND-NNNNN-of-NNNNN_data.bag[z]')
         counts.add(match['count'])
       if len(counts) != 1 or len(shards) != int(counts.pop()):
-        raise ValueError(f'incomplete or mixed shard set for {pattern}: {len(shards)} files')
+        raise errors.BadInput(f'incomplete or mixed shard set for {pattern}: {len(shards)} files')
       candidates.append(','.join(shards))
   if not candidates:
-    raise FileNotFoundError(
+    raise errors.MissingInput(
       f'no {kind} records in {directory} (looked for {kind}_data.bag[z] and {kind}-*-of-*_data.bag[z])'
     )
   if len(candidates) > 1:
-    raise ValueError(f'several {kind} record sets in {directory}: {candidates}')
+    raise errors.BadInput(f'several {kind} record sets in {directory}: {candidates}')
   return candidates[0]
 
 
@@ -73,13 +74,13 @@ def expand(spec: str) -> str:
   parts = []
   for part in spec.split(','):
     if '://' not in part and os.path.isdir(part):
-      raise IsADirectoryError(
+      raise errors.NotAFile(
         f'bag spec {part!r} is a directory: pass its bags, e.g. {os.path.join(part, "action_value*")!r}'
       )
     if any(c in part for c in '*?['):
       matched = files.match(part)
       if not matched:
-        raise FileNotFoundError(f'no bag files match {part!r}')
+        raise errors.MissingInput(f'no bag files match {part!r}')
       parts += matched
     else:
       parts.append(part)
@@ -92,9 +93,9 @@ def reader(spec: str) -> bagz.Reader:
   try:
     return bagz.Reader(expanded)
   except FileNotFoundError as e:
-    raise FileNotFoundError(f'cannot open bag {spec!r}: {e}') from None
+    raise errors.MissingInput(f'cannot open bag {spec!r}: {e}') from None
   except ValueError as e:
-    raise ValueError(f'cannot read bag {spec!r} (truncated or not a bag file?): {e}') from None
+    raise errors.BadInput(f'cannot read bag {spec!r} (truncated or not a bag file?): {e}') from None
 
 
 def read_records(spec: str, kind: str) -> list:

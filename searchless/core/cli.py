@@ -1,23 +1,26 @@
 """The command line's one look: every console command's parser shows each default once, where it says something,
-and an output path of the wrong kind (a file where a folder goes, or the reverse) is refused naming its flag.
+an output path of the wrong kind (a file where a folder goes, or the reverse) is refused naming its flag, and each
+flag has one name (an older spelling is accepted for one release, with a warning: `add_deprecated_alias`).
 
 >>> p = ArgumentParser(prog='x')
 >>> _ = p.add_argument('--n', type=int, default=3, help='how many')
 >>> _ = p.add_argument('--out', help='where to write')
->>> _ = p.add_argument('--quiet', action='store_true', help='no progress')
+>>> _ = p.add_argument('--no_progress', action='store_true', help='no progress bar')
 >>> _ = p.add_argument('--draw', type=int, default=None, help='adjudicate draws (default: off)')
 >>> print('\\n'.join(line.strip() for line in p.format_help().splitlines()[-4:]))
---n N        how many (default: 3)
---out OUT    where to write
---quiet      no progress
---draw DRAW  adjudicate draws (default: off)
+--n N          how many (default: 3)
+--out OUT      where to write
+--no_progress  no progress bar
+--draw DRAW    adjudicate draws (default: off)
 """
 
 import argparse
 from collections.abc import Callable, Sequence
 import inspect
+import logging
 import os
 import re
+import sys
 from typing import Any, NoReturn
 
 
@@ -64,10 +67,11 @@ class ArgumentParser(argparse.ArgumentParser):
   """`argparse.ArgumentParser` with `DefaultsHelpFormatter` unless another formatter is given, and no abbreviated
   flags: ``--num`` is not taken for ``--num_shards`` (a typo must not start a long job)."""
 
-  def __init__(self, *args, **kwargs):
+  def __init__(self, *args: Any, **kwargs: Any) -> None:
     kwargs.setdefault('formatter_class', DefaultsHelpFormatter)
     kwargs['allow_abbrev'] = False
     super().__init__(*args, **kwargs)
+    self.deprecated: dict[str, str] = {}  # An older spelling of a flag: its one name now (`add_deprecated_alias`).
 
   def error(self, message: str) -> NoReturn:  # type: ignore[override]
     """A bad value for a flag is one line naming the flag; the usage is printed only for a wrong flag (unknown,
@@ -81,6 +85,8 @@ class ArgumentParser(argparse.ArgumentParser):
     args: Sequence[str] | None = None,
     namespace: argparse.Namespace | None = None,
   ) -> tuple[argparse.Namespace, list[str]]:
+    if self.deprecated:
+      args = self._current_spellings(sys.argv[1:] if args is None else list(args))
     parsed = super().parse_known_args(args, namespace)
     # This program's flags are these; absl's (grain reads them in its worker processes) take their defaults.
     from absl import flags
@@ -88,6 +94,50 @@ class ArgumentParser(argparse.ArgumentParser):
     if not flags.FLAGS.is_parsed():
       flags.FLAGS.mark_as_parsed()
     return parsed
+
+  def _current_spellings(self, args: list[str]) -> list[str]:
+    """`args` with each deprecated spelling of a flag (``--old`` or ``--old=VALUE``; not after ``--``) replaced by
+    its current one, and a one-line warning on stderr for each."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+      if arg == '--':
+        return out + args[i:]
+      flag, equals, value = arg.partition('=')
+      if flag in self.deprecated:
+        print(f'warning: {flag} is deprecated; use {self.deprecated[flag]}', file=sys.stderr)
+        arg = self.deprecated[flag] + equals + value
+      out.append(arg)
+    return out
+
+
+def add_log_level(parser: argparse.ArgumentParser, what: str = 'the stderr log') -> None:
+  """Adds ``--log_level`` (default WARNING): the level of `what`, which `start_logging` sets up."""
+  parser.add_argument('--log_level', default='WARNING', help=f'Log level of {what}.')
+
+
+def start_logging(level: str) -> None:
+  """Logs at `level` (a ``--log_level``) to stderr, each line with its time, logger and level."""
+  logging.basicConfig(stream=sys.stderr, level=level.upper(), format='%(asctime)s %(name)s %(levelname)s: %(message)s')
+
+
+def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+  """Accepts `old`, an earlier spelling of `parser`'s flag `new`, for one release: given, it is read as `new`, with
+  ``warning: OLD is deprecated; use NEW`` on stderr; the help shows `new` alone.
+
+  >>> p = ArgumentParser(prog='x')
+  >>> _ = p.add_argument('--out')
+  >>> add_deprecated_alias(p, '--output_dir', '--out')
+  >>> import contextlib, io
+  >>> with contextlib.redirect_stderr(io.StringIO()) as said:
+  ...   args = p.parse_args(['--output_dir=runs/a'])
+  >>> args.out, said.getvalue()
+  ('runs/a', 'warning: --output_dir is deprecated; use --out\\n')
+  """
+  if not isinstance(parser, ArgumentParser):
+    raise TypeError(f'{parser.prog}: deprecated aliases need searchless.core.cli.ArgumentParser')
+  if new not in parser._option_string_actions:  # pylint: disable=protected-access
+    raise ValueError(f'{parser.prog} has no flag {new}')
+  parser.deprecated[old] = new
 
 
 def keywords(function: Callable[..., Any], args: argparse.Namespace, **given: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import bagz
 import numpy as np
 
 from searchless.core import bags
+from searchless.core import errors
 from searchless.core import moves
 from searchless.core import records
 
@@ -42,13 +43,13 @@ def check_policy(kind: str) -> None:
   >>> check_policy('board_value')  # doctest: +ELLIPSIS
   Traceback (most recent call last):
   ...
-  ValueError: unknown policy / record kind 'board_value'; expected one of ('action_value', 'state_value', ...)
+  searchless.core.errors.BadInput: unknown policy / record kind 'board_value'; expected one of (...)
   """
   if kind not in records.KINDS:
-    raise ValueError(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')
+    raise errors.BadInput(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')
 
 
-class BadRecord(ValueError):
+class BadRecord(errors.BadInput):
   """A record of a batch that cannot be decoded or turned into a sequence."""
 
   def __init__(self, position: int, reason: str):
@@ -195,7 +196,7 @@ def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> Non
   reader = bags.reader(spec) if reader is None else reader
   count = len(reader)
   if count == 0:
-    raise ValueError(f'{spec!r} holds no records: nothing to read as {policy} records')
+    raise errors.BadInput(f'{spec!r} holds no records: nothing to read as {policy} records')
   for index in sorted({0, count // 2, count - 1}):
     data = reader[index]
     if _fits(policy, data):
@@ -210,7 +211,7 @@ def check_kind(spec: str, policy: str, reader: bagz.Reader | None = None) -> Non
       if policy == records.BOARD_VALUE
       else ''
     )
-    raise ValueError(
+    raise errors.BadInput(
       f'{"board packing" if convert else f"policy {policy!r}"} needs {policy} records,'
       f' but record {index} of {spec!r} is {what}{hint}{convert}'
     )

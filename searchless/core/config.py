@@ -14,7 +14,7 @@ exactly the trained model.
 >>> override(c, 'model.num_layers=four')
 Traceback (most recent call last):
 ...
-ValueError: override model.num_layers=four: expected int, got 'four'
+searchless.core.errors.BadInput: override model.num_layers=four: expected int, got 'four'
 """
 
 import ast
@@ -25,6 +25,8 @@ import pathlib
 from typing import Any, TypeAlias
 
 import ml_collections
+
+from searchless.core import errors
 
 
 Config: TypeAlias = ml_collections.ConfigDict | ml_collections.FrozenConfigDict  # An experiment config.
@@ -53,7 +55,7 @@ def override(config: ml_collections.ConfigDict, assignment: str) -> None:
   """Applies one ``dotted.key=value`` to an unfrozen config, checking the type."""
   key, sep, text = assignment.partition('=')
   if not sep:
-    raise ValueError(f'override {assignment!r}: expected key=value')
+    raise errors.BadInput(f'override {assignment!r}: expected key=value')
   field_type, node, leaf = _field_type(config, key.strip())
   value = _parse_value(text.strip())
   if field_type is float and isinstance(value, int) and not isinstance(value, bool):
@@ -61,9 +63,9 @@ def override(config: ml_collections.ConfigDict, assignment: str) -> None:
   if field_type is str and not isinstance(value, str):
     value = text.strip()
   if value is not None and field_type not in (type(None), object) and not isinstance(value, field_type):
-    raise ValueError(f'override {assignment}: expected {field_type.__name__}, got {text.strip()!r}')
+    raise errors.BadInput(f'override {assignment}: expected {field_type.__name__}, got {text.strip()!r}')
   if isinstance(value, bool) and field_type is int:
-    raise ValueError(f'override {assignment}: expected int, got a bool')
+    raise errors.BadInput(f'override {assignment}: expected int, got a bool')
   node[leaf] = value
 
 
@@ -74,10 +76,10 @@ def from_file(path: str | pathlib.Path) -> ml_collections.ConfigDict:
   """
   file = pathlib.Path(path)
   if not file.is_file():
-    raise FileNotFoundError(f'config file {str(path)!r} not found')
+    raise errors.MissingInput(f'config file {str(path)!r} not found')
   spec = importlib.util.spec_from_file_location(f'searchless_config_{file.stem}', file)
   if spec is None or spec.loader is None:
-    raise ValueError(f'config file {str(path)!r} is not a Python file')
+    raise errors.BadInput(f'config file {str(path)!r} is not a Python file')
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   if not hasattr(module, 'get_config'):
@@ -116,7 +118,7 @@ def check(config: Config) -> None:
   >>> check(ml_collections.ConfigDict({'train': {'num_steps': -5}}))
   Traceback (most recent call last):
   ...
-  ValueError: train.num_steps must be >= 1, got -5
+  searchless.core.errors.BadInput: train.num_steps must be >= 1, got -5
   """
   for name, (low, inclusive) in RANGES.items():
     value: Any = config
@@ -125,12 +127,12 @@ def check(config: Config) -> None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
       continue
     if not (value >= low if inclusive else value > low):  # NaN fails both.
-      raise ValueError(f'{name} must be {">=" if inclusive else ">"} {low}, got {value}')
+      raise errors.BadInput(f'{name} must be {">=" if inclusive else ">"} {low}, got {value}')
   if 'optim' in config and config.optim.get('ema_decay') is not None and not config.optim.ema_decay <= 1:
-    raise ValueError(f'optim.ema_decay must be <= 1, got {config.optim.ema_decay}')
+    raise errors.BadInput(f'optim.ema_decay must be <= 1, got {config.optim.ema_decay}')
   cooldown = config.get('optim', {}).get('cooldown_steps') or 0
   if cooldown and 'train' in config and cooldown > config.train.num_steps:
-    raise ValueError(
+    raise errors.BadInput(
       f'optim.cooldown_steps={cooldown} must be <= train.num_steps={config.train.num_steps}: the '
       'cooldown ends at train.num_steps'
     )

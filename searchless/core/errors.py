@@ -1,4 +1,4 @@
-"""How every console command fails: a bad input ends it with one line on stderr, not a traceback.
+"""How every console command fails: a user's mistake ends it with one line on stderr; a bug keeps its traceback.
 
 Each command's `main(argv)` parses its flags and calls the library's typed
 `run(...)` inside `one_line_errors()`:
@@ -7,24 +7,36 @@ Each command's `main(argv)` parses its flags and calls the library's typed
       args = _parser().parse_args(argv)
       with errors.one_line_errors():
         result = library.run(args.input, limit=args.limit)
-      errors.print_out(str(result))
+      errors.print_or_quit(str(result))
 
-A user's mistake (a missing file, a bad value, an engine that will not start or
-dies) becomes ``error: <message>`` and exit status 2; Ctrl-C becomes
-``interrupted; <what was kept>`` and exit status 130 (the shell's 128 + SIGINT);
-a bug still shows its traceback. Output goes through `print_out`, so a reader that goes away (``| head``) ends
-the command quietly. A Beam job's command adds its runner's quirks (`searchless.data.beam_command`).
+The library raises a `UserError` where it checks what a user gave (a flag, a
+file, a record, a config, a checkpoint's name, a FEN or a move) or met in the
+environment (an engine that will not start or dies, a full disk in an output
+folder, a folder another command writes): the command ends with
+``error: <message>`` and exit status 2. Any other exception is a bug, or a
+fault nobody checked for, and keeps its traceback; an OSError about a path
+first says the path (and the flag given it). Ctrl-C becomes
+``interrupted; <what was kept>`` and exit status 130 (the shell's 128 +
+SIGINT). Output goes through `print_or_quit`, so a reader that goes away
+(``| head``) ends the command quietly. A Beam job's command adds its runner's
+quirks (`searchless.data.beam_command`). docs/bad-input.md says which is which.
 
 >>> try:
 ...   with one_line_errors():
-...     raise FileNotFoundError('games.pgn: no such file')
+...     raise MissingInput('games.pgn: no such file')
 ... except SystemExit as exit:
 ...   exit.code
 2
+>>> with one_line_errors():
+...   raise ValueError('a shape mismatch: a bug')
+Traceback (most recent call last):
+...
+ValueError: a shape mismatch: a bug
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 import contextlib
+import fnmatch
 import importlib
 import os
 import sys
@@ -32,11 +44,32 @@ from typing import NoReturn
 
 import chess.engine
 
+
+class UserError(Exception):
+  """An error that a user's input or environment causes, not a bug: its message is one line that names the file,
+  line, record or flag at fault. A command ends with it in one line (`one_line_errors`). Each concrete kind is
+  also the builtin error it refines, so ``except ValueError`` still catches a `BadInput`."""
+
+
+class BadInput(UserError, ValueError):
+  """A value a user gave is wrong: a flag's, a record or line of an input file, a config's field, a FEN, a move."""
+
+
+class MissingInput(UserError, FileNotFoundError):
+  """A file, folder or checkpoint that a user named (or that a step needs from an earlier one) is not there."""
+
+
+class NotAFile(UserError, IsADirectoryError):
+  """A folder given where a file goes."""
+
+
+class OutputExists(UserError, FileExistsError):
+  """An output that must be new is there already."""
+
+
 # Errors that a user's input or environment causes; anything else is a bug and keeps its traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (
-  FileNotFoundError,
-  ValueError,
-  OSError,
+  UserError,
   chess.engine.EngineError,
   chess.engine.EngineTerminatedError,
 )
@@ -59,7 +92,7 @@ def interrupted(error: KeyboardInterrupt) -> NoReturn:
   raise SystemExit(INTERRUPTED)
 
 
-def print_out(text: str) -> None:
+def print_or_quit(text: str) -> None:
   """Prints `text` on stdout; a reader that went away (`command | head`) ends the command quietly, with status 1,
   as a Unix tool ends, not with a traceback."""
   try:
@@ -82,13 +115,49 @@ def require_extra(module: str, extra: str, command: str) -> None:
     fail(f"{command} needs {module}, which comes with an extra: pip install 'searchless[{extra}]'")
 
 
+def _flag_of(path: str, argv: Sequence[str]) -> str | None:
+  """The flag in `argv` whose value is `path`, a folder above it, or a pattern that matches it; None if none.
+
+  >>> _flag_of('runs/a/games.pgn', ['--agent', 'x', '--out', 'runs/a'])
+  '--out'
+  >>> _flag_of('data/b.pgn', ['--games=data/*.pgn']), _flag_of('c.pgn', ['--games', 'd.pgn'])
+  ('--games', None)
+  """
+  where = os.path.abspath(path)
+  for i, arg in enumerate(argv):
+    if not arg.startswith('--'):
+      continue
+    flag, given, value = arg.partition('=')
+    if not given:
+      if i + 1 == len(argv):
+        break
+      value = argv[i + 1]
+    value = os.path.abspath(value)
+    if where == value or where.startswith(value.rstrip(os.sep) + os.sep) or fnmatch.fnmatchcase(where, value):
+      return flag
+  return None
+
+
+def _say_path(error: OSError) -> None:
+  """Prints the path that `error` names, and the flag it came from when sys.argv shows one, before its traceback."""
+  path = os.fsdecode(error.filename)
+  flag = _flag_of(path, sys.argv[1:])
+  where = f'{path} ({flag})' if flag else path
+  print(f'error: {where}: {error.strerror or error} (not a checked input; the traceback follows)', file=sys.stderr)
+
+
 @contextlib.contextmanager
 def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
   """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`, and Ctrl-C (KeyboardInterrupt)
-  into `interrupted(...)`: the one place a command handles either."""
+  into `interrupted(...)`: the one place a command handles either. Any other error keeps its traceback; an OSError
+  that names a path says the path (and its flag) first."""
   try:
     yield
   except (*USER_ERRORS, *extra) as error:
     fail(error)
   except KeyboardInterrupt as error:
     interrupted(error)
+  except OSError as error:
+    if error.filename is not None and not isinstance(error, BrokenPipeError):
+      _say_path(error)
+    raise

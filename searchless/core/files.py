@@ -17,6 +17,7 @@ import io
 import os
 from typing import Any, BinaryIO
 
+from searchless.core import errors
 from searchless.core import fetch
 from searchless.core import remote_file
 
@@ -64,7 +65,7 @@ def match(pattern: str) -> list[str]:
   """The paths the glob `pattern` matches, sorted (a pattern without wildcards: itself, if it exists)."""
   if is_http(pattern):
     if any(c in pattern for c in '*?['):
-      raise ValueError(f'{pattern}: an http(s) URL names one file; wildcards need a local or gs:// path')
+      raise errors.BadInput(f'{pattern}: an http(s) URL names one file; wildcards need a local or gs:// path')
     return [pattern] if exists(pattern) else []
   if is_remote(pattern):
     return sorted(m.path for m in _filesystems().match([pattern])[0].metadata_list)

@@ -19,8 +19,10 @@ import os
 import pathlib
 import socket
 
+from searchless.core import errors
 
-class FolderInUse(OSError):
+
+class FolderInUse(errors.UserError, OSError):
   """Another process holds the folder's lock."""
 
 

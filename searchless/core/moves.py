@@ -14,6 +14,8 @@ code and checkpoints use this order, so we do too.
 
 import chess
 
+from searchless.core import errors
+
 _FILES = 'abcdefgh'
 
 
@@ -50,4 +52,4 @@ def move_to_action(move: str) -> int:
   try:
     return MOVE_TO_ACTION[move]
   except KeyError:
-    raise ValueError(f'{move!r} is not a move of the 1968-move vocabulary') from None
+    raise errors.BadInput(f'{move!r} is not a move of the 1968-move vocabulary') from None

@@ -2,13 +2,13 @@
 disk, a read-only folder, a parent that cannot be made) one line naming the path and the flag, not a traceback
 or an ``[Errno 28]`` with no file.
 
-    with outputs.writing(out, 'searchless-puzzles', '--out'):
+    with outputs.sole_writer(out, 'searchless-puzzles', '--out'):
       with outputs.open_output(os.path.join(out, 'journal.jsonl'), 'a') as f:
         f.write(line)
 
 >>> import tempfile
 >>> out = os.path.join(tempfile.mkdtemp(), 'x')
->>> with writing(out, 'searchless-puzzles', '--out'):  # doctest: +ELLIPSIS
+>>> with sole_writer(out, 'searchless-puzzles', '--out'):  # doctest: +ELLIPSIS
 ...   raise OSError(28, 'No space left on device', os.path.join(out, 'journal.jsonl'))
 Traceback (most recent call last):
 ...
@@ -23,10 +23,11 @@ import io
 import os
 from typing import IO, Any
 
+from searchless.core import errors
 from searchless.core import folder_lock
 
 
-class OutputError(OSError):
+class OutputError(errors.UserError, OSError):
   """A filesystem error in an output folder, in one line: ``cannot write PATH (FLAG): REASON``; `errno` is the
   error's."""
 
@@ -43,7 +44,7 @@ def _named(error: OSError, path: str | os.PathLike) -> OSError:
 
 
 @contextlib.contextmanager
-def naming(path: str | os.PathLike) -> Iterator[None]:
+def errors_naming(path: str | os.PathLike) -> Iterator[None]:
   """Inside the block, an OSError of the system that names no file names `path` (``os.fsync(f.fileno())``)."""
   try:
     yield
@@ -58,11 +59,11 @@ class _File(io.FileIO):
   """A file whose write and close errors name it."""
 
   def write(self, data: Any) -> int | None:  # type: ignore[override]  # FileIO's takes a buffer.
-    with naming(self.name):
+    with errors_naming(self.name):
       return super().write(data)
 
   def close(self) -> None:
-    with naming(self.name):
+    with errors_naming(self.name):
       super().close()
 
 
@@ -79,7 +80,7 @@ def _inside(path: str, folder: str) -> bool:
   return os.path.commonpath([os.path.abspath(path), folder]) == folder
 
 
-def said(error: OSError, folder: str | os.PathLike, flag: str) -> OSError:
+def output_error(error: OSError, folder: str | os.PathLike, flag: str) -> OSError:
   """`error` as an `OutputError` naming its file and `flag` when it is about `folder`, a file in it, or a folder
   above it (that could not be made); else `error` itself."""
   if isinstance(error, (OutputError, folder_lock.FolderInUse)) or not isinstance(error.filename, (str, bytes)):
@@ -97,10 +98,10 @@ def said(error: OSError, folder: str | os.PathLike, flag: str) -> OSError:
 
 
 @contextlib.contextmanager
-def writing(folder: str | os.PathLike, what: str, flag: str, *, file: str | None = None) -> Iterator[None]:
+def sole_writer(folder: str | os.PathLike, what: str, flag: str, *, file: str | None = None) -> Iterator[None]:
   """The block writes into `folder` (the value of `flag`), made if missing: it is the folder's one writer
   (`folder_lock.FolderLock`, for `what`; `file`: one file of the folder only), an OSError about a path there
-  becomes an `OutputError` (`said`), and a folder the block made is removed when it fails and leaves it empty.
+  becomes an `OutputError` (`output_error`), and a folder the block made is removed when it fails and leaves it empty.
   A remote folder (``gs://...``) is neither locked nor made here."""
   if '://' in os.fspath(folder):
     yield
@@ -113,6 +114,6 @@ def writing(folder: str | os.PathLike, what: str, flag: str, *, file: str | None
     if made:
       with contextlib.suppress(OSError):
         os.rmdir(folder)  # Only when empty.
-    if isinstance(error, OSError) and (one_line := said(error, folder, flag)) is not error:
+    if isinstance(error, OSError) and (one_line := output_error(error, folder, flag)) is not error:
       raise one_line from None
     raise

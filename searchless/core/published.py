@@ -29,6 +29,8 @@ import pathlib
 import re
 import urllib.parse
 
+from searchless.core import errors
+
 DATA_ENV = 'SEARCHLESS_DATA'  # The data folder (default: the user's cache folder, `data_root`).
 BASE_URL_ENV = 'SEARCHLESS_BASE_URL'  # A mirror for every target (`mirrored`): `--base_url`'s default.
 CHESSBENCH = 'https://storage.googleapis.com/searchless_chess'  # The reference's bucket (its download.sh files).
@@ -100,7 +102,7 @@ def mirrored(url: str, base_url: str | None) -> str:
     return url
   base = urllib.parse.urlsplit(base_url)
   if base.scheme not in ('http', 'https') or not base.netloc:
-    raise ValueError(f'--base_url {base_url!r} is not an http(s):// URL')
+    raise errors.BadInput(f'--base_url {base_url!r} is not an http(s):// URL')
   return base_url.rstrip('/') + urllib.parse.urlsplit(url).path
 
 
@@ -115,36 +117,36 @@ def select_shards(text: str, total: int = TRAIN_SHARDS) -> list[int]:
   if len(parts) == 1 and parts[0].isdigit() and '-' not in text:
     count = int(parts[0])
     if not 0 < count <= total:
-      raise ValueError(f'--shards {text}: a count from 1 to {total}')
+      raise errors.BadInput(f'--shards {text}: a count from 1 to {total}')
     return list(range(count))
   chosen: set[int] = set()
   for part in parts:
     first, dash, last = part.partition('-')
     if not first.isdigit() or (dash and not last.isdigit()):
-      raise ValueError(f'--shards {text!r}: expected a count N, or ranges such as 0-99,200-299')
+      raise errors.BadInput(f'--shards {text!r}: expected a count N, or ranges such as 0-99,200-299')
     lo, hi = int(first), int(last) if dash else int(first)
     if not lo <= hi < total:
-      raise ValueError(f'--shards {text!r}: {part} is not a range within 0-{total - 1}')
+      raise errors.BadInput(f'--shards {text!r}: {part} is not a range within 0-{total - 1}')
     chosen.update(range(lo, hi + 1))
   if not chosen:
-    raise ValueError(f'--shards {text!r}: no shard')
+    raise errors.BadInput(f'--shards {text!r}: no shard')
   return sorted(chosen)
 
 
 def remotes(target: str, items: Sequence[str] = (), *, shards: str | None = None) -> list[Remote]:
   """The files `target` (a key of `TARGETS`) names with `items` (none: its default), in order."""
   if target not in TARGETS:
-    raise ValueError(f'unknown target {target!r}: expected one of {", ".join(TARGETS)}')
+    raise errors.BadInput(f'unknown target {target!r}: expected one of {", ".join(TARGETS)}')
   if shards is not None and (target != 'chessbench-data' or 'train' not in items):
-    raise ValueError('--shards chooses the shards of the chessbench-data item train: name train')
+    raise errors.BadInput('--shards chooses the shards of the chessbench-data item train: name train')
   unknown = lambda known: [i for i in items if i not in known]
   if target == 'chessbench-checkpoints':
     if bad := unknown(CHECKPOINTS):
-      raise ValueError(f'{target}: unknown item(s) {bad}; expected {", ".join(CHECKPOINTS)}')
-    return [_remote(f'{CHESSBENCH}/checkpoints/{m}.zip', unpack=True) for m in (items or CHECKPOINTS)]
+      raise errors.BadInput(f'{target}: unknown item(s) {bad}; expected {", ".join(CHECKPOINTS)}')
+    return [_remote(f'{CHESSBENCH}/checkpoints/{m}.zip', unpack=True) for m in dict.fromkeys(items or CHECKPOINTS)]
   if target == 'chessbench-data':
     if bad := unknown(DATA_ITEMS):
-      raise ValueError(f'{target}: unknown item(s) {bad}; expected {", ".join(DATA_ITEMS)}')
+      raise errors.BadInput(f'{target}: unknown item(s) {bad}; expected {", ".join(DATA_ITEMS)}')
     found = []
     for item in dict.fromkeys(items or DEFAULT_DATA_ITEMS):
       paths = DATA_ITEMS[item]
@@ -155,15 +157,15 @@ def remotes(target: str, items: Sequence[str] = (), *, shards: str | None = None
     return found
   if target == 'lichess-games':
     if not items:
-      raise ValueError('lichess-games: name the months to fetch, e.g. lichess-games 2024-01 2024-02')
+      raise errors.BadInput('lichess-games: name the months to fetch, e.g. lichess-games 2024-01 2024-02')
     if bad := [m for m in items if not _MONTH.fullmatch(m)]:
-      raise ValueError(f'lichess-games: {bad} are not months YYYY-MM')
+      raise errors.BadInput(f'lichess-games: {bad} are not months YYYY-MM')
     sums = f'{LICHESS}/{LICHESS_SUMS}'
     return [
       _remote(f'{LICHESS}/standard/lichess_db_standard_rated_{m}.pgn.zst', checksums=sums) for m in dict.fromkeys(items)
     ]
   if items:
-    raise ValueError(f'{target} takes no items (got {list(items)})')
+    raise errors.BadInput(f'{target} takes no items (got {list(items)})')
   name = {'lichess-puzzles': 'lichess_db_puzzle.csv.zst', 'lichess-evals': 'lichess_db_eval.jsonl.zst'}[target]
   return [_remote(f'{LICHESS}/{name}')]
 
@@ -180,6 +182,19 @@ def checkpoint_folder(name: str, root: pathlib.Path | None = None) -> pathlib.Pa
   if model is None:
     return None
   return (root or data_root()) / 'chessbench' / 'checkpoints' / model
+
+
+def holds_checkpoint(folder: pathlib.Path) -> bool:
+  """Whether `folder` holds a checkpoint to load, as a published model's unpacks: a step folder (digits) whose
+  ``params_ema`` or ``params`` has its orbax metadata. A look at the layout; no weight is read."""
+  if not folder.is_dir():
+    return False
+  return any(
+    step.name.isdigit() and (step / item / marker).is_file()
+    for step in folder.iterdir()
+    for item in ('params_ema', 'params')
+    for marker in ('_CHECKPOINT_METADATA', '_METADATA', 'checkpoint')
+  )
 
 
 def download_command(name: str) -> str:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from searchless.core import errors
+
 # Token alphabet in index order (the reference's `_CHARACTERS`).
 CHARACTERS = '0123456789abcdefghpnrkqPBNRQKw.'
 CHARACTER_TO_TOKEN = {c: i for i, c in enumerate(CHARACTERS)}
@@ -55,7 +57,7 @@ def fen_to_characters(fen: str) -> str:
   try:
     board, side, castling, en_passant, halfmoves, fullmoves = fen.split(' ')
   except ValueError:
-    raise ValueError(f'FEN must have 6 space-separated fields: {fen!r}') from None
+    raise errors.BadInput(f'FEN must have 6 space-separated fields: {fen!r}') from None
   if len(halfmoves) > 3 or len(fullmoves) > 3:
     halfmoves, fullmoves = clamp_counters(fen).split(' ')[4:]
   chars = (
@@ -67,7 +69,7 @@ def fen_to_characters(fen: str) -> str:
     + fullmoves.ljust(3, '.')
   )
   if len(chars) != SEQUENCE_LENGTH:
-    raise ValueError(f'FEN does not tokenize to {SEQUENCE_LENGTH} tokens (got {len(chars)}): {fen!r}')
+    raise errors.BadInput(f'FEN does not tokenize to {SEQUENCE_LENGTH} tokens (got {len(chars)}): {fen!r}')
   return chars
 
 
@@ -81,9 +83,9 @@ def _lookup(chars: str, fens: Sequence[str]) -> np.ndarray:
     for fen in fens:  # Name the offending FEN.
       bad = [c for c in fen_to_characters(fen) if c not in CHARACTER_TO_TOKEN]
       if bad:
-        raise ValueError(f'FEN has characters outside the alphabet {bad}: {fen!r}')
+        raise errors.BadInput(f'FEN has characters outside the alphabet {bad}: {fen!r}')
   if tokens is None:
-    raise ValueError(f'FENs are not ASCII: {fens!r}')
+    raise errors.BadInput(f'FENs are not ASCII: {fens!r}')
   return tokens
 
 

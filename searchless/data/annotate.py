@@ -1,8 +1,9 @@
 """Apache Beam transforms of the annotation pipeline (driver: `searchless.data.annotation_job`).
 
     input files --ReadGames--> game texts --Distribute--> --ParseGames--> games | skips
-      --SplitGames--> (split, game) --ExtractBoards--> unique (split, fen) --Distribute-->
-      --AnnotateBoards--> Annotated | Failed | EngineSeen
+      [--Sample: the games of smallest hash-->] --SplitGames--> (split, game)
+      --ExtractBoards--> unique (split, fen) --SkipKept (`searchless.data.resume`)--> to do | kept
+      --Distribute--> --AnnotateBoards--> Annotated | Failed | EngineSeen
       --ToRecords--> action_value / state_value / behavioral_cloning records
                      and/or board_value records (one per board, `searchless.data.boards`)
       --WriteShards--> pieces, committed after the job (`searchless.data.shards`)
@@ -18,6 +19,7 @@ bonus (the time per board, where the runner has them).
 from collections.abc import Iterator, Sequence
 import dataclasses
 import functools
+import hashlib
 import json
 import tempfile
 import time
@@ -51,6 +53,9 @@ class Annotated:
   split: str
   annotation: engine_lib.BoardAnnotation
   restarts: int  # Engine restarts while annotating this board.
+  # 'searched' by the engine in this run; 'kept' from a piece an interrupted run's engine (this one) made;
+  # 'searched_again': kept from a piece another engine made, so searched in this run.
+  origin: str = 'searched'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,10 +79,19 @@ def _binary_sha256(path: str) -> str | None:
   return launch.binary_sha256(path)  # Of the binary on this worker, once per process.
 
 
-class AnnotateBoards(beam.DoFn):
-  """(split, fen) -> `Annotated`, or `Failed` after the engine's retries; one engine process per DoFn setup.
+def engine_identity(engine_id: dict[str, str], path: str) -> str:
+  """An engine's identity as a worker measures it (JSON): its UCI ``id`` lines and its binary's sha256 there."""
+  return json.dumps({**engine_id, 'binary_sha256': _binary_sha256(path)}, sort_keys=True)
 
-  Each engine's identity is emitted once as an `EngineSeen`.
+
+class AnnotateBoards(beam.DoFn):
+  """('todo', (split, fen)) -> `Annotated`, or `Failed` after the engine's retries; one engine process per DoFn
+  setup. ('kept', (split, fen), annotation, engine identity) from `resume.SkipKept` -> that annotation, where this
+  worker's own engine made it, else the board searched again (an engine upgraded on the workers never passes its
+  labels off as this one's; counted as 'searched_again').
+
+  The identity of each worker's engine (`engine_identity`, measured in its setup on every runner) goes into the
+  pieces it commits and is emitted once as an `EngineSeen`.
   """
 
   def __init__(
@@ -94,22 +108,26 @@ class AnnotateBoards(beam.DoFn):
   def setup(self) -> None:
     self._annotator = engine_lib.BoardAnnotator(self._config)
     self._annotator.start()
+    self._identity = engine_identity(self._annotator.engine_id, self._config.path)
     self._announced = False
-    self._kept = resume.PieceWriter(self._resume_dir, 'boards', self._chunk_boards) if self._resume_dir else None
+    self._kept = (
+      resume.PieceWriter(self._resume_dir, 'boards', self._chunk_boards, self._identity) if self._resume_dir else None
+    )
     self._progress = progress.WorkerProgress(self._progress_dir)
     self._progress.update(force=True)  # Marks the start of annotation.
     self._seconds = Metrics.distribution(NAMESPACE, 'ms_per_board')
 
-  def process(self, split_fen: tuple[str, str]) -> Iterator[Annotated | Failed | EngineSeen]:
-    split, fen = split_fen
+  def process(self, resolved: tuple) -> Iterator[Annotated | Failed | EngineSeen]:
     if not self._announced:
       self._announced = True
-      identity = json.dumps(
-        {**self._annotator.engine_id, 'binary_sha256': _binary_sha256(self._config.path)}, sort_keys=True
-      )
-      if self._kept is not None:
-        self._kept.engine = identity
-      yield EngineSeen(identity)
+      yield EngineSeen(self._identity)
+    split, fen = resolved[1]
+    origin = 'searched'
+    if resolved[0] == 'kept':
+      if resolved[3] == self._identity:
+        yield Annotated(split, resolved[2], 0, 'kept')
+        return
+      origin = 'searched_again'
     restarts = self._annotator.restarts
     start = time.perf_counter()
     try:
@@ -122,7 +140,7 @@ class AnnotateBoards(beam.DoFn):
       self._progress.update(boards=1, action_values=len(annotation.action_values))
       if self._kept is not None:
         self._kept.add(fen, annotation)
-      yield Annotated(split, annotation, self._annotator.restarts - restarts)
+      yield Annotated(split, annotation, self._annotator.restarts - restarts, origin)
 
   def finish_bundle(self) -> None:
     if self._kept is not None:
@@ -140,6 +158,7 @@ def annotation_counts(output: Annotated | Failed | EngineSeen) -> Iterator[job_r
   if isinstance(output, Annotated):
     split, annotation = output.split, output.annotation
     yield f'boards_annotated/{split}', 1
+    yield f'boards_{output.origin}', 1
     yield f'action_values/{split}', len(annotation.action_values)
     if annotation.best_move is None:  # Checkmate or stalemate.
       yield f'terminal_boards/{split}', 1
@@ -160,7 +179,7 @@ class AnnotateOptions(job_options.DatasetOptions):
 
   test_input: tuple[str, ...] = ()  # PGN files whose games all go to the test split (disables test_fraction).
   records: str = 'chessbench,board'  # Record sets (see `annotation_records.record_kinds`).
-  sample_games: int | None = None  # A uniform random sample of this many games.
+  sample_games: int | None = None  # A sample of this many games: those of smallest `sample_rank` (same every run).
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (annotation_records.record_kinds depends on it).
   chunk_boards: int = resume.DEFAULT_CHUNK_BOARDS  # A worker commits its annotations every this many boards.
@@ -170,6 +189,18 @@ class AnnotateOptions(job_options.DatasetOptions):
 
 def _first(record: tuple) -> str:
   return record[0]  # A record's board.
+
+
+def sample_rank(game: pgn.Game) -> tuple[bytes, str]:
+  """Where a game stands in `--sample_games`' draw: a hash of its identity (its Lichess URL, else a hash of its
+  text), then its file:line. The games of smallest rank are a uniform sample that every run draws alike. The hash
+  is salted: the split (`splits.split_of`) hashes the same identity, and a sample of the smallest unsalted hashes
+  would all be test games.
+
+  >>> sample_rank(pgn.Game('https://lichess.org/abcdefgh', 'g.pgn:1', ()))[0].hex()[:8]
+  '7f3b8936'
+  """
+  return hashlib.sha256(f'sample {game.key}'.encode('utf-8')).digest(), game.location
 
 
 def _failure_line(failure: Failed) -> bytes:
@@ -196,7 +227,7 @@ class AnnotateGames(beam.PTransform):
   ):
     super().__init__()
     self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
-    self.kept = list(kept)  # Pieces of annotations an interrupted run of this job kept (`resume.Keeper.kept`).
+    self.kept = list(kept)  # Pieces of annotations an interrupted run kept (`resume.Keeper.kept_pieces`).
 
   def expand(self, pbegin: PBegin) -> PDone:
     self._build(pbegin)
@@ -243,8 +274,7 @@ class AnnotateGames(beam.PTransform):
       if o.sample_games is not None:
         kept = (
           kept
-          | f'Sample[{source}]'
-          >> beam.CombineGlobally(beam.combiners.SampleCombineFn(o.sample_games)).without_defaults()
+          | f'Sample[{source}]' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
           | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample)
         )
       if source == 'test':
@@ -256,27 +286,22 @@ class AnnotateGames(beam.PTransform):
     extract = games.ExtractBoards(o.dedup_by, o.drop_test_overlap)
     unique = kept_games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
     counts.append(extract.counts)
-    resolved = unique | 'SkipKept' >> resume.SkipKept(self.kept, lambda split_fen: split_fen[1], pbegin)
-    todo = resolved | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo') | 'Boards' >> beam.Map(lambda t: t[1])
+    skip_kept = resume.SkipKept(self.kept, lambda split_fen: split_fen[1], pbegin)
+    resolved = unique | 'SkipKept' >> skip_kept
     if progress_dir:
       _ = (
-        todo
+        resolved
+        | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
         | 'Ones' >> beam.Map(lambda _: 1)
         | 'Total' >> beam.CombineGlobally(sum).without_defaults()
         | 'TellProgress' >> beam.Map(progress.write_total, progress_dir)
       )
     annotate_boards = AnnotateBoards(engine_config, progress_dir, resume.folder(out), o.chunk_boards)
-    annotated = (
-      todo
-      | 'Distribute[boards]' >> games.Distribute(lambda split_fen: split_fen[1], o.parallelism)
-      | 'AnnotateBoards' >> beam.ParDo(annotate_boards),
+    annotated = (  # Kept boards too: their worker checks that its own engine made them.
       resolved
-      | 'Kept' >> beam.Filter(lambda t: t[0] == 'kept')
-      | 'KeptBoards' >> beam.Map(lambda t: Annotated(t[1][0], t[2], 0)),
-      resolved
-      | 'KeptBy' >> beam.Filter(lambda t: t[0] == 'engine')
-      | 'KeptEngine' >> beam.Map(lambda t: EngineSeen(t[1])),
-    ) | 'AllAnnotated' >> beam.Flatten()
+      | 'Distribute[boards]' >> games.Distribute(lambda resolved: resolved[1][1], o.parallelism)
+      | 'AnnotateBoards' >> beam.ParDo(annotate_boards)
+    )
     counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
 
     # What each output set holds, and how many writers it gets when sharded by size.
@@ -329,6 +354,11 @@ class AnnotateGames(beam.PTransform):
       | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
       | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity))
     )
+    notes = [engines]
+    if skip_kept.dropped is not None:
+      notes.append(
+        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'annotated boards')))
+      )
 
     # The last step depends on every other (Beam's Dask runner computes only the last one's inputs).
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
@@ -337,7 +367,7 @@ class AnnotateGames(beam.PTransform):
         pbegin | 'Start' >> beam.Create([('start', None)]),
         summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
         pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
-        engines,
+        *notes,
       )
       | 'AllResults' >> beam.Flatten()
       | 'OneKey' >> beam.Map(lambda item: (None, item))

@@ -29,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.core import outputs
 from searchless.core import records
 from searchless.data import annotate
@@ -79,13 +80,13 @@ def run(
   annotation_records.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
   pipeline_options, local = beam_job.beam_options(beam_args)
   if local and not os.access(engine_config.path, os.X_OK):
-    raise FileNotFoundError(
+    raise errors.MissingInput(
       f'engine {engine_config.path!r} not found or not executable: install Stockfish '
       '(Debian: apt-get install stockfish) or pass --engine_path'
     )
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with outputs.writing(options.output_dir, 'searchless-annotate', '--out'):  # One job a folder; errors name it.
+  with outputs.sole_writer(options.output_dir, 'searchless-annotate', '--out'):  # One job a folder; errors name it.
     return _run(options, engine_config, pipeline_options, local, progress, command)
 
 
@@ -98,17 +99,20 @@ def _run(
   command: Sequence[str] | None,
 ) -> artefacts.AnnotationManifest:
   out = options.output_dir
-  binary = launch.binary_sha256(engine_config.path) if local else None
   keeper = resume.Keeper(
-    out,
-    resume.settings(engine=engine_config.describe(), binary_sha256=binary),
-    'annotated boards',
-    command or manifest_lib.command_line(),
+    out, _settings(engine_config), 'annotated boards', command or manifest_lib.command_line(), restart=options.restart
   )
-  kept = resume.of_kind(keeper.kept(), 'boards')
+  if options.restart and (dropped := resume.pieces(out)):
+    print(
+      f'restarting: {resume.items_held(dropped)} annotated boards kept in {resume.folder(out)} are dropped',
+      file=sys.stderr,
+    )
+  kept = resume.pieces_of_kind(keeper.kept_pieces(), 'boards')
+  if local:
+    _refuse_another_engine(keeper, kept, engine_config)
   if kept:
     print(
-      f'resuming: {resume.items_in(kept)} boards annotated by an interrupted run are kept in {resume.folder(out)}',
+      f'resuming: {resume.items_held(kept)} boards annotated by an interrupted run are kept in {resume.folder(out)}',
       file=sys.stderr,
     )
   progress_dir = annotate.new_progress_dir() if local and progress else None
@@ -122,13 +126,27 @@ def _run(
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
 
   def finish(result) -> artefacts.AnnotationManifest:
-    counts, engine_ids, pieces = job_results.read_results(graph.results_path)
+    results = job_results.read_results(graph.results_path)
+    counts, engine_ids, pieces = results.counts, results.engines, results.pieces
+    for note in results.notes:
+      print(f'warning: {note}', file=sys.stderr)
+    if again := counts.get('boards_searched_again', 0):
+      print(
+        f"warning: {again} kept boards were made by another engine than the workers' "
+        f'({", ".join(_engine_names(engine_ids))}): they were annotated again',
+        file=sys.stderr,
+      )
     if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
       keeper.remove()  # The job ran to its end: nothing to resume.
-      raise ValueError(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
+      raise errors.BadInput(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
     wall = time.time() - start
-    timings: dict[str, Any] = {**_metric_timings(result), 'boards_kept_from_an_interrupted_run': resume.items_in(kept)}
+    timings: dict[str, Any] = {
+      **_metric_timings(result),
+      'boards_kept_from_an_interrupted_run': counts.get('boards_kept', 0),
+      'boards_searched_in_this_run': counts.get('boards_searched', 0) + again,
+      'kept_boards_of_another_engine': again,
+    }
     manifest = _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
     keeper.remove()
     return manifest
@@ -149,6 +167,32 @@ def _run(
     if bar and progress_dir:
       bar.stop()
       shutil.rmtree(progress_dir, ignore_errors=True)
+
+
+def _settings(engine_config: engine_lib.EngineConfig) -> dict[str, str]:
+  """What kept annotations depend on besides the engine itself (whose identity each piece carries): its settings.
+  Not the inputs: a board's labels do not depend on the game it came from, so a changed input keeps them."""
+  c = engine_config
+  return resume.settings(limit=c.limit, mode=c.mode, threads=c.threads, hash_mb=c.hash_mb, state_value=c.state_value)
+
+
+def _refuse_another_engine(keeper: resume.Keeper, kept: list[str], engine_config: engine_lib.EngineConfig) -> None:
+  """On a runner that runs here, where the driver's engine is the workers': refuses (`resume.KeptWorkDiffers`) kept
+  annotations that another binary made. Elsewhere each worker compares its own engine (`annotate.AnnotateBoards`)."""
+  binary = launch.binary_sha256(engine_config.path)
+  for tag, paths in sorted(resume.engines_of(kept).items(), key=lambda item: str(item[0])):
+    identity = resume.engine_identity(keeper.output_dir, tag) if tag else None
+    if identity is None or binary is None or identity.get('binary_sha256') == binary:
+      continue  # Unknown here: its workers will tell.
+    made_by = f'{identity.get("name", "?")} (sha256 {str(identity.get("binary_sha256"))[:16]})'
+    raise keeper.refusal([f'by the engine {made_by}, not {engine_config.path} (sha256 {binary[:16]})'], paths)
+
+
+def _engine_names(engine_ids: list[str]) -> list[str]:
+  """Each engine identity (JSON) as its name and the start of its binary's sha256."""
+  return [
+    f'{i.get("name", "?")}, sha256 {str(i.get("binary_sha256"))[:16]}' for i in (json.loads(e) for e in engine_ids)
+  ]
 
 
 def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:

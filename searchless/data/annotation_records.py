@@ -4,6 +4,7 @@
 ('action_value', 'state_value', 'behavioral_cloning', 'board_value')
 """
 
+from searchless.core import errors
 from searchless.core import records
 from searchless.data import boards
 from searchless.engines import annotator as engine_lib
@@ -51,11 +52,11 @@ def record_kinds(spec: str, mode: str = 'per_move') -> tuple[str, ...]:
   names = [n.strip() for n in spec.split(',') if n.strip()]
   unknown = [n for n in names if n not in RECORD_SETS]
   if unknown or not names:
-    raise ValueError(f'--records {spec!r}: expected a comma-separated subset of {sorted(RECORD_SETS)}')
+    raise errors.BadInput(f'--records {spec!r}: expected a comma-separated subset of {sorted(RECORD_SETS)}')
   kinds = tuple(kind for name in names for kind in RECORD_SETS[name])
   if mode == 'board':
     if 'board' in names:
-      raise ValueError(
+      raise errors.BadInput(
         f'--records {spec!r}: --mode board values no moves, so it has no board_value records; '
         'use --records chessbench (state_value and behavioral_cloning)'
       )

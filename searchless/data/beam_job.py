@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from searchless.core import bags
+from searchless.core import errors
 from searchless.core import outputs as outputs_lib
 from searchless.data import resume
 from searchless.data import shards
@@ -71,7 +72,7 @@ def checked_options(beam_args: Sequence[str]) -> PipelineOptions:
   known = set(PipelineOptions([]).get_all_options())
   unknown = sorted(set(pipeline_options.get_all_options(retain_unknown_options=True)) - known)
   if unknown:
-    raise ValueError(
+    raise errors.BadInput(
       f"unrecognized arguments: {' '.join('--' + u for u in unknown)} (neither this command's flags, see --help,"
       ' nor a Beam pipeline option)'
     )
@@ -125,7 +126,7 @@ def claim(output_dir: str, existing: Sequence[str], overwrite: bool, flag: str =
   if existing and not overwrite:
     names = ', '.join(_shown(p, output_dir) for p in existing[:4])
     more = f' and {len(existing) - 4} more' if len(existing) > 4 else ''
-    raise FileExistsError(
+    raise errors.OutputExists(
       f'{flag} {output_dir} already holds a dataset ({names}{more}): pass --overwrite to replace '
       f'it, or choose another {flag}'
     )
@@ -135,9 +136,9 @@ def claim(output_dir: str, existing: Sequence[str], overwrite: bool, flag: str =
     try:
       os.makedirs(output_dir, exist_ok=True)
     except OSError as error:
-      raise OSError(f'cannot create {output_dir} ({flag}): {error.strerror}') from None
+      raise outputs_lib.OutputError(f'cannot create {output_dir} ({flag}): {error.strerror}', error.errno) from None
     if not os.access(output_dir, os.W_OK | os.X_OK):
-      raise PermissionError(f'{flag} {output_dir}: not writable')
+      raise outputs_lib.OutputError(f'cannot write {output_dir} ({flag}): not writable')
 
 
 def abandon(output_dir: str, roots: Iterable[str] = ()) -> None:

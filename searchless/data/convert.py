@@ -24,7 +24,7 @@ action-value of input and output).
 >>> run('in.bag', 'out', to='tensors')
 Traceback (most recent call last):
 ...
-ValueError: to must be one of ('board', 'chessbench'), got 'tensors'
+searchless.core.errors.BadInput: to must be one of ('board', 'chessbench'), got 'tensors'
 """
 
 from collections.abc import Iterable, Sequence
@@ -41,6 +41,7 @@ from bagz.beam import bagzio
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import errors
 from searchless.core import outputs as output_folders
 from searchless.core import records
 from searchless.data import beam_job
@@ -201,7 +202,7 @@ def _count_checking_kind(spec: str, kind: str) -> int:
   """Number of records in `spec`; raises ValueError naming the spec unless they are `kind`."""
   reader = bags.reader(spec)
   if not len(reader):
-    raise ValueError(f'{spec!r} holds no records')
+    raise errors.BadInput(f'{spec!r} holds no records')
   codecs.check_kind(spec, kind, reader)
   return len(reader)
 
@@ -239,9 +240,9 @@ def run(
     The summary, also written to ``OUTPUT_DIR/convert.json``.
   """
   if to not in TARGETS:
-    raise ValueError(f'to must be one of {TARGETS}, got {to!r}')
+    raise errors.BadInput(f'to must be one of {TARGETS}, got {to!r}')
   if to == 'chessbench' and (state_values or skip_bad_boards):
-    raise ValueError('--state_values and --skip_bad_boards apply to --to board only')
+    raise errors.BadInput('--state_values and --skip_bad_boards apply to --to board only')
   in_records = _count_checking_kind(input, INPUT_KIND[to])
   if state_values:
     _count_checking_kind(state_values, 'state_value')
@@ -290,7 +291,7 @@ def run(
     if bad and not skip_bad_boards:
       FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
       first = bad[0]
-      raise ValueError(
+      raise errors.BadInput(
         f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
         f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
         f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others'
@@ -299,7 +300,7 @@ def run(
     return summary
 
   # A conversion replaces the one already in output_dir (its files only), as its one writer.
-  with output_folders.writing(output_dir, 'searchless-convert', 'output_dir'):
+  with output_folders.sole_writer(output_dir, 'searchless-convert', 'output_dir'):
     return beam_job.run(
       pipeline,
       finish,

@@ -16,6 +16,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from searchless.core import errors
 from searchless.data import pgn
 
 from searchless.data import job_results
@@ -124,7 +125,7 @@ class ExtractBoards(beam.PTransform):
   def __init__(self, dedup_by: str = 'fen', drop_test_overlap: bool = False):
     super().__init__()
     if dedup_by not in ('fen', 'position'):
-      raise ValueError(f"dedup_by must be 'fen' or 'position', got {dedup_by!r}")
+      raise errors.BadInput(f"dedup_by must be 'fen' or 'position', got {dedup_by!r}")
     self._by = dedup_by
     self._drop = drop_test_overlap
 

@@ -5,7 +5,8 @@
       --MergeBoards (per split and board)--> one Labelled per board
       --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
 
-The parses are kept as they are made (`searchless.data.resume`): a rerun after an interrupt parses only the rest.
+The parses are kept as they are made (`searchless.data.resume`): a rerun after an interrupt parses only the rest,
+while the inputs are unchanged (`import_job` refuses a rerun on a changed input).
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PBegin, PCollection, PDone
 
 from searchless.core import bags
+from searchless.core import errors
 from searchless.core import records
 from searchless.data import import_merge
 from searchless.data import lichess_evals
@@ -55,7 +57,7 @@ class ImportOptions(job_options.DatasetOptions):
     super().__post_init__()
     unknown = [k for k in self.kinds if k not in KINDS]
     if unknown or not self.kinds:
-      raise ValueError(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')
+      raise errors.BadInput(f'--records {self.records!r}: expected a comma-separated subset of {", ".join(KINDS)}')
 
   @property
   def kinds(self) -> tuple[str, ...]:
@@ -103,21 +105,29 @@ def _parse_with_evals(raw: pgn.RawGame, game_filter: pgn.GameFilter) -> pgn.Game
   return pgn.Skip(NO_EVALS, raw.location, 'no [%eval] comment')
 
 
+def input_paths(options: ImportOptions) -> list[str]:
+  """The files the inputs (files, globs, URLs; repeated or comma-separated) name; a pattern matching none is an
+  error naming it."""
+  return streams.match_files([part for value in options.input for part in value.split(',') if part], 'input')
+
+
 class ImportLabels(beam.PTransform):
   """The whole import graph, from the input files to the pieces of every output set.
 
   Apply it to a pipeline's root; after `expand`, `inputs`, `split_names`, `outputs` and
   `results_path` say what it writes (`run` commits the pieces and writes the manifest).
+  `paths`: the input files, where the caller matched them already (`input_paths`).
   """
 
-  def __init__(self, options: ImportOptions, kept: Sequence[str] = ()):
+  def __init__(self, options: ImportOptions, kept: Sequence[str] = (), paths: Sequence[str] | None = None):
     super().__init__()
     self.options = options
-    self.kept = list(kept)  # Pieces of parsed games and lines an interrupted run kept (`resume.Keeper.kept`).
+    self.kept = list(kept)  # Pieces of parsed games and lines an interrupted run kept (`resume.Keeper.kept_pieces`).
+    self._paths = list(paths) if paths is not None else None
 
   def expand(self, pbegin: PBegin) -> PDone:
     o = self.options
-    paths = streams.match_files([part for value in o.input for part in value.split(',') if part], 'input')
+    paths = self._paths if self._paths is not None else input_paths(o)
     self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
     self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
     self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, job_results.RESULTS)
@@ -126,6 +136,7 @@ class ImportLabels(beam.PTransform):
     counts: list[PCollection] = []
     labelled: list[PCollection] = []
     skipped: list[PCollection] = []
+    notes: list[PCollection] = []
 
     def game_boards(item):
       if isinstance(item, pgn.Skip):
@@ -159,6 +170,8 @@ class ImportLabels(beam.PTransform):
         self.kept,
         o,
         pbegin,
+        counts,
+        notes,
       )
       counts.append(
         parsed
@@ -180,7 +193,14 @@ class ImportLabels(beam.PTransform):
         >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'lines_read', 1))
       )
       parsed_lines = _kept_or_done(
-        lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine)), line_board, 'lines', self.kept, o, pbegin
+        lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine)),
+        line_board,
+        'lines',
+        self.kept,
+        o,
+        pbegin,
+        counts,
+        notes,
       )
       counts.append(
         parsed_lines
@@ -238,6 +258,7 @@ class ImportLabels(beam.PTransform):
         pbegin | 'Start' >> beam.Create([('start', None)]),
         summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
         pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+        *notes,
       )
       | 'AllResults' >> beam.Flatten()
       | 'OneKey' >> beam.Map(lambda item: (None, item))
@@ -252,20 +273,36 @@ def _location(item: pgn.RawGame | EvalLine) -> str:
 
 
 def _kept_or_done(
-  items: PCollection, step: Callable, kind: str, kept: Sequence[str], o: ImportOptions, pbegin: PBegin
+  items: PCollection,
+  step: Callable,
+  kind: str,
+  kept: Sequence[str],
+  o: ImportOptions,
+  pbegin: PBegin,
+  counts: list[PCollection],
+  notes: list[PCollection],
 ) -> PCollection:
   """`step` (the parse) of each game text or database line, spread over the workers and committed as it goes
-  (`resume.Recorded`), except for those an interrupted run kept (`resume.SkipKept`)."""
+  (`resume.Recorded`), except for those an interrupted run kept (`resume.SkipKept`). Adds to `counts` how many
+  were parsed in this run (``parsed/<kind>``) and kept (``kept/<kind>``), and to `notes` the kept pieces dropped as
+  unreadable."""
   name = kind.title()
-  resolved = items | f'SkipKept{name}' >> resume.SkipKept(resume.of_kind(kept, kind), _location, pbegin)
+  skip_kept = resume.SkipKept(resume.pieces_of_kind(kept, kind), _location, pbegin)
+  resolved = items | f'SkipKept{name}' >> skip_kept
   recorded = resume.Recorded(step, _location, resume.folder(o.output_dir), kind, o.chunk_games)
-  return (
+  parsed = (
     resolved
     | f'{name}ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
     | f'{name}Items' >> beam.Map(lambda t: t[1])
     | f'Distribute{name}' >> games.Distribute(_location, o.parallelism)
-    | f'Parse{name}' >> beam.ParDo(recorded).with_output_types(Any),
-    resolved
-    | f'{name}Kept' >> beam.Filter(lambda t: t[0] == 'kept')
-    | f'{name}KeptResults' >> beam.Map(lambda t: t[2]),
-  ) | f'All{name}Parsed' >> beam.Flatten()
+    | f'Parse{name}' >> beam.ParDo(recorded).with_output_types(Any)
+  )
+  reused = (
+    resolved | f'{name}Kept' >> beam.Filter(lambda t: t[0] == 'kept') | f'{name}KeptResults' >> beam.Map(lambda t: t[2])
+  )
+  counts.append(parsed | f'Count{name}Parsed' >> beam.Map(lambda _, k: (f'parsed/{k}', 1), kind))
+  counts.append(reused | f'Count{name}Kept' >> beam.Map(lambda _, k: (f'kept/{k}', 1), kind))
+  if skip_kept.dropped is not None:
+    what = f'parsed {kind}'
+    notes.append(skip_kept.dropped | f'Dropped{name}' >> beam.Map(lambda r: ('note', resume.dropped_note(r, what))))
+  return (parsed, reused) | f'All{name}Parsed' >> beam.Flatten()

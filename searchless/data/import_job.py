@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.core import outputs
 from searchless.data import annotation_job
 from searchless.data import beam_job
@@ -48,7 +49,7 @@ def run(
   pipeline_options, _ = beam_job.beam_options(beam_args)
   if not options.parallelism:
     options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with outputs.writing(options.output_dir, 'searchless-import', '--out'):  # One job a folder; errors name it.
+  with outputs.sole_writer(options.output_dir, 'searchless-import', '--out'):  # One job a folder; errors name it.
     return _run(options, pipeline_options, command)
 
 
@@ -57,31 +58,47 @@ def _run(
 ) -> artefacts.ImportManifest:
   out = options.output_dir
   o = options
-  settings = resume.settings(
-    version=manifest_lib.code_version().get('version'),
-    filters=[o.min_elo, o.max_elo, o.speeds, o.exclude_bots],
+  paths = import_graph.input_paths(options)  # A glob that matches nothing fails before the folder is made.
+  settings = resume.settings(  # What a parse depends on: the filters, and the split of a database board.
+    min_elo=o.min_elo,
+    max_elo=o.max_elo,
+    speeds=o.speeds,
+    exclude_bots=o.exclude_bots,
     test_fraction=o.test_fraction,
     dedup_by=o.dedup_by,
   )
-  keeper = resume.Keeper(out, settings, 'parsed games and lines', command or manifest_lib.command_line())
-  kept = keeper.kept()
+  keeper = resume.Keeper(
+    out,
+    settings,
+    'parsed games and lines',
+    command or manifest_lib.command_line(),
+    inputs={path: resume.input_identity(path) for path in paths},  # Pieces hold their lines' parses.
+    restart=options.restart,
+  )
+  if options.restart and (dropped := resume.pieces(out)):
+    print(
+      f'restarting: {resume.items_held(dropped)} parsed games and lines kept in {resume.folder(out)} are dropped',
+      file=sys.stderr,
+    )
+  kept = keeper.kept_pieces()
   if kept:
-    print(f'resuming: {resume.items_in(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)
+    print(f'resuming: {resume.items_held(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)
   start = time.time()
   pipeline = beam.Pipeline(options=pipeline_options)
-  graph = import_graph.ImportLabels(
-    options, kept
-  )  # Matches the inputs: a glob that matches nothing fails before the folder is made.
+  graph = import_graph.ImportLabels(options, kept, paths)
   _ = pipeline | 'Import' >> graph
   roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
 
   def finish(_) -> artefacts.ImportManifest:
-    counts, _, pieces = job_results.read_results(graph.results_path)
+    results = job_results.read_results(graph.results_path)
+    counts, pieces = results.counts, results.pieces
+    for note in results.notes:
+      print(f'warning: {note}', file=sys.stderr)
     if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
       files = ', '.join(p for paths in graph.inputs.values() for p in paths)
       skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
       keeper.remove()  # The job ran to its end: nothing to resume.
-      raise ValueError(
+      raise errors.BadInput(
         f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
       )
     shards.commit([o.spec for o in graph.outputs], pieces, roots)
@@ -138,7 +155,11 @@ def _write_manifest(
     },
     splits=per_split,
     outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
-    timings={'wall_seconds': round(wall, 3)},
+    timings={
+      'wall_seconds': round(wall, 3),
+      'parsed_in_this_run': {kind: counts.get(f'parsed/{kind}', 0) for kind in ('games', 'lines')},
+      'kept_from_an_interrupted_run': {kind: counts.get(f'kept/{kind}', 0) for kind in ('games', 'lines')},
+    },
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.ImportManifest.FILE))
   return manifest

@@ -7,7 +7,7 @@ they keep, and the manifest's account of those games.
 >>> DatasetOptions(input=(), output_dir='out', test_fraction=1.5)
 Traceback (most recent call last):
 ...
-ValueError: --test_fraction must be in [0, 1), got 1.5
+searchless.core.errors.BadInput: --test_fraction must be in [0, 1), got 1.5
 """
 
 import argparse
@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from searchless.core import cli
+from searchless.core import errors
 from searchless.data import pgn
 from searchless.data import shards
 from searchless.data import splits
@@ -41,6 +42,7 @@ class DatasetOptions:
   dedup_by: str = 'fen'  # One of splits.DEDUP_BY: what makes two boards one.
   parallelism: int = 0  # Lanes the work is spread over (`games.Distribute`); 0: the job picks.
   overwrite: bool = False  # Replace a dataset already in output_dir (else that is an error naming its files).
+  restart: bool = False  # Drop the work an interrupted run kept (`searchless.data.resume`) instead of resuming it.
 
   POSITIVE: ClassVar[tuple[str, ...]] = ('max_games', 'records_per_shard')  # Options that must be >= 1 when set.
   NON_NEGATIVE: ClassVar[tuple[str, ...]] = ('min_elo', 'max_elo', 'num_shards', 'parallelism')  # ... >= 0.
@@ -48,13 +50,13 @@ class DatasetOptions:
   def __post_init__(self):
     """Raises ValueError naming the flag of the first bad option."""
     if not 0.0 <= self.test_fraction < 1.0:  # Also NaN.
-      raise ValueError(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
+      raise errors.BadInput(f'--test_fraction must be in [0, 1), got {self.test_fraction}')
     for name, low in [*((n, 1) for n in self.POSITIVE), *((n, 0) for n in self.NON_NEGATIVE)]:
       value = getattr(self, name)
       if value is not None and value < low:
-        raise ValueError(f'--{name} must be >= {low}, got {value}')
+        raise errors.BadInput(f'--{name} must be >= {low}, got {value}')
     if self.dedup_by not in splits.DEDUP_BY:
-      raise ValueError(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
+      raise errors.BadInput(f'--dedup_by must be one of {splits.DEDUP_BY}, got {self.dedup_by!r}')
 
   def game_filter(self) -> pgn.GameFilter:
     """The games kept: by rating, speed and bots."""
@@ -85,16 +87,17 @@ class DatasetOptions:
 def add_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any]) -> tuple[Any, Any, Any]:
   """The flags of `DatasetOptions` (what the dataset jobs, annotate and import, share),
   with `defaults` (their one home: the job's options dataclass), in groups 'input and output', 'games' and 'boards',
-  returned for the job's own flags. ``--out`` is also ``--output_dir``; the inputs are the job's to add."""
+  returned for the job's own flags. ``--output_dir`` is a deprecated spelling of ``--out``; the inputs are the job's
+  to add."""
   io = parser.add_argument_group('input and output')
   io.add_argument(
     '--out',
-    '--output_dir',
     dest='output_dir',
     required=True,
     type=cli.output_dir,
     help='where the splits, the manifest and the logs go (local path, gs://, s3://)',
   )
+  cli.add_deprecated_alias(parser, '--output_dir', '--out')
   io.add_argument(
     '--num_shards',
     type=int,
@@ -113,6 +116,12 @@ def add_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any]) -> t
     action='store_true',
     help='replace the dataset already in --out (its manifest, logs and record files); without it such a folder is '
     'an error',
+  )
+  io.add_argument(
+    '--restart',
+    action='store_true',
+    help='drop the work an interrupted run kept in --out/.searchless-resume and start afresh; without it a rerun '
+    'whose settings or inputs differ from that work is refused, naming what differs',
   )
   io.add_argument('--compress', action='store_true', help='write zstd-compressed .bagz instead of .bag')
   io.add_argument(

@@ -1,8 +1,9 @@
 """What a Beam labelling job reports: its counts, the pieces it wrote and the engines it ran, in one file.
 
 Counts are data (``(name, n)`` pairs summed per name), so any runner can carry
-them; the job's last step, `WriteResults`, writes them with the written pieces
-and the engines' identities to ``OUTPUT_DIR/.searchless-tmp/results.json``, and
+them; the job's last step, `WriteResults`, writes them with the written pieces,
+the engines' identities and the notes for the user (one line each: a kept piece
+dropped as unreadable, say) to ``OUTPUT_DIR/.searchless-tmp/results.json``, and
 the driver reads that back (`read_results`) to write the manifest. `OutputSet`
 names a file set a job writes;
 """
@@ -23,7 +24,7 @@ Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per n
 
 
 class WriteResults(beam.DoFn):
-  """The last step: one JSON file with the summed counts, the written pieces and the engines seen."""
+  """The last step: one JSON file with the summed counts, the written pieces, the engines seen and the notes."""
 
   def __init__(self, path: str):
     self._path = path
@@ -32,6 +33,7 @@ class WriteResults(beam.DoFn):
     counts: dict[str, int] = {}
     pieces: list[dict[str, Any]] = []
     engines: set[str] = set()
+    notes: set[str] = set()
     for kind, item in key_items[1]:
       if kind == 'count':
         name, amount = item
@@ -40,9 +42,12 @@ class WriteResults(beam.DoFn):
         pieces.append(dataclasses.asdict(item))
       elif kind == 'engine':
         engines.add(item)
+      elif kind == 'note':
+        notes.add(item)
     results = {
       'counts': dict(sorted(counts.items())),
       'engines': sorted(engines),
+      'notes': sorted(notes),
       'pieces': sorted(pieces, key=lambda p: (p['spec_key'], p['bucket'], p['part'])),
     }
     with FileSystems.create(self._path) as f:
@@ -50,11 +55,23 @@ class WriteResults(beam.DoFn):
     yield self._path
 
 
-def read_results(path: str) -> tuple[dict[str, int], list[str], list[shards.Piece]]:
-  """(counts, engine identities as JSON, pieces) from the file `WriteResults` wrote."""
+@dataclasses.dataclass(frozen=True)
+class Results:
+  """What a job's `WriteResults` wrote."""
+
+  counts: dict[str, int]
+  engines: list[str]  # The identities (JSON) of the engines that made the labels.
+  pieces: list[shards.Piece]  # The files written, to commit.
+  notes: list[str]  # Lines for the user (warnings).
+
+
+def read_results(path: str) -> Results:
+  """What `WriteResults` wrote to `path`."""
   with FileSystems.open(path) as f:
     results = json.loads(f.read().decode('utf-8'))
-  return results['counts'], results['engines'], [shards.Piece(**p) for p in results['pieces']]
+  return Results(
+    results['counts'], results['engines'], [shards.Piece(**p) for p in results['pieces']], results['notes']
+  )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,7 @@ import numpy as np
 
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
@@ -105,17 +106,17 @@ class BagBatches:
     read_parallelism: int = 1,
   ):
     if batch_size < 1:
-      raise ValueError(f'batch_size must be positive, got {batch_size}')
+      raise errors.BadInput(f'batch_size must be positive, got {batch_size}')
     if shard_count < 1 or batch_size % shard_count:
-      raise ValueError(
+      raise errors.BadInput(
         f'batch_size {batch_size} is global and must be divisible by the number of processes ({shard_count})'
       )
     if not drop_remainder and shard_count > 1:
-      raise ValueError('drop_remainder=False needs a single process (a short last batch cannot be split evenly)')
+      raise errors.BadInput('drop_remainder=False needs a single process (a short last batch cannot be split evenly)')
     if num_epochs is not None and num_epochs < 1:
-      raise ValueError(f'num_epochs must be positive or None (forever), got {num_epochs}')
+      raise errors.BadInput(f'num_epochs must be positive or None (forever), got {num_epochs}')
     if not isinstance(seed, int) or seed < 0:
-      raise ValueError(f'seed must be a non-negative int, got {seed!r}')
+      raise errors.BadInput(f'seed must be a non-negative int, got {seed!r}')
     self._spec = spec
     self._read_parallelism = read_parallelism
     self._reader = self._open()
@@ -123,11 +124,11 @@ class BagBatches:
     if num_records is None:
       num_records = available
     elif not 0 < num_records <= available:
-      raise ValueError(f'num_records={num_records} but {spec!r} holds {available} records')
+      raise errors.BadInput(f'num_records={num_records} but {spec!r} holds {available} records')
     if num_records == 0:
-      raise ValueError(f'{spec!r} holds no records')
+      raise errors.BadInput(f'{spec!r} holds no records')
     if drop_remainder and num_records < batch_size:
-      raise ValueError(f'{spec!r}: {num_records} records are fewer than one batch of {batch_size}')
+      raise errors.BadInput(f'{spec!r}: {num_records} records are fewer than one batch of {batch_size}')
     self._num_records = num_records
     self._batch_size = batch_size
     self._shard_count = shard_count
@@ -205,7 +206,7 @@ class ToSequences(grain.transforms.Map):
       columns = codecs.decode_batch(self._policy, element.records)
       return sequences.columns_to_sequences(self._policy, columns, self._edges)
     except codecs.BadRecord as e:
-      raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
+      raise errors.BadInput(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
 
 
 class ToPackedRows(grain.transforms.Map):
@@ -213,7 +214,7 @@ class ToPackedRows(grain.transforms.Map):
 
   def __init__(self, max_moves: int, num_return_buckets: int, spec: str):
     if max_moves < 1:
-      raise ValueError(f'max_moves must be positive, got {max_moves}')
+      raise errors.BadInput(f'max_moves must be positive, got {max_moves}')
     self._max_moves = max_moves
     self._spec = spec
     self._edges, _ = values.uniform_buckets(num_return_buckets)
@@ -234,7 +235,7 @@ class ToPackedRows(grain.transforms.Map):
         partial=partial,
       )
     except codecs.BadRecord as e:
-      raise ValueError(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
+      raise errors.BadInput(f'{self._spec!r}, record {int(element.indices[e.position])}: {e.reason}') from None
 
 
 # --------------------------------------------------------------------------------------
@@ -314,7 +315,7 @@ def build_loader(
   )
   if max_moves is not None:
     if policy != records.KINDS[0]:
-      raise ValueError(f'board packing needs policy action_value, got {policy!r}')
+      raise errors.BadInput(f'board packing needs policy action_value, got {policy!r}')
     codecs.check_kind(spec, records.BOARD_VALUE, source._reader)  # pylint: disable=protected-access
     operation = ToPackedRows(max_moves, num_return_buckets, spec)
   else:
@@ -355,7 +356,7 @@ def config_loader(
     raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
   spec = config.data.train if split == 'train' else config.data.eval
   if not spec:
-    raise ValueError(f'config.data.{split} is empty: no {split} records to load')
+    raise errors.BadInput(f'config.data.{split} is empty: no {split} records to load')
   if process_index is None or process_count is None:
     import jax  # pylint: disable=g-import-not-at-top  # Not in grain workers' imports.
 

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from apache_beam.io.filesystems import FileSystems
 
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.core import bags
 from searchless.core import records
@@ -94,12 +95,12 @@ def train_spec(path: str, kind: str | None = None) -> tuple[str, str]:
         return bags.find(path, candidate), candidate
       except FileNotFoundError:
         continue
-    raise FileNotFoundError(f'no {kind or "/".join(TRAIN_KINDS)} records in {path}')
+    raise errors.MissingInput(f'no {kind or "/".join(TRAIN_KINDS)} records in {path}')
   if kind is None:
     first = bags.expand(path).split(',')[0].rsplit('/', 1)[-1]
     kinds = [k for k in records.KINDS if first.startswith(k)]
     if not kinds:
-      raise ValueError(f'cannot tell the record kind of {path!r} from its name: pass --train_kind')
+      raise errors.BadInput(f'cannot tell the record kind of {path!r} from its name: pass --train_kind')
     kind = kinds[0]
   return path, kind
 
@@ -169,7 +170,7 @@ def run(
     progress: show progress bars.
   """
   if remove_train_overlap and not train_dir:
-    raise ValueError('--remove_train_overlap needs --train_dir')
+    raise errors.BadInput('--remove_train_overlap needs --train_dir')
   start = time.time()
   spec, kind = train_spec(train_dir, train_kind) if train_dir else (None, None)
 

@@ -34,6 +34,7 @@ import chess
 import chess.pgn
 
 
+from searchless.core import errors
 from searchless.data import streams
 
 LICHESS = 'lichess'
@@ -56,7 +57,7 @@ REQUIRED_COLUMNS = {
 }
 
 
-class PuzzleFormatError(ValueError):
+class PuzzleFormatError(errors.BadInput):
   """A puzzle file or row that cannot be read; the message names file and line."""
 
 

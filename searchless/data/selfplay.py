@@ -48,7 +48,7 @@ Example (prints two short games as PGN)::
     summary = selfplay.run('searchless/samples/sample_games.pgn', num_games=50, seed=0, nodes=10_000)
 """
 
-from collections.abc import Iterator
+from collections.abc import Generator
 import dataclasses
 import math
 import os
@@ -60,6 +60,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from searchless.core import errors
 from searchless.core import outputs
 from searchless.core import progress_bars
 from searchless.engines import launch
@@ -79,7 +80,7 @@ class Adjudication:
 
   def __post_init__(self):
     if self.max_plies < 1 or self.win_threshold_cp < 1 or self.win_plies < 1:
-      raise ValueError(f'adjudication settings must be positive: {self}')
+      raise errors.BadInput(f'adjudication settings must be positive: {self}')
 
 
 def random_opening(rng: random.Random, plies: int) -> list[chess.Move]:
@@ -93,7 +94,7 @@ def random_opening(rng: random.Random, plies: int) -> list[chess.Move]:
   (6, True)
   """
   if plies < 0:
-    raise ValueError(f'plies must be >= 0, got {plies}')
+    raise errors.BadInput(f'plies must be >= 0, got {plies}')
   while True:
     board = chess.Board()
     moves = []
@@ -219,7 +220,7 @@ def play_games(
   win_plies: int = Adjudication.win_plies,
   hash_mb: int = 16,
   date: str = UNKNOWN_DATE,
-) -> Iterator[chess.pgn.Game]:
+) -> Generator[chess.pgn.Game, None, None]:
   """Yields `num_games` self-play games (see the module docstring for the rules).
 
   Args:
@@ -236,9 +237,9 @@ def play_games(
   """
   low, high = opening_plies
   if not 0 <= low <= high:
-    raise ValueError(f'opening_plies must be (min, max) with 0 <= min <= max, got {opening_plies}')
+    raise errors.BadInput(f'opening_plies must be (min, max) with 0 <= min <= max, got {opening_plies}')
   if multipv < 1:
-    raise ValueError(f'multipv must be >= 1, got {multipv}')
+    raise errors.BadInput(f'multipv must be >= 1, got {multipv}')
   adjudication = Adjudication(max_plies, win_threshold_cp, win_plies)
   engine = launch.open_engine(engine_path, hash_mb=hash_mb)
   try:
@@ -287,7 +288,7 @@ def run(
   `engine_path` defaults to the Stockfish `launch.find_stockfish` finds; `nodes`
   is the engine's node limit per move (one MultiPV search); `progress` shows a
   progress bar. Raises `launch.EngineNotFound` before `output` is touched when
-  the engine binary is missing. `output` has one writer (`outputs.writing`: a second is refused, and a
+  the engine binary is missing. `output` has one writer (`outputs.sole_writer`: a second is refused, and a
   filesystem error names the file and ``--out``).
   """
   path = launch.resolve(launch.require_stockfish(engine_path))
@@ -313,7 +314,7 @@ def run(
   count, plies = 0, 0
   results: dict[str, int] = {}
   folder, name = os.path.dirname(output) or '.', os.path.basename(output)
-  with outputs.writing(folder, 'searchless-selfplay', '--out', file=name):
+  with outputs.sole_writer(folder, 'searchless-selfplay', '--out', file=name):
     try:
       with (
         outputs.open_output(output) as f,
@@ -322,14 +323,18 @@ def run(
         exporter = chess.pgn.FileExporter(typing.cast(typing.TextIO, f))
         for game in games:
           game.accept(exporter)
+          f.flush()  # Each game whole in the file as soon as it ends.
           count += 1
           plies += int(game.headers['PlyCount'])
           results[game.headers['Result']] = results.get(game.headers['Result'], 0) + 1
           bar.set_postfix(plies=plies, refresh=False)
           bar.update()
-    except BaseException:
+    except BaseException as error:
+      games.close()  # A loop left early leaves the games suspended, their engine running: stopped here.
       if os.path.exists(output) and not os.path.getsize(output):
         os.remove(output)  # Not one game in it.
+      if isinstance(error, KeyboardInterrupt) and count:
+        raise KeyboardInterrupt(f'{count} of {num_games} games written to {output} (a rerun plays them all)') from None
       raise
   return SelfplaySummary(
     games=count, plies=plies, results=results, seconds=round(time.monotonic() - start, 1), output=output

@@ -34,6 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PCollection
 import bagz
 
+from searchless.core import errors
 from searchless.core import files
 
 AUTO = 0  # num_shards: as many shards as the data needs (see `auto_buckets`).
@@ -179,7 +180,7 @@ class WriteShards(beam.PTransform):
     self._sets = {s.spec.key: s for s in sets}
     for record_set in self._sets.values():
       if record_set.spec.num_shards < 0:
-        raise ValueError(f'num_shards must be >= 0, got {record_set.spec.num_shards}')
+        raise errors.BadInput(f'num_shards must be >= 0, got {record_set.spec.num_shards}')
 
   def expand(self, keyed_records: PCollection[tuple[str, Any]]) -> PCollection[Piece]:
     sets = self._sets

@@ -14,6 +14,7 @@ import os
 
 import zstandard
 
+from searchless.core import errors
 from searchless.core import files
 
 _CHUNK = 1 << 20  # Bytes read at a time.
@@ -24,17 +25,17 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
   paths = []
   for pattern in patterns:
     if '://' not in pattern and os.path.isdir(pattern):
-      raise IsADirectoryError(
+      raise errors.NotAFile(
         f"{flag} {pattern!r} is a directory: pass its files, e.g. {flag} '{os.path.join(pattern, '*.pgn.zst')}'"
       )
     matched = files.match(pattern)
     if not matched:
-      raise FileNotFoundError(f'{flag} {pattern!r} matches no file')
+      raise errors.MissingInput(f'{flag} {pattern!r} matches no file')
     paths += matched
   return paths
 
 
-class CorruptInputError(IOError):
+class CorruptInputError(errors.UserError, OSError):
   """A compressed input ends early or is corrupt; the message names the file."""
 
 

@@ -39,6 +39,7 @@ import os
 import chess
 import chess.engine
 
+from searchless.core import errors
 from searchless.core import values
 from searchless.engines import uci_commands
 from searchless.engines import launch
@@ -64,14 +65,14 @@ class EngineConfig:
 
   def __post_init__(self):
     if self.mode not in MODES:
-      raise ValueError(f'mode must be one of {MODES}, got {self.mode!r}')
+      raise errors.BadInput(f'mode must be one of {MODES}, got {self.mode!r}')
     if self.state_value not in STATE_VALUE_SOURCES:
-      raise ValueError(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
+      raise errors.BadInput(f'state_value must be one of {STATE_VALUE_SOURCES}, got {self.state_value!r}')
     for name, low in (('threads', 1), ('hash_mb', 1), ('max_attempts', 1), ('max_failures_in_a_row', 1)):
       if getattr(self, name) < low:
-        raise ValueError(f'--{name} must be >= {low}, got {getattr(self, name)}')
+        raise errors.BadInput(f'--{name} must be >= {low}, got {getattr(self, name)}')
     if not self.deadline > 0:  # Also NaN.
-      raise ValueError(f'--deadline must be > 0 seconds, got {self.deadline}')
+      raise errors.BadInput(f'--deadline must be > 0 seconds, got {self.deadline}')
 
   def describe(self) -> dict:
     return {

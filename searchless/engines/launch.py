@@ -24,6 +24,8 @@ import shutil
 import chess
 import chess.engine
 
+from searchless.core import errors
+
 STOCKFISH_ENV = 'SEARCHLESS_STOCKFISH'  # Environment variable naming the Stockfish binary.
 DEFAULT_THREADS = 1  # UCI Threads: one per engine process (workers give the parallelism).
 DEFAULT_HASH_MB = 16  # UCI Hash (MiB) per engine process.
@@ -34,7 +36,7 @@ _INSTALL_HINT = f'install it (Debian/Ubuntu: apt-get install stockfish) or set {
 HANDSHAKE_SECONDS = 5.0  # For a UCI engine to answer "uci" with "uciok" (Stockfish takes milliseconds).
 
 
-class EngineNotFound(FileNotFoundError):
+class EngineNotFound(errors.MissingInput):
   """The engine binary is missing or cannot be started."""
 
 
@@ -70,7 +72,7 @@ class SearchLimit:
       if number <= 0:
         raise ValueError
     except ValueError:
-      raise ValueError(
+      raise errors.BadInput(
         f'bad engine limit {text!r}: expected time=SECONDS, depth=N or nodes=N with a positive value'
       ) from None
     return cls(kind, number)
@@ -120,7 +122,7 @@ def require_stockfish(path: str | None = None) -> str:
 def check_executable(path: str | None, flag: str = '--engine_path') -> None:
   """Refuses (ValueError naming `flag`) a given engine `path` that is no executable here (None: nothing given)."""
   if path and not os.access(resolve(path), os.X_OK):
-    raise ValueError(f'{flag} {path!r} is not an executable')
+    raise errors.BadInput(f'{flag} {path!r} is not an executable')
 
 
 def binary_sha256(path: str) -> str | None:
@@ -177,7 +179,7 @@ def open_engine(
   except chess.engine.EngineError as error:
     name = engine.id.get('name', binary)
     close_engine(engine)
-    raise ValueError(f'{name}: {error}') from None
+    raise errors.BadInput(f'{name}: {error}') from None
   return engine
 
 

@@ -51,6 +51,8 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.sparse import csgraph
 
+from searchless.core import errors
+
 K = math.log(10) / 400  # d/dx of ln(10^(x/400)).
 _POINTS = {'1-0': (1, 0, 0), '1/2-1/2': (0, 1, 0), '0-1': (0, 0, 1)}  # (White wins, draws, losses).
 
@@ -212,7 +214,7 @@ def fit(
       skipped += 1
       continue
     if g.result not in _POINTS or g.white == g.black:
-      raise ValueError(f'unknown result or self-play: {g}')
+      raise errors.BadInput(f'unknown result or self-play: {g}')
     for name in (g.white, g.black):
       if name not in index:
         index[name] = len(names)
@@ -220,10 +222,10 @@ def fit(
     cell = counts.setdefault((index[g.white], index[g.black]), np.zeros(3))
     cell += _POINTS[g.result]
   if missing := sorted(set(fixed) - set(index)):
-    raise ValueError(f'anchor(s) with no games: {missing}')
+    raise errors.BadInput(f'anchor(s) with no games: {missing}')
   n = len(names)
   if n == 0:
-    raise ValueError('no finished games')
+    raise errors.BadInput('no finished games')
   true = {k: v.copy() for k, v in counts.items()}
   pair_games = np.zeros((n, n))
   for (i, j), c in true.items():
@@ -238,7 +240,7 @@ def fit(
   c = np.array([counts[k] for k in keys])
   cells = (np.array([k[0] for k in keys]), np.array([k[1] for k in keys]), c[:, 0], c[:, 1], c[:, 2])
   if elo_draw <= 0 and c[:, 1].any():
-    raise ValueError('elo_draw must be > 0 when there are draws (real or virtual)')
+    raise errors.BadInput('elo_draw must be > 0 when there are draws (real or virtual)')
   _check_finite(c, keys, n, [index[k] for k in fixed], names)
 
   fixed_idx = np.array([index[k] for k in fixed], int)
@@ -319,4 +321,4 @@ def _check_finite(c, keys, n, fixed, names):
     count, label = csgraph.connected_components(adj, connection=kind)
     if count > 1:
       ref = label[fixed[0] if fixed else 0]
-      raise ValueError(f'{problem}: {sorted(names[i] for i in range(n) if label[i] != ref)}')
+      raise errors.BadInput(f'{problem}: {sorted(names[i] for i in range(n) if label[i] != ref)}')

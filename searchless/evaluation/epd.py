@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import chess
 
+from searchless.core import errors
 from searchless.core import progress_bars
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ RESULT_COLUMNS = ('suite', 'id', 'theme', 'line', 'fen', 'move', 'san', 'bm', 'a
 _POINTS_ITEM = re.compile(r'^\s*(\S+)\s*=\s*(\d+)\s*$')
 
 
-class EpdFormatError(ValueError):
+class EpdFormatError(errors.BadInput):
   """An EPD line that cannot be read; the message names file and line."""
 
 
@@ -329,11 +330,11 @@ def run(
   from searchless.play import agents as agents_lib  # Checkpoint agents import JAX on demand.
 
   if num is not None and num < 1:
-    raise ValueError(f'--num must be >= 1 (or left out: all), got {num}')
+    raise errors.BadInput(f'--num must be >= 1 (or left out: all), got {num}')
   positions = [read_epd(path, num) for path in suites]  # All read before any engine starts.
   for path, suite_positions in zip(suites, positions):
     if not suite_positions:
-      raise ValueError(f'no positions in {path}')
+      raise errors.BadInput(f'no positions in {path}')
   os.makedirs(out, exist_ok=True)
   with agents_lib.opened(agent) as player:
     start = time.perf_counter()

@@ -31,6 +31,7 @@ import chess
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.core import records
 from searchless.core import tensorboard
@@ -64,7 +65,7 @@ def read_checked(spec: str, kind: str, chunk: int = 4096) -> list:
           records.ActionValue(f, m, p) for f, m, p in zip(columns.fens, columns.moves, columns.win_probs.tolist())
         ]
     except codecs.BadRecord as e:
-      raise ValueError(f'{spec!r}, record {start + e.position}: {e.reason}') from None
+      raise errors.BadInput(f'{spec!r}, record {start + e.position}: {e.reason}') from None
   return out
 
 
@@ -78,7 +79,7 @@ def load_boards(data: str, num_boards: int | None = None) -> tuple[list[metrics.
       try:
         spec, kind = bags.find(data, records.BOARD_VALUE), records.BOARD_VALUE
       except FileNotFoundError:
-        raise FileNotFoundError(
+        raise errors.MissingInput(
           f'no action_value or board_value records in {data} (looked for'
           ' action_value_data.bag[z], board_value_data.bag[z] and their shards)'
         ) from None
@@ -155,7 +156,7 @@ def run(
 
   boards, dropped, spec = load_boards(data, num_boards)
   if not boards:
-    raise ValueError(f'no complete boards in {spec} ({dropped} dropped)')
+    raise errors.BadInput(f'no complete boards in {spec} ({dropped} dropped)')
   player = player_lib.Player.load(checkpoint_path, policy=policy, compute_dtype=dtype)
   started = time.perf_counter()
   results = evaluate(player.policy, boards, batch_boards=batch_boards, progress=progress)

@@ -39,6 +39,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from searchless.core import errors
 from searchless.core import legality
 from searchless.core import outputs
 from searchless.engines import launch
@@ -88,7 +89,7 @@ def opening_from_san(movetext: str, *, name: str = '', eco: str = '') -> Opening
     try:
       board.push_san(token)
     except ValueError as error:
-      raise ValueError(f'bad move {token!r} after {board.ply()} plies: {error}') from None
+      raise errors.BadInput(f'bad move {token!r} after {board.ply()} plies: {error}') from None
   return opening_from_board(board, name or movetext, eco)
 
 
@@ -124,11 +125,11 @@ def _read_pgn(path: str) -> list[Opening]:
         return openings
       variant = game.headers.get('Variant', 'Standard')
       if variant.lower() not in ('standard', 'chess', 'from position'):
-        raise ValueError(f'{path}:{start}: a {variant} game: openings are standard chess')
+        raise errors.BadInput(f'{path}:{start}: a {variant} game: openings are standard chess')
       if reason := legality.problems(game.board()):
-        raise ValueError(f'{path}:{start}: the start position is not legal chess ({reason})')
+        raise errors.BadInput(f'{path}:{start}: the start position is not legal chess ({reason})')
       if game.errors:
-        raise ValueError(f'{path}:{start}: bad game: {game.errors[0]}')
+        raise errors.BadInput(f'{path}:{start}: bad game: {game.errors[0]}')
       board = game.end().board()
       if board.is_game_over():
         continue  # Checkmate or stalemate: nothing left to play.
@@ -152,9 +153,9 @@ def _read_epd(path: str) -> list[Opening]:
       try:
         board, ops = chess.Board.from_epd(text)
       except ValueError as error:
-        raise ValueError(f'{path}:{number}: bad EPD line: {error}') from None
+        raise errors.BadInput(f'{path}:{number}: bad EPD line: {error}') from None
       if not board.is_valid():
-        raise ValueError(f'{path}:{number}: invalid position ({board.status()!r}): {text}')
+        raise errors.BadInput(f'{path}:{number}: invalid position ({board.status()!r}): {text}')
       if board.is_game_over():
         continue
       name = str(ops.get('id') or f'{os.path.basename(path)}:{number}')
@@ -168,17 +169,17 @@ def _read_tsv(path: str) -> list[Opening]:
     rows = csv.reader(f, delimiter='\t')
     header = next(rows, None)
     if header is None or [h.strip() for h in header[:3]] != list(TSV_COLUMNS):
-      raise ValueError(f'{path}:1: expected the header {chr(9).join(TSV_COLUMNS)!r}, got {header!r}')
+      raise errors.BadInput(f'{path}:1: expected the header {chr(9).join(TSV_COLUMNS)!r}, got {header!r}')
     for number, row in enumerate(rows, 2):
       if not any(cell.strip() for cell in row):
         continue
       if len(row) != 3:
-        raise ValueError(f'{path}:{number}: expected 3 tab-separated columns (eco, name, pgn), got {len(row)}')
+        raise errors.BadInput(f'{path}:{number}: expected 3 tab-separated columns (eco, name, pgn), got {len(row)}')
       eco, name, movetext = (cell.strip() for cell in row)
       try:
         opening = opening_from_san(movetext, name=name, eco=eco)
       except ValueError as error:
-        raise ValueError(f'{path}:{number}: {error}') from None
+        raise errors.BadInput(f'{path}:{number}: {error}') from None
       if opening.board().is_game_over():
         continue  # E.g. 'Barnes Opening: Fool's Mate'.
       openings.append(opening)
@@ -191,12 +192,12 @@ def read_openings(path: str | os.PathLike) -> list[Opening]:
   extension = os.path.splitext(path)[1].lower()
   readers = {'.pgn': _read_pgn, '.epd': _read_epd, '.tsv': _read_tsv}
   if extension not in readers:
-    raise ValueError(f'{path}: unknown openings format {extension!r}: expected one of {", ".join(FORMATS)}')
+    raise errors.BadInput(f'{path}: unknown openings format {extension!r}: expected one of {", ".join(FORMATS)}')
   if not os.path.isfile(path):
-    raise FileNotFoundError(f'openings file not found: {path}')
+    raise errors.MissingInput(f'openings file not found: {path}')
   openings = readers[extension](path)
   if not openings:
-    raise ValueError(f'{path}: no openings in the file')
+    raise errors.BadInput(f'{path}: no openings in the file')
   return openings
 
 
@@ -207,7 +208,7 @@ def sample_openings(openings: Sequence[Opening], n: int, *, seed: int = 0) -> li
   (['a', 'd', 'f'], ['a', 'b'])
   """
   if n < 0:
-    raise ValueError(f'cannot sample {n} openings')
+    raise errors.BadInput(f'cannot sample {n} openings')
   if n >= len(openings):
     return list(openings)
   return [openings[i] for i in sorted(random.Random(seed).sample(range(len(openings)), n))]
@@ -221,7 +222,7 @@ def write_openings(openings: Iterable[Opening], path: str | os.PathLike) -> int:
   path = os.fspath(path)
   extension = os.path.splitext(path)[1].lower()
   if extension not in ('.epd', '.pgn'):
-    raise ValueError(f'{path}: can write .epd or .pgn openings, not {extension!r}')
+    raise errors.BadInput(f'{path}: can write .epd or .pgn openings, not {extension!r}')
   count = 0
   with outputs.open_output(path) as f:  # Its errors name it.
     for opening in openings:
@@ -278,7 +279,7 @@ def make_openings(n: int, options: MakeOptions = MakeOptions()) -> list[Opening]
   """
   o = options
   if n < 0 or o.plies < 1 or o.multipv < 1 or o.window_cp < 0 or o.max_eval_cp < 0:
-    raise ValueError(
+    raise errors.BadInput(
       f'make_openings needs n >= 0, plies >= 1, multipv >= 1, window_cp >= 0 and '
       f'max_eval_cp >= 0; got n={n}, plies={o.plies}, multipv={o.multipv}, window_cp={o.window_cp}, '
       f'max_eval_cp={o.max_eval_cp}'
@@ -307,7 +308,7 @@ def make_openings(n: int, options: MakeOptions = MakeOptions()) -> list[Opening]
   finally:
     engine.quit()
   if len(openings) < n:
-    raise ValueError(
+    raise errors.BadInput(
       f'only {len(openings)} of {n} balanced openings after {attempts} lines: allow a larger '
       f'max_eval_cp or window_cp, or fewer plies'
     )
@@ -353,17 +354,17 @@ def run(
   Writes the openings to `out` (.epd or .pgn, `write_openings`); returns how many.
   """
   if os.path.splitext(os.fspath(out))[1].lower() not in ('.epd', '.pgn'):
-    raise ValueError(f'--out must end in .epd or .pgn, got {os.fspath(out)!r}')
+    raise errors.BadInput(f'--out must end in .epd or .pgn, got {os.fspath(out)!r}')
   if source is not None:
     if num is not None:
-      raise ValueError('give --num (make openings) or --from (read them), not both; --sample N with --from')
+      raise errors.BadInput('give --num (make openings) or --from (read them), not both; --sample N with --from')
     openings = read_openings(source)
     if sample is not None:
       openings = sample_openings(openings, sample, seed=options.seed)
   else:
     if num is None:
-      raise ValueError('give --num N (make openings) or --from FILE (read them)')
+      raise errors.BadInput('give --num N (make openings) or --from FILE (read them)')
     if sample is not None:
-      raise ValueError('--sample goes with --from')
+      raise errors.BadInput('--sample goes with --from')
     openings = make_openings(num, options)
   return write_openings(openings, out)

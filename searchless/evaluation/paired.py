@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import chess.pgn
 
+from searchless.core import errors
+
 HELDOUT_METRICS = ('log_loss', 'action_accuracy', 'kendall_tau')  # Per board, in boards.jsonl's `metrics`.
 PLAYER = 'searchless'  # The measured model's name in a match's PGN (`strength.measure` plays it under this name).
 Z95 = 1.96  # Two-sided 95% normal quantile: the intervals below are mean +- Z95 standard errors.
@@ -97,7 +99,7 @@ class Puzzles(NamedTuple):
     (-0.006, 0.011)
     """
     if not self.n:
-      raise ValueError('nothing to compare: no puzzles in both')
+      raise errors.BadInput('nothing to compare: no puzzles in both')
     mean = (self.new_only - self.base_only) / self.n
     squares = self.new_only + self.base_only - self.n * mean**2
     var = squares / (self.n - 1) if self.n > 1 else 0.0
@@ -139,7 +141,7 @@ def _scores(path: pathlib.Path, player: str) -> dict[int, float]:
     while (game := chess.pgn.read_game(f)) is not None:
       h = game.headers
       if player not in (h.get('White'), h.get('Black')):
-        raise ValueError(
+        raise errors.BadInput(
           f'{path}, round {h.get("Round")}: {player!r} did not play (White {h.get("White")!r}, '
           f'Black {h.get("Black")!r})'
         )
@@ -175,7 +177,7 @@ def compare(base: pathlib.Path, new: pathlib.Path) -> dict[str, Any]:
   if (base / 'match' / 'games.pgn').exists() and (new / 'match' / 'games.pgn').exists():
     out['match'] = match(base / 'match' / 'games.pgn', new / 'match' / 'games.pgn')
   if not out:
-    raise FileNotFoundError(
+    raise errors.MissingInput(
       f'{base} and {new} share no evaluation (heldout/boards.jsonl, puzzles/results.csv, match/games.pgn)'
     )
   return out

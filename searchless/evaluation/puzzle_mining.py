@@ -80,6 +80,7 @@ from collections.abc import Iterator, Sequence
 import chess
 import chess.pgn
 
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.data import pgn
 from searchless.data import splits
@@ -178,18 +179,18 @@ class MiningOptions:
 
   def __post_init__(self) -> None:
     if self.split not in SPLITS:
-      raise ValueError(f'split must be one of {SPLITS}, got {self.split!r}')
+      raise errors.BadInput(f'split must be one of {SPLITS}, got {self.split!r}')
     if not 0.0 <= self.test_fraction <= 1.0:
-      raise ValueError(f'test_fraction must be in [0, 1], got {self.test_fraction}')
+      raise errors.BadInput(f'test_fraction must be in [0, 1], got {self.test_fraction}')
     if self.max_puzzles is not None and self.max_puzzles < 0:
-      raise ValueError(f'max_puzzles must be >= 0, got {self.max_puzzles}')
+      raise errors.BadInput(f'max_puzzles must be >= 0, got {self.max_puzzles}')
     for name in ('min_best', 'min_gap', 'min_swing'):
       if not 0.0 <= getattr(self, name) <= 1.0:
-        raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
+        raise errors.BadInput(f'{name} must be in [0, 1], got {getattr(self, name)}')
     if self.max_solver_moves < 1:
-      raise ValueError(f'max_solver_moves must be >= 1, got {self.max_solver_moves}')
+      raise errors.BadInput(f'max_solver_moves must be >= 1, got {self.max_solver_moves}')
     if self.workers < 1:
-      raise ValueError(f'workers must be >= 1, got {self.workers}')
+      raise errors.BadInput(f'workers must be >= 1, got {self.workers}')
 
 
 def mine(
@@ -210,7 +211,7 @@ def mine(
   if isinstance(pgn_paths, str):
     pgn_paths = [pgn_paths]
   if not pgn_paths:
-    raise ValueError('no PGN file given')
+    raise errors.BadInput('no PGN file given')
   stats = MiningStats(files=streams.match_files(pgn_paths, '--games'))
   launch.check_executable(options.engine_path)
   path = launch.require_stockfish(options.engine_path)

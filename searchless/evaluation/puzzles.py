@@ -46,6 +46,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 import chess
 import chess.pgn
 
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.core import artefacts
 from searchless.core import outputs
@@ -191,7 +192,7 @@ def band_lower(rating: int, width: int = 200) -> int:
   (1400, 1200, 1400)
   """
   if width <= 0:
-    raise ValueError(f'band width must be positive, got {width}')
+    raise errors.BadInput(f'band width must be positive, got {width}')
   return rating // width * width
 
 
@@ -305,16 +306,16 @@ def run(
   """Evaluates the agent spec `agent` on the puzzle CSV `puzzles` (its first `num`); returns the summary.
 
   Writes ``results.csv``, ``summary.json`` and ``accuracy_by_rating.png`` in `out`, its one writer
-  (`outputs.writing`: a second is refused, and a filesystem error names its file and ``--out``).
+  (`outputs.sole_writer`: a second is refused, and a filesystem error names its file and ``--out``).
   """
   if num is not None and num < 1:
-    raise ValueError(f'--num must be >= 1 (or left out: all), got {num}')
+    raise errors.BadInput(f'--num must be >= 1 (or left out: all), got {num}')
   if band_width <= 0:
-    raise ValueError(f'--band_width must be positive, got {band_width}')
+    raise errors.BadInput(f'--band_width must be positive, got {band_width}')
   chosen = list(puzzles_lib.read_puzzles(puzzles, limit=num))
   if not chosen:
-    raise ValueError(f'no puzzles in {puzzles}')
-  with outputs.writing(out, 'searchless-puzzles', '--out'):
+    raise errors.BadInput(f'no puzzles in {puzzles}')
+  with outputs.sole_writer(out, 'searchless-puzzles', '--out'):
     return _run(chosen, agent, puzzles, os.fspath(out), band_width, progress)
 
 
@@ -346,12 +347,16 @@ def _run(chosen: list[puzzles_lib.Puzzle], agent: str, puzzles: str, out: str, b
       start = time.perf_counter()
       results = evaluate(chosen[len(done) :], player, progress=progress, previous=done, on_result=journal_one)
       seconds, name = time.perf_counter() - start, player.name
-  except BaseException:
+  except BaseException as error:
     if log is not None:
       with contextlib.suppress(OSError):  # A full disk fails the close's flush too.
         log.close()
       if not done and not kept:
         os.remove(journal)  # Not one result in it.
+    if isinstance(error, KeyboardInterrupt) and (done or kept):
+      raise KeyboardInterrupt(
+        f'{len(done) + kept} of {len(chosen)} puzzles kept in {journal}; rerun the same command to do the rest'
+      ) from None
     raise
   if log is not None:
     log.close()

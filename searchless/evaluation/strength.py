@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from searchless.core import atomic
+from searchless.core import errors
 from searchless.core import outputs
 from searchless.engines import launch
 from searchless.evaluation import metrics
@@ -59,14 +60,14 @@ class Protocol:
 
   def __post_init__(self):
     if self.ladder and self.games < 1:
-      raise ValueError(f'--games must be >= 1 for a ladder, got {self.games}')
+      raise errors.BadInput(f'--games must be >= 1 for a ladder, got {self.games}')
     if self.heldout_boards < 1:
-      raise ValueError(f'--heldout_boards must be >= 1, got {self.heldout_boards}')
+      raise errors.BadInput(f'--heldout_boards must be >= 1, got {self.heldout_boards}')
     if not (self.puzzles or self.sts or self.heldout or self.ladder):
-      raise ValueError('nothing to measure: give --puzzles, --sts, --heldout or --ladder')
+      raise errors.BadInput('nothing to measure: give --puzzles, --sts, --heldout or --ladder')
     for flag, path in (('--puzzles', self.puzzles), ('--sts', self.sts), *(('--openings', o) for o in self.openings)):
       if path is not None and not os.path.isfile(path):
-        raise FileNotFoundError(f'{flag} {path}: no such file')
+        raise errors.MissingInput(f'{flag} {path}: no such file')
 
 
 def opponents(protocol: Protocol) -> list[str]:
@@ -165,12 +166,12 @@ def _settings(protocol: Protocol, fields: Sequence[str]) -> dict[str, Any]:
 def measure(checkpoint: str, out: str | os.PathLike, protocol: Protocol, *, progress: bool = False) -> dict[str, Any]:
   """Measures `checkpoint` (anything `Player.load` reads: a workdir, an export, a shipped name) by `protocol` in
   the evaluation folder `out`; returns strength.json's content. Resumable: a part measured with the same settings
-  is kept, and each part is saved as soon as it is measured. `out` has one writer (`outputs.writing`: a second is
+  is kept, and each part is saved as soon as it is measured. `out` has one writer (`outputs.sole_writer`: a second is
   refused, and a filesystem error names its file and ``--out``)."""
   launch.check_executable(protocol.engine_path)
   if protocol.ladder:
     launch.require_stockfish(protocol.engine_path)  # Before the other parts are measured, not after them.
-  with outputs.writing(out, 'searchless-strength measure', '--out'):
+  with outputs.sole_writer(out, 'searchless-strength measure', '--out'):
     return _measure(checkpoint, pathlib.Path(out), protocol, progress)
 
 

@@ -10,7 +10,7 @@ holds `ModelConfig.experiment_defaults()`.
 >>> ModelConfig(kind='graph', graph_edge_dim=0)
 Traceback (most recent call last):
 ...
-ValueError: model.graph_edge_dim must be >= 1, got 0
+searchless.core.errors.BadInput: model.graph_edge_dim must be >= 1, got 0
 """
 
 import dataclasses
@@ -18,6 +18,7 @@ from typing import Any
 
 import ml_collections
 
+from searchless.core import errors
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import tokenizer
@@ -85,36 +86,40 @@ class ModelConfig:
     for name, low, inclusive in _RANGES:
       value = getattr(self, name)
       if not (value >= low if inclusive else value > low):  # NaN fails both.
-        raise ValueError(f'model.{name} must be {">=" if inclusive else ">"} {low}, got {value}')
+        raise errors.BadInput(f'model.{name} must be {">=" if inclusive else ">"} {low}, got {value}')
     if self.kind not in KINDS:
-      raise ValueError(f'model kind must be one of {KINDS}, got {self.kind!r}')
+      raise errors.BadInput(f'model kind must be one of {KINDS}, got {self.kind!r}')
     if self.move_squares not in priors.MOVE_SQUARES:
-      raise ValueError(f'move_squares must be one of {priors.MOVE_SQUARES}, got {self.move_squares!r}')
+      raise errors.BadInput(f'move_squares must be one of {priors.MOVE_SQUARES}, got {self.move_squares!r}')
     if self.square_bias not in priors.SQUARE_BIASES:
-      raise ValueError(f'square_bias must be one of {priors.SQUARE_BIASES}, got {self.square_bias!r}')
+      raise errors.BadInput(f'square_bias must be one of {priors.SQUARE_BIASES}, got {self.square_bias!r}')
     if self.embedding_dim % self.num_heads:
-      raise ValueError(f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}')
+      raise errors.BadInput(f'embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}')
     if self.kind == 'graph':
       if (
         self.mover_view or self.move_squares != 'none' or self.square_bias != 'none' or self.smolgen or self.move_gather
       ):
-        raise ValueError(
+        raise errors.BadInput(
           'mover_view, move_squares, square_bias, smolgen and move_gather are transformer options '
           '(the graph model has its own)'
         )
       if self.packing != 'none' or self.output_size == moves.NUM_ACTIONS:
-        raise ValueError("the graph model scores every legal move of a board: packing 'none', value buckets as outputs")
+        raise errors.BadInput(
+          "the graph model scores every legal move of a board: packing 'none', value buckets as outputs"
+        )
       return
     if not self.graph_open_lines:
-      raise ValueError('graph_open_lines is a graph option (the transformer has no edges)')
+      raise errors.BadInput('graph_open_lines is a graph option (the transformer has no edges)')
     if self.packing not in PACKINGS:
-      raise ValueError(f'packing must be one of {PACKINGS}, got {self.packing!r}')
+      raise errors.BadInput(f'packing must be one of {PACKINGS}, got {self.packing!r}')
     if self.move_attention not in MOVE_ATTENTIONS:
-      raise ValueError(f'move_attention must be one of {MOVE_ATTENTIONS}, got {self.move_attention!r}')
+      raise errors.BadInput(f'move_attention must be one of {MOVE_ATTENTIONS}, got {self.move_attention!r}')
     if not self.joint_layers < self.num_layers:
-      raise ValueError(f'joint_layers must be in [0, num_layers - 1 = {self.num_layers - 1}], got {self.joint_layers}')
+      raise errors.BadInput(
+        f'joint_layers must be in [0, num_layers - 1 = {self.num_layers - 1}], got {self.joint_layers}'
+      )
     if self.packing == 'board' and (self.use_causal_mask or self.output_size == moves.NUM_ACTIONS):
-      raise ValueError('board packing is an action-value model: no causal mask, value buckets as outputs')
+      raise errors.BadInput('board packing is an action-value model: no causal mask, value buckets as outputs')
 
   @property
   def packed(self) -> bool:
@@ -144,25 +149,27 @@ class ModelConfig:
     >>> ModelConfig.from_config(config)
     Traceback (most recent call last):
     ...
-    ValueError: unknown model field 'foo'
+    searchless.core.errors.BadInput: unknown model field 'foo'
     """
     policy = config.policy
     if policy not in SEQUENCE_LENGTHS:
-      raise ValueError(f'unknown policy {policy!r} (expected one of {sorted(SEQUENCE_LENGTHS)})')
+      raise errors.BadInput(f'unknown policy {policy!r} (expected one of {sorted(SEQUENCE_LENGTHS)})')
     defaults = cls.experiment_defaults()
     for name in config.model.keys():
       if name not in defaults:
-        raise ValueError(f'unknown model field {name!r}')
+        raise errors.BadInput(f'unknown model field {name!r}')
     fields = {**defaults, **config.model}
     if fields['packing'] == 'board' and policy != 'action_value':
-      raise ValueError(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
+      raise errors.BadInput(f"model.packing='board' scores moves: it needs policy action_value, not {policy!r}")
     if fields['move_squares'] != 'none' and policy != 'action_value':
-      raise ValueError(
+      raise errors.BadInput(
         f"model.move_squares embeds the input's move token: it needs policy action_value, not {policy!r}"
       )
     if fields['move_gather'] and policy != 'action_value':
-      raise ValueError(f"model.move_gather reads the input's move token: it needs policy action_value, not {policy!r}")
+      raise errors.BadInput(
+        f"model.move_gather reads the input's move token: it needs policy action_value, not {policy!r}"
+      )
     if fields['kind'] == 'graph' and policy != 'action_value':
-      raise ValueError(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
+      raise errors.BadInput(f"model.kind='graph' scores moves: it needs policy action_value, not {policy!r}")
     output_size = moves.NUM_ACTIONS if policy == 'behavioral_cloning' else config.num_return_buckets
     return cls(**fields, output_size=output_size, max_sequence_length=POSITION_ROWS)

@@ -31,6 +31,7 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
+from searchless.core import errors
 from searchless.core import published
 from searchless.model import network
 from searchless.model import transformer
@@ -88,7 +89,7 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   """
   if (folder := published.checkpoint_folder(str(path))) is not None and not os.path.exists(path):
     if not folder.is_dir():
-      raise FileNotFoundError(
+      raise errors.MissingInput(
         f'{path} is not downloaded (no {folder}): run `{published.download_command(str(path))}`'
         f' (it looks in ${published.DATA_ENV}, else ~/.cache/searchless)'
       )
@@ -96,13 +97,13 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   if str(path) in SHIPPED:
     root = pretrained_dir(str(path))
     if not (root / PARAMS_EMA).exists():
-      raise FileNotFoundError(
+      raise errors.MissingInput(
         f'the {path} model is missing from this installation ({root}): it ships as package data; reinstall searchless'
       )
     return root / PARAMS_EMA
   root = epath.Path(path if '://' in str(path) else os.path.abspath(path))  # Orbax wants absolute paths.
   if not root.exists():
-    raise FileNotFoundError(f'checkpoint path {path} does not exist')
+    raise errors.MissingInput(f'checkpoint path {path} does not exist')
   candidates = [root, root / 'checkpoints']
   for directory in candidates:
     if (directory / PARAMS).exists() or (directory / PARAMS_EMA).exists():
@@ -115,7 +116,7 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   else:
     if root.is_dir() and _is_pytree_dir(root):
       return root
-    raise FileNotFoundError(
+    raise errors.MissingInput(
       f'no parameters found at {path}: expected a params or params_ema checkpoint, a step'
       ' dir containing one, or a dir of step dirs'
     )
@@ -123,7 +124,7 @@ def resolve(path: str, *, ema: bool = True) -> epath.Path:
   for name in order:
     if (step_dir / name).exists():
       return step_dir / name
-  raise FileNotFoundError(f'no {" or ".join(order)} checkpoint in {step_dir}')
+  raise errors.MissingInput(f'no {" or ".join(order)} checkpoint in {step_dir}')
 
 
 def pretrained_dir(name: str = PRETRAINED) -> epath.Path:
@@ -203,7 +204,7 @@ def export(
   """
   out = epath.Path(os.path.abspath(directory))
   if out.exists():
-    raise FileExistsError(f'{out} exists: export writes a new directory')
+    raise errors.OutputExists(f'{out} exists: export writes a new directory')
   out.mkdir(parents=True)
   cast = jax.tree.map(lambda a: np.asarray(a, np.float32).astype(jax.numpy.dtype(dtype)), params)
   with ocp.PyTreeCheckpointer() as checkpointer:
@@ -260,7 +261,7 @@ def load_model(
     try:
       return transformer.infer_config(params, num_heads=num_heads), params, None
     except ValueError as error:  # Not the parameters of a published model: say whose they are.
-      raise ValueError(f'parameters at {params_dir} are not a model without a config: {error}') from None
+      raise errors.BadInput(f'parameters at {params_dir} are not a model without a config: {error}') from None
   model_config = ModelConfig.from_config(experiment)
   if model_config.kind == 'graph':
     if check:
@@ -282,12 +283,12 @@ def load_model(
   )
   mismatched = [f for f in shape_fields if getattr(inferred, f) != getattr(model_config, f)]
   if mismatched:
-    raise ValueError(
+    raise errors.BadInput(
       f'parameters at {params_dir} do not fit their config: '
       + ', '.join(f'{f} {getattr(inferred, f)} != {getattr(model_config, f)}' for f in mismatched)
     )
   if num_heads is not None and num_heads != model_config.num_heads:
-    raise ValueError(
+    raise errors.BadInput(
       f'num_heads {num_heads} contradicts the checkpoint at {params_dir}: its config has '
       f'num_heads {model_config.num_heads}'
     )
@@ -365,7 +366,7 @@ def _check_shapes(params_dir: epath.Path, model_config: ModelConfig, params: dic
   got = {jax.tree_util.keystr(k): tuple(np.shape(a)) for k, a in jax.tree_util.tree_leaves_with_path(params)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
-    raise ValueError(
+    raise errors.BadInput(
       f'parameters at {params_dir} do not fit their config: {name} is '
       f"{got.get(name, 'missing')} there, {want.get(name, 'missing')} in the config's {model_config.kind} model"
     )
@@ -383,7 +384,7 @@ def _check_probe(params_dir: epath.Path, model_config: ModelConfig, saved: list[
   """Refuses parameters whose saved `model.probe` output (`saved`) this config does not reproduce (`now`)."""
   distance = network.probe_distance(saved, now)
   if distance > PROBE_TOLERANCE:
-    raise ValueError(
+    raise errors.BadInput(
       f'parameters at {params_dir} do not compute what they computed when saved (probe distance {distance:.3f} >'
       f' {PROBE_TOLERANCE}): the config at {params_dir.parent / CONFIG / CONFIG_FILE} was changed in a field the'
       f' parameter shapes do not show (num_heads {model_config.num_heads}, packing {model_config.packing!r},'

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from searchless.core import errors
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import graph
@@ -55,7 +56,7 @@ def resolve_dtype(name: str, platform: str | None = None) -> jnp.dtype:
     platform = platform or jax.default_backend()
     name = 'float32' if platform == 'cpu' else 'bfloat16'
   if name not in ('float32', 'bfloat16'):
-    raise ValueError(f'compute dtype must be float32, bfloat16 or auto, got {name!r}')
+    raise errors.BadInput(f'compute dtype must be float32, bfloat16 or auto, got {name!r}')
   return jnp.dtype(name)
 
 

@@ -37,6 +37,7 @@ from typing import Literal, Protocol, overload
 import chess
 import chess.engine
 
+from searchless.core import errors
 from searchless.engines import annotator as engine_lib
 
 from searchless.engines import launch
@@ -80,7 +81,7 @@ class Clock:
       if not (clock.base > 0 and clock.increment >= 0):
         raise ValueError
     except ValueError:
-      raise ValueError(f'bad clock {text!r}: expected BASE+INC in seconds, e.g. 60+0.6') from None
+      raise errors.BadInput(f'bad clock {text!r}: expected BASE+INC in seconds, e.g. 60+0.6') from None
     return clock
 
   def __str__(self) -> str:
@@ -196,7 +197,7 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
   """'kind:arg,key=value,...' -> (kind, arg, {key: value}); arg is the first non key=value item."""
   kind, sep, rest = spec.partition(':')
   if not sep or kind not in KINDS:
-    raise ValueError(f'bad agent {spec!r}: expected one of {", ".join(k + ":..." for k in KINDS)}')
+    raise errors.BadInput(f'bad agent {spec!r}: expected one of {", ".join(k + ":..." for k in KINDS)}')
   arg, params = '', {}
   items = rest.split(',') if rest else []
   if kind in _PATH_KINDS and items:
@@ -204,10 +205,10 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
   for item in items:
     key, eq, value = item.partition('=')
     if not eq:
-      raise ValueError(f'bad agent {spec!r}: {item!r} is not key=value')
+      raise errors.BadInput(f'bad agent {spec!r}: {item!r} is not key=value')
     params[key.strip()] = value.strip()
   if kind in _PATH_KINDS and not arg:
-    raise ValueError(f'bad agent {spec!r}: {kind} needs a path')
+    raise errors.BadInput(f'bad agent {spec!r}: {kind} needs a path')
   return kind, arg, params
 
 
@@ -221,13 +222,13 @@ def _limit(params: dict[str, str], spec: str, *, clock: bool = False) -> launch.
   given = [k for k in keys if k in params]
   if len(given) != 1:
     also = ' or clock=BASE+INC' if clock else ''
-    raise ValueError(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N, nodes=N{also}')
+    raise errors.BadInput(f'bad agent {spec!r}: give exactly one limit of time=S, depth=N, nodes=N{also}')
   try:
     if given[0] == 'clock':
       return Clock.parse(params.pop('clock'))
     return launch.SearchLimit.parse(f'{given[0]}={params.pop(given[0])}')
   except ValueError as error:
-    raise ValueError(f'bad agent {spec!r}: {error}') from None
+    raise errors.BadInput(f'bad agent {spec!r}: {error}') from None
 
 
 @contextlib.contextmanager
@@ -259,7 +260,7 @@ def from_spec(spec: str) -> Agent:
     dtype = params.pop('dtype', 'auto')
     unknown = set(params) - set(option_types)
     if unknown:
-      raise ValueError(
+      raise errors.BadInput(
         f'bad agent {spec!r}: unknown option(s) {sorted(unknown)}; '
         f'expected policy, dtype, name, {", ".join(option_types)}'
       )
@@ -277,21 +278,23 @@ def from_spec(spec: str) -> Agent:
       if not handshake > 0:
         raise ValueError
     except ValueError:
-      raise ValueError(f'bad agent {spec!r}: handshake must be a positive number of seconds') from None
+      raise errors.BadInput(f'bad agent {spec!r}: handshake must be a positive number of seconds') from None
     for key in list(params):
       if not key.startswith('option.'):
-        raise ValueError(f'bad agent {spec!r}: {key!r} (engine options are option.NAME=VALUE)')
+        raise errors.BadInput(f'bad agent {spec!r}: {key!r} (engine options are option.NAME=VALUE)')
       engine_options[key[len('option.') :]] = params.pop(key)
     return UciAgent(arg, limit, options=engine_options, name=name, handshake_seconds=handshake)
   fixed = _limit(params, spec)
   path = params.pop('path', None)
   if kind == 'stockfish-all-moves':
     if params:
-      raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(params)}')
+      raise errors.BadInput(f'bad agent {spec!r}: unknown option(s) {sorted(params)}')
     return AllMovesStockfishAgent(fixed, path=path, name=name)
   known = {'elo', 'skill', 'threads', 'hash'}
   if set(params) - known:
-    raise ValueError(f'bad agent {spec!r}: unknown option(s) {sorted(set(params) - known)}; expected {sorted(known)}')
+    raise errors.BadInput(
+      f'bad agent {spec!r}: unknown option(s) {sorted(set(params) - known)}; expected {sorted(known)}'
+    )
   as_int = lambda key: int(params[key]) if key in params else None
   return StockfishAgent(
     fixed,

@@ -21,6 +21,7 @@ only makes the next start compile and probe again.
 True
 """
 
+import argparse
 import os
 
 ENV = 'SEARCHLESS_COMPILATION_CACHE'  # Moves the cache; set empty, turns it off.
@@ -31,6 +32,17 @@ def default_dir() -> str:
   """The folder of rule 4 (see the module docstring): ``$XDG_CACHE_HOME/searchless/xla`` or ``~/.cache/...``."""
   root = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
   return os.path.join(root, 'searchless', 'xla')
+
+
+def add_flag(parser: argparse.ArgumentParser) -> None:
+  """Adds ``--compilation_cache DIR`` (default None: rule 2 onwards), the `directory` of `enable`."""
+  parser.add_argument(
+    '--compilation_cache',
+    metavar='DIR',
+    default=None,
+    help="JAX's persistent compilation cache: later starts reuse the compiled batch shapes ('' turns it"
+    f' off; default: ${ENV} if set, else $JAX_COMPILATION_CACHE_DIR if set, else {default_dir()}).',
+  )
 
 
 def enable(directory: str | None = None) -> str | None:

@@ -33,6 +33,7 @@ import chess.engine
 import jax.numpy as jnp
 import numpy as np
 
+from searchless.core import errors
 from searchless.core import legality
 from searchless.engines import launch
 from searchless.model import loading
@@ -61,9 +62,9 @@ class PlayOptions:
 
   def __post_init__(self):
     if self.decisive not in DECISIVE_RULES:
-      raise ValueError(f'decisive must be one of {DECISIVE_RULES}, got {self.decisive!r}')
+      raise errors.BadInput(f'decisive must be one of {DECISIVE_RULES}, got {self.decisive!r}')
     if self.temperature is not None and self.temperature < 0:
-      raise ValueError(f'temperature must be >= 0, got {self.temperature}')
+      raise errors.BadInput(f'temperature must be >= 0, got {self.temperature}')
 
 
 def _progress_key(board: chess.Board, move: chess.Move) -> tuple:
@@ -109,7 +110,7 @@ def load_policy(
   model_config, params, experiment = loading.load_model(path, ema=ema, check=False)
   trained = loading.trained_policy(path, experiment)  # Published checkpoints: by their name, if any.
   if policy is not None and trained is not None and policy != trained:
-    raise ValueError(
+    raise errors.BadInput(
       f'{path} was trained for the {trained} policy; the {policy} policy would read outputs '
       'it never learned (leave the policy unset)'
     )
@@ -122,8 +123,8 @@ def load_policy(
     loading.check_fit(path, model_config, params, ema=ema, probe=predictor.probe if dtype == jnp.float32 else None)
   try:
     return policy_lib.make_policy(kind, predictor)
-  except ValueError as error:
-    raise ValueError(f'{path}: {error}') from None
+  except errors.BadInput as error:
+    raise errors.BadInput(f'{path}: {error}') from None
 
 
 class Player:
@@ -158,7 +159,7 @@ class Player:
   def analyse(self, board: chess.Board) -> policy_lib.Analysis:
     """The policy's raw analysis of `board` (no play rules applied); an illegal position is a ValueError."""
     if problems := legality.problems(board):
-      raise ValueError(f'illegal position {board.fen()!r}: {problems}')
+      raise errors.BadInput(f'illegal position {board.fen()!r}: {problems}')
     return self.policy.analyse(board)
 
   def win_probabilities(self, board: chess.Board) -> dict[str, float]:
@@ -191,9 +192,9 @@ class Player:
     if root_moves:
       analysis = analysis.restrict(root_moves)
       if not analysis.moves:
-        raise ValueError(f'none of {[m.uci() for m in root_moves]} is legal in {board.fen()}')
+        raise errors.BadInput(f'none of {[m.uci() for m in root_moves]} is legal in {board.fen()}')
     if not analysis.moves:
-      raise ValueError(f'no legal moves in {board.fen()}')
+      raise errors.BadInput(f'no legal moves in {board.fen()}')
     scores = self.adjusted_scores(board, analysis)
     options = self.options
     if options.temperature and (

@@ -40,6 +40,7 @@ from typing import Any
 import chess
 import numpy as np
 
+from searchless.core import errors
 from searchless.core import moves as moves_lib
 from searchless.core import tokenizer
 from searchless.core import values
@@ -284,12 +285,12 @@ _POLICY_CLASSES = {
 def make_policy(kind: str, predictor: predictor_lib.Predictor | predictor_lib.PackedPredictor) -> Policy:
   """The `kind` policy (one of POLICIES) over `predictor`; checks the output size fits."""
   if kind not in _POLICY_CLASSES:
-    raise ValueError(f'unknown policy {kind!r}; expected one of {POLICIES}')
+    raise errors.BadInput(f'unknown policy {kind!r}; expected one of {POLICIES}')
   if isinstance(predictor, predictor_lib.PackedPredictor):
     if kind != ACTION_VALUE:
-      raise ValueError(f'a board-packed model scores moves: it plays the action_value policy, not {kind}')
+      raise errors.BadInput(f'a board-packed model scores moves: it plays the action_value policy, not {kind}')
     return PackedActionValuePolicy(predictor)
   output_size = predictor.model_config.output_size
   if (kind == BEHAVIORAL_CLONING) != (output_size == moves_lib.NUM_ACTIONS):
-    raise ValueError(f'a {kind} policy does not fit a model with {output_size} outputs')
+    raise errors.BadInput(f'a {kind} policy does not fit a model with {output_size} outputs')
   return _POLICY_CLASSES[kind](predictor)

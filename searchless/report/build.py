@@ -41,6 +41,7 @@ import os
 import pathlib
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.report import render
 from searchless.report.context import REPORT_DIR, Context
 from searchless.report.document import Callout, Section
@@ -99,7 +100,7 @@ def build(
   paths of the HTML and Markdown files."""
   run_dir = pathlib.Path(run_dir)
   if not run_dir.is_dir():
-    raise FileNotFoundError(f'run directory {str(run_dir)!r} not found')
+    raise errors.MissingInput(f'run directory {str(run_dir)!r} not found')
   out = pathlib.Path(out_dir) if out_dir is not None else run_dir / REPORT_DIR
   out.mkdir(parents=True, exist_ok=True)
   for name in FIGURES:

@@ -30,6 +30,7 @@ import chess.engine
 import chess.pgn
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.report import context as context_lib
 
 DEFAULT_STOCKFISH_NODES = 10_000  # Stockfish's nodes per position of the sample game.
@@ -210,10 +211,10 @@ def analyse(
   """Analyses the sample game of `run_dir`'s match; writes and returns ``RUN_DIR/report/sample_game.json``."""
   paths = context_lib.RunPaths(pathlib.Path(run_dir))
   if not paths.run_dir.is_dir():
-    raise FileNotFoundError(f'run directory {str(paths.run_dir)!r} not found')
+    raise errors.MissingInput(f'run directory {str(paths.run_dir)!r} not found')
   games = context_lib.read_games(paths.games)
   if not games:
-    raise FileNotFoundError(f'no games to analyse: {paths.games} is missing or empty (run the match first)')
+    raise errors.MissingInput(f'no games to analyse: {paths.games} is missing or empty (run the match first)')
   results = artefacts.MatchResults.read_or_none(paths.match_results)
   names = sorted({g.headers.get(side, '?') for g in games for side in ('White', 'Black')})
   models = context_lib.model_names(results, names, paths.train)

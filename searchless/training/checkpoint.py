@@ -53,6 +53,7 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
+from searchless.core import errors
 from searchless.model import loading
 from searchless.training import write_errors
 
@@ -243,10 +244,10 @@ class Checkpointer:
     if step is None:
       step = self.latest_step()
       if step is None:
-        raise FileNotFoundError(f'no checkpoint in {self.directory}')
+        raise errors.MissingInput(f'no checkpoint in {self.directory}')
     step_dir = self.directory / str(step)
     if not step_dir.exists():
-      raise FileNotFoundError(f'no checkpoint for step {step} in {self.directory} (steps: {self.all_steps()})')
+      raise errors.MissingInput(f'no checkpoint for step {step} in {self.directory} (steps: {self.all_steps()})')
     targets = {PARAMS: params, PARAMS_EMA: params_ema, OPT_STATE: opt_state}
     items = {}
     for name, target in targets.items():

@@ -15,6 +15,7 @@ import numpy as np
 from searchless.core import bags
 from searchless.core import codecs
 from searchless.core import config as config_lib
+from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
@@ -51,7 +52,7 @@ def _eval_rows(config: config_lib.Config, raw: list[bytes]) -> tuple[np.ndarray,
   rows = packing.packed_rows(board_records, max_moves, edges)  # [N, 77 + 2M + 1]
   for index, row in enumerate(rows):
     if row[-1] >= 0:  # A partial board: its action accuracy and tau-b would be over some moves only.
-      raise ValueError(
+      raise errors.BadInput(
         f'{config.data.eval!r}, record {index}: a partial board ({board_records[index].fen!r} has more '
         'legal moves than values); evaluate on complete boards (board_value records)'
       )

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from searchless.core import errors
 from searchless.model import graph
 from searchless.model import network
 from searchless.model.config import ModelConfig
@@ -44,7 +45,9 @@ def grow(
   """
   missing = sorted(f'{m}/{n}' for m, names in small.items() for n in names if n not in big.get(m, {}))
   if missing:
-    raise ValueError(f'cannot grow a model into one without its weights: {missing[0]} is missing from the bigger model')
+    raise errors.BadInput(
+      f'cannot grow a model into one without its weights: {missing[0]} is missing from the bigger model'
+    )
   grown: dict[str, dict[str, np.ndarray]] = {}
   for module, names in big.items():
     grown[module] = {}
@@ -66,7 +69,7 @@ def _widened(name: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return old.astype(new.dtype)
   grown_axes = [axis for axis, (a, b) in enumerate(zip(old.shape, new.shape)) if a != b]
   if old.ndim != 2 or new.ndim != 2 or len(grown_axes) != 1 or old.shape[grown_axes[0]] > new.shape[grown_axes[0]]:
-    raise ValueError(
+    raise errors.BadInput(
       f'cannot grow {name} from {old.shape} to {new.shape}: only a weight matrix grown along '
       'one axis keeps what the model computes'
     )
@@ -85,7 +88,7 @@ def check_same_function(small_config: ModelConfig, small: Any, big_config: Model
       for f in small_config.__dataclass_fields__
       if getattr(small_config, f) != getattr(big_config, f)
     ]
-    raise ValueError(
+    raise errors.BadInput(
       f'growing {source} into this config changes what it computes (probe distance {distance:.3g} > '
       f'{TOLERANCE:g}; changed: {", ".join(changed) or "nothing"}): only widening_factor and '
       'num_layers grow a graph model as the same function'

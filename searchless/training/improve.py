@@ -48,6 +48,7 @@ import ml_collections
 import numpy as np
 
 from searchless.core import bags
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.core import records
 
@@ -90,13 +91,13 @@ class ImproveConfig:
   def __post_init__(self):
     for name in ('iterations', 'games', 'sims', 'steps', 'workers', 'min_visits'):
       if getattr(self, name) < 1:
-        raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
+        raise errors.BadInput(f'{name} must be >= 1, got {getattr(self, name)}')
     if self.batch_size < 0:
-      raise ValueError(f'batch_size must be >= 0, got {self.batch_size}')
+      raise errors.BadInput(f'batch_size must be >= 0, got {self.batch_size}')
     if not 0 <= self.noise <= 1:
-      raise ValueError(f'noise must be in [0, 1], got {self.noise}')
+      raise errors.BadInput(f'noise must be in [0, 1], got {self.noise}')
     if self.learning_rate <= 0:
-      raise ValueError(f'learning_rate must be > 0, got {self.learning_rate}')
+      raise errors.BadInput(f'learning_rate must be > 0, got {self.learning_rate}')
 
 
 def _iteration_dir(workdir: pathlib.Path, i: int) -> pathlib.Path:
@@ -149,7 +150,7 @@ def training_records(kind: str, targets: Sequence[dict], min_visits: int = 1) ->
     return [records.StateValue(t['fen'], t['value']) for t in targets]
   if kind == 'behavioral_cloning':
     return [records.BehavioralCloning(t['fen'], t['best']) for t in targets]
-  raise ValueError(f'no self-play records for {kind!r}')
+  raise errors.BadInput(f'no self-play records for {kind!r}')
 
 
 def play_game(agent: 'SearchAgent', rng: random.Random, config: ImproveConfig) -> tuple[list[dict], str, list[str]]:
@@ -199,7 +200,7 @@ def self_play(
   done = _read_games(path)
   _, _, experiment = loading.load_model(checkpoint)
   if experiment is None:
-    raise ValueError(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
+    raise errors.BadInput(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
   kind = records.BOARD_VALUE if packing.packed(experiment) else experiment.policy
   if len(done) < config.games:
     policy = player_lib.load_policy(checkpoint, compute_dtype='float32')
@@ -270,7 +271,7 @@ def fine_tune(
 
   _, _, experiment = loading.load_model(checkpoint)
   if experiment is None:
-    raise ValueError(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
+    raise errors.BadInput(f'{checkpoint} records no training config (a published checkpoint): it cannot be fine-tuned')
   tuned = ml_collections.ConfigDict(json.loads(config_lib.to_json(experiment)))
   tuned.data.train = f'{data},{config.replay}' if config.replay else data
   tuned.data.eval = ''
@@ -343,7 +344,7 @@ def run(
   summary_path = work / SUMMARY_FILE
   summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
   if summary.get('start', checkpoint) != checkpoint:
-    raise ValueError(f'{work} continues a run from {summary["start"]!r}, not {checkpoint!r}; use a new --workdir')
+    raise errors.BadInput(f'{work} continues a run from {summary["start"]!r}, not {checkpoint!r}; use a new --workdir')
   summary.update({'start': checkpoint, 'config': dataclasses.asdict(config)})
   summary.setdefault('iterations', [])
   for i in range(1, config.iterations + 1):

@@ -11,11 +11,13 @@ from typing import Any
 
 from matplotlib.figure import Figure  # No pyplot: no global backend or figure state.
 
+from searchless.core import errors
+
 
 def read_metrics(workdir: pathlib.Path) -> list[dict]:
   path = workdir / 'metrics.jsonl'
   if not path.exists():
-    raise FileNotFoundError(f'no metrics.jsonl in {workdir} (has it trained?)')
+    raise errors.MissingInput(f'no metrics.jsonl in {workdir} (has it trained?)')
   return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -37,7 +39,7 @@ def figure(records: Iterable[Mapping[str, Any]], title: str) -> Figure:
   with none says so. Raises ValueError when no record has a value to draw."""
   records = list(records)
   if not any(series(records, key)[0] for keys, _, _ in PANELS for key, _ in keys):
-    raise ValueError('no step logged yet: too little to plot')
+    raise errors.BadInput('no step logged yet: too little to plot')
   fig = Figure(figsize=(15, 4))
   for ax, (keys, ylabel, name) in zip(fig.subplots(1, len(PANELS)), PANELS):
     drawn = False
@@ -64,7 +66,7 @@ def plot(workdir: str | pathlib.Path) -> pathlib.Path:
   try:
     fig = figure(records, str(workdir))
   except ValueError as error:
-    raise ValueError(f'{workdir / "metrics.jsonl"}: {error}') from None
+    raise errors.BadInput(f'{workdir / "metrics.jsonl"}: {error}') from None
   out = workdir / 'curves.png'
   fig.savefig(out, dpi=100)
   return out

@@ -15,6 +15,8 @@ from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import numpy as np
 
+from searchless.core import errors
+
 AXES = ('data', 'fsdp')
 PyTree: TypeAlias = Any  # Nested containers of arrays (jax.tree).
 
@@ -23,7 +25,7 @@ def make_mesh(fsdp: int = 1, devices: Sequence[jax.Device] | None = None) -> Mes
   """A (devices / fsdp) x fsdp mesh over all (global) devices."""
   devices = jax.devices() if devices is None else devices
   if fsdp < 1 or len(devices) % fsdp:
-    raise ValueError(f'fsdp={fsdp} must divide the number of devices ({len(devices)})')
+    raise errors.BadInput(f'fsdp={fsdp} must divide the number of devices ({len(devices)})')
   grid = mesh_utils.create_device_mesh((len(devices) // fsdp, fsdp), devices=devices)
   return Mesh(grid, AXES)
 

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from searchless.core import config as config_lib
+from searchless.core import errors
 from searchless.core import records
 from searchless.core import tokenizer
 from searchless.data import packing
@@ -69,9 +70,9 @@ def make_loss_fn(
   """
   kind = config.loss.kind
   if kind not in ('log_loss', 'hl_gauss'):
-    raise ValueError(f'loss.kind must be log_loss or hl_gauss, got {kind!r}')
+    raise errors.BadInput(f'loss.kind must be log_loss or hl_gauss, got {kind!r}')
   if kind == 'hl_gauss' and config.policy == 'behavioral_cloning':
-    raise ValueError('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
+    raise errors.BadInput('hl_gauss needs ordered value buckets; behavioral_cloning predicts actions')
 
   def per_target(log_probs, targets):  # [N, V], [N] -> [N]
     if kind == 'log_loss':
@@ -131,7 +132,7 @@ def make_gradient_fn(
   micro = config.train.get('micro_batch', 0) or 0
   batch_size = config.data.batch_size
   if micro and (batch_size % micro or micro % devices):
-    raise ValueError(
+    raise errors.BadInput(
       f'train.micro_batch={micro} must divide data.batch_size={batch_size} '
       f'and be a multiple of the {devices} devices the batch is split over'
     )

@@ -27,6 +27,7 @@ from searchless.core import artefacts
 from searchless.core import atomic
 from searchless import configs
 from searchless.core import config as config_lib
+from searchless.core import errors
 from searchless.core import folder_lock
 from searchless.core import outputs
 from searchless.core import progress_bars
@@ -53,7 +54,7 @@ ON_NEW_DATA = ('refuse', 'restart')  # train.on_new_data: what a resume on other
 
 def _log(workdir: pathlib.Path, record: dict, scalars: tensorboard.ScalarWriter | None) -> None:
   if jax.process_index() == 0:
-    with outputs.naming(workdir / 'metrics.jsonl'), open(workdir / 'metrics.jsonl', 'a') as f:
+    with outputs.errors_naming(workdir / 'metrics.jsonl'), open(workdir / 'metrics.jsonl', 'a') as f:
       f.write(json.dumps(record) + '\n')
   if scalars is not None:
     scalars.write(record['step'], record)
@@ -93,7 +94,7 @@ def train(
           folder.rmdir()
         if fresh:
           work.rmdir()
-    if isinstance(error, OSError) and (one_line := write_errors.said(error, work)) is not error:
+    if isinstance(error, OSError) and (one_line := write_errors.output_error(error, work)) is not error:
       raise one_line from None
     raise
 
@@ -128,9 +129,9 @@ def _train(
   config: config_lib.Config, work: pathlib.Path, *, stop_after: int | None, overrides: Sequence[str], progress: bool
 ) -> step_lib.TrainingState:
   if not config.data.train:
-    raise ValueError('no training data: pass --data GLOB or set data.train in the config')
+    raise errors.BadInput('no training data: pass --data GLOB or set data.train in the config')
   if config.train.get('on_new_data', 'refuse') not in ON_NEW_DATA:
-    raise ValueError(f'train.on_new_data must be one of {ON_NEW_DATA}, got {config.train.on_new_data!r}')
+    raise errors.BadInput(f'train.on_new_data must be one of {ON_NEW_DATA}, got {config.train.on_new_data!r}')
   mesh = sharding.make_mesh(config.train.fsdp)
   functions = step_lib.make_functions(config, mesh)
   data_iter = iter(dataset.config_loader(config, split='train'))
@@ -257,7 +258,7 @@ def _train(
     manager.close()  # Waits for pending saves.
     bar.close()
     if scalars is not None:
-      with outputs.naming(work / tensorboard.DIR):
+      with outputs.errors_naming(work / tensorboard.DIR):
         scalars.close()
     if jax.process_index() == 0:
       step = int(jax.device_get(state.step))
@@ -304,7 +305,7 @@ def _initialised_from(
   got = {jax.tree_util.keystr(k): a.shape for k, a in jax.tree_util.tree_leaves_with_path(loaded)}
   if want != got:
     name = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
-    raise ValueError(
+    raise errors.BadInput(
       f"train.init_from {path!r} does not fit this config's model: {name} is "
       f'{got.get(name, "missing")} there, {want.get(name, "missing")} here'
     )
@@ -322,7 +323,7 @@ def _resume_data(data_iter: Any, iter_state: Any, config: config_lib.Config, wor
     data_iter.set_state(iter_state)
   except ValueError as e:  # grain: the saved data source, sampler or worker count is not this loader's.
     if config.train.get('on_new_data', 'refuse') != 'restart':
-      raise ValueError(
+      raise errors.BadInput(
         f'the checkpoint in {work} was reading other data ({str(e).splitlines()[0]}): pass '
         'train.on_new_data=restart to go on with these from their start'
       ) from None
@@ -382,6 +383,6 @@ def run(
   try:
     experiment = configs.load(config, overrides)
   except KeyError as error:  # An unknown field: a user's mistake, as a ValueError.
-    raise ValueError(str(error).strip('"')) from None
+    raise errors.BadInput(str(error).strip('"')) from None
   train(experiment, workdir, overrides=overrides, progress=progress)
   return artefacts.TrainingSummary.read(pathlib.Path(workdir) / artefacts.TrainingSummary.FILE)

@@ -1,7 +1,7 @@
 """A failed write in a training workdir (a full disk, a read-only folder, a parent that cannot be made), said once.
 
-The trainer's own errors become one line naming the path and the flag (`said`); the libraries that write a run in
-threads of their own (orbax and tensorstore save checkpoints, tensorboardX writes event files, asyncio runs their
+The trainer's own errors become one line naming the path and the flag (`output_error`); the libraries that write a
+run in threads of their own (orbax and tensorstore save checkpoints, tensorboardX writes event files, asyncio runs their
 futures) report the same failure themselves, a traceback per thread: hundreds of lines for one full disk, its
 cause somewhere among them. Each of those failures also reaches the trainer, which says it: orbax raises it at the
 next save or wait (`Checkpointer`), and the next write of metrics, event files or the summary fails on the same
@@ -10,9 +10,9 @@ disk. `quiet()` keeps the threads' reports of it off the terminal.
 >>> error = ValueError("RESOURCE_EXHAUSTED: Failed writing: ... No space left on device [os_error_code='28']")
 >>> cause(error).strerror
 'No space left on device'
->>> str(said(OSError(28, 'No space left on device', '/runs/a/metrics.jsonl'), pathlib.Path('/runs/a')))
+>>> str(output_error(OSError(28, 'No space left on device', '/runs/a/metrics.jsonl'), pathlib.Path('/runs/a')))
 'cannot write /runs/a/metrics.jsonl (--workdir): No space left on device'
->>> str(said(OSError(30, 'Read-only file system', '/runs'), pathlib.Path('/runs/a')))
+>>> str(output_error(OSError(30, 'Read-only file system', '/runs'), pathlib.Path('/runs/a')))
 'cannot create /runs/a (--workdir): Read-only file system'
 """
 
@@ -54,9 +54,10 @@ def cause(error: BaseException) -> OSError | None:
   return None
 
 
-def said(error: OSError, work: pathlib.Path) -> OSError:
-  """`error` as one line naming its path and ``--workdir`` when it is about the workdir `work` (`outputs.said`)."""
-  return outputs.said(error, work, FLAG)
+def output_error(error: OSError, work: pathlib.Path) -> OSError:
+  """`error` as one line naming its path and ``--workdir`` when it is about the workdir `work`
+  (`outputs.output_error`)."""
+  return outputs.output_error(error, work, FLAG)
 
 
 def _failed_write(error: BaseException | None) -> bool:

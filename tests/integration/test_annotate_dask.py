@@ -55,7 +55,7 @@ def test_a_killed_job_on_a_dask_cluster_resumes_and_writes_the_same_files_as_the
     '--chunk_boards',
     '10',
   ]
-  direct = driver.run([*common, '--output_dir', str(tmp_path / 'direct'), '--direct_running_mode', 'in_memory'])
+  direct = driver.run([*common, '--out', str(tmp_path / 'direct'), '--direct_running_mode', 'in_memory'])
 
   before = {p.pid for p in psutil.Process().children(recursive=True)}
   cluster = distributed.LocalCluster(
@@ -65,7 +65,7 @@ def test_a_killed_job_on_a_dask_cluster_resumes_and_writes_the_same_files_as_the
     cluster.wait_for_workers(2, timeout=120)  # The cluster returns once the nannies start, not their workers.
     workers = cluster.scheduler_info['workers']
     assert len(workers) == 2 and all(address.startswith('tcp://127.0.0.1:') for address in workers)
-    on_dask = [*common, '--output_dir', str(tmp_path / 'dask'), '--runner', DASK_RUNNER]
+    on_dask = [*common, '--out', str(tmp_path / 'dask'), '--runner', DASK_RUNNER]
     # Two lanes, not the default 4x the cluster's threads (8): each GroupByKey costs Dask lanes^2 tasks, and the
     # files do not depend on the lanes (the direct run has 16); at 8 the resumed run took 160 s of this test's 190.
     on_dask += ['--dask_client_address', cluster.scheduler_address, '--parallelism', '2']
@@ -77,7 +77,7 @@ def test_a_killed_job_on_a_dask_cluster_resumes_and_writes_the_same_files_as_the
       group=False,
     )
     assert killed == -signal.SIGKILL
-    kept = resume.items_in(resume.pieces(str(tmp_path / 'dask')))
+    kept = resume.items_held(resume.pieces(str(tmp_path / 'dask')))
     dask = driver.run(on_dask)  # The same command resumes: only the boards no piece holds go to the engines.
     # The workers are this process's grandchildren; each partition's engine was closed at its teardown.
     assert [p for p in psutil.Process().children(recursive=True) if 'stockfish' in p.name()] == []

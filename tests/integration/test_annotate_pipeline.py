@@ -17,6 +17,7 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import moves
+from searchless.data import annotate
 from searchless.data import games as games_lib
 from searchless.data import pgn
 from searchless.data import splits
@@ -84,7 +85,7 @@ def small_run(tmp_path_factory, lichess_999, stockfish):
     [
       '--input',
       str(games),
-      '--output_dir',
+      '--out',
       str(out),
       '--limit',
       'depth=2',
@@ -216,7 +217,7 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
     [
       '--input',
       str(games),
-      '--output_dir',
+      '--out',
       str(tmp_path / 'out'),
       '--limit',
       'nodes=2000',
@@ -237,6 +238,15 @@ def test_engine_killed_mid_run_loses_and_duplicates_nothing(tmp_path, lichess_99
   state = bags.read_records(bags.find(str(tmp_path / 'out' / 'train'), 'state_value'), 'state_value')
   assert collections.Counter(r.fen for r in state) == collections.Counter(expected)  # No loss, no duplicate.
   assert manifest.splits['train']['boards_failed'] == 0
+
+
+def test_a_sample_of_games_splits_as_every_game_does():
+  """--sample_games draws the games of smallest hash; the split hashes the same identity, so the draw's hash is
+  salted: else every game drawn would be a test game."""
+  games = [pgn.Game(f'https://lichess.org/{i:08d}', f'g.pgn:{i}', ()) for i in range(2000)]
+  drawn = sorted(games, key=annotate.sample_rank)[:200]
+  test = sum(splits.split_of(g.key, 0.1) == 'test' for g in drawn)
+  assert 10 <= test <= 30  # About 10% (20), as among all 2000 games.
 
 
 @pytest.mark.engine
@@ -261,7 +271,7 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
       str(train),
       '--test_input',
       str(test),
-      '--output_dir',
+      '--out',
       str(out),
       '--limit',
       'depth=1',
@@ -288,8 +298,8 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
   assert manifest.games['skipped'] == {'filtered_elo': 8 - len(elo_ok) - len(test_elo_ok)}
   assert manifest.split['by'] == 'test_input files'
   train_boards = {r.fen for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
-  sampled = [g for g in elo_ok if set(g.fens) <= train_boards]
-  assert len(sampled) >= 1 and len(train_boards) == len({f for g in sampled for f in g.fens})
+  sampled = sorted(elo_ok, key=annotate.sample_rank)[:2]  # The two of smallest hash: every run draws them.
+  assert train_boards == {f for g in sampled for f in g.fens}
   assert sorted(p.name for p in (out / 'train').iterdir()) == sorted(
     f'{kind}-0000{i}-of-00002_data.bagz'
     for kind in ('action_value', 'behavioral_cloning', 'board_value', 'state_value')
@@ -324,9 +334,9 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
     '--no_progress',
   ]
   with pytest.raises(Exception, match=f'{cut}: zstd stream is truncated'):
-    driver.run(args + ['--output_dir', str(tmp_path / 'a')])
+    driver.run(args + ['--out', str(tmp_path / 'a')])
   assert not (tmp_path / 'a').exists()  # A failed job leaves no empty --out.
-  manifest = driver.run(args + ['--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs'])
+  manifest = driver.run(args + ['--out', str(tmp_path / 'b'), '--skip_corrupt_inputs'])
   assert manifest.games['corrupt_input_files'] == 1
   assert manifest.games['read'] == len(before_error) > 10
   assert sum(manifest.games['skipped'].values()) == len(before_error)
@@ -335,13 +345,13 @@ def test_truncated_zst_input_fails_naming_the_file_or_is_counted(tmp_path, liche
 def test_missing_input_and_engine_are_clear_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="--input '.*nothing-\\*.pgn' matches no file"):
     driver.run(
-      ['--input', str(tmp_path / 'nothing-*.pgn'), '--output_dir', str(tmp_path / 'out'), '--engine_path', '/bin/true']
+      ['--input', str(tmp_path / 'nothing-*.pgn'), '--out', str(tmp_path / 'out'), '--engine_path', '/bin/true']
     )
   assert not (tmp_path / 'out').exists()  # A failed run leaves no folder behind.
   games = tmp_path / 'g.pgn'
   games.write_text(FOOLS_MATE)
   with pytest.raises(FileNotFoundError, match="engine '/no/such/stockfish' not found"):
-    driver.run(['--input', str(games), '--output_dir', str(tmp_path), '--engine_path', '/no/such/stockfish'])
+    driver.run(['--input', str(games), '--out', str(tmp_path), '--engine_path', '/no/such/stockfish'])
 
 
 @pytest.mark.engine
@@ -353,7 +363,7 @@ def test_board_mode_writes_state_values_and_best_moves_only(tmp_path, stockfish)
     [
       '--input',
       str(games),
-      '--output_dir',
+      '--out',
       str(out),
       '--mode',
       'board',
@@ -379,7 +389,7 @@ def test_board_mode_writes_state_values_and_best_moves_only(tmp_path, stockfish)
   assert (state[before_mate], clone[before_mate], state[mated]) == (1.0, 'd8h4', 0.0)
   assert manifest.splits['train']['terminal_boards'] == 1 and manifest.splits['train']['action_values'] == 0
   with pytest.raises(ValueError, match='--mode board values no moves'):
-    driver.run(['--input', str(games), '--output_dir', str(out), '--mode', 'board', '--records', 'board'])
+    driver.run(['--input', str(games), '--out', str(out), '--mode', 'board', '--records', 'board'])
 
 
 @pytest.mark.engine
@@ -400,7 +410,7 @@ def test_node_limited_labels_are_identical_in_process_and_on_two_workers(tmp_pat
       [
         '--input',
         str(games),
-        '--output_dir',
+        '--out',
         str(out),
         '--limit',
         'nodes=1000',
@@ -432,7 +442,7 @@ def test_a_folder_with_a_dataset_is_refused_or_replaced_whole(tmp_path, stockfis
   args = [
     '--input',
     str(games),
-    '--output_dir',
+    '--out',
     str(out),
     '--limit',
     'depth=1',
@@ -485,7 +495,7 @@ def test_out_of_range_options_are_one_line_errors_naming_the_flag(tmp_path, flag
   argv = [
     '--input',
     str(tmp_path / 'g.pgn'),
-    '--output_dir',
+    '--out',
     str(tmp_path / 'out'),
     '--engine_path',
     '/bin/true',
@@ -539,20 +549,20 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
   readonly.mkdir(mode=0o555)
   cases.append(
     (
-      ['--input', str(lichess_999), *engine, '--output_dir', '/proc/out'],
+      ['--input', str(lichess_999), *engine, '--out', '/proc/out'],
       'error: cannot create /proc/out (--out): No such file or directory',
     )
   )
   if os.geteuid() != 0:  # root may write anywhere else.
     cases.append(
       (
-        ['--input', str(lichess_999), *engine, '--output_dir', str(readonly / 'out')],
+        ['--input', str(lichess_999), *engine, '--out', str(readonly / 'out')],
         f'error: cannot create {readonly / "out"} (--out): Permission denied',
       )
     )
   for i, (args, first_line) in enumerate(cases):
-    if '--output_dir' not in args:
-      args = [*args, '--output_dir', str(tmp_path / f'out{i}')]
+    if '--out' not in args:
+      args = [*args, '--out', str(tmp_path / f'out{i}')]
     result = _cli(*args)
     assert result.returncode == 2, (args, result.stderr[-2000:])
     # Exactly one line: Beam's workers print a failed bundle's traceback to their stderr, which goes to a
@@ -560,7 +570,7 @@ def test_bad_inputs_end_with_one_error_line_naming_them(tmp_path, lichess_999, s
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]
     line = result.stderr.strip()
     assert line.startswith(first_line), line
-    assert not os.path.exists(args[args.index('--output_dir') + 1])  # Nothing left behind, not even the folder.
+    assert not os.path.exists(args[args.index('--out') + 1])  # Nothing left behind, not even the folder.
     if log := re.search(r"\(workers' log: (\S+)\)$", line):
       assert 'Traceback' in pathlib.Path(log[1]).read_text()
       pathlib.Path(log[1]).unlink()
@@ -594,7 +604,7 @@ def test_a_run_that_keeps_no_game_fails_and_leaves_no_dataset(tmp_path, lichess_
     '--mode',
     'multipv',
     '--direct_num_workers=1',
-    '--output_dir',
+    '--out',
     str(out),
   ]
   for path, line in (

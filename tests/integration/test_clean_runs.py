@@ -42,7 +42,7 @@ def test_the_commands_in_normal_use_warn_of_nothing(tmp_path, stockfish):
       SAMPLE_GAMES,
       '--max_games',
       1,
-      '--output_dir',
+      '--out',
       tmp_path / 'data',
       '--limit',
       'nodes=50',

@@ -121,7 +121,7 @@ def test_the_whole_job_at_a_miniature_size(tmp_path, stockfish, capsys):
 
 def test_unknown_preset_is_an_error(tmp_path):
   with pytest.raises(FileNotFoundError, match="no config named 'huge'"):
-    demo.run(['--input', 'x.pgn', '--run_dir', str(tmp_path), '--preset', 'huge'])
+    demo.run(['--input', 'x.pgn', '--run_dir', str(tmp_path), '--config', 'huge'])
 
 
 def test_no_progress_is_passed_on_to_the_steps_that_draw_progress(tmp_path):

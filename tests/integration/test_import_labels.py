@@ -31,7 +31,7 @@ AFTER_E4 = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1'
 @pytest.fixture(scope='module')
 def imported(lichess_999, tmp_path_factory):
   out = tmp_path_factory.mktemp('free') / 'out'
-  manifest = import_labels.run([str(lichess_999), str(EVAL_SAMPLE), '--output_dir', str(out), *IN_MEMORY])
+  manifest = import_labels.run([str(lichess_999), str(EVAL_SAMPLE), '--out', str(out), *IN_MEMORY])
   return out, manifest
 
 
@@ -127,7 +127,7 @@ def test_bad_lines_are_counted_and_logged_with_their_line(tmp_path):
     )
     + '\n'
   )
-  manifest = import_labels.run([str(db), '--output_dir', str(tmp_path / 'out'), '--test_fraction', '0', *IN_MEMORY])
+  manifest = import_labels.run([str(db), '--out', str(tmp_path / 'out'), '--test_fraction', '0', *IN_MEMORY])
   assert manifest.lines['skipped'] == {'bad_json': 1, 'illegal_fen': 1} and manifest.lines['kept'] == 2
   skips = sorted(json.loads(line)['location'] for line in (tmp_path / 'out' / 'skipped.jsonl').read_text().splitlines())
   assert skips == [f'{db}:2', f'{db}:4']
@@ -138,15 +138,15 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
   plain = tmp_path / 'plain.pgn'
   plain.write_text('[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n')
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels']
-  result = subprocess.run([*cmd, str(plain), '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
+  result = subprocess.run([*cmd, str(plain), '--out', str(tmp_path / 'a')], capture_output=True, text=True)
   assert result.returncode == 2 and result.stderr == (
     f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
     '(1 games_skipped/no_evals)\n'
   )
   assert not (tmp_path / 'a').exists()
-  done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
+  done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--out', str(tmp_path / 'b')], capture_output=True, text=True)
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout
-  again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'b')], capture_output=True, text=True)
+  again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--out', str(tmp_path / 'b')], capture_output=True, text=True)
   assert again.returncode == 2 and 'already holds a dataset (manifest.json, skipped.jsonl' in again.stderr
   nothing = subprocess.run(
     [*cmd, str(tmp_path / 'none-*.jsonl'), '--out', str(tmp_path / 'c')], capture_output=True, text=True
@@ -209,13 +209,13 @@ def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path)
   cut.write_bytes(data[: len(data) // 2])
   readable = sum(1 for _ in _lines_before_error(cut))
   cmd = [sys.executable, '-m', 'searchless.commands.import_labels', str(cut), '--direct_running_mode', 'in_memory']
-  failed = subprocess.run([*cmd, '--output_dir', str(tmp_path / 'a')], capture_output=True, text=True)
+  failed = subprocess.run([*cmd, '--out', str(tmp_path / 'a')], capture_output=True, text=True)
   assert (
     failed.returncode == 2
     and failed.stderr.strip() == f'error: {cut}: zstd stream is truncated (the file ends inside a frame)'
   )
   assert not (tmp_path / 'a').exists()  # A failed import leaves no empty --out.
-  manifest = import_labels.run([str(cut), '--output_dir', str(tmp_path / 'b'), '--skip_corrupt_inputs', *IN_MEMORY])
+  manifest = import_labels.run([str(cut), '--out', str(tmp_path / 'b'), '--skip_corrupt_inputs', *IN_MEMORY])
   assert manifest.corrupt_input_files == 1 and manifest.lines['read'] == readable > 100
 
 
@@ -232,10 +232,10 @@ def test_an_https_input_is_streamed_and_a_dropped_connection_resumed(tmp_path):
   from http_fixture import FileServer
 
   local = ['--test_fraction', '0.5', *IN_MEMORY]
-  import_labels.run([str(EVAL_SAMPLE), '--output_dir', str(tmp_path / 'local'), *local])
+  import_labels.run([str(EVAL_SAMPLE), '--out', str(tmp_path / 'local'), *local])
   with FileServer(EVAL_SAMPLE.parent, drop_after=5000) as server:
     url = f'{server.url}/{EVAL_SAMPLE.name}'
-    manifest = import_labels.run([url, '--output_dir', str(tmp_path / 'url'), *local])
+    manifest = import_labels.run([url, '--out', str(tmp_path / 'url'), *local])
   assert server.gets(f'/{EVAL_SAMPLE.name}') == [None, 'bytes=5000-']
   assert manifest.lines['kept'] == len(EVAL_SAMPLE.read_text().splitlines())
   for split in ('train', 'test'):

@@ -39,7 +39,7 @@ SMALL = [
   '2',
   '--iterations',
   '2',
-  '--quiet',
+  '--no_progress',
 ]
 
 
@@ -123,7 +123,16 @@ def _leaves(tree):
 def test_a_workdir_of_another_start_is_refused(tmp_path, start):
   (tmp_path / improve.SUMMARY_FILE).write_text(json.dumps({'start': '/elsewhere', 'iterations': []}))
   result = subprocess.run(
-    [sys.executable, '-m', 'searchless.commands.improve', '--checkpoint', start, '--workdir', str(tmp_path), '--quiet'],
+    [
+      sys.executable,
+      '-m',
+      'searchless.commands.improve',
+      '--checkpoint',
+      start,
+      '--workdir',
+      str(tmp_path),
+      '--no_progress',
+    ],
     capture_output=True,
     text=True,
     timeout=120,

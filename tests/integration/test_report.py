@@ -41,7 +41,7 @@ def write_manifest(run_dir: pathlib.Path) -> None:
   manifest = artefacts.AnnotationManifest(
     **{
       'code': {'searchless': '0.1.0', 'python': '3.11.7'},
-      'command': ['searchless.commands.annotate', '--input', 'games.pgn', '--output_dir', str(run_dir / 'data')],
+      'command': ['searchless.commands.annotate', '--input', 'games.pgn', '--out', str(run_dir / 'data')],
       'inputs': {'train': ['games.pgn']},
       'output_dir': str(run_dir / 'data'),
       'engine': {
@@ -677,7 +677,7 @@ def test_an_artefact_of_another_format_ends_the_report_with_one_line(tmp_path, c
 def test_not_run_sections_show_the_commands_the_demo_recorded(tmp_path):
   run_dir = tmp_path / 'run'
   run_dir.mkdir()
-  recorded = 'searchless-annotate --input games.pgn --output_dir run/data --limit nodes=777'
+  recorded = 'searchless-annotate --input games.pgn --out run/data --limit nodes=777'
   (run_dir / 'commands.json').write_text(json.dumps({'annotate': recorded}))
   assert report_context.commands(run_dir)['annotate'] == recorded
   report.build(run_dir)

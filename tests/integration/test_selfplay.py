@@ -93,8 +93,8 @@ def test_adjudication_and_argument_checks():
   with pytest.raises(ValueError):
     next(selfplay.play_games('/nonexistent', 1, seed=0, multipv=0))
   with pytest.raises(SystemExit):
-    selfplay_pipeline._parser().parse_args(['--output', 'x.pgn', '--opening_plies', '8,4'])
-  args = selfplay_pipeline._parser().parse_args(['--output', 'x.pgn', '--opening_plies', '2,6'])
+    selfplay_pipeline._parser().parse_args(['--out', 'x.pgn', '--opening_plies', '8,4'])
+  args = selfplay_pipeline._parser().parse_args(['--out', 'x.pgn', '--opening_plies', '2,6'])
   assert args.opening_plies == (2, 6)
 
 
@@ -175,7 +175,7 @@ def test_pipeline_without_engine_exits(tmp_path, capsys):
   with pytest.raises(launch.EngineNotFound, match='not found or not executable'):
     selfplay.run(str(tmp_path / 'x.pgn'), engine_path=str(tmp_path / 'no-engine'))
   with pytest.raises(SystemExit) as exit:
-    selfplay_command.main(['--output', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
+    selfplay_command.main(['--out', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
   assert exit.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: engine binary') and 'not found or not executable' in err and err.count('\n') == 1

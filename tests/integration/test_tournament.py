@@ -362,7 +362,7 @@ def test_stockfish_tournament_two_workers_then_resume(tmp_path, stockfish, share
     str(out),
     '--max_plies',
     '60',
-    '--engine',
+    '--engine_path',
     wrapper,
     '--no_progress',
   ]

@@ -32,7 +32,7 @@ def test_help_shows_each_default_once_and_never_none(parser):
     ('evaluate', ['--checkpoint', 'pretrained', '--data', 'x.bag', '--out', '{file}'], '--out', 'file, not a folder'),
     ('tournament', ['--agent', 'random', '--agent', 'random', '--out', '{file}'], '--out', 'file, not a folder'),
     ('openings', ['--out', '{folder}'], '--out', 'folder, not a file'),
-    ('selfplay', ['--checkpoint', 'pretrained', '--output', '{folder}'], '--out/--output', 'folder, not a file'),
+    ('selfplay', ['--checkpoint', 'pretrained', '--out', '{folder}'], '--out', 'folder, not a file'),
   ],
 )
 def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys, command, argv, flag, kind):
@@ -49,23 +49,28 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys
 
 
 @pytest.mark.parametrize(
-  'command, canonical, old, dest',
+  'command, canonical, old, dest, value',
   [
-    ('pipelines.annotate', '--out', '--output_dir', 'output_dir'),
-    ('pipelines.import_labels', '--out', '--output_dir', 'output_dir'),
-    ('commands.puzzles_data', '--out', '--output', 'output'),
-    ('pipelines.selfplay', '--out', '--output', 'output'),
-    ('commands.openings', '--engine_path', '--engine', 'engine'),
-    ('commands.tournament', '--engine_path', '--engine', 'engine'),
-    ('commands.improve', '--no_progress', '--quiet', 'quiet'),
-    ('commands.puzzles_data', '--num', '--limit', 'limit'),
+    ('pipelines.annotate', '--out', '--output_dir', 'output_dir', 'runs/a'),
+    ('pipelines.import_labels', '--out', '--output_dir', 'output_dir', 'runs/a'),
+    ('commands.puzzles_data', '--out', '--output', 'output', 'dev.csv'),
+    ('pipelines.selfplay', '--out', '--output', 'output', 'games.pgn'),
+    ('commands.openings', '--engine_path', '--engine', 'engine', 'sf'),
+    ('commands.tournament', '--engine_path', '--engine', 'engine', 'sf'),
+    ('commands.improve', '--no_progress', '--quiet', 'quiet', None),
+    ('commands.puzzles_data', '--num', '--limit', 'limit', '7'),
+    ('commands.demo', '--config', '--preset', 'config', '9m'),
   ],
 )
-def test_one_vocabulary_and_the_old_spellings_still_accepted(command, canonical, old, dest):
+def test_one_name_per_flag_and_an_old_spelling_read_as_it_with_a_warning(capsys, command, canonical, old, dest, value):
   parser = importlib.import_module(f'searchless.{command}')._parser()  # pylint: disable=protected-access
-  option = next(a for a in parser._actions if dest == a.dest and canonical in a.option_strings)  # pylint: disable=protected-access
-  assert option.option_strings == [canonical, old]  # The new spelling first, as --help shows it.
-  assert parser._option_string_actions[old] is option  # pylint: disable=protected-access
+  option = parser._option_string_actions[canonical]  # pylint: disable=protected-access
+  assert (option.option_strings, option.dest) == ([canonical], dest)  # One name, which --help shows.
+  assert not re.search(f'{old}\\b(?!_)', parser.format_help())
+  given = [old] if value is None else [old, value, f'{old}={value}', '--', old]
+  read = [canonical] if value is None else [canonical, value, f'{canonical}={value}', '--', old]
+  assert parser._current_spellings(given) == read  # What argparse parses.  # pylint: disable=protected-access
+  assert capsys.readouterr().err == f'warning: {old} is deprecated; use {canonical}\n' * (1 if value is None else 2)
 
 
 def test_a_wrong_flag_still_shows_the_usage(tmp_path, capsys):
@@ -117,6 +122,30 @@ def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
       with errors.one_line_errors():
         raise raised
     assert exit.value.code == 130 and capsys.readouterr().err == f'interrupted; {said}\n'
+
+
+def test_a_user_error_is_one_line_and_a_bug_keeps_its_traceback(capsys, monkeypatch):
+  import errno
+
+  from searchless.core import errors
+
+  with pytest.raises(SystemExit) as exit:
+    with errors.one_line_errors():
+      raise errors.BadInput('--num must be >= 1, got 0')
+  assert (exit.value.code, capsys.readouterr().err) == (2, 'error: --num must be >= 1, got 0\n')
+  assert issubclass(errors.BadInput, ValueError) and issubclass(errors.MissingInput, FileNotFoundError)
+  for bug in (ValueError('Incompatible shapes for broadcasting: (3,) and (4,)'), OSError(errno.EIO, 'I/O error')):
+    with pytest.raises(type(bug)):  # Not a SystemExit: Python prints the traceback, exit status 1.
+      with errors.one_line_errors():
+        raise bug
+    assert capsys.readouterr().err == ''
+  monkeypatch.setattr('sys.argv', ['searchless-puzzles', '--agent', 'random', '--out', 'runs/a'])
+  with pytest.raises(PermissionError):  # A path it names is said first, with the flag that gave it.
+    with errors.one_line_errors():
+      raise OSError(errno.EACCES, 'Permission denied', 'runs/a/journal.jsonl')
+  assert capsys.readouterr().err == (
+    'error: runs/a/journal.jsonl (--out): Permission denied (not a checked input; the traceback follows)\n'
+  )
 
 
 def _script_parsers():

@@ -66,15 +66,16 @@ def _parsers(script: str) -> tuple[argparse.ArgumentParser, ...]:
 
 
 def _options(parsers: tuple[argparse.ArgumentParser, ...]) -> set[str]:
-  """Each option's current spelling: the first of its strings (the others are older spellings, still accepted);
-  a command with subcommands (`searchless-strength measure`) has its subcommands' options too."""
+  """Each option's spellings (``-h``, ``--help``; an older spelling, still read with a warning, is none of them:
+  `cli.add_deprecated_alias`); a command with subcommands (`searchless-strength measure`) has its subcommands'
+  options too."""
   options = set()
   for parser in parsers:
     for action in parser._actions:
       if isinstance(action, argparse._SubParsersAction):
         options |= _options(tuple(action.choices.values()))
-      elif action.option_strings:
-        options.add(action.option_strings[0])
+      else:
+        options.update(action.option_strings)
   return options
 
 
@@ -117,6 +118,46 @@ def test_every_command_line_names_a_console_script_and_its_flags(page, script, a
   flags = [a.split('=', 1)[0] for a in args if a.startswith('--') and a != '--']
   unknown = [f for f in flags if f not in options]
   assert not unknown, f'{page}: {script} has no flag {unknown} by that spelling (its flags: {sorted(options)})'
+
+
+SPAN = re.compile(r'`([^`]+)`')
+COMMAND = re.compile(r'(?<![\w/.-])searchless-[a-z]+(?:-[a-z]+)*')
+SENTENCE = re.compile(r'(?<=[.;:])\s+(?=[A-Z`(])')  # Where a sentence of prose ends.
+
+
+def _prose_flags() -> list[tuple[str, str, str]]:
+  """(page, script, flag) of every flag that prose shows in a code span (```--dtype```, not a whole command line)
+  after naming a command in the same sentence: the flag is the nearest such command's ("`searchless-evaluate`
+  and `searchless-puzzles` take `--dtype`" is a flag of searchless-puzzles)."""
+  found = []
+  for page in PAGES:
+    prose = FENCE.sub('', page.read_text())
+    for paragraph in re.split(r'\n\s*\n', prose):
+      for sentence in SENTENCE.split(' '.join(paragraph.split())):
+        named = [(m.start(), 'script', m[0]) for m in COMMAND.finditer(sentence) if m[0] in _scripts()]
+        flags = [
+          (m.start(), 'flag', flag)
+          for m in SPAN.finditer(sentence)
+          if not m[1].lstrip().startswith('searchless-')
+          for flag in re.findall(r'(?:^|\s)(--[a-z][\w-]*)', m[1])
+        ]
+        script = None
+        for _, kind, word in sorted(named + flags):
+          if kind == 'script':
+            script = word
+          elif script is not None:
+            found.append((page.relative_to(ROOT).as_posix(), script, word))
+  return sorted(set(found))
+
+
+def test_prose_shows_flags_after_their_commands():
+  assert ('docs/published.md', 'searchless-evaluate', '--dtype') in _prose_flags()
+
+
+@pytest.mark.parametrize('page, script, flag', _prose_flags(), ids=lambda v: v if isinstance(v, str) else None)
+def test_every_flag_prose_gives_a_command_is_one_of_its_flags(page, script, flag):
+  options = _options(_parsers(script))
+  assert flag in options, f'{page}: {script} has no flag {flag} by that spelling'
 
 
 def test_the_pages_name_no_path_a_plain_install_lacks():

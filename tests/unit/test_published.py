@@ -92,3 +92,15 @@ def test_a_name_not_downloaded_says_how_to_get_it(monkeypatch, tmp_path):
     'state_value',
   ]
   assert loading.trained_policy('runs/x', None) is None
+
+
+def test_an_item_named_twice_is_one_file_and_a_checkpoint_is_there_once_loadable(tmp_path):
+  assert published.remotes('chessbench-checkpoints', ['9M', '9M']) == published.remotes(
+    'chessbench-checkpoints', ['9M']
+  )
+  model = tmp_path / '9M'
+  assert not published.holds_checkpoint(model)
+  (model / '6400000' / 'params_ema').mkdir(parents=True)  # What an unpack that stopped half-way can leave.
+  assert not published.holds_checkpoint(model)
+  (model / '6400000' / 'params_ema' / '_CHECKPOINT_METADATA').write_text('{}')
+  assert published.holds_checkpoint(model)

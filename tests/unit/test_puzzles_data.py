@@ -205,11 +205,11 @@ def test_pipeline_removes_the_overlap(tmp_path, dev, dev_rows, train, capsys):
     [
       '--puzzles',
       str(dev),
-      '--output',
+      '--out',
       str(out),
       '--train_dir',
       str(directory),
-      '--limit',
+      '--num',
       str(N),
       '--remove_train_overlap',
       '--no_progress',
@@ -259,7 +259,7 @@ def test_train_spec_errors(tmp_path):
 def test_the_command_fails_with_one_line(tmp_path, capsys):
   (tmp_path / 'p.csv').write_text('PuzzleId,FEN,Moves,Rating\n')
   with pytest.raises(SystemExit) as exit:
-    command.main(['--puzzles', str(tmp_path / 'p.csv'), '--output', str(tmp_path / 'o.csv'), '--remove_train_overlap'])
+    command.main(['--puzzles', str(tmp_path / 'p.csv'), '--out', str(tmp_path / 'o.csv'), '--remove_train_overlap'])
   assert exit.value.code == 2
   assert capsys.readouterr().err == 'error: --remove_train_overlap needs --train_dir\n'
 

@@ -30,7 +30,7 @@ False
 >>> Adjudication(max_plies=0)
 Traceback (most recent call last):
 ...
-ValueError: max_plies must be >= 1 or None, got 0
+searchless.core.errors.BadInput: max_plies must be >= 1 or None, got 0
 """
 
 import dataclasses
@@ -41,6 +41,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from searchless.core import errors
 from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
 from searchless.play import agents as agents_lib
@@ -73,11 +74,11 @@ class Adjudication:
 
   def __post_init__(self):
     if self.max_plies is not None and self.max_plies < 1:
-      raise ValueError(f'max_plies must be >= 1 or None, got {self.max_plies}')
+      raise errors.BadInput(f'max_plies must be >= 1 or None, got {self.max_plies}')
     if self.win_cp is not None and self.win_cp < 1:
-      raise ValueError(f'win_cp must be >= 1 or None, got {self.win_cp}')
+      raise errors.BadInput(f'win_cp must be >= 1 or None, got {self.win_cp}')
     if self.draw_cp is not None and (self.draw_cp < 1 or self.draw_plies < 1):
-      raise ValueError(f'draw_cp and draw_plies must be >= 1, got {self.draw_cp} and {self.draw_plies}')
+      raise errors.BadInput(f'draw_cp and draw_plies must be >= 1, got {self.draw_cp} and {self.draw_plies}')
     launch.SearchLimit.parse(self.eval_limit)
 
   @property

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from searchless.core import errors
 from searchless.core import outputs
 from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
@@ -55,17 +56,17 @@ def run(
   (`engine`, default: found; searching `eval_limit`) finds a mate or |eval| >
   `adjudicate_cp` (0: no evaluating engine); a draw when |eval| < `draw_cp` for
   `draw_plies` plies after move 40 (None: off). `anchor`: see
-  `results.resolve_anchor`. `out_dir` has one writer (`outputs.writing`: a second is refused, and a filesystem
+  `results.resolve_anchor`. `out_dir` has one writer (`outputs.sole_writer`: a second is refused, and a filesystem
   error names its file and ``--out``).
   """
   if len(agents) < 2:
-    raise ValueError('give at least two --agent SPECs')
+    raise errors.BadInput('give at least two --agent SPECs')
   if (openings is None) == (make_openings is None):
-    raise ValueError('give either --openings FILE... or --make_openings N')
+    raise errors.BadInput('give either --openings FILE... or --make_openings N')
   if workers < 1:
-    raise ValueError(f'--workers must be >= 1, got {workers}')
+    raise errors.BadInput(f'--workers must be >= 1, got {workers}')
   if games_per_pair is not None and games_per_pair < 1:
-    raise ValueError(f'--games_per_pair must be >= 1, got {games_per_pair}')
+    raise errors.BadInput(f'--games_per_pair must be >= 1, got {games_per_pair}')
   adjudication = games.Adjudication(
     max_plies=max_plies,
     eval=adjudicate_cp > 0 or draw_cp is not None,
@@ -79,10 +80,10 @@ def run(
   if adjudication.needs_engine and not (engine or launch.find_stockfish()):
     print('warning: no Stockfish found: games are not adjudicated by evaluation', file=sys.stderr)
   if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-    raise ValueError(f'--out {out_dir!r} is a file, not a directory')
+    raise errors.BadInput(f'--out {out_dir!r} is a file, not a directory')
   for spec in agents:
     agents_lib.parse_spec(spec)  # A bad spec fails before --out is made.
-  with outputs.writing(out_dir, 'searchless-tournament', '--out'):
+  with outputs.sole_writer(out_dir, 'searchless-tournament', '--out'):
     made = not os.path.exists(os.path.join(out_dir, OPENINGS_FILE))
     try:
       if make_openings is not None:

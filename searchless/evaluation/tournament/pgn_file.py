@@ -21,6 +21,7 @@ from typing import NamedTuple
 import chess.pgn
 
 from searchless.core import atomic
+from searchless.core import errors
 from searchless.core import outputs
 
 GAMES_FILE = 'games.pgn'
@@ -63,7 +64,7 @@ def parse(text: str) -> Record:
   """The record of one game's PGN text."""
   game = chess.pgn.read_game(io.StringIO(text))
   if game is None:
-    raise ValueError(f'no PGN game in {text[:80]!r}')
+    raise errors.BadInput(f'no PGN game in {text[:80]!r}')
   return record(game)
 
 
@@ -105,7 +106,7 @@ def append(path: str, text: str) -> None:
     with outputs.open_output(path, 'a') as f:
       f.write(text + '\n\n')
       f.flush()
-      with outputs.naming(path):
+      with outputs.errors_naming(path):
         os.fsync(f.fileno())
   except OSError:
     if new and os.path.exists(path) and not os.path.getsize(path):

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from searchless.core import artefacts
+from searchless.core import errors
 from searchless.evaluation import elo as elo_lib
 from searchless.evaluation.tournament import games as games_lib
 from searchless.evaluation.tournament import pgn_file
@@ -86,7 +87,7 @@ def resolve_anchor(anchor: str | None, entrants: Sequence[scheduling.Entrant]) -
     return ladder
   if anchor == 'ladder':
     if not ladder:
-      raise ValueError('--anchor ladder needs agents with a UCI_Elo, e.g. stockfish:nodes=1000,elo=1350')
+      raise errors.BadInput('--anchor ladder needs agents with a UCI_Elo, e.g. stockfish:nodes=1000,elo=1350')
     return ladder
   names = {e.name for e in entrants}
   name, eq, value = anchor.rpartition('=')
@@ -97,7 +98,7 @@ def resolve_anchor(anchor: str | None, entrants: Sequence[scheduling.Entrant]) -
       pass
   if anchor in names:
     return {anchor: 0.0}
-  raise ValueError(f'--anchor {anchor!r}: expected NAME[=ELO], ladder or none with NAME one of {sorted(names)}')
+  raise errors.BadInput(f'--anchor {anchor!r}: expected NAME[=ELO], ladder or none with NAME one of {sorted(names)}')
 
 
 def _kind(termination: str) -> str:

@@ -5,7 +5,8 @@
 (`scheduling`) and call `run_tournament`: it plays the games a previous run
 did not (`workers`), appending each to the games file as it finishes
 (`pgn_file`), then rewrites the file in schedule order, fits the Elo ratings
-and writes ``OUT/results.json`` (`results`).
+and writes ``OUT/results.json`` (`results`). Ctrl-C keeps every finished game
+and says how many.
 """
 
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ import time
 from typing import Any
 
 
+from searchless.core import errors
 from searchless.core import progress_bars
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
@@ -39,7 +41,7 @@ def run_tournament(
 ) -> dict:
   """Plays the `tasks` not yet in ``out_dir/games.pgn`` and rates all its games; returns results.json's content."""
   if workers < 1:
-    raise ValueError(f'workers must be >= 1, got {workers}')
+    raise errors.BadInput(f'workers must be >= 1, got {workers}')
   anchors = results_lib.resolve_anchor(anchor, entrants)
   os.makedirs(out_dir, exist_ok=True)
   pgn_path = os.path.join(out_dir, pgn_file.GAMES_FILE)
@@ -50,7 +52,7 @@ def run_tournament(
   played = {r.key: r for r in records}
   for task in tasks:
     if task.key in played and played[task.key].opening != task.opening.name:
-      raise ValueError(
+      raise errors.BadInput(
         f'{pgn_path}: round {task.round} {task.white.name} - {task.black.name} was played from '
         f'opening {played[task.key].opening!r}, not {task.opening.name!r}: use another --out'
       )
@@ -75,6 +77,10 @@ def run_tournament(
       results_lib.add_score(scores, record)
       bar.update(1)
       bar.set_postfix_str(results_lib.score_line(scores, names), refresh=False)
+  except KeyboardInterrupt:  # Each finished game is in the games file already.
+    raise KeyboardInterrupt(
+      f'{len(records)} of {len(tasks)} games kept in {pgn_path}; rerun the same command to play the rest'
+    ) from None
   finally:
     bar.close()
   wall = time.monotonic() - start
@@ -107,7 +113,7 @@ def round_robin(
   """Every pair of agents plays from every opening with both colours; returns the results (see run_tournament)."""
   entrants = scheduling.resolve_entrants(specs)
   if len(entrants) < 2:
-    raise ValueError('a round robin needs at least two agents')
+    raise errors.BadInput('a round robin needs at least two agents')
   tasks = scheduling.schedule(list(itertools.combinations(entrants, 2)), openings, games_per_pair)
   return run_tournament(entrants, tasks, out_dir=out_dir, **kwargs)
 
@@ -123,7 +129,7 @@ def gauntlet(
 ) -> dict:
   """The candidate plays each opponent from every opening with both colours (see run_tournament)."""
   if not opponent_specs:
-    raise ValueError('a gauntlet needs at least one opponent')
+    raise errors.BadInput('a gauntlet needs at least one opponent')
   entrants = scheduling.resolve_entrants([candidate_spec, *opponent_specs])
   tasks = scheduling.schedule([(entrants[0], other) for other in entrants[1:]], openings, games_per_pair)
   return run_tournament(entrants, tasks, out_dir=out_dir, **kwargs)

@@ -18,6 +18,7 @@ import collections
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from searchless.core import errors
 from searchless.evaluation import openings as openings_lib
 from searchless.model import loading
 from searchless.play import agents as agents_lib
@@ -45,10 +46,10 @@ def schedule(
 ) -> list[Task]:
   """Games of each pair in rounds 1..games_per_pair (default: every opening with both colours), by round."""
   if not openings:
-    raise ValueError('no openings to play')
+    raise errors.BadInput('no openings to play')
   total = 2 * len(openings) if games_per_pair is None else games_per_pair
   if total < 1:
-    raise ValueError(f'games_per_pair must be >= 1, got {games_per_pair}')
+    raise errors.BadInput(f'games_per_pair must be >= 1, got {games_per_pair}')
   tasks = []
   for r in range(1, total + 1):
     opening = openings[(r - 1) // 2 % len(openings)]
@@ -83,5 +84,5 @@ def resolve_entrants(specs: Sequence[str]) -> list[Entrant]:
     by_name[entrant.name].append(entrant.spec)
   for name, named in by_name.items():
     if len(named) > 1:
-      raise ValueError(f'agent names must be unique: {name!r} is the name of {named}; add ,name=NAME to the specs')
+      raise errors.BadInput(f'agent names must be unique: {name!r} is the name of {named}; add ,name=NAME to the specs')
   return entrants

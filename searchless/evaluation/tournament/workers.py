@@ -3,6 +3,8 @@
 `play_all` plays tasks in this process (one worker) or in a 'spawn'
 multiprocessing pool; a `Worker` builds each entrant's agent from its spec once,
 keeps an adjudicating engine, and starts an agent afresh after it crashed.
+Ctrl-C is the parent's: the pool's processes, and the engines they start,
+ignore SIGINT (a terminal sends it to them all), and the parent stops them.
 
 >>> from searchless.evaluation.tournament.games import Adjudication
 >>> list(play_all([], workers=4, adjudication=Adjudication(eval=False), event='test'))
@@ -10,10 +12,13 @@ keeps an adjudicating engine, and starts an agent afresh after it crashed.
 """
 
 from collections.abc import Iterator, Sequence
+import contextlib
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.pool
 import os
+import signal
+import threading
 
 import chess.pgn
 
@@ -76,6 +81,7 @@ def _init_worker(adjudication: games.Adjudication, event: str) -> None:
   global _WORKER
   # Several worker processes may load checkpoints on one accelerator: JAX must not grab 75% of it in each.
   os.environ.setdefault('XLA_PYTHON_CLIENT_PREALLOCATE', 'false')
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; a worker started later ignores it too.
   _WORKER = Worker(adjudication, event)
 
 
@@ -111,6 +117,21 @@ class _Pool(multiprocessing.pool.Pool):
     return _WorkerProcess(*args, **kwds)
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+  """Inside the block, SIGINT is ignored (in the main thread; elsewhere nothing changes): processes started there
+  keep ignoring it, Python ones too (Python installs its KeyboardInterrupt handler only where SIGINT is not
+  ignored), and so do the engines they start."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGINT, previous)
+
+
 def _play_task(item: tuple[int, scheduling.Task]) -> tuple[int, str]:
   index, task = item
   assert _WORKER is not None, 'not in a pool worker'
@@ -131,12 +152,13 @@ def play_all(
     finally:
       worker.close()
     return
-  pool = _Pool(
-    min(workers, len(tasks)),
-    initializer=_init_worker,
-    initargs=(adjudication, event),
-    context=multiprocessing.get_context('spawn'),
-  )
+  with _sigint_ignored():  # Inherited through exec: Ctrl-C cannot hit a process while it starts.
+    pool = _Pool(
+      min(workers, len(tasks)),
+      initializer=_init_worker,
+      initargs=(adjudication, event),
+      context=multiprocessing.get_context('spawn'),
+    )
   try:
     yield from pool.imap_unordered(_play_task, enumerate(tasks), chunksize=1)
     pool.close()  # Workers close their agents and exit.

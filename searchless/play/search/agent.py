@@ -30,6 +30,7 @@ import contextlib
 import chess
 import numpy as np
 
+from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 from searchless.play.search import alphabeta
@@ -104,7 +105,7 @@ def _number(params: dict[str, str], key: str, kind: type, spec: str):
   try:
     return kind(text)
   except ValueError:
-    raise ValueError(
+    raise errors.BadInput(
       f'bad agent {spec!r}: {key} must be a{"n integer" if kind is int else " number"}, got {text!r}'
     ) from None
 
@@ -117,7 +118,7 @@ def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', nam
   params = dict(params)
   algo = params.pop('algo', 'mcts')
   if algo not in ALGORITHMS:
-    raise ValueError(f'bad agent {spec!r}: algo must be one of {ALGORITHMS}, got {algo!r}')
+    raise errors.BadInput(f'bad agent {spec!r}: algo must be one of {ALGORITHMS}, got {algo!r}')
   per_algo: dict[str, dict[str, type]] = {
     'mcts': {'sims': int, 'batch': int, 'c': float, 'reuse': int, 'noise': float},
     'alphabeta': {'depth': int},
@@ -133,7 +134,7 @@ def from_options(checkpoint: str, params: dict[str, str], *, spec: str = '', nam
   strings = {'policy', 'dtype', 'value'}
   unknown = set(params) - set(keys) - set(common) - strings
   if unknown:
-    raise ValueError(
+    raise errors.BadInput(
       f'bad agent {spec!r}: unknown option(s) {sorted(unknown)} for algo={algo}; expected '
       f'{", ".join(sorted([*keys, *common, *strings]))}'
     )
@@ -184,4 +185,4 @@ def agent_for(policy: policy_lib.Policy, algo: str = 'mcts', **config) -> Search
     return SearchAgent(mcts.Mcts(evaluator, mcts.MctsConfig(**config)), name='search(mcts)')
   if algo == 'alphabeta':
     return SearchAgent(alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(**config)), name='search(alphabeta)')
-  raise ValueError(f'algo must be one of {ALGORITHMS}, got {algo!r}')
+  raise errors.BadInput(f'algo must be one of {ALGORITHMS}, got {algo!r}')

@@ -39,6 +39,7 @@ import chess
 import chess.polyglot
 import numpy as np
 
+from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import predictor as predictor_lib
 from searchless.play.search import evaluator as evaluator_lib
@@ -58,11 +59,11 @@ class AlphaBetaConfig:
 
   def __post_init__(self):
     if not 1 <= self.depth <= MAX_DEPTH:
-      raise ValueError(f'depth must be in [1, {MAX_DEPTH}], got {self.depth}')
+      raise errors.BadInput(f'depth must be in [1, {MAX_DEPTH}], got {self.depth}')
     if self.seconds is not None and self.seconds <= 0:
-      raise ValueError(f'seconds must be > 0, got {self.seconds}')
+      raise errors.BadInput(f'seconds must be > 0, got {self.seconds}')
     if self.nodes is not None and self.nodes < 1:
-      raise ValueError(f'nodes must be >= 1, got {self.nodes}')
+      raise errors.BadInput(f'nodes must be >= 1, got {self.nodes}')
 
 
 class _OutOfTime(Exception):

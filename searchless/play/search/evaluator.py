@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
+from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 
@@ -59,9 +60,9 @@ class Evaluator:
     clock: Callable[[], float] = time.perf_counter,
   ):
     if prior_temperature <= 0:
-      raise ValueError(f'prior_temperature must be > 0, got {prior_temperature}')
+      raise errors.BadInput(f'prior_temperature must be > 0, got {prior_temperature}')
     if value_policy is not None and value_policy.kind == policy_lib.BEHAVIORAL_CLONING:
-      raise ValueError('the value checkpoint must be an action-value or state-value one, not behavioral cloning')
+      raise errors.BadInput('the value checkpoint must be an action-value or state-value one, not behavioral cloning')
     self.policy = policy
     self.value_policy = value_policy
     self.prior_temperature = prior_temperature

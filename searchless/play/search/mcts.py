@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
+from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
@@ -73,15 +74,15 @@ class MctsConfig:
 
   def __post_init__(self):
     if self.simulations < 0:
-      raise ValueError(f'simulations must be >= 0, got {self.simulations}')
+      raise errors.BadInput(f'simulations must be >= 0, got {self.simulations}')
     if self.seconds is not None and self.seconds <= 0:
-      raise ValueError(f'seconds must be > 0, got {self.seconds}')
+      raise errors.BadInput(f'seconds must be > 0, got {self.seconds}')
     if self.depth is not None and self.depth < 1:
-      raise ValueError(f'depth must be >= 1, got {self.depth}')
+      raise errors.BadInput(f'depth must be >= 1, got {self.depth}')
     if self.batch_size < 1:
-      raise ValueError(f'batch_size must be >= 1, got {self.batch_size}')
+      raise errors.BadInput(f'batch_size must be >= 1, got {self.batch_size}')
     if not 0 <= self.dirichlet_fraction <= 1:
-      raise ValueError(f'dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}')
+      raise errors.BadInput(f'dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}')
 
 
 def _mark_mates(node: 'Node', board: chess.Board) -> 'Node':

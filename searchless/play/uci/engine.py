@@ -25,6 +25,7 @@ import time
 
 import chess
 
+from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
@@ -73,9 +74,9 @@ class UciEngine:
     search_depth: int = alphabeta.AlphaBetaConfig.depth,
   ):
     if policy not in policy_lib.POLICIES:
-      raise ValueError(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
+      raise errors.BadInput(f'unknown policy {policy!r}; expected one of {policy_lib.POLICIES}')
     if search not in SEARCHES:
-      raise ValueError(f'unknown search {search!r}; expected one of {SEARCHES}')
+      raise errors.BadInput(f'unknown search {search!r}; expected one of {SEARCHES}')
     self._loader = loader_lib.Loader(player_factory, thread_limiter=thread_limiter, warm_up=warm_up)
     self._output = output
     self._output_lock = threading.Lock()

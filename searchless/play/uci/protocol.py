@@ -14,6 +14,7 @@ import dataclasses
 
 import chess
 
+from searchless.core import errors
 from searchless.core import legality
 
 CP_CLIP = 3000  # |score cp| limit: a model's win probability never proves a mate.
@@ -44,7 +45,7 @@ NO_SEARCH = 'none'  # The Search option's first value: the searchless player (th
 MAX_SEARCH_NODES = 10_000_000  # SearchNodes' spin maximum.
 
 
-class UciError(ValueError):
+class UciError(errors.BadInput):
   """Malformed or inapplicable input; its message follows ``info string error:``."""
 
 

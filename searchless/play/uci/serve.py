@@ -10,6 +10,7 @@ import os
 import sys
 import typing
 
+from searchless.core import errors
 from searchless.model import loading
 from searchless.play import compilation_cache as compilation_cache_lib
 from searchless.play import player as player_lib
@@ -78,8 +79,8 @@ def run(
   )
   try:  # Before speaking: a checkpoint that cannot play ends the process here (one line, status 2).
     engine.load()
-  except Exception as e:  # pylint: disable=broad-except  # Whatever the reason, no move without a model.
-    raise ValueError(f'could not load the model {checkpoint_path}: {type(e).__name__}: {e}') from None
+  except errors.USER_ERRORS as e:  # A bad checkpoint; anything else is a bug and keeps its traceback.
+    raise errors.BadInput(f'could not load the model {checkpoint_path}: {e}') from None
   if not _serve(engine, sys.stdin.buffer):  # A search stuck in the model: don't wait for it.
     out.flush()
     os._exit(0)  # pylint: disable=protected-access

@@ -1,0 +1,177 @@
+"""`searchless-serve` under load: positions/s at 1, 8 and 64 concurrent clients against the model's raw batched
+throughput, measured in the same run, and each level's p50 and p99 latency.
+
+    .venv/bin/python benchmarks/serve.py                                  # pretrained, 1 / 8 / 64 clients, 10 s each
+    .venv/bin/python benchmarks/serve.py --checkpoint pretrained-transformer --seconds 20
+
+* raw: in this process, the served policy's `analyse_many` (what the server's batcher calls: tokens, the model,
+  the moves' win probabilities) on batches of 1, 8 and 64 positions, every batch shape compiled first;
+* served: a real `searchless-serve` process on 127.0.0.1; each client is a thread with a keep-alive connection
+  that POSTs one position to /v1/analyse, waits for its answer, and sends the next. The positions are every 5th
+  ply of the shipped sample games (searchless/samples), the same for both.
+
+Targets: at 64 clients, at least 80% of the raw throughput at batch 64; at 1 client, a p50 latency of at most
+1.2x the raw batch-1 time. The clients share the machine's cores with the server (on 2 cores they cost it).
+Prints each level's positions/s, p50, p99, the mean positions per model call (from /metrics), and the ratios.
+"""
+
+import argparse
+import http.client
+import importlib.resources
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import chess
+import chess.pgn
+
+from searchless.play import player as player_lib
+
+
+def sample_boards(count: int, every: int = 5) -> list[chess.Board]:
+  """Every `every`-th position of the shipped sample games (with legal moves), up to `count`."""
+  boards: list[chess.Board] = []
+  with importlib.resources.files('searchless.samples').joinpath('sample_games.pgn').open() as f:
+    while len(boards) < count and (game := chess.pgn.read_game(f)) is not None:
+      board = game.board()
+      for ply, move in enumerate(game.mainline_moves()):
+        board.push(move)
+        if ply % every == 0 and any(True for _ in board.legal_moves):
+          boards.append(board.copy(stack=False))
+  return boards[:count]
+
+
+def raw_throughput(policy, boards: list[chess.Board], size: int, seconds: float) -> tuple[float, float]:
+  """(positions/s, median seconds per call) of `policy.analyse_many` on batches of `size` positions."""
+  times, done, start, i = [], 0, time.perf_counter(), 0
+  while time.perf_counter() - start < seconds or len(times) < 5:
+    batch = [boards[(i + k) % len(boards)] for k in range(size)]
+    i += size
+    begin = time.perf_counter()
+    policy.analyse_many(batch)
+    times.append(time.perf_counter() - begin)
+    done += size
+  return done / sum(times), statistics.median(times)
+
+
+class Server:
+  """`searchless-serve` as a process on a free port."""
+
+  def __init__(self, checkpoint: str, max_batch: int):
+    argv = [sys.executable, '-m', 'searchless.commands.serve', '--checkpoint', checkpoint, '--port', '0']
+    argv += ['--max_batch', str(max_batch), '--max_queue', str(max(1024, 4 * max_batch))]
+    self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    first = self.process.stdout.readline()
+    host, port = first.split(' at http://', 1)[1].split('/', 1)[0].rsplit(':', 1)
+    self.host, self.port = host, int(port)
+    ready = self.process.stdout.readline()
+    if not ready.startswith('ready: '):
+      raise RuntimeError(f'the server did not get ready: {ready!r}')
+
+  def metric(self, name: str) -> float:
+    connection = http.client.HTTPConnection(self.host, self.port)
+    connection.request('GET', '/metrics')
+    text = connection.getresponse().read().decode()
+    connection.close()
+    return next((float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + ' ')), 0.0)
+
+  def close(self) -> None:
+    self.process.terminate()
+    self.process.wait(30)
+
+
+def served(server: Server, bodies: list[bytes], clients: int, seconds: float) -> tuple[float, list[float], float]:
+  """(positions/s, latencies, mean positions per model call) with `clients` concurrent clients for `seconds`."""
+  latencies: list[list[float]] = [[] for _ in range(clients)]
+  stop = threading.Event()
+  barrier = threading.Barrier(clients + 1)
+
+  def client(k: int) -> None:
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
+    i = k * 7
+    barrier.wait()
+    while not stop.is_set():
+      body = bodies[i % len(bodies)]
+      i += 1
+      begin = time.perf_counter()
+      connection.request('POST', '/v1/analyse', body, {'Content-Type': 'application/json'})
+      response = connection.getresponse()
+      response.read()
+      if response.status != 200:
+        raise RuntimeError(f'status {response.status}')
+      latencies[k].append(time.perf_counter() - begin)
+    connection.close()
+
+  threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+  for thread in threads:
+    thread.start()
+  calls, positions = (
+    server.metric('searchless_serve_batch_size_count'),
+    server.metric('searchless_serve_batch_size_sum'),
+  )
+  barrier.wait()
+  start = time.perf_counter()
+  time.sleep(seconds)
+  stop.set()
+  for thread in threads:
+    thread.join()
+  elapsed = time.perf_counter() - start
+  calls = server.metric('searchless_serve_batch_size_count') - calls
+  positions = server.metric('searchless_serve_batch_size_sum') - positions
+  flat = [x for per in latencies for x in per]
+  return len(flat) / elapsed, flat, positions / max(calls, 1)
+
+
+def percentile(values: list[float], q: float) -> float:
+  ordered = sorted(values)
+  return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--checkpoint', default='pretrained')
+  parser.add_argument('--clients', type=int, nargs='+', default=[1, 8, 64])
+  parser.add_argument('--seconds', type=float, default=10.0, help='Per level, served and raw.')
+  parser.add_argument('--max_batch', type=int, default=64)
+  parser.add_argument('--positions', type=int, default=512)
+  args = parser.parse_args()
+  print(f'load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs')
+  boards = sample_boards(args.positions)
+  bodies = [json.dumps({'fen': board.fen()}).encode() for board in boards]
+  policy = player_lib.load_policy(args.checkpoint)
+  policy.warm_up(args.max_batch)
+  server = Server(args.checkpoint, args.max_batch)
+  raw = {}
+  try:
+    for clients in args.clients:  # Raw then served at each level, so that both see the machine's load of the moment.
+      raw[clients] = raw_throughput(policy, boards, min(clients, args.max_batch), args.seconds / 2)
+      print(f'raw batch {clients:3d}: {raw[clients][0]:8.1f} positions/s, {1000 * raw[clients][1]:7.2f} ms a call')
+      served(server, bodies, clients, min(2.0, args.seconds))  # Warm the connections and the code paths.
+      rate, latencies, batch = served(server, bodies, clients, args.seconds)
+      p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+      ratio = rate / raw[clients][0]
+      print(
+        f'served {clients:3d} clients: {rate:8.1f} positions/s ({ratio:.2f}x raw batch {clients}),'
+        f' p50 {1000 * p50:7.2f} ms, p99 {1000 * p99:7.2f} ms, {batch:5.1f} positions a model call'
+      )
+      if clients == 1:
+        target = p50 / raw[1][1]
+        print(
+          f'  1 client: p50 / raw batch-1 time = {target:.2f} (target <= 1.2: {"met" if target <= 1.2 else "missed"})'
+        )
+      if clients == 64:
+        print(f'  64 clients: {ratio:.2f} of raw batch 64 (target >= 0.80: {"met" if ratio >= 0.8 else "missed"})')
+  finally:
+    server.close()
+    close = getattr(policy, 'close', None)
+    if close is not None:
+      close()
+  print(f'load average after: {os.getloadavg()[0]:.2f} (1 min)')
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,84 @@
+"""``searchless-serve``: a checkpoint as an HTTP service, a JSON API that batches concurrent queries, and a page.
+
+    searchless-serve --checkpoint NAME [--host 127.0.0.1] [--port 8000] [--max_batch 64] [--max_wait_ms 0]
+                     [--max_queue 1024] [--agent search:...] [--stockfish] [--policy P] [--dtype D]
+
+Serves until SIGTERM or Ctrl-C, which answer the requests in flight first
+(`searchless.play.serve`; the API in docs/serve.md). Needs the ``serve`` extra.
+"""
+
+from collections.abc import Sequence
+
+from searchless.core import cli
+from searchless.core import errors
+from searchless.play import compilation_cache
+from searchless.play import policy as policy_lib
+
+
+def _parser() -> cli.ArgumentParser:
+  p = cli.ArgumentParser(
+    prog='searchless-serve',
+    description='The model as an HTTP service: a JSON API that batches concurrent queries, and an analysis page.',
+  )
+  p.add_argument(
+    '--checkpoint',
+    required=True,
+    help="Workdir, checkpoint dir, published-layout model dir, a shipped model's name ('pretrained') or a downloaded"
+    " published one's ('chessbench-270M').",
+  )
+  p.add_argument(
+    '--host', default='127.0.0.1', help='Address to listen on (0.0.0.0: every interface, other machines too).'
+  )
+  p.add_argument('--port', type=int, default=8000, help='Port to listen on (0: a free one, printed).')
+  p.add_argument(
+    '--policy',
+    choices=policy_lib.POLICIES,
+    help="Default: the checkpoint's (published: by its name, else action_value).",
+  )
+  p.add_argument(
+    '--dtype',
+    default='auto',
+    choices=('auto', 'float32', 'bfloat16'),
+    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
+  )
+  p.add_argument('--max_batch', type=int, default=64, help='Positions in one model call, at most.')
+  p.add_argument(
+    '--max_wait_ms',
+    type=float,
+    default=0.0,
+    help='How long a batch that is not full waits for more positions (0: none; an idle server answers at once).',
+  )
+  p.add_argument(
+    '--max_queue', type=int, default=1024, help='Positions waiting for the model, at most; more are answered 503.'
+  )
+  p.add_argument(
+    '--agent',
+    metavar='SPEC',
+    help='A search agent, search:CHECKPOINT[,algo=mcts|alphabeta,sims=N,...], that answers POST /v1/play.',
+  )
+  p.add_argument(
+    '--stockfish', action='store_true', help="Answer POST /v1/stockfish: Stockfish's move beside the model's (page)."
+  )
+  p.add_argument('--engine_path', help='The Stockfish binary for --stockfish (default: found on PATH).')
+  p.add_argument(
+    '--stockfish_limit', default='time=0.2', help="Stockfish's limit per position: time=S, depth=N, nodes=N."
+  )
+  compilation_cache.add_flag(p)
+  cli.add_log_level(p, 'uvicorn and the server')
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  args = _parser().parse_args(argv)
+  errors.require_extra('starlette', 'serve', 'searchless-serve')
+  errors.require_extra('uvicorn', 'serve', 'searchless-serve')
+  errors.require_extra('prometheus_client', 'serve', 'searchless-serve')
+  cli.start_logging(args.log_level)
+  from searchless.play.serve import server  # Imports starlette.
+
+  with errors.one_line_errors():
+    server.run(**cli.keywords(server.run, args))
+
+
+if __name__ == '__main__':
+  main()

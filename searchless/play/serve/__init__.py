@@ -1,0 +1,20 @@
+"""The model as an HTTP service: ``searchless-serve``, a JSON API that batches concurrent queries, and a page.
+
+`server.run` (what `searchless.commands.serve` runs) loads a checkpoint, binds
+127.0.0.1:8000 (``--host``, ``--port``), compiles every batch shape the model
+will be called with, and serves (Starlette on uvicorn) until SIGTERM or Ctrl-C,
+which answer the requests in flight first. The modules:
+
+* `inputs`: the request bodies, read and checked (one sentence naming the field at fault);
+* `batcher`: the dynamic batcher: positions of concurrent requests go into one model call, run on a thread of
+  its own, from a bounded queue;
+* `service`: the model, its warm-up, and the answers (every legal move's win probability, best first), with the
+  search agent (``/v1/play``) and Stockfish (``/v1/stockfish``) where the server was given them;
+* `metrics`: the Prometheus metrics of one server;
+* `app`: the routes, the body limit, the JSON errors;
+* `server`: `run`;
+* ``page/``: the analysis page at ``/`` (package data: HTML, script, style and the vendored board widget,
+  cm-chessboard, with its licence).
+
+The API, its limits and curl examples are in docs/serve.md.
+"""

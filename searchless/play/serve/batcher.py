@@ -1,0 +1,156 @@
+"""The dynamic batcher: positions of concurrent requests go into one model call, as Triton's or lc0's batchers do.
+
+A request puts its positions in a bounded queue (`Batcher.submit`; past `max_queue` it is
+refused whole, `QueueFull`, and the server answers 503). One worker task takes what is
+queued, up to `max_batch` positions, and runs the model on them in one call on a thread of
+its own (the event loop stays free to read requests meanwhile); each position's future gets
+its answer. With `max_wait_ms` 0 (the default) nothing waits: an idle server runs a lone
+position at once, and under load the positions that arrived during one call form the next
+(lc0's multiplexing). A positive `max_wait_ms` holds a batch that is not full that long for
+more. Padding to the compiled shapes is the predictor's (`searchless.play.predictor`).
+
+>>> import asyncio, concurrent.futures
+>>> calls = []
+>>> def run(items):
+...   calls.append(len(items))
+...   return [2 * x for x in items]
+>>> async def main():
+...   batcher = Batcher(run, concurrent.futures.ThreadPoolExecutor(1), max_batch=8, max_queue=16)
+...   batcher.start()
+...   answers = await asyncio.gather(batcher.submit([1, 2]), batcher.submit([3]))
+...   await batcher.stop()
+...   return answers
+>>> asyncio.run(main()), calls
+([[2, 4], [6]], [3])
+"""
+
+import asyncio
+from collections.abc import Callable, Sequence
+import concurrent.futures
+import dataclasses
+from typing import Any, Generic, TypeVar
+
+Item = TypeVar('Item')
+Result = TypeVar('Result')
+
+
+class QueueFull(Exception):
+  """The queue has no room for a request's positions."""
+
+
+class Stopped(Exception):
+  """The server stopped before the position was run."""
+
+
+@dataclasses.dataclass
+class _Entry:
+  item: Any
+  future: asyncio.Future
+  queued: float  # The event loop's clock when it was queued.
+
+
+class Batcher(Generic[Item, Result]):
+  """Runs `run(items) -> results` (one result per item, in order) on `executor` for batches of queued items.
+
+  `observe(batch_size, waits, seconds)`, if given, is told of every call: its size, each item's
+  wait in the queue and the call's duration (the server's metrics).
+  """
+
+  def __init__(
+    self,
+    run: Callable[[list[Item]], Sequence[Result]],
+    executor: concurrent.futures.Executor,
+    *,
+    max_batch: int,
+    max_queue: int,
+    max_wait_ms: float = 0.0,
+    observe: Callable[[int, list[float], float], None] | None = None,
+  ):
+    if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
+      raise ValueError(f'bad batcher limits: max_batch {max_batch}, max_queue {max_queue}, max_wait_ms {max_wait_ms}')
+    self._run = run
+    self._executor = executor
+    self.max_batch = max_batch
+    self.max_queue = max_queue
+    self._max_wait = max_wait_ms / 1000
+    self._observe = observe
+    self._queue: asyncio.Queue[_Entry] = asyncio.Queue()
+    self._arrived = asyncio.Event()
+    self._task: asyncio.Task | None = None
+
+  def queued(self) -> int:
+    """Items waiting for a model call."""
+    return self._queue.qsize()
+
+  def start(self) -> None:
+    """Starts the worker task (in the running event loop)."""
+    self._task = asyncio.get_running_loop().create_task(self._work(), name='batcher')
+
+  async def stop(self) -> None:
+    """Ends the worker after its call in flight; items still queued fail with `Stopped`."""
+    if self._task is not None:
+      self._task.cancel()
+      try:
+        await self._task
+      except asyncio.CancelledError:
+        pass
+    while not self._queue.empty():
+      entry = self._queue.get_nowait()
+      if not entry.future.done():
+        entry.future.set_exception(Stopped('the server is stopping'))
+
+  async def submit(self, items: Sequence[Item]) -> list[Result]:
+    """The results of `items`, run in the batches the worker forms; `QueueFull` when the queue has no room for
+    all of them (none is queued then)."""
+    if self._queue.qsize() + len(items) > self.max_queue:
+      raise QueueFull(f'{self._queue.qsize()} positions queued; {len(items)} more exceed the limit of {self.max_queue}')
+    loop = asyncio.get_running_loop()
+    entries = [_Entry(item, loop.create_future(), loop.time()) for item in items]
+    for entry in entries:
+      self._queue.put_nowait(entry)
+    self._arrived.set()
+    try:
+      return list(await asyncio.gather(*(entry.future for entry in entries)))
+    except asyncio.CancelledError:  # The client went away: its positions still queued are skipped.
+      for entry in entries:
+        entry.future.cancel()
+      raise
+
+  async def _batch(self) -> list[_Entry]:
+    """The next batch: what is queued, up to `max_batch`, after waiting up to `max_wait` for more when short."""
+    loop = asyncio.get_running_loop()
+    batch = [await self._queue.get()]
+    deadline = loop.time() + self._max_wait
+    while len(batch) < self.max_batch:
+      if not self._queue.empty():
+        batch.append(self._queue.get_nowait())
+        continue
+      left = deadline - loop.time()
+      if left <= 0:
+        break
+      self._arrived.clear()
+      try:
+        await asyncio.wait_for(self._arrived.wait(), left)
+      except TimeoutError:
+        break
+    return [entry for entry in batch if not entry.future.done()]
+
+  async def _work(self) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+      batch = await self._batch()
+      if not batch:
+        continue
+      start = loop.time()
+      try:
+        results = await loop.run_in_executor(self._executor, self._run, [entry.item for entry in batch])
+      except Exception as error:  # pylint: disable=broad-except  # Each request answers it (500); the worker goes on.
+        for entry in batch:
+          if not entry.future.done():
+            entry.future.set_exception(error)
+        continue
+      if self._observe is not None:
+        self._observe(len(batch), [start - entry.queued for entry in batch], loop.time() - start)
+      for entry, result in zip(batch, results):
+        if not entry.future.done():
+          entry.future.set_result(result)

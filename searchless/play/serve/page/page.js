@@ -1,0 +1,394 @@
+// The analysis page of searchless-serve: the model's win% for every legal move, arrows, an eval bar, a game
+// stepped through with its win% graph and marked moves, play against the model, Stockfish beside it.
+// Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess).
+import {Chessboard, COLOR, INPUT_EVENT_TYPE} from './vendor/cm-chessboard/src/Chessboard.js'
+
+const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
+// Lichess marks a move by the drop of the mover's winning chances (-1..1): 0.1, 0.2, 0.3. On win% (0..1) that
+// is half: 0.05, 0.10, 0.15.
+const JUDGEMENTS = [[0.15, 'blunder', '??'], [0.10, 'mistake', '?'], [0.05, 'inaccuracy', '?!']]
+const CHUNK = 64  // Positions per /v1/analyse request when a game is analysed.
+const ARROWS = 3  // Arrows on the best moves.
+const $ = (id) => document.getElementById(id)
+
+const state = {
+  startFen: START,
+  moves: [],  // The game: [{uci, san}].
+  ply: 0,  // The position shown: after moves[0..ply).
+  analyses: [],  // analyses[i]: the model's answer for the position after i moves.
+  side: 'none',  // The user's colour against the model; 'none': analysis.
+  info: null,  // GET /v1/info.
+  stockfish: new Map(),  // FEN -> /v1/stockfish's answer.
+  search: new Map(),  // FEN -> /v1/play's answer.
+  version: 0,  // Bumped at every change of the game: answers for an older one are dropped.
+}
+
+let board = null
+
+async function api(path, body) {
+  for (;;) {
+    const response = await fetch(path, body === undefined ? {} : {method: 'POST', body: JSON.stringify(body)})
+    const value = await response.json()
+    if (response.status === 503 && response.headers.get('Retry-After')) {
+      setStatus(value.error || 'busy')
+      await new Promise((resolve) => setTimeout(resolve, 1000 * Number(response.headers.get('Retry-After'))))
+      continue
+    }
+    if (!response.ok) throw new Error(value.error || response.statusText)
+    return value
+  }
+}
+
+function setStatus(text) { $('status').textContent = text }
+function showError(error) { $('error').textContent = error ? String(error.message || error) : '' }
+const percent = (p) => (100 * p).toFixed(1)
+const whiteWin = (a) => a.side_to_move === 'white' ? a.value : 1 - a.value
+
+// The model's analyses of the positions after `plies` moves (those not known yet), in batches.
+async function analyse(plies) {
+  const version = state.version
+  const missing = plies.filter((i) => state.analyses[i] === undefined)
+  for (let start = 0; start < missing.length; start += CHUNK) {
+    const chunk = missing.slice(start, start + CHUNK)
+    const positions = chunk.map((i) => ({fen: state.startFen, moves: state.moves.slice(0, i).map((m) => m.uci)}))
+    const answer = await api('/v1/analyse', {positions})
+    if (version !== state.version) return false
+    chunk.forEach((ply, k) => { state.analyses[ply] = answer.positions[k] })
+  }
+  return true
+}
+
+// What the model thinks of a move played from `ply`: its judgement by the drop of the mover's win%.
+function judgement(ply) {
+  const before = state.analyses[ply]
+  const move = state.moves[ply]
+  if (!before || !move || before.value === null) return null
+  const played = before.moves.find((m) => m.uci === move.uci)
+  if (!played || played.win === undefined) return null
+  const drop = before.value - played.win
+  for (const [threshold, name, sign] of JUDGEMENTS) if (drop >= threshold) return {name, sign, drop}
+  return null
+}
+
+function squareCentre(square) {
+  const file = square.charCodeAt(0) - 97, rank = Number(square[1]) - 1
+  const white = board.getOrientation() === COLOR.white
+  return [100 * (white ? file : 7 - file) + 50, 100 * (white ? 7 - rank : rank) + 50]
+}
+
+function arrow(from, to, colour, width, label) {
+  const [x1, y1] = squareCentre(from), [x2, y2] = squareCentre(to)
+  const length = Math.hypot(x2 - x1, y2 - y1), ux = (x2 - x1) / length, uy = (y2 - y1) / length
+  const head = 2.6 * width, ex = x2 - ux * head, ey = y2 - uy * head
+  const px = -uy * head * 0.7, py = ux * head * 0.7
+  return `<g opacity="0.8"><line x1="${x1}" y1="${y1}" x2="${ex}" y2="${ey}" stroke="${colour}" stroke-width="${width}"
+    stroke-linecap="round"/><polygon points="${x2},${y2} ${ex + px},${ey + py} ${ex - px},${ey - py}" fill="${colour}"/>
+    <text class="label" x="${ex - ux * 12}" y="${ey - uy * 12}">${label}</text></g>`
+}
+
+function drawArrows(analysis) {
+  const parts = []
+  const stockfish = state.stockfish.get(analysis.fen)
+  if (stockfish && stockfish.move && stockfish.move !== analysis.moves[0]?.uci) {
+    parts.push(arrow(stockfish.move.slice(0, 2), stockfish.move.slice(2, 4), '#2e7d32', 14, percent(stockfish.win)))
+  }
+  analysis.moves.slice(0, ARROWS).forEach((move, rank) => {
+    if (rank > 0 && move.uci === stockfish?.move) return  // Stockfish's arrow is there.
+    const value = move.win ?? move.probability
+    parts.push(arrow(move.uci.slice(0, 2), move.uci.slice(2, 4), '#1565c0', 20 - 5 * rank, percent(value)))
+  })
+  $('arrows').innerHTML = parts.reverse().join('')
+}
+
+function drawEvalBar(analysis) {
+  if (analysis.value === null) return
+  const white = whiteWin(analysis)
+  $('evalbar-white').style.height = `${100 * white}%`
+  $('evalbar-text').textContent = percent(white)
+}
+
+function drawMoves(analysis) {
+  const key = analysis.moves[0]?.win === undefined ? 'probability' : 'win'
+  $('moves').querySelector('th:nth-child(2)').textContent = key === 'win' ? 'win%' : 'prob%'
+  $('moves').tBodies[0].innerHTML = analysis.moves.map((m) => `<tr data-uci="${m.uci}"><td>${m.san}</td>
+    <td>${percent(m[key])}</td><td><div class="bar" style="width:${100 * m[key]}%"></div></td></tr>`).join('')
+  const best = analysis.best
+  const outcome = analysis.outcome
+  $('model-best').innerHTML = outcome && !best ? `Game over: <b>${outcome.result}</b> (${outcome.termination})`
+    : `${state.info.model}: <b>${best.san}</b> ${key === 'win' ? percent(best.win) + '% to win' : ''}`
+      + (outcome ? ` (game over: ${outcome.result}, ${outcome.termination})` : '')
+}
+
+function drawEngines(analysis) {
+  const stockfish = state.stockfish.get(analysis.fen)
+  $('stockfish-best').hidden = !state.info.stockfish
+  if (state.info.stockfish) {
+    const agrees = stockfish && stockfish.move === analysis.best?.uci
+    $('stockfish-best').innerHTML = !stockfish ? `${state.info.stockfish}: …` : !stockfish.move ? '' :
+      `${stockfish.engine}: <b>${stockfish.san}</b> ${percent(stockfish.win)}% to win, depth ${stockfish.depth}`
+      + (agrees ? '' : ` <span class="disagree">(the model prefers ${analysis.best?.san})</span>`)
+  }
+  const search = state.search.get(analysis.fen)
+  $('play-best').hidden = !search
+  if (search && search.move) {
+    $('play-best').innerHTML = `${search.agent}: <b>${search.san}</b> ${percent(search.win)}% to win, depth ${search.depth}`
+      + (search.visits !== undefined ? `, ${search.visits} visits` : `, ${search.nodes} nodes`)
+  }
+}
+
+function drawGame() {
+  const items = state.moves.map((move, i) => {
+    const mark = judgement(i)
+    const number = i % 2 === 0 ? `${Math.floor(i / 2) + 1}. ` : ''
+    const current = i + 1 === state.ply ? ' current' : ''
+    return `<li>${number}<span data-ply="${i + 1}" class="${mark ? mark.name : ''}${current}"
+      title="${mark ? `${mark.name}: -${percent(mark.drop)}%` : ''}">${move.san}${mark ? mark.sign : ''}</span></li>`
+  })
+  $('game').innerHTML = items.join('')
+  const counts = {white: {}, black: {}}
+  state.moves.forEach((_, i) => {
+    const mark = judgement(i)
+    if (mark) counts[i % 2 === 0 ? 'white' : 'black'][mark.name] = (counts[i % 2 === 0 ? 'white' : 'black'][mark.name] || 0) + 1
+  })
+  const plural = {inaccuracy: 'inaccuracies', mistake: 'mistakes', blunder: 'blunders'}
+  const say = (c) => JUDGEMENTS.map(([, name]) => `${c[name] || 0} ${c[name] === 1 ? name : plural[name]}`).join(', ')
+  $('summary').textContent = state.moves.length ? `White: ${say(counts.white)}. Black: ${say(counts.black)}.` : ''
+}
+
+function drawGraph() {
+  const n = state.moves.length
+  const x = (i) => n ? (600 * i) / n : 0
+  const points = []
+  for (let i = 0; i <= n; i++) {
+    const a = state.analyses[i]
+    if (a && a.value !== null) points.push(`${x(i).toFixed(1)},${(120 * (1 - whiteWin(a))).toFixed(1)}`)
+  }
+  const dots = state.moves.map((_, i) => {
+    const mark = judgement(i), a = state.analyses[i + 1]
+    return mark && a && a.value !== null ? `<circle class="${mark.name}" cx="${x(i + 1)}" cy="${120 * (1 - whiteWin(a))}"
+      r="4" fill="var(--${mark.name})"/>` : ''
+  })
+  $('graph').innerHTML = `<rect width="600" height="120" fill="#fff"/><line x1="0" y1="60" x2="600" y2="60" stroke="#ccc"/>
+    <polyline points="${points.join(' ')}" fill="none" stroke="#1565c0" stroke-width="2" vector-effect="non-scaling-stroke"/>
+    ${dots.join('')}<line x1="${x(state.ply)}" y1="0" x2="${x(state.ply)}" y2="120" stroke="#888" stroke-dasharray="3"/>`
+}
+
+function writeUrl() {
+  const params = new URLSearchParams()
+  if (state.startFen !== START) params.set('fen', state.startFen)
+  if (state.moves.length) params.set('moves', state.moves.map((m) => m.uci).join(','))
+  if (state.ply !== state.moves.length) params.set('ply', String(state.ply))
+  if (state.side !== 'none') params.set('side', state.side)
+  history.replaceState(null, '', params.toString() ? `#${params}` : location.pathname)
+}
+
+let shownPly = 0  // The ply on the board: a step of one move is animated, a jump is not.
+
+// Draws the position of `state.ply` and what is known of it; resolves when the board shows it.
+function render() {
+  const analysis = state.analyses[state.ply]
+  if (!analysis) return Promise.resolve()
+  const placed = board.setPosition(analysis.fen, Math.abs(state.ply - shownPly) === 1)
+  shownPly = state.ply
+  $('fen').value = analysis.fen
+  drawArrows(analysis)
+  drawEvalBar(analysis)
+  drawMoves(analysis)
+  drawEngines(analysis)
+  drawGame()
+  drawGraph()
+  writeUrl()
+  return placed
+}
+
+// Shows the position after `ply` moves, the engines' views beside, and the model's reply when it is its turn.
+async function show(ply) {
+  state.ply = Math.max(0, Math.min(ply, state.moves.length))
+  document.body.dataset.busy = 'true'
+  showError('')
+  try {
+    const version = state.version
+    if (!(await analyse([state.ply]))) return
+    await render()
+    const analysis = state.analyses[state.ply]
+    if (state.info.stockfish && !state.stockfish.has(analysis.fen)) {
+      const answer = await api('/v1/stockfish', {fen: analysis.fen})
+      state.stockfish.set(analysis.fen, answer)
+      if (version === state.version && state.analyses[state.ply] === analysis) await render()
+    }
+    await replyIfModelsTurn(analysis, version)
+  } catch (error) {
+    showError(error)
+  } finally {
+    document.body.dataset.busy = 'false'
+    document.body.dataset.ply = String(state.ply)
+  }
+  document.body.dataset.game = 'analysing'
+  try {  // The graph and the marks of the whole game.
+    if (await analyse(Array.from({length: state.moves.length + 1}, (_, i) => i))) await render()
+  } catch (error) {
+    showError(error)
+  } finally {
+    document.body.dataset.game = 'done'
+  }
+}
+
+async function replyIfModelsTurn(analysis, version) {
+  const models = state.side !== 'none' && analysis.side_to_move !== state.side
+  if (!models || state.ply !== state.moves.length || !analysis.moves.length) return
+  let move = analysis.best
+  if (state.info.play && $('use-search')?.checked) {
+    const answer = await api('/v1/play', {fen: analysis.fen, movetime_ms: 1000})
+    state.search.set(analysis.fen, answer)
+    move = {uci: answer.move, san: answer.san}
+  }
+  if (version !== state.version) return
+  await play(move.uci, move.san)
+}
+
+function setGame(startFen, moves, ply) {
+  state.version++
+  state.startFen = startFen
+  state.moves = moves
+  state.analyses = []
+  return show(ply)
+}
+
+async function play(uci, san) {
+  state.version++
+  state.moves = state.moves.slice(0, state.ply).concat([{uci, san}])
+  state.analyses = state.analyses.slice(0, state.ply + 1)
+  await show(state.ply + 1)
+}
+
+function onMoveInput(event) {
+  const analysis = state.analyses[state.ply]
+  if (!analysis || document.body.dataset.busy === 'true') return false
+  const yours = state.side === 'none' || analysis.side_to_move === state.side
+  if (event.type === INPUT_EVENT_TYPE.moveInputStarted) {
+    return yours && analysis.moves.some((m) => m.uci.startsWith(event.squareFrom))
+  }
+  if (event.type === INPUT_EVENT_TYPE.validateMoveInput) {
+    const plain = event.squareFrom + event.squareTo
+    const move = analysis.moves.find((m) => m.uci === plain)
+      || analysis.moves.find((m) => m.uci === plain + $('promotion').value)
+    if (!move) return false
+    play(move.uci, move.san)
+    return true
+  }
+  return true
+}
+
+function readUrl() {
+  const params = new URLSearchParams(location.hash.slice(1))
+  const moves = (params.get('moves') || '').split(',').filter(Boolean).map((uci) => ({uci, san: uci}))
+  const ply = params.has('ply') ? Number(params.get('ply')) : moves.length
+  state.side = ['white', 'black'].includes(params.get('side')) ? params.get('side') : 'none'
+  return {fen: params.get('fen') || START, moves, ply}
+}
+
+async function loadFromUrl() {
+  const {fen, moves, ply} = readUrl()
+  $('side').value = state.side
+  board.setOrientation(state.side === 'black' ? COLOR.black : COLOR.white)
+  state.version++
+  state.startFen = fen
+  state.moves = moves
+  state.analyses = []
+  try {  // The moves' SAN, from the analyses of the positions before them.
+    await analyse(Array.from({length: moves.length + 1}, (_, i) => i))
+    moves.forEach((move, i) => { move.san = state.analyses[i].moves.find((m) => m.uci === move.uci)?.san || move.uci })
+  } catch (error) {
+    showError(`the link's position: ${error.message}`)
+    state.moves = []
+    state.startFen = START
+    state.analyses = []
+  }
+  await show(ply)
+}
+
+function wire() {
+  $('first').onclick = () => show(0)
+  $('back').onclick = () => show(state.ply - 1)
+  $('forward').onclick = () => show(state.ply + 1)
+  $('last').onclick = () => show(state.moves.length)
+  $('flip').onclick = () => {
+    board.setOrientation(board.getOrientation() === COLOR.white ? COLOR.black : COLOR.white)
+    render()
+  }
+  $('takeback').onclick = () => {
+    let keep = Math.min(state.ply, state.moves.length) - 1
+    const models = (i) => state.side !== 'none' && state.analyses[i]?.side_to_move !== state.side
+    if (keep > 0 && models(keep)) keep--  // The model's reply goes with the move it answered.
+    if (keep < 0) return
+    state.version++
+    state.moves = state.moves.slice(0, keep)
+    state.analyses = state.analyses.slice(0, keep + 1)
+    show(keep)
+  }
+  $('side').onchange = () => {
+    state.side = $('side').value
+    board.setOrientation(state.side === 'black' ? COLOR.black : COLOR.white)
+    show(state.ply)
+  }
+  $('new').onclick = () => setGame(START, [], 0)
+  $('copy').onclick = () => navigator.clipboard?.writeText(location.href)
+  $('fen-form').onsubmit = (event) => {
+    event.preventDefault()
+    const fen = $('fen').value.trim()
+    api('/v1/analyse', {fen}).then(() => setGame(fen, [], 0), showError)
+  }
+  $('pgn-form').onsubmit = (event) => {
+    event.preventDefault()
+    api('/v1/pgn', {pgn: $('pgn').value}).then((game) => setGame(game.fen, game.moves, 0), showError)
+  }
+  $('moves').tBodies[0].onclick = (event) => {
+    const row = event.target.closest('tr')
+    const analysis = state.analyses[state.ply]
+    const move = row && analysis?.moves.find((m) => m.uci === row.dataset.uci)
+    if (move && document.body.dataset.busy !== 'true') play(move.uci, move.san)
+  }
+  $('game').onclick = (event) => { if (event.target.dataset.ply) show(Number(event.target.dataset.ply)) }
+  $('graph').onclick = (event) => {
+    const box = $('graph').getBoundingClientRect()
+    show(Math.round(((event.clientX - box.left) / box.width) * state.moves.length))
+  }
+  document.addEventListener('keydown', (event) => {
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(event.target.tagName)) return
+    const keys = {ArrowLeft: state.ply - 1, ArrowRight: state.ply + 1, Home: 0, End: state.moves.length}
+    if (event.key in keys) { event.preventDefault(); show(keys[event.key]) }
+    if (event.key === 'f') $('flip').click()
+  })
+  window.addEventListener('hashchange', () => {
+    const params = new URLSearchParams(location.hash.slice(1))
+    if ((params.get('moves') || '') !== state.moves.map((m) => m.uci).join(',') || (params.get('fen') || START) !== state.startFen) {
+      loadFromUrl()
+    }
+  })
+}
+
+async function main() {
+  board = new Chessboard($('board'), {
+    position: START,
+    assetsUrl: '/page/vendor/cm-chessboard/assets/',
+    style: {borderType: 'none', showCoordinates: true, animationDuration: 150},
+  })
+  board.enableMoveInput(onMoveInput)
+  wire()
+  for (;;) {
+    const ready = await fetch('/health/ready')
+    if (ready.ok) break
+    setStatus('compiling the model…')
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+  }
+  state.info = await api('/v1/info')
+  $('model').textContent = `${state.info.model} (${state.info.policy})`
+  if (state.info.play) {
+    $('play').insertAdjacentHTML('beforeend', `<label><input type="checkbox" id="use-search"> the model searches
+      (${state.info.play}, 1 s)</label>`)
+  }
+  setStatus('ready')
+  await loadFromUrl()
+}
+
+main().catch(showError)

@@ -1,0 +1,265 @@
+"""What the server computes: the model's analysis of positions (batched), a search's move, Stockfish's view.
+
+`Service` holds the policy of the served checkpoint, its `batcher.Batcher` and, where
+the server was given them, a search agent (``/v1/play``) and a Stockfish
+(``/v1/stockfish``). `Service.warm_up` compiles every batch shape that a model call
+can use (a call of up to `max_batch` positions; the search's calls); the server is
+ready after it, and the shapes compiled later are counted
+(``searchless_serve_compiled_after_ready_total``: none is expected). The answers are
+JSON-ready dicts (`describe`): every legal move with its UCI, SAN and the model's win
+probability for the side to move, best first. A finished game is answered with its
+result, without the model.
+"""
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import logging
+import threading
+import time
+from typing import Any
+
+import chess
+import chess.engine
+import numpy as np
+
+from searchless.core import values
+from searchless.engines import launch
+from searchless.play import policy as policy_lib
+from searchless.play.search import agent as search_agent
+from searchless.play.search import alphabeta
+from searchless.play.search import mcts
+from searchless.play.serve import batcher as batcher_lib
+from searchless.play.serve import inputs
+from searchless.play.serve import metrics as metrics_lib
+
+_LOG = logging.getLogger(__name__)
+DIGITS = 6  # Probabilities are rounded to this many decimals.
+
+
+def outcome(board: chess.Board) -> dict[str, Any] | None:
+  """The game's result when `board` ends it (mate, stalemate, insufficient material, 75 moves, fivefold), else None.
+
+  >>> outcome(chess.Board('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1'))
+  {'result': '1-0', 'winner': 'white', 'termination': 'checkmate'}
+  """
+  done = board.outcome()
+  if done is None:
+    return None
+  winner = None if done.winner is None else chess.COLOR_NAMES[done.winner]
+  return {'result': done.result(), 'winner': winner, 'termination': done.termination.name.lower()}
+
+
+def describe(board: chess.Board, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
+  """A position's answer: FEN, side to move, check, outcome, the mover's value, and every legal move, best first,
+  each with ``uci``, ``san`` and ``win`` (the mover's win probability after it; ``probability`` for a
+  behavioral-cloning policy, which predicts moves, not values). `analysis` None: a position without legal moves."""
+  answer: dict[str, Any] = {
+    'fen': board.fen(),
+    'side_to_move': chess.COLOR_NAMES[board.turn],
+    'check': board.is_check(),
+    'outcome': outcome(board),
+  }
+  if analysis is None:
+    answer.update(value=0.0 if board.is_checkmate() else 0.5, best=None, moves=[])
+    return answer
+  key = 'probability' if analysis.win_probs is None else 'win'
+  moves = [
+    {'uci': move.uci(), 'san': board.san(move), key: round(float(score), DIGITS)} for move, score in analysis.ranked()
+  ]
+  value = None if analysis.value is None else round(float(analysis.value), DIGITS)
+  answer.update(value=value, best=moves[0] if moves else None, moves=moves)
+  return answer
+
+
+class Service:
+  """The served model and its batcher; the search agent and Stockfish when given (each runs on its own thread)."""
+
+  def __init__(
+    self,
+    policy: policy_lib.Policy,
+    *,
+    name: str,
+    metrics: metrics_lib.Metrics,
+    max_batch: int = 64,
+    max_queue: int = 1024,
+    max_wait_ms: float = 0.0,
+    agent: search_agent.SearchAgent | None = None,
+    stockfish: chess.engine.SimpleEngine | None = None,
+    stockfish_limit: launch.SearchLimit | None = None,
+  ):
+    self.policy = policy
+    self.name = name
+    self.metrics = metrics
+    self.max_batch, self.max_queue, self.max_wait_ms = max_batch, max_queue, max_wait_ms
+    self.agent = agent
+    self.stockfish = stockfish
+    self.stockfish_limit = stockfish_limit or launch.SearchLimit.parse('time=0.2')
+    self.ready = False
+    self.stopping = threading.Event()  # Set at shutdown: a search in flight ends at its next batch.
+    self._model_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='model')
+    self._search_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='search')
+    self._stockfish_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='stockfish')
+    self._compiled: set[tuple] = set()
+    self._ready_counts = 0
+    self.batcher: batcher_lib.Batcher[chess.Board, policy_lib.Analysis] | None = None
+    self._waiting = {'search': 0, 'stockfish': 0}  # Requests waiting for the search or Stockfish.
+
+  @property
+  def compiled_shapes(self) -> int:
+    """The batch shapes compiled (those of the served policy and the search's)."""
+    return len(self._compiled)
+
+  def _predictors(self) -> list:
+    """The predictors of the served policy and of the search's."""
+    policies = [self.policy]
+    if self.agent is not None:
+      evaluator = self.agent.evaluator
+      policies += [p for p in (evaluator.policy, evaluator.value_policy) if p is not None]
+    return [predictor for p in policies if (predictor := getattr(p, 'predictor', None)) is not None]
+
+  def _shapes(self) -> set[tuple]:
+    """Every batch shape compiled so far, of the served policy and the search's, by model (predictors of one model
+    share their compiled shapes: `searchless.play.predictor`)."""
+    return {(predictor.model_config, shape) for predictor in self._predictors() for shape in predictor.shapes.ready}
+
+  def warm_up(self) -> float:
+    """Compiles every batch shape a model call can use, now (blocking); returns the seconds it took."""
+    start = time.perf_counter()
+    self.policy.warm_up(self.max_batch)
+    self.policy.analyse(chess.Board())
+    if self.agent is not None:
+      self.agent.searcher.warm_up()
+    self._compiled = self._shapes()
+    self._ready_counts = sum(len(p.shapes.ready) for p in self._predictors())  # Changes when a shape compiles.
+    self.metrics.compiled_shapes.set(len(self._compiled))
+    self.ready = True
+    self.metrics.ready.set(1)
+    return time.perf_counter() - start
+
+  def _analyse_many(self, boards: list[chess.Board]) -> list[policy_lib.Analysis]:
+    """The model on `boards` in one call (on the model's thread); shapes compiled by it are counted."""
+    analyses = self.policy.analyse_many(boards)
+    if self.ready and sum(len(p.shapes.ready) for p in self._predictors()) != self._ready_counts:
+      new = self._shapes() - self._compiled
+      if new:
+        _LOG.warning('compiled %d batch shape(s) after ready: %s', len(new), sorted(s for _, s in new))
+        self.metrics.compiled_after_ready.inc(len(new))
+        self.metrics.compiled_shapes.inc(len(new))
+        self._compiled |= new
+      self._ready_counts = sum(len(p.shapes.ready) for p in self._predictors())
+    return analyses
+
+  def start(self) -> None:
+    """Starts the batcher (in the running event loop)."""
+    self.batcher = batcher_lib.Batcher(
+      self._analyse_many,
+      self._model_thread,
+      max_batch=self.max_batch,
+      max_queue=self.max_queue,
+      max_wait_ms=self.max_wait_ms,
+      observe=self.metrics.observe_batch,
+    )
+    self.metrics.watch_queue(self.batcher.queued)
+    self.batcher.start()
+
+  async def stop(self) -> None:
+    """Ends the batcher and any search, quits Stockfish; the threads finish what they run."""
+    self.stopping.set()
+    if self.batcher is not None:
+      await self.batcher.stop()
+    for pool in (self._model_thread, self._search_thread, self._stockfish_thread):
+      pool.shutdown(wait=False, cancel_futures=True)
+    if self.stockfish is not None:
+      await asyncio.to_thread(launch.close_engine, self.stockfish)
+    if self.agent is not None:
+      self.agent.close()
+    close = getattr(self.policy, 'close', None)
+    if close is not None:
+      close()
+
+  async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
+    """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
+    assert self.batcher is not None, 'start() first'
+    live = [b for b in boards if any(True for _ in b.legal_moves)]
+    analyses = iter(await self.batcher.submit(live) if live else [])
+    return [describe(b, next(analyses) if any(True for _ in b.legal_moves) else None) for b in boards]
+
+  def _admit(self, kind: str) -> None:
+    if self._waiting[kind] >= self.max_queue:
+      raise batcher_lib.QueueFull(f'{self._waiting[kind]} {kind} requests wait already')
+
+  async def _on(self, kind: str, pool: concurrent.futures.Executor, function, *args):
+    """`function(*args)` on `pool` (one at a time), counted against `max_queue` while it waits or runs."""
+    self._admit(kind)
+    self._waiting[kind] += 1
+    try:
+      return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
+    finally:
+      self._waiting[kind] -= 1
+
+  def _search(self, board: chess.Board, movetime_ms: int | None) -> dict[str, Any]:
+    agent = self.agent
+    assert agent is not None
+    searcher = agent.searcher
+    config = searcher.config
+    if movetime_ms is not None:  # As UCI's go movetime: that much time, whatever the spec's simulations or depth.
+      seconds = movetime_ms / 1000
+      if isinstance(config, mcts.MctsConfig):
+        searcher.config = dataclasses.replace(config, seconds=seconds, simulations=10**9, depth=None)
+      else:
+        searcher.config = dataclasses.replace(config, seconds=seconds, depth=alphabeta.MAX_DEPTH, nodes=None)
+    try:
+      result = agent.search(board, stop=self.stopping.is_set)
+    finally:
+      searcher.config = config
+    answer: dict[str, Any] = {'agent': agent.name, 'fen': board.fen(), 'outcome': outcome(board)}
+    if result.move is None:
+      return {**answer, 'move': None, 'san': None, 'win': 0.0 if board.is_checkmate() else 0.5}
+    mcts_search = isinstance(searcher, mcts.Mcts)
+    return {
+      **answer,
+      'move': result.move.uci(),
+      'san': board.san(result.move),
+      'win': round(result.win_probability, DIGITS),
+      'mate_in': result.mate_in(),
+      'depth': result.depth,
+      **({'visits': int(np.sum(result.visits))} if mcts_search else {'nodes': result.simulations}),
+      'evaluations': result.evaluations,
+      'pv': [m.uci() for m in result.pv],
+      'seconds': round(result.seconds, 4),
+    }
+
+  async def play(self, request: inputs.PlayRequest) -> dict[str, Any]:
+    """The search agent's move on the request's board (its depth, visits or nodes, principal line)."""
+    return await self._on('search', self._search_thread, self._search, request.board, request.movetime_ms)
+
+  def _stockfish(self, board: chess.Board) -> dict[str, Any]:
+    assert self.stockfish is not None
+    answer: dict[str, Any] = {'engine': self.stockfish.id.get('name', 'stockfish'), 'fen': board.fen()}
+    if not any(True for _ in board.legal_moves):
+      return {
+        **answer,
+        'move': None,
+        'san': None,
+        'win': 0.0 if board.is_checkmate() else 0.5,
+        'outcome': outcome(board),
+      }
+    info = self.stockfish.analyse(board, self.stockfish_limit.to_chess(launch.HANG_SECONDS))
+    pv = info.get('pv') or []
+    score = info['score'].relative
+    move = pv[0] if pv else None
+    return {
+      **answer,
+      'move': None if move is None else move.uci(),
+      'san': None if move is None else board.san(move),
+      'win': round(values.score_to_win_probability(score), DIGITS),
+      'score': {'mate': score.mate()} if score.is_mate() else {'cp': score.score()},
+      'depth': info.get('depth'),
+      'pv': [m.uci() for m in pv],
+      'limit': str(self.stockfish_limit),
+    }
+
+  async def engine(self, board: chess.Board) -> dict[str, Any]:
+    """Stockfish's move, score and win probability (`values.score_to_win_probability`) on `board`."""
+    return await self._on('stockfish', self._stockfish_thread, self._stockfish, board)

@@ -77,9 +77,11 @@ def run_tournament(
       results_lib.add_score(scores, record)
       bar.update(1)
       bar.set_postfix_str(results_lib.score_line(scores, names), refresh=False)
-  except KeyboardInterrupt:  # Each finished game is in the games file already.
+  except KeyboardInterrupt:  # Each finished game is in the games file already: counted there (the interrupt may
+    # have come between a game's append and its count).
+    kept = len(pgn_file.load_games(pgn_path)[0])
     raise KeyboardInterrupt(
-      f'{len(records)} of {len(tasks)} games kept in {pgn_path}; rerun the same command to play the rest'
+      f'{kept} of {len(tasks)} games kept in {pgn_path}; rerun the same command to play the rest'
     ) from None
   finally:
     bar.close()

@@ -28,13 +28,13 @@ import dataclasses
 from collections.abc import Sequence
 
 from searchless.core import artefacts
-from searchless.core import cli
 from searchless.data import annotate
 from searchless.data import annotation_job
 from searchless.data import annotation_records
 from searchless.data import job_options
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
+from searchless.plumbing import cli
 
 _OPTION_FIELDS = [f.name for f in dataclasses.fields(annotate.AnnotateOptions) if f.name not in ('input', 'test_input')]
 # The flags' defaults are the dataclasses' (their one home).

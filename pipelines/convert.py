@@ -13,8 +13,8 @@ output).
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
 from searchless.data import convert
+from searchless.plumbing import cli
 
 
 def _parser() -> argparse.ArgumentParser:

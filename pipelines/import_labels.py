@@ -26,10 +26,10 @@ from collections.abc import Sequence
 import dataclasses
 
 from searchless.core import artefacts
-from searchless.core import cli
 from searchless.data import import_graph
 from searchless.data import import_job
 from searchless.data import job_options
+from searchless.plumbing import cli
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(import_graph.ImportOptions)}  # The defaults' one home.
 

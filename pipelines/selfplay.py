@@ -11,8 +11,8 @@ rules (adjudication, determinism).
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
 from searchless.data import selfplay
+from searchless.plumbing import cli
 
 
 def _range(text: str) -> tuple[int, int]:

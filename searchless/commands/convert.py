@@ -7,8 +7,8 @@ writes) as a console script.
 from collections.abc import Sequence
 import logging
 
-from searchless.core import errors
 from searchless.data import beam_command
+from searchless.plumbing import errors
 
 beam_command.require_beam('searchless-convert')  # Before the imports that need Beam.
 from searchless.pipelines import convert  # noqa: E402

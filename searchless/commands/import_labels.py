@@ -7,15 +7,15 @@ it reads and writes) as a console script: quiet Beam, one-line errors, a summary
 from collections.abc import Sequence
 import sys
 
-from searchless.core import errors
 from searchless.data import beam_command
+from searchless.plumbing import errors
 
 beam_command.require_beam('searchless-import')  # Before the imports that need Beam.
 from searchless.core import artefacts  # noqa: E402
-from searchless.core import files  # noqa: E402
 from searchless.data import import_job  # noqa: E402
 from searchless.data import streams  # noqa: E402
 from searchless.pipelines import import_labels  # noqa: E402
+from searchless.plumbing import files  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> None:

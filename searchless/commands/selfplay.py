@@ -6,8 +6,8 @@ plays) as a console script.
 
 from collections.abc import Sequence
 
-from searchless.core import errors
 from searchless.pipelines import selfplay
+from searchless.plumbing import errors
 
 
 def main(argv: Sequence[str] | None = None) -> None:

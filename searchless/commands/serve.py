@@ -9,10 +9,10 @@ Serves until SIGTERM or Ctrl-C, which answer the requests in flight first
 
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> cli.ArgumentParser:

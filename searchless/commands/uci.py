@@ -9,12 +9,12 @@ Speaks UCI on stdin/stdout until ``quit`` or the end of input; logs go to stderr
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import uci
 from searchless.play.uci import protocol
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _threads(text: str) -> int:

@@ -29,20 +29,20 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from searchless.core import artefacts
-from searchless.core import errors
-from searchless.core import outputs
 from searchless.core import records
 from searchless.data import annotate
 from searchless.data import annotation_records
 from searchless.data import beam_job
+from searchless.data import job_results
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.data import progress as progress_lib
-from searchless.data import job_results
 from searchless.data import resume
 from searchless.data import shards
 from searchless.engines import annotator as engine_lib
 from searchless.engines import launch
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 
 SPLITS = ('train', 'test')  # The split folders a job writes.

@@ -1,5 +1,5 @@
 """How a Beam job runs as a console command: Beam's logs quiet, its workers' tracebacks kept in a log file, and a
-user's error raised in a worker process still one line (`searchless.core.errors`).
+user's error raised in a worker process still one line (`searchless.plumbing.errors`).
 
 A pipeline module calls `require_beam` before its Beam imports; the command runs the pipeline's `run(argv)`
 through `main`:
@@ -20,7 +20,7 @@ import threading
 import traceback
 from typing import Any
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 
 class _QuietBeamImport(logging.Filter):

@@ -25,10 +25,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from searchless.core import bags
-from searchless.core import errors
-from searchless.core import outputs as outputs_lib
 from searchless.data import resume
 from searchless.data import shards
+from searchless.plumbing import errors
+from searchless.plumbing import outputs as outputs_lib
 
 T = TypeVar('T')
 BEAM_TEMP = 'beam-temp-*'  # The temporary folders Beam's file sinks make next to their output.

@@ -16,8 +16,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from searchless.core import errors
 from searchless.data import pgn
+from searchless.plumbing import errors
 
 from searchless.data import job_results
 from searchless.data import shards

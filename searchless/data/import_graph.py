@@ -20,18 +20,18 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PBegin, PCollection, PDone
 
 from searchless.core import bags
-from searchless.core import errors
 from searchless.core import records
-from searchless.data import import_merge
-from searchless.data import lichess_evals
 from searchless.data import games
+from searchless.data import import_merge
 from searchless.data import job_options
-from searchless.data import pgn
 from searchless.data import job_results
+from searchless.data import lichess_evals
+from searchless.data import pgn
 from searchless.data import resume
 from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
+from searchless.plumbing import errors
 
 KINDS = tuple(lichess_evals.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
 EVAL_DB_BYTES_PER_BOARD = 400  # About one line of lichess_db_eval.jsonl (uncompressed): shard estimates.

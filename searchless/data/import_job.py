@@ -22,16 +22,16 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from searchless.core import artefacts
-from searchless.core import errors
-from searchless.core import outputs
 from searchless.data import annotation_job
 from searchless.data import beam_job
-from searchless.data import lichess_evals
-from searchless.data import manifest as manifest_lib
 from searchless.data import import_graph
 from searchless.data import job_results
+from searchless.data import lichess_evals
+from searchless.data import manifest as manifest_lib
 from searchless.data import resume
 from searchless.data import shards
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 
 def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:

@@ -34,8 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PCollection
 import bagz
 
-from searchless.core import errors
-from searchless.core import files
+from searchless.plumbing import errors
+from searchless.plumbing import files
 
 AUTO = 0  # num_shards: as many shards as the data needs (see `auto_buckets`).
 DEFAULT_RECORDS_PER_SHARD = 1_000_000  # Records per shard at most when num_shards is AUTO.

@@ -200,7 +200,7 @@ def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is
 
 @pytest.mark.parametrize('command', ['annotate', 'import_labels'])
 def test_a_second_job_on_one_output_folder_is_refused_naming_the_first(command, stockfish, tmp_path):
-  from searchless.core import folder_lock
+  from searchless.plumbing import folder_lock
 
   out = tmp_path / 'out'
   args = {

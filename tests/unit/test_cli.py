@@ -112,7 +112,7 @@ def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_p
 
 
 def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
-  from searchless.core import errors
+  from searchless.plumbing import errors
 
   for raised, said in (
     (KeyboardInterrupt(), 'stopped before the end'),
@@ -127,7 +127,7 @@ def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
 def test_a_user_error_is_one_line_and_a_bug_keeps_its_traceback(capsys, monkeypatch):
   import errno
 
-  from searchless.core import errors
+  from searchless.plumbing import errors
 
   with pytest.raises(SystemExit) as exit:
     with errors.one_line_errors():

@@ -16,6 +16,7 @@ import tokenize
 
 # The layer order (lowest first), written once: a module may import its own layer and those below it.
 LAYERS = (
+  ('plumbing',),  # Paths, HTTP, atomic writes, locks, output folders, the parser, errors, progress: no chess.
   ('core',),
   ('engines', 'model'),
   ('configs',),  # The experiment configs: config values (core) and the model's fields (model).

@@ -134,7 +134,7 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) ->
   ('runs/a', 'warning: --output_dir is deprecated; use --out\\n')
   """
   if not isinstance(parser, ArgumentParser):
-    raise TypeError(f'{parser.prog}: deprecated aliases need searchless.core.cli.ArgumentParser')
+    raise TypeError(f'{parser.prog}: deprecated aliases need searchless.plumbing.cli.ArgumentParser')
   if new not in parser._option_string_actions:  # pylint: disable=protected-access
     raise ValueError(f'{parser.prog} has no flag {new}')
   parser.deprecated[old] = new

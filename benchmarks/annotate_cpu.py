@@ -59,7 +59,7 @@ def run_job(pythonpath: str | None, pgn: pathlib.Path, out: pathlib.Path, worker
   command = [
     sys.executable,
     '-m',
-    'searchless.commands.annotate',
+    'searchless.pipelines.annotate',
     '--input',
     str(pgn),
     '--out',

@@ -69,7 +69,7 @@ def _import(inputs: list[str], out: pathlib.Path, extra: list[str]) -> dict:
     [
       sys.executable,
       '-m',
-      'searchless.commands.import_labels',
+      'searchless.pipelines.import_labels',
       *inputs,
       '--out',
       str(out),

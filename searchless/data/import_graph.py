@@ -1,4 +1,4 @@
-"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.data.import_job`.
+"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.pipelines.import_labels`.
 
     game dumps --ReadGames--> texts --Distribute--> --ParseGames(with evals)--> (split, Labelled) | Skip
     eval db    --ReadEvalLines--> lines --Distribute--> --ParseEvalLines--> (split, Labelled) | Skip
@@ -6,7 +6,7 @@
       --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
 
 The parses are kept as they are made (`searchless.data.resume`): a rerun after an interrupt parses only the rest,
-while the inputs are unchanged (`import_job` refuses a rerun on a changed input).
+while the inputs are unchanged (`searchless.pipelines.import_labels` refuses a rerun on a changed input).
 """
 
 from collections.abc import Callable, Iterator, Sequence

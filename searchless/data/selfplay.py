@@ -43,7 +43,7 @@ Example (prints two short games as PGN)::
       print(game, end='\\n\\n')
 
 `run` writes such games to a PGN file (what ``searchless-selfplay``,
-``searchless/commands/selfplay.py``, does):
+``pipelines/selfplay.py``, does):
 
     summary = selfplay.run('searchless/samples/sample_games.pgn', num_games=50, seed=0, nodes=10_000)
 """

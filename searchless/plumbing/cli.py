@@ -110,6 +110,16 @@ class ArgumentParser(argparse.ArgumentParser):
     return out
 
 
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+  """Adds ``--dtype`` (default auto): the compute dtype of a command that runs a model."""
+  parser.add_argument(
+    '--dtype',
+    default='auto',
+    choices=('auto', 'float32', 'bfloat16'),
+    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
+  )
+
+
 def add_log_level(parser: argparse.ArgumentParser, what: str = 'the stderr log') -> None:
   """Adds ``--log_level`` (default WARNING): the level of `what`, which `start_logging` sets up."""
   parser.add_argument('--log_level', default='WARNING', help=f'Log level of {what}.')

@@ -60,7 +60,8 @@ def _argv(command: str, out: str, inputs: dict[str, str]) -> list[str]:
     'convert': [inputs['bag'], out, '--to', 'board'],
     'selfplay': ['--out', os.path.join(out, 'games.pgn'), '--num_games', '1', '--nodes', '100', '--max_plies', '10'],
   }[command]
-  return [sys.executable, '-m', f'searchless.commands.{command}', *args]
+  package = 'pipelines' if command in ('convert', 'selfplay') else 'commands'
+  return [sys.executable, '-m', f'searchless.{package}.{command}', *args]
 
 
 def _run(argv: list[str], **env: str) -> subprocess.CompletedProcess:

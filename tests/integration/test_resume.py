@@ -210,7 +210,7 @@ def test_a_second_job_on_one_output_folder_is_refused_naming_the_first(command, 
   name = {'annotate': 'searchless-annotate', 'import_labels': 'searchless-import'}[command]
   with folder_lock.FolderLock(out, name, '--out'):  # The first job, holding the folder.
     second = subprocess.run(
-      [sys.executable, '-m', f'searchless.commands.{command}', *args], capture_output=True, text=True, timeout=300
+      [sys.executable, '-m', f'searchless.pipelines.{command}', *args], capture_output=True, text=True, timeout=300
     )
   assert second.returncode == 2 and second.stderr.count('\n') == 1
   assert second.stderr.startswith(f'error: {out} is in use by another {name} (pid {os.getpid()} on ')

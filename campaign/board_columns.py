@@ -40,9 +40,9 @@ import bagz
 import numpy as np
 
 from searchless.core import codecs
-from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
+from searchless.plumbing import errors
 
 COLUMNS = ('fens', 'moves', 'buckets')  # Each DIR/NAME.xz: FENs and moves (space-separated) one line a board; bytes.
 META = 'columns.json'  # Boards, buckets and values: what unpack checks the columns against.

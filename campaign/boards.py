@@ -11,8 +11,8 @@ import json
 import pathlib
 from typing import Any
 
-from searchless.core import atomic
 from searchless.data import distinct
+from searchless.plumbing import atomic
 
 
 def label_folders(shared: pathlib.Path, workdir: pathlib.Path | None = None) -> list[pathlib.Path]:

@@ -11,9 +11,9 @@ import dataclasses
 import json
 import pathlib
 
-from searchless.core import atomic
-from searchless.core import errors
 from searchless.data import pgn
+from searchless.plumbing import atomic
+from searchless.plumbing import errors
 
 SOURCES_FILE = pathlib.Path(__file__).with_name('sources.json')  # The campaign's own data, beside its code.
 

@@ -95,7 +95,7 @@ def label_chunks(
     argv = [
       sys.executable,
       '-m',
-      'searchless.commands.annotate',
+      'searchless.pipelines.annotate',
       '--input',
       str(chunk),
       '--out',

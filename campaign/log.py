@@ -11,7 +11,7 @@ import resource
 import time
 from typing import Any
 
-from searchless.core import atomic
+from searchless.plumbing import atomic
 
 COSTED_STEPS = ('labels', 'train', 'evaluate', 'match', 'ship')  # The steps whose records carry a cost.
 

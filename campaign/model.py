@@ -12,8 +12,8 @@ import shutil
 from typing import Any
 
 from searchless.core import artefacts
-from searchless.core import errors
 from searchless.model import loading
+from searchless.plumbing import errors
 
 
 def latest_step(train_dir: pathlib.Path) -> int:

@@ -54,10 +54,10 @@ from campaign import log as campaign_log
 from campaign import model as campaign_model
 from campaign import ship as campaign_ship
 from searchless import configs
-from searchless.core import cli
-from searchless.core import errors
 from searchless.evaluation import strength
 from searchless.model import loading
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 STEPS = ('games', 'labels', 'pack', 'adopt', 'train', 'evaluate', 'match', 'ship')
 # What a machine without an accelerator does: labels, and the next GPU call's boards. 'adopt' needs --model and

@@ -23,9 +23,9 @@ from typing import Any
 
 from campaign import card
 from campaign import log as campaign_log
-from searchless.core import errors
 from searchless.evaluation import strength
 from searchless.model import loading
+from searchless.plumbing import errors
 
 SHIP_LADDER = (1350, 1500, 1800)  # The shipped models' games: 20 against each level (`ship`'s protocol).
 SHIP_GAMES = 20

@@ -23,7 +23,7 @@ against 13/1500 for priors 1-4 and 79/1500 for graph_tiny on the same machine.
 What it reaches at 60 minutes there (10,605 steps): 100/1500 dev puzzles (5.5-8.0%),
 held-out log-loss 4.955, action accuracy 0.265, tau-b 0.288 against the deep reference;
 graph_tiny on the same boards and machine, 111/1500 (6.2-8.8%), 4.874, 0.261, 0.332. Its
-update runs 0.80-0.81x tiny_packed's action-values/s (`benchmarks/priors.py`).
+update runs 0.80-0.81x tiny_packed's action-values/s (`benchmarks/studies/priors.py`).
 """
 
 import ml_collections

@@ -12,9 +12,13 @@ output).
 
 import argparse
 from collections.abc import Sequence
+import logging
 
-from searchless.core import cli
-from searchless.data import convert
+from searchless.plumbing import errors
+
+errors.require_beam('searchless-convert')  # Before the imports that need Beam.
+from searchless.data import convert  # noqa: E402
+from searchless.plumbing import cli  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,3 +61,15 @@ def run(argv: Sequence[str] | None = None) -> convert.ConversionSummary:
     compress=args.compress,
     beam_args=beam_args,
   )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  """``searchless-convert``: `run` as a console command (one-line errors), then its summary."""
+  logging.getLogger().setLevel(logging.WARNING)
+  with errors.one_line_errors():
+    summary = run(argv)
+  print(summary.lines())
+
+
+if __name__ == '__main__':
+  main()

@@ -11,8 +11,9 @@ rules (adjudication, determinism).
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
 from searchless.data import selfplay
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -84,3 +85,14 @@ def run(argv: Sequence[str] | None = None) -> selfplay.SelfplaySummary:
   """Parses `argv` and plays the games (`selfplay.run`); returns its summary."""
   args = _parser().parse_args(argv)
   return selfplay.run(**cli.keywords(selfplay.run, args))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  """``searchless-selfplay``: `run` as a console command (one-line errors), then its summary."""
+  with errors.one_line_errors():
+    summary = run(argv)
+  print(summary.line())
+
+
+if __name__ == '__main__':
+  main()

@@ -16,7 +16,8 @@ True
 * `SearchLimit`, `find_stockfish` - engine limits and the Stockfish binary.
 
 The subpackages, in their import layers (each imports only its own and those
-before it): `core` (moves, tokens, values, records, bags, config values) -> `engines`
+before it): `plumbing` (paths, fetching, atomic writes, locks, outputs, the parser, errors,
+progress) -> `core` (moves, tokens, values, records, bags, config values) -> `engines`
 (Stockfish), `model` (the networks, loading) -> `configs` (the experiment configs)
 -> `data` (PGN, boards, annotation, loader) -> `play` -> `evaluation` -> `training`
 -> `report` -> `pipelines` (the data jobs) -> `commands` (the console scripts).

@@ -11,8 +11,8 @@ whose path is the last stdout line; ``searchless-report`` then shows it.
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 from searchless.report import sample_game
 
 

@@ -25,9 +25,9 @@ from searchless import configs
 from searchless import samples
 from searchless.commands import job_steps
 from searchless.core import artefacts
-from searchless.core import cli
-from searchless.core import errors
 from searchless.data import packing
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 Step = job_steps.Step
 

@@ -17,11 +17,11 @@ import textwrap
 
 import tqdm
 
-from searchless.core import cli
 from searchless.core import downloads
-from searchless.core import errors
-from searchless.core import fetch
 from searchless.core import published
+from searchless.plumbing import cli
+from searchless.plumbing import errors
+from searchless.plumbing import fetch
 
 
 def _size(n: int | None) -> str:

@@ -11,9 +11,9 @@ import argparse
 from collections.abc import Sequence
 import os
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.evaluation import epd
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,10 +10,10 @@ import argparse
 from collections.abc import Sequence
 import pathlib
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.evaluation import evaluate
 from searchless.play import policy as policy_lib
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,8 +10,8 @@ Writes ``DIR/model.safetensors``, ``DIR/config.json`` and ``DIR/forward.jax``
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 errors.require_extra('safetensors', 'export', 'searchless-export')  # Before the imports that need them.
 errors.require_extra('flatbuffers', 'export', 'searchless-export')

@@ -15,8 +15,8 @@ them all.
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 from searchless.training import improve
 
 _DEFAULTS = improve.ImproveConfig()

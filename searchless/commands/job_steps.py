@@ -8,6 +8,7 @@ them), and is skipped when its output exists and is newer than what it was made 
 from collections.abc import Sequence
 import dataclasses
 import importlib
+import importlib.util
 import json
 import pathlib
 import shlex
@@ -16,12 +17,13 @@ import time
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-  """One row of a job: a console command (``searchless-<module>``, run in this process by
-  ``searchless.commands.<module>.main``), its arguments, and the file that says it is done."""
+  """One row of a job: a console command (``searchless-<module>``, run in this process by the `main` of
+  ``searchless.pipelines.<module>`` for a data pipeline, else ``searchless.commands.<module>``), its arguments, and
+  the file that says it is done."""
 
   number: int  # Its place in the job (the steps of one kind share it: a model's and the pretrained one's).
   name: str  # Its name in --steps.
-  module: str  # The module of searchless.commands whose main(argv) runs it: 'mine_puzzles'.
+  module: str  # The module of searchless.pipelines or searchless.commands whose main(argv) runs it: 'mine_puzzles'.
   argv: tuple[str, ...]  # The script's arguments.
   done: pathlib.Path | None  # The output that says the step is complete (None: always run).
   after: tuple[pathlib.Path, ...] = ()  # What it was made from: newer ones make it run again.
@@ -74,6 +76,7 @@ class Steps:
       print(f'  done already ({shown} exists): skipped', flush=True)
       return
     start = time.perf_counter()
-    importlib.import_module(f'searchless.commands.{step.module}').main(list(step.argv))
+    package = 'pipelines' if importlib.util.find_spec(f'searchless.pipelines.{step.module}') else 'commands'
+    importlib.import_module(f'searchless.{package}.{step.module}').main(list(step.argv))
     self.timings[name] = round(time.perf_counter() - start, 1)
     print(f'  {name} took {self.timings[name]:.0f} s', flush=True)

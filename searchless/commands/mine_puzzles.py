@@ -10,11 +10,11 @@ import argparse
 from collections.abc import Sequence
 import sys
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.data import splits
 from searchless.evaluation import mined_puzzles
 from searchless.evaluation import puzzle_mining
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,9 +9,9 @@ How openings are made, read and written: `searchless.evaluation.openings`.
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.evaluation import openings
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -8,8 +8,8 @@ Reads the ``metrics.jsonl`` that training writes (`searchless.training.plot`).
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 from searchless.training import plot
 
 

@@ -13,11 +13,10 @@ and to ``<output>.json``. See `searchless.data.puzzle_set`.
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
-from searchless.data import beam_command
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
-beam_command.require_beam('searchless-puzzles-data')  # Before the imports that need Beam.
+errors.require_beam('searchless-puzzles-data')  # Before the imports that need Beam.
 from searchless.core import records  # noqa: E402
 from searchless.data import puzzle_set  # noqa: E402
 

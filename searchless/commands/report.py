@@ -10,8 +10,8 @@ The report only reads the artefacts of the other steps (see
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 from searchless.report import build
 
 

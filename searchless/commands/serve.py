@@ -9,10 +9,10 @@ Serves until SIGTERM or Ctrl-C, which answer the requests in flight first
 
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> cli.ArgumentParser:
@@ -35,12 +35,7 @@ def _parser() -> cli.ArgumentParser:
     choices=policy_lib.POLICIES,
     help="Default: the checkpoint's (published: by its name, else action_value).",
   )
-  p.add_argument(
-    '--dtype',
-    default='auto',
-    choices=('auto', 'float32', 'bfloat16'),
-    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
-  )
+  cli.add_dtype(p)
   p.add_argument('--max_batch', type=int, default=64, help='Positions in one model call, at most.')
   p.add_argument(
     '--max_wait_ms',

@@ -17,9 +17,9 @@ import json
 import pathlib
 from typing import Any
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.evaluation import strength
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def lines(result: dict[str, Any]) -> list[str]:

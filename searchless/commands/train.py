@@ -10,9 +10,9 @@ import argparse
 from collections.abc import Sequence
 import sys
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless import configs
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,12 +9,12 @@ Speaks UCI on stdin/stdout until ``quit`` or the end of input; logs go to stderr
 import argparse
 from collections.abc import Sequence
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import uci
 from searchless.play.uci import protocol
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 def _threads(text: str) -> int:
@@ -43,12 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     choices=policy_lib.POLICIES,
     help="Default: the checkpoint's (published: by its name, else action_value).",
   )
-  p.add_argument(
-    '--dtype',
-    default='auto',
-    choices=('auto', 'float32', 'bfloat16'),
-    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
-  )
+  cli.add_dtype(p)
   p.add_argument('--temperature', type=float, default=0.0, help='Default of the Temperature option (0: argmax).')
   p.add_argument(
     '--threads', type=_threads, default=None, help='The Threads option at start-up (default: all available CPUs).'

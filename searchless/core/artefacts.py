@@ -26,8 +26,8 @@ import json
 import os
 from typing import Any, ClassVar, TypeVar
 
-from searchless.core import atomic
-from searchless.core import errors
+from searchless.plumbing import atomic
+from searchless.plumbing import errors
 
 _A = TypeVar('_A', bound='Artefact')
 

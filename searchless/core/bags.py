@@ -15,9 +15,9 @@ import re
 
 import bagz
 
-from searchless.core import errors
-from searchless.core import files
 from searchless.core import records
+from searchless.plumbing import errors
+from searchless.plumbing import files
 
 _SHARD_RE = re.compile(r'^(?P<kind>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>_data\.bagz?)$')
 

@@ -31,9 +31,9 @@ import bagz
 import numpy as np
 
 from searchless.core import bags
-from searchless.core import errors
 from searchless.core import moves
 from searchless.core import records
+from searchless.plumbing import errors
 
 
 def check_policy(kind: str) -> None:
@@ -43,7 +43,7 @@ def check_policy(kind: str) -> None:
   >>> check_policy('board_value')  # doctest: +ELLIPSIS
   Traceback (most recent call last):
   ...
-  searchless.core.errors.BadInput: unknown policy / record kind 'board_value'; expected one of (...)
+  searchless.plumbing.errors.BadInput: unknown policy / record kind 'board_value'; expected one of (...)
   """
   if kind not in records.KINDS:
     raise errors.BadInput(f'unknown policy / record kind {kind!r}; expected one of {records.KINDS}')

@@ -14,7 +14,7 @@ exactly the trained model.
 >>> override(c, 'model.num_layers=four')
 Traceback (most recent call last):
 ...
-searchless.core.errors.BadInput: override model.num_layers=four: expected int, got 'four'
+searchless.plumbing.errors.BadInput: override model.num_layers=four: expected int, got 'four'
 """
 
 import ast
@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 
 import ml_collections
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 
 Config: TypeAlias = ml_collections.ConfigDict | ml_collections.FrozenConfigDict  # An experiment config.
@@ -118,7 +118,7 @@ def check(config: Config) -> None:
   >>> check(ml_collections.ConfigDict({'train': {'num_steps': -5}}))
   Traceback (most recent call last):
   ...
-  searchless.core.errors.BadInput: train.num_steps must be >= 1, got -5
+  searchless.plumbing.errors.BadInput: train.num_steps must be >= 1, got -5
   """
   for name, (low, inclusive) in RANGES.items():
     value: Any = config

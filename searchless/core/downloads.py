@@ -51,12 +51,12 @@ import google_crc32c
 import requests
 import tqdm
 
-from searchless.core import fetch
-from searchless.core import outputs
-from searchless.core import progress_bars
 from searchless.core import published
-from searchless.core.fetch import DownloadError
-from searchless.core.fetch import Head
+from searchless.plumbing import fetch
+from searchless.plumbing import outputs
+from searchless.plumbing import progress_bars
+from searchless.plumbing.fetch import DownloadError
+from searchless.plumbing.fetch import Head
 
 MAX_CHANGES = 3  # Restarts from zero of one file whose remote changed (or did not continue it) in one run.
 RECORD = 'downloads.json'  # In the data folder: what was downloaded, from where, and its sha256.

@@ -14,7 +14,7 @@ code and checkpoints use this order, so we do too.
 
 import chess
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 _FILES = 'abcdefgh'
 

@@ -29,7 +29,7 @@ import pathlib
 import re
 import urllib.parse
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 DATA_ENV = 'SEARCHLESS_DATA'  # The data folder (default: the user's cache folder, `data_root`).
 BASE_URL_ENV = 'SEARCHLESS_BASE_URL'  # A mirror for every target (`mirrored`): `--base_url`'s default.

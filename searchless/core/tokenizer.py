@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 # Token alphabet in index order (the reference's `_CHARACTERS`).
 CHARACTERS = '0123456789abcdefghpnrkqPBNRQKw.'

@@ -4,10 +4,10 @@
 ('action_value', 'state_value', 'behavioral_cloning', 'board_value')
 """
 
-from searchless.core import errors
 from searchless.core import records
 from searchless.data import boards
 from searchless.engines import annotator as engine_lib
+from searchless.plumbing import errors
 
 
 def action_value_records(annotation: engine_lib.BoardAnnotation) -> list[tuple[str, str, float]]:

@@ -24,7 +24,7 @@ action-value of input and output).
 >>> run('in.bag', 'out', to='tensors')
 Traceback (most recent call last):
 ...
-searchless.core.errors.BadInput: to must be one of ('board', 'chessbench'), got 'tensors'
+searchless.plumbing.errors.BadInput: to must be one of ('board', 'chessbench'), got 'tensors'
 """
 
 from collections.abc import Iterable, Sequence
@@ -41,12 +41,12 @@ from bagz.beam import bagzio
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
-from searchless.core import errors
-from searchless.core import outputs as output_folders
 from searchless.core import records
 from searchless.data import beam_job
 from searchless.data import boards as boards_lib
 from searchless.data import manifest as manifest_lib
+from searchless.plumbing import errors
+from searchless.plumbing import outputs as output_folders
 
 TARGETS = ('board', 'chessbench')  # What `run` converts to.
 INPUT_KIND = {'board': 'action_value', 'chessbench': records.BOARD_VALUE}  # The record kind each target reads.

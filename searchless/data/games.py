@@ -16,8 +16,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from searchless.core import errors
 from searchless.data import pgn
+from searchless.plumbing import errors
 
 from searchless.data import job_results
 from searchless.data import shards
@@ -71,7 +71,7 @@ class Distribute(beam.PTransform):
   groups by random keys), together with `parallelism` empty lanes: Beam's Dask
   runner turns Reshuffle into a no-op and keeps a collection's partition count
   through GroupByKey, so without the lanes (each its own partition, see
-  `annotation_job`) one input file would stay one partition to the end.
+  `searchless.pipelines.annotate`) one input file would stay one partition to the end.
   """
 
   def __init__(self, key_of: Callable[[Any], str], parallelism: int):

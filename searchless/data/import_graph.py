@@ -1,4 +1,4 @@
-"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.data.import_job`.
+"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.pipelines.import_labels`.
 
     game dumps --ReadGames--> texts --Distribute--> --ParseGames(with evals)--> (split, Labelled) | Skip
     eval db    --ReadEvalLines--> lines --Distribute--> --ParseEvalLines--> (split, Labelled) | Skip
@@ -6,7 +6,7 @@
       --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
 
 The parses are kept as they are made (`searchless.data.resume`): a rerun after an interrupt parses only the rest,
-while the inputs are unchanged (`import_job` refuses a rerun on a changed input).
+while the inputs are unchanged (`searchless.pipelines.import_labels` refuses a rerun on a changed input).
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -20,18 +20,18 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PBegin, PCollection, PDone
 
 from searchless.core import bags
-from searchless.core import errors
 from searchless.core import records
-from searchless.data import import_merge
-from searchless.data import lichess_evals
 from searchless.data import games
+from searchless.data import import_merge
 from searchless.data import job_options
-from searchless.data import pgn
 from searchless.data import job_results
+from searchless.data import lichess_evals
+from searchless.data import pgn
 from searchless.data import resume
 from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
+from searchless.plumbing import errors
 
 KINDS = tuple(lichess_evals.RECORDS_OF)  # state_value, behavioral_cloning, partial_board_value.
 EVAL_DB_BYTES_PER_BOARD = 400  # About one line of lichess_db_eval.jsonl (uncompressed): shard estimates.

@@ -7,7 +7,7 @@ they keep, and the manifest's account of those games.
 >>> DatasetOptions(input=(), output_dir='out', test_fraction=1.5)
 Traceback (most recent call last):
 ...
-searchless.core.errors.BadInput: --test_fraction must be in [0, 1), got 1.5
+searchless.plumbing.errors.BadInput: --test_fraction must be in [0, 1), got 1.5
 """
 
 import argparse
@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 import dataclasses
 from typing import Any, ClassVar
 
-from searchless.core import cli
-from searchless.core import errors
 from searchless.data import pgn
 from searchless.data import shards
 from searchless.data import splits
+from searchless.plumbing import cli
+from searchless.plumbing import errors
 
 
 @dataclasses.dataclass(frozen=True)

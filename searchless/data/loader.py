@@ -62,12 +62,12 @@ import numpy as np
 
 from searchless.core import bags
 from searchless.core import codecs
-from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
 from searchless.data import sequences
 from searchless.data import shuffle as shuffle_lib
+from searchless.plumbing import errors
 
 
 _INFINITE_UNITS = 2**62  # Length of the data source when epochs never end.
@@ -296,7 +296,7 @@ def build_loader(
     raise ValueError(f'worker_count must be >= 0, got {worker_count}')
   if worker_count > 0 and not flags.FLAGS.is_parsed():
     # grain (0.2.18) reads absl flags when it starts workers. Parsing them is the program's business, not a
-    # library's: searchless's commands do (`core.cli`).
+    # library's: searchless's commands do (`plumbing.cli`).
     raise ValueError(
       f'worker_count={worker_count}: grain reads absl flags in its worker processes and this program '
       'has not parsed them: parse them first (absl.app.run, or absl.flags.FLAGS.mark_as_parsed() for '

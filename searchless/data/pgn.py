@@ -6,7 +6,7 @@ text of single games, cheaply and in constant memory; `parse_game` turns one
 game's text into its board states with python-chess, or into a `Skip` that
 says why the game is not used (and where it is).
 
-Remote paths go through Beam's `FileSystems` (`searchless.core.files`), so ``gs://`` and ``s3://`` inputs work
+Remote paths go through Beam's `FileSystems` (`searchless.plumbing.files`), so ``gs://`` and ``s3://`` inputs work
 wherever the matching Beam extra is installed.
 """
 

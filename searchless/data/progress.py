@@ -1,4 +1,4 @@
-"""The progress of a local (DirectRunner) annotation job, on the one progress bar (`core.progress_bars`).
+"""The progress of a local (DirectRunner) annotation job, on the one progress bar (`plumbing.progress_bars`).
 
 Workers write running totals to small JSON files (`WorkerProgress`), the job writes the number of boards to
 ``total.json`` (`write_total`); `ProgressThread` sums them every second and moves the bar: boards done of the
@@ -13,8 +13,8 @@ import threading
 from typing import Any, TextIO
 import time
 
-from searchless.core import atomic
-from searchless.core import progress_bars
+from searchless.plumbing import atomic
+from searchless.plumbing import progress_bars
 
 
 def summarize(directory: str) -> dict:

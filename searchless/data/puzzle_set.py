@@ -36,12 +36,12 @@ from typing import Any, cast
 
 from apache_beam.io.filesystems import FileSystems
 
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.core import bags
 from searchless.core import records
 from searchless.data import puzzles as puzzles_lib
 from searchless.data import splits
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
 
 # The order a training directory is searched in: fewest records per board first.
 TRAIN_KINDS = ('state_value', 'behavioral_cloning', 'action_value')

@@ -34,8 +34,8 @@ import chess
 import chess.pgn
 
 
-from searchless.core import errors
 from searchless.data import streams
+from searchless.plumbing import errors
 
 LICHESS = 'lichess'
 CHESSBENCH = 'chessbench'

@@ -50,9 +50,9 @@ from apache_beam.pvalue import PBegin, PCollection
 import zstandard
 
 import searchless
-from searchless.core import errors
-from searchless.core import fetch
-from searchless.core import files
+from searchless.plumbing import errors
+from searchless.plumbing import fetch
+from searchless.plumbing import files
 
 FOLDER = '.searchless-resume'  # Under the output folder while a job is unfinished.
 SETTINGS = 'settings.json'  # What the pieces were made with: `Keeper.settings` and `Keeper.inputs`.

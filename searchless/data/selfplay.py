@@ -34,8 +34,8 @@ the last move say which rule applied):
 Example (prints two short games as PGN)::
 
     import chess.engine
-    from searchless.engines import launch
     from searchless.data import selfplay
+    from searchless.engines import launch
 
     for game in selfplay.play_games(launch.find_stockfish(), 2, seed=0,
                                     limit=chess.engine.Limit(nodes=1000),
@@ -43,7 +43,7 @@ Example (prints two short games as PGN)::
       print(game, end='\\n\\n')
 
 `run` writes such games to a PGN file (what ``searchless-selfplay``,
-``searchless/commands/selfplay.py``, does):
+``pipelines/selfplay.py``, does):
 
     summary = selfplay.run('searchless/samples/sample_games.pgn', num_games=50, seed=0, nodes=10_000)
 """
@@ -60,10 +60,10 @@ import chess
 import chess.engine
 import chess.pgn
 
-from searchless.core import errors
-from searchless.core import outputs
-from searchless.core import progress_bars
 from searchless.engines import launch
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
+from searchless.plumbing import progress_bars
 
 EVENT = 'searchless self-play'
 UNKNOWN_DATE = '????.??.??'  # PGN's "date unknown": keeps regenerated files byte-identical.

@@ -34,14 +34,14 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import PCollection
 import bagz
 
-from searchless.core import errors
-from searchless.core import files
+from searchless.plumbing import errors
+from searchless.plumbing import files
 
 AUTO = 0  # num_shards: as many shards as the data needs (see `auto_buckets`).
 DEFAULT_RECORDS_PER_SHARD = 1_000_000  # Records per shard at most when num_shards is AUTO.
 TMP_DIR = '.searchless-tmp'  # Under the job's output folder while it runs; removed by `commit`.
 
-# Size estimates for AUTO, measured on the shared Lichess games (benchmarks/parse_scaling.py):
+# Size estimates for AUTO, measured on the shared Lichess games (benchmarks/studies/parse_scaling.py):
 # 1,121 bytes of PGN per game, 62.4 unique boards per game, 29.4 legal moves per board.
 PGN_BYTES_PER_BOARD = 18
 PGN_BYTES_PER_GAME = 1121

@@ -4,7 +4,7 @@
 directory, is an error naming the flag); `read_chunks` and `read_lines` decompress
 by extension (.zst, .bz2, .gz, plain) in constant memory, and a truncated or corrupt
 stream raises `CorruptInputError` naming the file. Remote paths go through Beam's
-`FileSystems` (`searchless.core.files`).
+`FileSystems` (`searchless.plumbing.files`).
 """
 
 import bz2
@@ -14,8 +14,8 @@ import os
 
 import zstandard
 
-from searchless.core import errors
-from searchless.core import files
+from searchless.plumbing import errors
+from searchless.plumbing import files
 
 _CHUNK = 1 << 20  # Bytes read at a time.
 

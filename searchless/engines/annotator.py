@@ -39,10 +39,10 @@ import os
 import chess
 import chess.engine
 
-from searchless.core import errors
 from searchless.core import values
-from searchless.engines import uci_commands
 from searchless.engines import launch
+from searchless.engines import uci_commands
+from searchless.plumbing import errors
 from searchless.engines.launch import EngineNotFound, SearchLimit
 
 MODES = ('per_move', 'multipv', 'board')

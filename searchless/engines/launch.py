@@ -24,7 +24,7 @@ import shutil
 import chess
 import chess.engine
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 STOCKFISH_ENV = 'SEARCHLESS_STOCKFISH'  # Environment variable naming the Stockfish binary.
 DEFAULT_THREADS = 1  # UCI Threads: one per engine process (workers give the parallelism).

@@ -86,7 +86,7 @@ class MultiPVSearch(chess.engine.BaseCommand):
   ``num_moves * depth`` ``info`` lines a board, each with a whole PV).
   python-chess' ``analyse`` parses each of them, playing out every PV on a
   board, which cost the worker about as much CPU as the engine's own search
-  (benchmarks/annotate_cpu.py). Here a line is only kept as text; at
+  (benchmarks/studies/annotate_cpu.py). Here a line is only kept as text; at
   ``bestmove`` the lines are read from the last back until every MultiPV index
   has its score and its PV, and only those are parsed. Semantics match
   ``analyse(board, limit, multipv=n)``: for each index, the score of the last

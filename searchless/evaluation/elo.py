@@ -51,7 +51,7 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.sparse import csgraph
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 K = math.log(10) / 400  # d/dx of ln(10^(x/400)).
 _POINTS = {'1-0': (1, 0, 0), '1/2-1/2': (0, 1, 0), '0-1': (0, 0, 1)}  # (White wins, draws, losses).

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import chess
 
-from searchless.core import errors
-from searchless.core import progress_bars
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
 
 if TYPE_CHECKING:
   from searchless.play import agents as agents_lib

@@ -14,7 +14,7 @@ hold Stockfish's value of every legal move. Writes into ``--out``:
 * ``boards.jsonl``: one line per board: FEN, metrics, the policy's move and
   value per move next to Stockfish's (for calibration plots and inspection);
 * ``tensorboard/``: the means as TensorBoard scalars at the checkpoint's step
-  (`searchless.core.tensorboard`).
+  (`searchless.plumbing.tensorboard`).
 """
 
 import json
@@ -31,12 +31,12 @@ import chess
 from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.core import records
-from searchless.core import tensorboard
 from searchless.data import boards as boards_lib
 from searchless.evaluation import metrics
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
+from searchless.plumbing import tensorboard
 
 if TYPE_CHECKING:
   from searchless.play import policy as policy_lib

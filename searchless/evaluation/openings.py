@@ -39,10 +39,10 @@ import chess
 import chess.engine
 import chess.pgn
 
-from searchless.core import errors
 from searchless.core import legality
-from searchless.core import outputs
 from searchless.engines import launch
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 FORMATS = ('.pgn', '.epd', '.tsv')
 TSV_COLUMNS = ('eco', 'name', 'pgn')

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import chess.pgn
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 HELDOUT_METRICS = ('log_loss', 'action_accuracy', 'kendall_tau')  # Per board, in boards.jsonl's `metrics`.
 PLAYER = 'searchless'  # The measured model's name in a match's PGN (`strength.measure` plays it under this name).

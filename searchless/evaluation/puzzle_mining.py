@@ -80,14 +80,14 @@ from collections.abc import Iterator, Sequence
 import chess
 import chess.pgn
 
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.data import pgn
 from searchless.data import splits
 from searchless.data import streams
 from searchless.engines import launch
 from searchless.evaluation import mined_puzzles
 from searchless.evaluation import mining_search
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
 
 DEFAULT_LIMIT = 'nodes=20000'
 SPLITS = ('test', 'train', 'all')

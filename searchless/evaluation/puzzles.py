@@ -46,11 +46,11 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 import chess
 import chess.pgn
 
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.core import artefacts
-from searchless.core import outputs
 from searchless.data import puzzles as puzzles_lib
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
+from searchless.plumbing import progress_bars
 
 if TYPE_CHECKING:
   from searchless.play import agents as agents_lib
@@ -143,8 +143,8 @@ JOURNAL = 'journal.jsonl'  # In --out while a run is unfinished: its key, then o
 def journal_key(agent: str, puzzles: str) -> dict[str, str]:
   """What a journal must match to be resumed: the agent spec, the puzzle file and, for a checkpoint or search
   agent, the parameters it reads and when they were written (a run trained on in between is measured again)."""
-  from searchless.play import agents as agents_lib
   from searchless.model import loading
+  from searchless.play import agents as agents_lib
 
   key = {'agent': agent, 'puzzles': os.path.abspath(puzzles), 'model': ''}
   kind, arg, _ = agents_lib.parse_spec(agent)

@@ -31,12 +31,12 @@ import platform
 import time
 from typing import Any
 
-from searchless.core import atomic
-from searchless.core import errors
-from searchless.core import outputs
 from searchless.engines import launch
 from searchless.evaluation import metrics
 from searchless.evaluation import paired
+from searchless.plumbing import atomic
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 NAME = paired.PLAYER  # The measured model's name in the match's PGN and results (`paired.match` reads it).
 OPPONENT_LIMIT = 'nodes=100000'  # Stockfish's search a move: ~0.1 s on a 2-core machine, and the same under load.

@@ -10,7 +10,7 @@ holds `ModelConfig.experiment_defaults()`.
 >>> ModelConfig(kind='graph', graph_edge_dim=0)
 Traceback (most recent call last):
 ...
-searchless.core.errors.BadInput: model.graph_edge_dim must be >= 1, got 0
+searchless.plumbing.errors.BadInput: model.graph_edge_dim must be >= 1, got 0
 """
 
 import dataclasses
@@ -18,11 +18,11 @@ from typing import Any
 
 import ml_collections
 
-from searchless.core import errors
 from searchless.core import moves
 from searchless.core import records
 from searchless.core import tokenizer
 from searchless.model import priors
+from searchless.plumbing import errors
 
 # The reference sizes the position table for the longest sequence (action_value)
 # whatever the policy, so its checkpoints of every policy have 79 position rows.
@@ -149,7 +149,7 @@ class ModelConfig:
     >>> ModelConfig.from_config(config)
     Traceback (most recent call last):
     ...
-    searchless.core.errors.BadInput: unknown model field 'foo'
+    searchless.plumbing.errors.BadInput: unknown model field 'foo'
     """
     policy = config.policy
     if policy not in SEQUENCE_LENGTHS:

@@ -40,11 +40,11 @@ import jax.numpy as jnp
 import numpy as np
 import safetensors.numpy
 
-from searchless.core import atomic
 from searchless.core import config as config_lib
 from searchless.core import tokenizer
 from searchless.model import network
 from searchless.model.config import ModelConfig
+from searchless.plumbing import atomic
 
 WEIGHTS, CONFIG, FORWARD = 'model.safetensors', 'config.json', 'forward.jax'
 MOVE_SLOTS = 218  # A packed model's exported move slots: the most legal moves of any chess position.

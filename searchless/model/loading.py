@@ -31,11 +31,11 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
-from searchless.core import errors
 from searchless.core import published
 from searchless.model import network
 from searchless.model import transformer
 from searchless.model.config import ModelConfig
+from searchless.plumbing import errors
 
 PyTree = Any  # Nested dicts of arrays (haiku params).
 

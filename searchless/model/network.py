@@ -32,12 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from searchless.core import errors
 from searchless.core import moves
 from searchless.core import tokenizer
 from searchless.model import graph
 from searchless.model import transformer
 from searchless.model.config import ModelConfig
+from searchless.plumbing import errors
 
 PROBE_FEN = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1'  # The input `probe` reads.
 PROBE_MOVE = 'e7e5'

@@ -37,8 +37,8 @@ from typing import Literal, Protocol, overload
 import chess
 import chess.engine
 
-from searchless.core import errors
 from searchless.engines import annotator as engine_lib
+from searchless.plumbing import errors
 
 from searchless.engines import launch
 

@@ -33,7 +33,6 @@ import chess.engine
 import jax.numpy as jnp
 import numpy as np
 
-from searchless.core import errors
 from searchless.core import legality
 from searchless.engines import launch
 from searchless.model import loading
@@ -42,6 +41,7 @@ from searchless.play import background_compile
 from searchless.play import compilation_cache
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
+from searchless.plumbing import errors
 
 DECISIVE_RULES = ('rule', 'stockfish', 'off')
 _PIECE_VALUES = {None: 0, chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}

@@ -40,11 +40,11 @@ from typing import Any
 import chess
 import numpy as np
 
-from searchless.core import errors
 from searchless.core import moves as moves_lib
 from searchless.core import tokenizer
 from searchless.core import values
 from searchless.play import predictor as predictor_lib
+from searchless.plumbing import errors
 
 ACTION_VALUE = 'action_value'
 STATE_VALUE = 'state_value'

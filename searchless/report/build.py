@@ -41,7 +41,7 @@ import os
 import pathlib
 
 from searchless.core import artefacts
-from searchless.core import errors
+from searchless.plumbing import errors
 from searchless.report import render
 from searchless.report.context import REPORT_DIR, Context
 from searchless.report.document import Callout, Section

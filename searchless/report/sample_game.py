@@ -30,7 +30,7 @@ import chess.engine
 import chess.pgn
 
 from searchless.core import artefacts
-from searchless.core import errors
+from searchless.plumbing import errors
 from searchless.report import context as context_lib
 
 DEFAULT_STOCKFISH_NODES = 10_000  # Stockfish's nodes per position of the sample game.

@@ -53,8 +53,8 @@ import orbax.checkpoint as ocp
 from etils import epath
 
 from searchless.core import config as config_lib
-from searchless.core import errors
 from searchless.model import loading
+from searchless.plumbing import errors
 from searchless.training import write_errors
 
 import grain

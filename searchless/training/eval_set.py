@@ -15,12 +15,12 @@ import numpy as np
 from searchless.core import bags
 from searchless.core import codecs
 from searchless.core import config as config_lib
-from searchless.core import errors
 from searchless.core import records
 from searchless.core import values
 from searchless.data import packing
 from searchless.data import sequences as sequences_lib
 from searchless.evaluation import metrics
+from searchless.plumbing import errors
 from searchless.training import sharding
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from searchless.core import errors
 from searchless.model import graph
 from searchless.model import network
 from searchless.model.config import ModelConfig
+from searchless.plumbing import errors
 
 TOLERANCE = 1e-5  # Largest total-variation distance between the two models' probe outputs (float32 rounding).
 

@@ -48,9 +48,9 @@ import ml_collections
 import numpy as np
 
 from searchless.core import bags
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.core import records
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
 
 if TYPE_CHECKING:
   from searchless.play.search.agent import SearchAgent

@@ -11,7 +11,7 @@ from typing import Any
 
 from matplotlib.figure import Figure  # No pyplot: no global backend or figure state.
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 
 def read_metrics(workdir: pathlib.Path) -> list[dict]:

@@ -15,7 +15,7 @@ from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import numpy as np
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 AXES = ('data', 'fsdp')
 PyTree: TypeAlias = Any  # Nested containers of arrays (jax.tree).

@@ -17,13 +17,13 @@ import jax.numpy as jnp
 import optax
 
 from searchless.core import config as config_lib
-from searchless.core import errors
 from searchless.core import records
 from searchless.core import tokenizer
 from searchless.data import packing
 from searchless.model import losses
 from searchless.model import network
 from searchless.model.config import ModelConfig
+from searchless.plumbing import errors
 from searchless.training import sharding
 
 

@@ -23,16 +23,10 @@ import jax
 from jax.experimental import multihost_utils
 import numpy as np
 
-from searchless.core import artefacts
-from searchless.core import atomic
 from searchless import configs
+from searchless.core import artefacts
 from searchless.core import config as config_lib
-from searchless.core import errors
-from searchless.core import folder_lock
-from searchless.core import outputs
-from searchless.core import progress_bars
 from searchless.core import records
-from searchless.core import tensorboard
 from searchless.data import loader as dataset
 from searchless.data import packing
 from searchless.model import graph as graph_model
@@ -40,6 +34,12 @@ from searchless.model import loading
 from searchless.model import network
 from searchless.model import transformer
 from searchless.model.config import ModelConfig
+from searchless.plumbing import atomic
+from searchless.plumbing import errors
+from searchless.plumbing import folder_lock
+from searchless.plumbing import outputs
+from searchless.plumbing import progress_bars
+from searchless.plumbing import tensorboard
 from searchless.training import checkpoint
 from searchless.training import eval_set as eval_set_lib
 from searchless.training import grow

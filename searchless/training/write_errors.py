@@ -26,7 +26,7 @@ import sys
 import threading
 import traceback
 
-from searchless.core import outputs
+from searchless.plumbing import outputs
 
 FLAG = '--workdir'
 _OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")  # How tensorstore's errors carry the system's.

@@ -71,7 +71,7 @@ def test_a_killed_job_on_a_dask_cluster_resumes_and_writes_the_same_files_as_the
     on_dask += ['--dask_client_address', cluster.scheduler_address, '--parallelism', '2']
     # The job's driver is killed (SIGKILL: nothing runs at its exit) once it kept some work; the cluster lives on.
     killed, _, _ = signal_when(
-      [sys.executable, '-m', 'searchless.commands.annotate', *on_dask],
+      [sys.executable, '-m', 'searchless.pipelines.annotate', *on_dask],
       lambda: len(resume.pieces(str(tmp_path / 'dask'))) >= 2,
       signal.SIGKILL,
       group=False,

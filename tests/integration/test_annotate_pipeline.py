@@ -511,7 +511,7 @@ def _cli(*args):
   import sys
 
   return subprocess.run(
-    [sys.executable, '-m', 'searchless.commands.annotate', '--no_progress', *args],
+    [sys.executable, '-m', 'searchless.pipelines.annotate', '--no_progress', *args],
     capture_output=True,
     text=True,
     timeout=300,

@@ -37,7 +37,7 @@ def test_the_commands_in_normal_use_warn_of_nothing(tmp_path, stockfish):
     pytest.skip(f'{bag} is not here')
   runs = {
     'annotate': _strict(
-      'searchless.commands.annotate',
+      'searchless.pipelines.annotate',
       '--input',
       SAMPLE_GAMES,
       '--max_games',

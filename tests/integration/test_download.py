@@ -19,8 +19,8 @@ import pytest
 
 from searchless.commands import download
 from searchless.core import downloads
-from searchless.core import fetch
 from searchless.core import published
+from searchless.plumbing import fetch
 
 from helpers import COMPAT, play_legal_moves, uci_engine
 from http_fixture import FileServer
@@ -234,7 +234,7 @@ def test_ctrl_c_keeps_the_part_and_a_rerun_completes(site, tmp_path):
 
 
 def test_one_download_at_a_time_in_a_folder(site, tmp_path, capsys):
-  from searchless.core import folder_lock
+  from searchless.plumbing import folder_lock
 
   with folder_lock.FolderLock(tmp_path / 'd', 'searchless-download', '--out'):
     with FileServer(site) as server:
@@ -422,7 +422,7 @@ def test_a_zip_that_is_no_zip_is_removed_and_fetched_again_once_fixed(site, tmp_
 
 
 def test_a_streamed_input_resumes_only_onto_the_same_file(site, quick):
-  from searchless.core import remote_file
+  from searchless.plumbing import remote_file
 
   changed = os.urandom(300_000)
   republish = lambda path, n: n == 1 and (site / path[1:]).write_bytes(changed)

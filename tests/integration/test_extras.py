@@ -47,16 +47,16 @@ def test_play_train_and_evaluate_need_no_beam(tmp_path, compat):
 
 
 @pytest.mark.parametrize(
-  'module, command',
+  'package, module, command',
   [
-    ('annotate', 'searchless-annotate'),
-    ('import_labels', 'searchless-import'),
-    ('convert', 'searchless-convert'),
-    ('puzzles_data', 'searchless-puzzles-data'),
+    ('pipelines', 'annotate', 'searchless-annotate'),
+    ('pipelines', 'import_labels', 'searchless-import'),
+    ('pipelines', 'convert', 'searchless-convert'),
+    ('commands', 'puzzles_data', 'searchless-puzzles-data'),
   ],
 )
-def test_a_beam_command_without_beam_is_one_line_naming_the_extra(tmp_path, module, command):
-  done = _run(f'from searchless.commands import {module}\n{module}.main(["--help"])', tmp_path)
+def test_a_beam_command_without_beam_is_one_line_naming_the_extra(tmp_path, package, module, command):
+  done = _run(f'from searchless.{package} import {module}\n{module}.main(["--help"])', tmp_path)
   assert done.returncode == 2
   assert done.stderr == (
     f"error: {command} needs apache_beam, which comes with an extra: pip install 'searchless[annotate]'\n"

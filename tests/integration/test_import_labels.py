@@ -134,10 +134,23 @@ def test_bad_lines_are_counted_and_logged_with_their_line(tmp_path):
   assert manifest.splits == {'train': {'boards_seen': 2, 'boards': 2, 'moves_valued': 6, 'best_moves': 2}}
 
 
+def test_inputs_given_with_input_as_annotate_takes_them_import_the_same(tmp_path, lichess_999):
+  common = ['--test_fraction', '0', *IN_MEMORY]  # A Beam flag with a value: not taken for an input.
+  positional = import_labels.run([str(lichess_999), str(EVAL_SAMPLE), '--out', str(tmp_path / 'a'), *common])
+  flagged = import_labels.run(
+    ['--input', str(lichess_999), f'--input={EVAL_SAMPLE}', '--out', str(tmp_path / 'b'), *common]
+  )
+  assert flagged.inputs == positional.inputs and flagged.splits == positional.splits
+  assert flagged.splits['train']['boards'] > 0
+  for kind in ('state_value', 'behavioral_cloning', 'partial_board_value'):
+    name = f'train/{kind}_data.bag'
+    assert (tmp_path / 'b' / name).read_bytes() == (tmp_path / 'a' / name).read_bytes()
+
+
 def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, lichess_999):
   plain = tmp_path / 'plain.pgn'
   plain.write_text('[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n')
-  cmd = [sys.executable, '-m', 'searchless.commands.import_labels']
+  cmd = [sys.executable, '-m', 'searchless.pipelines.import_labels']
   result = subprocess.run([*cmd, str(plain), '--out', str(tmp_path / 'a')], capture_output=True, text=True)
   assert result.returncode == 2 and result.stderr == (
     f'error: no evaluations in {plain}: no game with [%eval] comments and no usable database line '
@@ -208,7 +221,7 @@ def test_a_cut_compressed_database_fails_naming_the_file_or_is_counted(tmp_path)
   cut = tmp_path / 'evals.jsonl.zst'
   cut.write_bytes(data[: len(data) // 2])
   readable = sum(1 for _ in _lines_before_error(cut))
-  cmd = [sys.executable, '-m', 'searchless.commands.import_labels', str(cut), '--direct_running_mode', 'in_memory']
+  cmd = [sys.executable, '-m', 'searchless.pipelines.import_labels', str(cut), '--direct_running_mode', 'in_memory']
   failed = subprocess.run([*cmd, '--out', str(tmp_path / 'a')], capture_output=True, text=True)
   assert (
     failed.returncode == 2

@@ -33,7 +33,7 @@ def test_ctrl_c_in_a_beam_job_is_one_line_and_leaves_no_output_folder(tmp_path, 
     'import_labels': [str(lichess_999)] * 20,
   }[command]  # The same games 20 times: a job of some seconds.
   status, stdout, stderr = signal_when(
-    [sys.executable, '-m', f'searchless.commands.{command}', *args, '--out', str(out)], ready
+    [sys.executable, '-m', f'searchless.pipelines.{command}', *args, '--out', str(out)], ready
   )
   assert (status, stdout, stderr) == (130, '', f'interrupted; nothing written to {out}\n')
   assert not out.exists()

@@ -1,4 +1,4 @@
-"""Output folders (`searchless.core.outputs`): one writer each, a filesystem error as one line naming the file and
+"""Output folders (`searchless.plumbing.outputs`): one writer each, a filesystem error as one line naming the file and
 the flag, and settings (the Stockfish binary) honoured or refused, for every command that writes a folder.
 
 The full disk and the read-only folder are real: a small tmpfs, filled or remounted read-only, in a user and mount
@@ -18,7 +18,7 @@ import pytest
 from helpers import namespaces
 
 import searchless.samples
-from searchless.core import folder_lock
+from searchless.plumbing import folder_lock
 
 pytestmark = pytest.mark.engine  # Stockfish plays or is started in each.
 COMMANDS = ('puzzles', 'tournament', 'strength', 'convert', 'selfplay')
@@ -60,7 +60,8 @@ def _argv(command: str, out: str, inputs: dict[str, str]) -> list[str]:
     'convert': [inputs['bag'], out, '--to', 'board'],
     'selfplay': ['--out', os.path.join(out, 'games.pgn'), '--num_games', '1', '--nodes', '100', '--max_plies', '10'],
   }[command]
-  return [sys.executable, '-m', f'searchless.commands.{command}', *args]
+  package = 'pipelines' if command in ('convert', 'selfplay') else 'commands'
+  return [sys.executable, '-m', f'searchless.{package}.{command}', *args]
 
 
 def _run(argv: list[str], **env: str) -> subprocess.CompletedProcess:
@@ -89,7 +90,7 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path, inputs, command):
 @pytest.mark.parametrize('command', ['puzzles', 'tournament'])
 def test_a_killed_writers_lock_is_taken_over(tmp_path, inputs, command):
   out = tmp_path / 'out'
-  hold = f'from searchless.core import folder_lock; folder_lock.FolderLock({str(out)!r}, "x", "--out").__enter__()'
+  hold = f'from searchless.plumbing import folder_lock; folder_lock.FolderLock({str(out)!r}, "x", "--out").__enter__()'
   holder = subprocess.Popen(
     [sys.executable, '-c', f'{hold}; print("held", flush=True); import time; time.sleep(60)'],
     stdout=subprocess.PIPE,

@@ -76,7 +76,7 @@ def test_converter_takes_state_values_and_rejects_incomplete_boards(tmp_path, co
 @pytest.mark.slow
 def test_converter_cli_errors_are_one_line(tmp_path, compat):
   run = lambda *argv: subprocess.run(
-    [sys.executable, '-m', 'searchless.commands.convert', *map(str, argv)], capture_output=True, text=True, timeout=300
+    [sys.executable, '-m', 'searchless.pipelines.convert', *map(str, argv)], capture_output=True, text=True, timeout=300
   )
   wrong = run(compat / 'state_value_sample.bag', tmp_path / 'x', '--to', 'board')
   assert wrong.returncode == 2

@@ -113,7 +113,8 @@ def _scripts() -> dict[str, str]:
 def test_every_console_script_is_a_command_module_main():
   for script, target in _scripts().items():
     module, _, function = target.partition(':')
-    assert script.startswith('searchless-') and module.startswith('searchless.commands.') and function == 'main'
+    assert script.startswith('searchless-') and function == 'main'
+    assert module.startswith(('searchless.commands.', 'searchless.pipelines.')), target
     assert callable(getattr(importlib.import_module(module), function)), target
 
 

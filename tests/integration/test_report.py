@@ -37,11 +37,11 @@ MODEL, OPPONENT = 'searchless', 'sf1350'
 
 
 def write_manifest(run_dir: pathlib.Path) -> None:
-  """data/manifest.json as searchless.commands.annotate writes it."""
+  """data/manifest.json as searchless.pipelines.annotate writes it."""
   manifest = artefacts.AnnotationManifest(
     **{
       'code': {'searchless': '0.1.0', 'python': '3.11.7'},
-      'command': ['searchless.commands.annotate', '--input', 'games.pgn', '--out', str(run_dir / 'data')],
+      'command': ['searchless.pipelines.annotate', '--input', 'games.pgn', '--out', str(run_dir / 'data')],
       'inputs': {'train': ['games.pgn']},
       'output_dir': str(run_dir / 'data'),
       'engine': {

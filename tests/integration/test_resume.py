@@ -85,7 +85,7 @@ def interrupted(stockfish, tmp_path_factory) -> pathlib.Path:
   """The output folder of an annotation stopped by Ctrl-C once it kept two pieces (copy it before use)."""
   out = tmp_path_factory.mktemp('interrupted') / 'out'
   status, _, err = signal_when(
-    [sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, out)], _kept(out, 3)
+    [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)], _kept(out, 3)
   )
   assert status == 130 and resume.pieces(str(out)), err
   return out
@@ -109,7 +109,7 @@ def reference(stockfish, tmp_path_factory) -> pathlib.Path:
 @pytest.mark.slow
 def test_ctrl_c_then_a_kill_then_a_rerun_writes_the_uninterrupted_dataset(stockfish, reference, tmp_path):
   out = tmp_path / 'out'
-  cmd = [sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, out)]
+  cmd = [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)]
   status, _, err = signal_when(cmd, _kept(out, 2))
   kept = resume.items_held(resume.pieces(str(out)))
   assert status == 130 and err.count('\n') == 1, err
@@ -141,7 +141,7 @@ def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_data
   common = [*map(str, copies), str(EVAL_SAMPLE), '--test_fraction', '0.5', '--chunk_games', '100']
   import_labels.run([*common, '--out', str(tmp_path / 'reference'), '--direct_running_mode', 'in_memory'])
   out = tmp_path / 'out'
-  cmd = [sys.executable, '-m', 'searchless.commands.import_labels', *common, '--out', str(out)]
+  cmd = [sys.executable, '-m', 'searchless.pipelines.import_labels', *common, '--out', str(out)]
   status, _, err = signal_when(cmd, _kept(out, 2))
   kept = resume.items_held(resume.pieces(str(out)))
   assert status == 130 and err.startswith(f'interrupted; kept {kept} parsed games and lines in {out / resume.FOLDER}')
@@ -183,7 +183,7 @@ def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is
   what it kept; once the disk is larger, the same command finishes the uninterrupted dataset."""
   disk = tmp_path / 'disk'
   disk.mkdir()
-  command = shlex.join([sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, disk / 'out')])
+  command = shlex.join([sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, disk / 'out')])
   script = (
     f'mount -t tmpfs -o size=96k tmpfs {disk} && head -c 70000 /dev/zero > {disk}/filler && '
     f'{command} 2> {tmp_path}/first.err; echo "first=$?"; mount -o remount,size=64m {disk} && '
@@ -200,7 +200,7 @@ def test_a_disk_that_fills_mid_job_is_one_line_and_the_job_resumes_once_there_is
 
 @pytest.mark.parametrize('command', ['annotate', 'import_labels'])
 def test_a_second_job_on_one_output_folder_is_refused_naming_the_first(command, stockfish, tmp_path):
-  from searchless.core import folder_lock
+  from searchless.plumbing import folder_lock
 
   out = tmp_path / 'out'
   args = {
@@ -210,7 +210,7 @@ def test_a_second_job_on_one_output_folder_is_refused_naming_the_first(command, 
   name = {'annotate': 'searchless-annotate', 'import_labels': 'searchless-import'}[command]
   with folder_lock.FolderLock(out, name, '--out'):  # The first job, holding the folder.
     second = subprocess.run(
-      [sys.executable, '-m', f'searchless.commands.{command}', *args], capture_output=True, text=True, timeout=300
+      [sys.executable, '-m', f'searchless.pipelines.{command}', *args], capture_output=True, text=True, timeout=300
     )
   assert second.returncode == 2 and second.stderr.count('\n') == 1
   assert second.stderr.startswith(f'error: {out} is in use by another {name} (pid {os.getpid()} on ')
@@ -225,7 +225,7 @@ def test_a_rerun_with_another_limit_or_engine_is_refused_and_restart_starts_afre
   out = _copy(interrupted, tmp_path)
   before = sorted(p.name for p in (out / resume.FOLDER).iterdir())
   kept = resume.items_held(resume.pieces(str(out)))
-  command = [sys.executable, '-m', 'searchless.commands.annotate', *_args(stockfish, out)]
+  command = [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)]
   wrapper = tmp_path / 'stockfish'  # Another engine binary (the same Stockfish behind it: not the pieces' binary).
   wrapper.write_text(f'#!/bin/sh\nexec {stockfish} "$@"\n')
   wrapper.chmod(0o755)

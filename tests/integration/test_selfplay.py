@@ -11,7 +11,6 @@ import pytest
 
 import helpers
 
-from searchless.commands import selfplay as selfplay_command
 from searchless.data import pgn
 from searchless.data import selfplay
 from searchless.engines import launch
@@ -175,7 +174,7 @@ def test_pipeline_without_engine_exits(tmp_path, capsys):
   with pytest.raises(launch.EngineNotFound, match='not found or not executable'):
     selfplay.run(str(tmp_path / 'x.pgn'), engine_path=str(tmp_path / 'no-engine'))
   with pytest.raises(SystemExit) as exit:
-    selfplay_command.main(['--out', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
+    selfplay_pipeline.main(['--out', str(tmp_path / 'x.pgn'), '--engine_path', str(tmp_path / 'no-engine')])
   assert exit.value.code == 2
   err = capsys.readouterr().err
   assert err.startswith('error: engine binary') and 'not found or not executable' in err and err.count('\n') == 1

@@ -15,12 +15,12 @@ import jax
 import numpy as np
 import pytest
 
-from searchless.model import loading
 from searchless import configs
 from searchless.core import config as config_lib
+from searchless.model import loading
+from searchless.plumbing import folder_lock
 from searchless.training import checkpoint
 from searchless.training import train
-from searchless.core import folder_lock
 
 from unit.test_train import SMALL, TINY, _losses, small_config
 from unit import test_train as unit_tests

@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from searchless.core import atomic
 from searchless.core import artefacts
+from searchless.plumbing import atomic
 
 
 def test_a_replaced_file_has_the_umask_mode_and_no_temporary_is_left(tmp_path):

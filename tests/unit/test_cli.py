@@ -28,17 +28,27 @@ def test_help_shows_each_default_once_and_never_none(parser):
 @pytest.mark.parametrize(
   'command, argv, flag, kind',
   [
-    ('train', ['--config', 'tiny', '--workdir', '{file}'], '--workdir', 'file, not a folder'),
-    ('evaluate', ['--checkpoint', 'pretrained', '--data', 'x.bag', '--out', '{file}'], '--out', 'file, not a folder'),
-    ('tournament', ['--agent', 'random', '--agent', 'random', '--out', '{file}'], '--out', 'file, not a folder'),
-    ('openings', ['--out', '{folder}'], '--out', 'folder, not a file'),
-    ('selfplay', ['--checkpoint', 'pretrained', '--out', '{folder}'], '--out', 'folder, not a file'),
+    ('commands.train', ['--config', 'tiny', '--workdir', '{file}'], '--workdir', 'file, not a folder'),
+    (
+      'commands.evaluate',
+      ['--checkpoint', 'pretrained', '--data', 'x.bag', '--out', '{file}'],
+      '--out',
+      'file, not a folder',
+    ),
+    (
+      'commands.tournament',
+      ['--agent', 'random', '--agent', 'random', '--out', '{file}'],
+      '--out',
+      'file, not a folder',
+    ),
+    ('commands.openings', ['--out', '{folder}'], '--out', 'folder, not a file'),
+    ('pipelines.selfplay', ['--checkpoint', 'pretrained', '--out', '{folder}'], '--out', 'folder, not a file'),
   ],
 )
 def test_an_output_of_the_wrong_kind_is_refused_naming_its_flag(tmp_path, capsys, command, argv, flag, kind):
   (tmp_path / 'a_file').write_text('x')
   paths = {'file': str(tmp_path / 'a_file'), 'folder': str(tmp_path)}
-  module = importlib.import_module(f'searchless.commands.{command}')
+  module = importlib.import_module(f'searchless.{command}')
   with pytest.raises(SystemExit) as exit:
     module.main([a.format(**paths) for a in argv])
   assert exit.value.code == 2
@@ -112,7 +122,7 @@ def test_an_epd_file_that_is_not_utf8_is_one_line_naming_its_file_and_line(tmp_p
 
 
 def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
-  from searchless.core import errors
+  from searchless.plumbing import errors
 
   for raised, said in (
     (KeyboardInterrupt(), 'stopped before the end'),
@@ -127,7 +137,7 @@ def test_an_interrupt_is_one_line_and_exit_status_130(capsys):
 def test_a_user_error_is_one_line_and_a_bug_keeps_its_traceback(capsys, monkeypatch):
   import errno
 
-  from searchless.core import errors
+  from searchless.plumbing import errors
 
   with pytest.raises(SystemExit) as exit:
     with errors.one_line_errors():
@@ -149,7 +159,7 @@ def test_a_user_error_is_one_line_and_a_bug_keeps_its_traceback(capsys, monkeypa
 
 
 def _script_parsers():
-  """Every console script's own parser (a Beam command's: its pipeline's), by script name (pyproject.toml)."""
+  """Every console script's own parser, by script name (pyproject.toml)."""
   import tomllib
 
   from helpers import ROOT
@@ -157,11 +167,7 @@ def _script_parsers():
   scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
   for script, target in sorted(scripts.items()):
     module = importlib.import_module(target.partition(':')[0])
-    found = getattr(module, '_parser', None)
-    if found is None:
-      [pipeline] = [v for v in vars(module).values() if getattr(v, '__name__', '').startswith('searchless.pipelines.')]
-      found = pipeline._parser  # pylint: disable=protected-access
-    yield pytest.param(found, id=script)
+    yield pytest.param(module._parser, id=script)  # pylint: disable=protected-access
 
 
 def _with_subparsers(parser):

@@ -30,7 +30,7 @@ False
 >>> Adjudication(max_plies=0)
 Traceback (most recent call last):
 ...
-searchless.core.errors.BadInput: max_plies must be >= 1 or None, got 0
+searchless.plumbing.errors.BadInput: max_plies must be >= 1 or None, got 0
 """
 
 import dataclasses
@@ -41,10 +41,10 @@ import chess
 import chess.engine
 import chess.pgn
 
-from searchless.core import errors
 from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
 from searchless.play import agents as agents_lib
+from searchless.plumbing import errors
 
 EVENT = 'searchless tournament'
 SITE = 'searchless'

@@ -13,13 +13,13 @@ import os
 import sys
 from typing import Any
 
-from searchless.core import errors
-from searchless.core import outputs
 from searchless.engines import launch
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
 from searchless.evaluation.tournament import runner
 from searchless.play import agents as agents_lib
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 OPENINGS_FILE = 'openings.pgn'
 

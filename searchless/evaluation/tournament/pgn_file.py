@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import chess.pgn
 
-from searchless.core import atomic
-from searchless.core import errors
-from searchless.core import outputs
+from searchless.plumbing import atomic
+from searchless.plumbing import errors
+from searchless.plumbing import outputs
 
 GAMES_FILE = 'games.pgn'
 RESULTS = ('1-0', '0-1', '1/2-1/2')

@@ -20,11 +20,11 @@ import os
 from typing import Any
 
 from searchless.core import artefacts
-from searchless.core import errors
 from searchless.evaluation import elo as elo_lib
 from searchless.evaluation.tournament import games as games_lib
 from searchless.evaluation.tournament import pgn_file
 from searchless.evaluation.tournament import scheduling
+from searchless.plumbing import errors
 
 RESULTS_FILE = artefacts.MatchResults.FILE
 

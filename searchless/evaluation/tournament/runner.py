@@ -17,14 +17,14 @@ import time
 from typing import Any
 
 
-from searchless.core import errors
-from searchless.core import progress_bars
 from searchless.evaluation import openings as openings_lib
 from searchless.evaluation.tournament import games
 from searchless.evaluation.tournament import pgn_file
 from searchless.evaluation.tournament import results as results_lib
 from searchless.evaluation.tournament import scheduling
 from searchless.evaluation.tournament import workers as workers_lib
+from searchless.plumbing import errors
+from searchless.plumbing import progress_bars
 
 
 def run_tournament(

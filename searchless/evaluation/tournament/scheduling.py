@@ -18,10 +18,10 @@ import collections
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from searchless.core import errors
 from searchless.evaluation import openings as openings_lib
 from searchless.model import loading
 from searchless.play import agents as agents_lib
+from searchless.plumbing import errors
 
 
 class Entrant(NamedTuple):

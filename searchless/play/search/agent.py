@@ -30,13 +30,13 @@ import contextlib
 import chess
 import numpy as np
 
-from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
 from searchless.play.search import mcts
 from searchless.play.search.result import SearchResult
+from searchless.plumbing import errors
 
 ALGORITHMS = ('mcts', 'alphabeta')
 

@@ -39,10 +39,10 @@ import chess
 import chess.polyglot
 import numpy as np
 
-from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import predictor as predictor_lib
 from searchless.play.search import evaluator as evaluator_lib
+from searchless.plumbing import errors
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
 
 

@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
-from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import policy as policy_lib
+from searchless.plumbing import errors
 
 DEFAULT_PRIOR_TEMPERATURE = 0.1  # Softmax temperature of win probabilities into priors (value policies).
 TIMED_CALLS = 4  # `Evaluator.boards_within` predicts from this many of the latest calls.

@@ -51,9 +51,9 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
-from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play.search import evaluator as evaluator_lib
+from searchless.plumbing import errors
 from searchless.play.search.result import MATE, MATE_STEP, SearchResult
 
 

@@ -17,7 +17,6 @@ import signal
 import socket
 import sys
 
-from searchless.core import errors
 from searchless.engines import launch
 from searchless.play import agents
 from searchless.play import compilation_cache as compilation_cache_lib
@@ -26,6 +25,7 @@ from searchless.play.search import agent as search_agent
 from searchless.play.serve import app as app_lib
 from searchless.play.serve import metrics as metrics_lib
 from searchless.play.serve import service as service_lib
+from searchless.plumbing import errors
 
 SWITCH_INTERVAL = 0.0005  # Seconds (`sys.setswitchinterval`) in the server's process.
 GRACE_SECONDS = 4.0  # For the requests in flight at SIGTERM / Ctrl-C: the server is gone within 5 s.

@@ -25,7 +25,6 @@ import time
 
 import chess
 
-from searchless.core import errors
 from searchless.play import background_compile
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
@@ -38,6 +37,7 @@ from searchless.play.uci import process
 from searchless.play.uci import protocol
 from searchless.play.uci import search as search_lib
 from searchless.play.uci.protocol import UciError
+from searchless.plumbing import errors
 
 Output = Callable[[str], None]
 

@@ -14,8 +14,8 @@ import dataclasses
 
 import chess
 
-from searchless.core import errors
 from searchless.core import legality
+from searchless.plumbing import errors
 
 CP_CLIP = 3000  # |score cp| limit: a model's win probability never proves a mate.
 NULL_MOVE = '0000'  # UCI's "no move".

@@ -10,13 +10,13 @@ import os
 import sys
 import typing
 
-from searchless.core import errors
 from searchless.model import loading
 from searchless.play import compilation_cache as compilation_cache_lib
 from searchless.play import player as player_lib
 from searchless.play import policy as policy_lib
 from searchless.play.uci import engine as engine_lib
 from searchless.play.uci import process
+from searchless.plumbing import errors
 
 
 SWITCH_INTERVAL = 0.0005  # Seconds (`sys.setswitchinterval`) in the engine's process.

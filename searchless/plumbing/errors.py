@@ -19,7 +19,7 @@ first says the path (and the flag given it). Ctrl-C becomes
 ``interrupted; <what was kept>`` and exit status 130 (the shell's 128 +
 SIGINT). Output goes through `print_or_quit`, so a reader that goes away
 (``| head``) ends the command quietly. A Beam job's command adds its runner's
-quirks (`searchless.data.beam_command`). docs/bad-input.md says which is which.
+quirks (`searchless.data.beam_job`). docs/bad-input.md says which is which.
 
 >>> try:
 ...   with one_line_errors():
@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 import contextlib
 import fnmatch
 import importlib
+import logging
 import os
 import sys
 from typing import NoReturn
@@ -113,6 +114,20 @@ def require_extra(module: str, extra: str, command: str) -> None:
     if e.name != module:
       raise
     fail(f"{command} needs {module}, which comes with an extra: pip install 'searchless[{extra}]'")
+
+
+class _QuietBeamImport(logging.Filter):
+  """Drops Beam's import-time 'apitools not found' warning (its GCS extras not installed)."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'apitools not found' not in record.getMessage()
+
+
+def require_beam(command: str) -> None:
+  """What a Beam command's module does before its imports: Beam is required (the ``annotate`` extra), and
+  Beam's 'apitools not found' warning is dropped from this program's log (the library leaves logging alone)."""
+  logging.getLogger().addFilter(_QuietBeamImport())
+  require_extra('apache_beam', 'annotate', command)
 
 
 def _flag_of(path: str, argv: Sequence[str]) -> str | None:

@@ -1,6 +1,6 @@
 """The cost of annotating every board from a fresh engine state (``ucinewgame`` per board).
 
-    .venv/bin/python benchmarks/fresh_engine_state.py            # 80 real boards, ~1 minute
+    .venv/bin/python benchmarks/studies/fresh_engine_state.py            # 80 real boards, ~1 minute
 
 `engine.BoardAnnotator` sends ``ucinewgame`` + ``isready`` before each board so
 that a board's labels do not depend on the boards searched before it. This times
@@ -17,7 +17,7 @@ import time
 
 import chess
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: its shared boards
 import boards as boards_lib  # noqa: E402
 
 from searchless.engines import annotator as engine  # noqa: E402

@@ -17,9 +17,9 @@ import io
 import os
 from typing import Any, BinaryIO
 
-from searchless.core import errors
-from searchless.core import fetch
-from searchless.core import remote_file
+from searchless.plumbing import errors
+from searchless.plumbing import fetch
+from searchless.plumbing import remote_file
 
 
 def is_remote(path: str) -> bool:

@@ -12,7 +12,7 @@ or an ``[Errno 28]`` with no file.
 ...   raise OSError(28, 'No space left on device', os.path.join(out, 'journal.jsonl'))
 Traceback (most recent call last):
 ...
-searchless.core.outputs.OutputError: cannot write /.../x/journal.jsonl (--out): No space left on device
+searchless.plumbing.outputs.OutputError: cannot write /.../x/journal.jsonl (--out): No space left on device
 >>> os.path.exists(out)  # Made for the run that failed: removed.
 False
 """
@@ -23,8 +23,8 @@ import io
 import os
 from typing import IO, Any
 
-from searchless.core import errors
-from searchless.core import folder_lock
+from searchless.plumbing import errors
+from searchless.plumbing import folder_lock
 
 
 class OutputError(errors.UserError, OSError):

@@ -1,7 +1,7 @@
 """The transformer's structural priors: what each costs in throughput and gives in learning.
 
-    .venv/bin/python benchmarks/priors.py                  # training throughput only, ~5 minutes on 2 cores
-    cd /tmp && /work/main/.venv/bin/python /work/main/benchmarks/priors.py \\
+    .venv/bin/python benchmarks/studies/priors.py                  # training throughput only, ~5 minutes on 2 cores
+    cd /tmp && CHECKOUT/.venv/bin/python CHECKOUT/benchmarks/studies/priors.py \\
         --workdir ~/searchless-data/models              # + learning curves: ~1.2 h of both cores per model, resumable
 
 The board-packed transformer (`tiny_packed`) with each prior of `searchless.model.priors`
@@ -12,7 +12,7 @@ alone and all together, beside `graph_tiny`:
   each config's batch of 32 boards, timed after compilation in 3 interleaved rounds,
   the median round of each);
 * with ``--workdir``: learning curves at equal wall-clock (4 points x 15 minutes) on the
-  same 202,961 distinct shared boards, measured by `benchmarks/campaign_models.py` (and
+  same 202,961 distinct shared boards, measured by `benchmarks/studies/campaign_models.py` (and
   shared with it: a model both benchmarks name is trained once): held-out log-loss,
   action accuracy, tau-b against the deep reference, dev puzzles with Wilson intervals.
 
@@ -27,7 +27,8 @@ import sys
 
 import jax
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # campaign_models, beside it
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: boards, packing
 import boards as boards_lib  # noqa: E402
 import campaign_models  # noqa: E402
 import packing  # noqa: E402

@@ -110,6 +110,16 @@ class ArgumentParser(argparse.ArgumentParser):
     return out
 
 
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+  """Adds ``--dtype`` (default auto): the compute dtype of a command that runs a model."""
+  parser.add_argument(
+    '--dtype',
+    default='auto',
+    choices=('auto', 'float32', 'bfloat16'),
+    help='Compute dtype (auto: bfloat16 on GPU/TPU, float32 on CPU).',
+  )
+
+
 def add_log_level(parser: argparse.ArgumentParser, what: str = 'the stderr log') -> None:
   """Adds ``--log_level`` (default WARNING): the level of `what`, which `start_logging` sets up."""
   parser.add_argument('--log_level', default='WARNING', help=f'Log level of {what}.')
@@ -134,7 +144,7 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) ->
   ('runs/a', 'warning: --output_dir is deprecated; use --out\\n')
   """
   if not isinstance(parser, ArgumentParser):
-    raise TypeError(f'{parser.prog}: deprecated aliases need searchless.core.cli.ArgumentParser')
+    raise TypeError(f'{parser.prog}: deprecated aliases need searchless.plumbing.cli.ArgumentParser')
   if new not in parser._option_string_actions:  # pylint: disable=protected-access
     raise ValueError(f'{parser.prog} has no flag {new}')
   parser.deprecated[old] = new

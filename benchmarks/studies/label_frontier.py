@@ -1,6 +1,6 @@
 """The label-cost frontier: which engine labels give the most chess per engine core-hour.
 
-    .venv/bin/python benchmarks/label_frontier.py --workdir RUNS/frontier \\
+    .venv/bin/python benchmarks/studies/label_frontier.py --workdir RUNS/frontier \\
         --puzzles ../shared/data/puzzles/lichess_puzzles_dev.csv          # ~1.5 hours on 2 cores
 
 Every label mode annotates the same real Lichess boards (`../shared/data/games/`,
@@ -51,7 +51,7 @@ from searchless.engines import launch
 from searchless.evaluation import metrics
 from searchless.training import plot
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GAMES = sorted(str(p) for p in (ROOT.parent / 'shared' / 'data' / 'games').glob('*.pgn'))
 TEST_FRACTION = 0.05  # The pipeline's hash split (annotate.split_of): these games are held out.
 # (name, engine mode, limit, policies trained on its records).

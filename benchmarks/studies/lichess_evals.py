@@ -1,6 +1,6 @@
 """Imported labels: how fast `searchless-import` reads, and what its state values teach against ours.
 
-    python benchmarks/lichess_evals.py --workdir ~/searchless-data/lichess_evals  # ~1 h on 2 cores, resumable
+    python benchmarks/studies/lichess_evals.py --workdir ~/searchless-data/lichess_evals  # ~1 h on 2 cores, resumable
 
 1. Speed: `searchless-import` on the whole 46k-game file (`../shared/data/games/
    lichess_games_js_magnus_46177.pgn.zst`: 10k games carry [%eval]) on the DirectRunner
@@ -29,7 +29,7 @@ import resource
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
 
 from campaign import games as campaign_games  # noqa: E402
@@ -69,7 +69,7 @@ def _import(inputs: list[str], out: pathlib.Path, extra: list[str]) -> dict:
     [
       sys.executable,
       '-m',
-      'searchless.commands.import_labels',
+      'searchless.pipelines.import_labels',
       *inputs,
       '--out',
       str(out),
@@ -113,7 +113,7 @@ def main(argv=None) -> None:
     '--annotate_boards_per_core_hour',
     type=float,
     default=140_541,
-    help="annotation's figure at the campaign's recipe (RESULTS: benchmarks/annotate_cpu.py)",
+    help="annotation's figure at the campaign's recipe (RESULTS: benchmarks/studies/annotate_cpu.py)",
   )
   args = p.parse_args(argv)
   work, shared = pathlib.Path(args.workdir).resolve(), pathlib.Path(args.shared).resolve()

@@ -1,6 +1,6 @@
 """Games parsed per second from ONE big PGN input, on 1 and on 2 DirectRunner workers, before and after.
 
-    .venv/bin/python benchmarks/parse_scaling.py --copies 20 --workdir /tmp/parse_scaling
+    .venv/bin/python benchmarks/studies/parse_scaling.py --copies 20 --workdir /tmp/parse_scaling
 
 Concatenates the shared real games (``../shared/data/games/*.pgn``, ~5k games)
 `--copies` times into one file (the shape of a monthly dump: one input file),
@@ -21,7 +21,7 @@ import pathlib
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import apache_beam as beam  # noqa: E402

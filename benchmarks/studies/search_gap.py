@@ -1,6 +1,6 @@
 """The search gap: one model played without search and with MCTS at 16 to 1024 simulations (and alpha-beta).
 
-    .venv/bin/python benchmarks/search_gap.py --workdir RUNS/search_gap          # the shipped model, ~1 h on 2 cores
+    .venv/bin/python benchmarks/studies/search_gap.py --workdir RUNS/search_gap  # the shipped model, ~1 h on 2 cores
 
 For `--checkpoint` (default: the model shipped in the package) it measures
 
@@ -27,7 +27,7 @@ import pathlib
 import platform
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / 'shared' / 'data'
 
 

@@ -1,6 +1,6 @@
 """The model for the campaign's budget: learning curves at equal wall-clock on the same boards.
 
-    .venv/bin/python benchmarks/campaign_models.py --shared ../shared \\
+    .venv/bin/python benchmarks/studies/campaign_models.py --shared ../shared \\
         --workdir ~/searchless-data/models          # 3 models x 4 points x 15 min: ~3.5 h on 2 cores, resumable
 
 Each model trains on the same boards (the distinct boards of the shared label chunks,
@@ -30,7 +30,7 @@ import pathlib
 import platform
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # The campaign: a tool of the checkout, beside the benchmarks.
 
 from campaign import model as campaign_model  # noqa: E402

@@ -19,7 +19,7 @@ import os
 import pathlib
 import socket
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 
 class FolderInUse(errors.UserError, OSError):

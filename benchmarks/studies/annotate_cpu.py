@@ -1,7 +1,7 @@
 """Where an annotation job's CPU goes: the engines' share, and boards per core-hour, before and after.
 
-    .venv/bin/python benchmarks/annotate_cpu.py                           # 100 games, ~12 min on 2 cores
-    .venv/bin/python benchmarks/annotate_cpu.py --games 5 --before HEAD~3  # smoke run against another revision
+    .venv/bin/python benchmarks/studies/annotate_cpu.py                           # 100 games, ~12 min on 2 cores
+    .venv/bin/python benchmarks/studies/annotate_cpu.py --games 5 --before HEAD~3  # smoke run against another revision
 
 Runs the campaign's label recipe (`searchless-annotate --mode multipv --limit
 nodes=20000 --state_value best_move --records board`, 2 workers) twice on the same
@@ -28,7 +28,7 @@ import time
 
 import psutil
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GAMES = ROOT.parent / 'shared' / 'data' / 'games' / 'lichess_games_Bfx-de-Blr_3970.pgn'
 RECIPE = [
   '--mode',
@@ -59,7 +59,7 @@ def run_job(pythonpath: str | None, pgn: pathlib.Path, out: pathlib.Path, worker
   command = [
     sys.executable,
     '-m',
-    'searchless.commands.annotate',
+    'searchless.pipelines.annotate',
     '--input',
     str(pgn),
     '--out',

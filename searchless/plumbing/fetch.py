@@ -9,7 +9,7 @@ that stops sending within about two (`give_up_after`). What cannot succeed is a
 `DownloadError`: one line naming the URL, with the innermost cause (`reason`).
 `look_up` reads what a server says of a file (`Head`: its size, validator and
 Google Cloud Storage's checksums); `checksums` reads a ``sha256sum`` list.
-`searchless.core.downloads` fetches files with them, `searchless.core.remote_file`
+`searchless.core.downloads` fetches files with them, `searchless.plumbing.remote_file`
 streams one.
 
 >>> round(give_up_after(RETRIES, TIMEOUT[0])), round(give_up_after(RETRIES, TIMEOUT[1]))
@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import requests
 import urllib3.exceptions
 
-from searchless.core import errors
+from searchless.plumbing import errors
 
 CHUNK = 1 << 16  # Bytes read and written at a time: at most this much of a download is lost to a Ctrl-C.
 TIMEOUT = (5.0, 15.0)  # Seconds to connect, and to wait for the next bytes.

@@ -1,6 +1,6 @@
 """MCTS simulations per second by leaf batch size (virtual loss), and what the batches cost in play.
 
-    .venv/bin/python benchmarks/mcts_batching.py                      # the shipped model, ~2 min
+    .venv/bin/python benchmarks/studies/mcts_batching.py                      # the shipped model, ~2 min
 
 Runs `--sims` simulations from each of a few middlegame boards with leaf
 batches of 1, 4, 16 and 64 (`MctsConfig.batch_size`), after compiling every

@@ -8,8 +8,8 @@ from typing import Any
 
 import requests
 
-from searchless.core import fetch
-from searchless.core.fetch import DownloadError
+from searchless.plumbing import fetch
+from searchless.plumbing.fetch import DownloadError
 
 
 class RemoteFile(io.RawIOBase):

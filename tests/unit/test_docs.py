@@ -186,7 +186,9 @@ def _anchor(heading: str) -> str:
 
 def test_every_relative_link_and_anchor_resolves():
   pages = PAGES + [ROOT / 'benchmarks' / 'RESULTS.md', ROOT / 'benchmarks' / 'HISTORY.md']
-  pages += sorted((ROOT / 'benchmarks' / 'studies').glob('*.md'))
+  pages += sorted((ROOT / 'benchmarks' / 'studies').glob('*.md')) + sorted(
+    (ROOT / 'benchmarks' / 'results').glob('*.md')
+  )
   broken = []
   for page in pages:
     for target in re.findall(r'\]\(([^)\s]+)\)', FENCE.sub('', page.read_text())):

@@ -77,7 +77,7 @@ def _parser(positional: bool = False) -> argparse.ArgumentParser:
     "globs; repeat or comma-separate for several (as searchless-annotate's --input)",
   )
   if positional:  # The earlier form, `searchless-import FILE...`, still read as it was.
-    p.add_argument('paths', nargs='+', metavar='input', help='the same inputs without --input')
+    p.add_argument('paths', nargs='*', metavar='input', help='the same inputs without --input')
   io.add_argument('--records', default=_OPTIONS['records'], help='comma-separated record kinds to write')
   io.add_argument(
     '--chunk_games',
@@ -115,6 +115,8 @@ def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefac
   args, beam_args = _parser(positional=not given).parse_known_args(argv)
   fields = {f.name for f in dataclasses.fields(import_graph.ImportOptions)} - {'input'}
   inputs = (*args.input, *getattr(args, 'paths', ()))
+  if not inputs:
+    raise errors.BadInput('no input: name the game dumps or evaluation databases with --input')
   options = import_graph.ImportOptions(input=inputs, **{f: getattr(args, f) for f in fields})
   return run_job(options, beam_args=beam_args, command=command or [PROG, *argv])
 

@@ -345,7 +345,8 @@ def main(run: Callable[[list[str]], Any], argv: Sequence[str] | None, name: str,
   if not verbose:  # Beam logs each failed bundle's traceback; the one-line error says it all.
     logging.getLogger('apache_beam').setLevel(logging.CRITICAL)
     if not any(a.startswith('--default_sdk_harness_log_level') for a in argv):
-      argv = [*argv, '--default_sdk_harness_log_level', 'CRITICAL']  # The worker processes' own logs.
+      argv = [*argv, '--default_sdk_harness_log_level=CRITICAL']  # The worker processes' own logs (one word: no
+      # positional argument of the job's can take its value).
   fd, worker_log = tempfile.mkstemp(prefix=f'{name}-', suffix='.log')
   os.close(fd)
   quiet = contextlib.nullcontext() if verbose else _quiet_beam(worker_log)

@@ -254,3 +254,14 @@ def test_an_https_input_is_streamed_and_a_dropped_connection_resumed(tmp_path):
   for split in ('train', 'test'):
     for kind in (records.PARTIAL_BOARD_VALUE, 'state_value', 'behavioral_cloning'):
       assert _read(tmp_path / 'url', split, kind) == _read(tmp_path / 'local', split, kind)
+
+
+def test_no_input_is_one_line_naming_the_flag(tmp_path, capsys):
+  """Without an input (neither --input nor the positional form) the command stops in one line, writing nothing."""
+  with pytest.raises(SystemExit) as stopped:
+    import_labels.main(['--out', str(tmp_path / 'out')])
+  assert (stopped.value.code, capsys.readouterr().err) == (
+    2,
+    'error: no input: name the game dumps or evaluation databases with --input\n',
+  )
+  assert not (tmp_path / 'out').exists()

@@ -249,11 +249,6 @@ def _run(
   keeper = resume.Keeper(
     out, _settings(engine_config), 'annotated boards', command or manifest_lib.command_line(), restart=options.restart
   )
-  if options.restart and (dropped := resume.pieces(out)):
-    print(
-      f'restarting: {resume.items_held(dropped)} annotated boards kept in {resume.folder(out)} are dropped',
-      file=sys.stderr,
-    )
   kept = resume.pieces_of_kind(keeper.kept_pieces(), 'boards')
   if local:
     _refuse_another_engine(keeper, kept, engine_config)

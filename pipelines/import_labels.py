@@ -162,11 +162,6 @@ def _run(
     inputs={path: resume.input_identity(path) for path in paths},  # Pieces hold their lines' parses.
     restart=options.restart,
   )
-  if options.restart and (dropped := resume.pieces(out)):
-    print(
-      f'restarting: {resume.items_held(dropped)} parsed games and lines kept in {resume.folder(out)} are dropped',
-      file=sys.stderr,
-    )
   kept = keeper.kept_pieces()
   if kept:
     print(f'resuming: {resume.items_held(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)

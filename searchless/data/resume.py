@@ -39,6 +39,7 @@ import os
 import pickle
 import re
 import shlex
+import sys
 import time
 from typing import Any
 import uuid
@@ -245,9 +246,11 @@ class Keeper:
 
   def prepare(self) -> None:
     """Leaves the folder ready for this job's pieces: those kept (`kept_pieces` checked them), or none with
-    `restart`; what the pieces are made with recorded, durably."""
+    `restart` (which says on stderr what it drops); what the pieces are made with recorded, durably."""
     directory = folder(self.output_dir)
     if self.restart and FileSystems.exists(directory):
+      if dropped := pieces(self.output_dir):
+        print(f'restarting: {items_held(dropped)} {self.what} kept in {directory} are dropped', file=sys.stderr)
       FileSystems.delete([directory])
     try:
       FileSystems.mkdirs(directory)

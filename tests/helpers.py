@@ -100,9 +100,12 @@ def play_legal_moves(engine: chess.engine.SimpleEngine, plies: int, seconds: flo
   return board
 
 
-def signal_when(cmd: list[str], ready, sig: int = signal.SIGINT, *, group: bool = True, timeout: float = 300):
+def signal_when(
+  cmd: list[str], ready, sig: int = signal.SIGINT, *, group: bool = True, timeout: float = 300, stop: float = 300
+):
   """Starts `cmd` in a session of its own and, once `ready()`, sends `sig` to its process group (as a terminal's
-  Ctrl-C does; a reboot kills the whole group) or to the command alone; returns (status, stdout, stderr)."""
+  Ctrl-C does; a reboot kills the whole group) or to the command alone; returns (status, stdout, stderr) once it
+  ends, within `stop` seconds of the signal."""
   proc = subprocess.Popen(
     cmd,
     stdout=subprocess.PIPE,
@@ -121,7 +124,7 @@ def signal_when(cmd: list[str], ready, sig: int = signal.SIGINT, *, group: bool 
       os.killpg(proc.pid, sig)
     else:
       proc.send_signal(sig)
-    out, err = proc.communicate(timeout=300)  # A loaded 2-core machine takes its time to stop the workers.
+    out, err = proc.communicate(timeout=stop)  # A loaded 2-core machine takes its time to stop the workers.
   finally:
     if proc.poll() is None:
       os.killpg(proc.pid, signal.SIGKILL)

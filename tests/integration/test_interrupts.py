@@ -78,13 +78,9 @@ def test_ctrl_c_in_training_saves_says_how_to_resume_and_exits_130(tmp_path, com
 def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_every_finished_game(tmp_path, stockfish):
   """The shipped model against Stockfish in two worker processes; Ctrl-C once two games are in: one line, exit 130
   at once, no worker's traceback, the finished games kept, and no process of the command left (workers, engines)."""
-  import os
-  import signal
-  import subprocess
-
   import psutil
 
-  from helpers import alive
+  from helpers import alive, signal_when
   from searchless.evaluation.tournament import pgn_file
 
   out = tmp_path / 'match'
@@ -94,35 +90,25 @@ def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_ever
     *['--agent', 'stockfish:nodes=1,elo=1350', '--make_openings', '10', '--max_plies', '30', '--adjudicate_cp', '0'],
     *['--workers', '2', '--engine_path', stockfish, '--no_progress', '--out', str(out)],
   ]
-  proc = subprocess.Popen(
-    argv,
-    stdout=subprocess.PIPE,
-    stderr=subprocess.PIPE,
-    text=True,
-    start_new_session=True,
-    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
-  )
-  try:
-    deadline = time.monotonic() + 300
-    while not (games.exists() and games.read_text().count('[Event ') >= 2):
-      assert proc.poll() is None, proc.communicate()[1][-3000:]
-      assert time.monotonic() < deadline, 'no game finished'
-      time.sleep(0.05)
-    processes = psutil.Process(proc.pid).children(recursive=True)
-    kept = games.read_text()
-    os.killpg(proc.pid, signal.SIGINT)  # As a terminal's Ctrl-C: the command, its workers and their engines.
-    stdout, stderr = proc.communicate(timeout=60)  # It used to hang for minutes.
-  finally:
-    if proc.poll() is None:
-      os.killpg(proc.pid, signal.SIGKILL)
-      proc.wait()
+  seen: dict = {}
+
+  def two_games_in() -> bool:  # Once true, what the signal finds: the command's processes and its games.
+    if not (games.exists() and games.read_text().count('[Event ') >= 2):
+      return False
+    me = psutil.Process()  # The command is a child of this process; its workers and engines are below it.
+    seen.update(processes=[p for p in me.children(recursive=True) if p.ppid() != me.pid], kept=games.read_text())
+    return True
+
+  # As a terminal's Ctrl-C: the command, its workers and their engines; it used to hang for minutes.
+  status, stdout, stderr = signal_when(argv, two_games_in, stop=60)
+  processes, kept = seen['processes'], seen['kept']
   assert len(processes) >= 4  # The two workers and their engines, at least.
   played = games.read_text()
   assert played.startswith(kept)  # Every game finished before the signal, and nothing cut after them.
   records, dropped = pgn_file.load_games(str(games))
   count = len(records)
   assert (count >= 2, dropped) == (True, 0)
-  assert (proc.returncode, stdout, stderr) == (
+  assert (status, stdout, stderr) == (
     130,
     '',
     f'interrupted; {count} of 20 games kept in {games}; rerun the same command to play the rest\n',

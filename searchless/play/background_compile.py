@@ -17,8 +17,10 @@ compile shares the cores and the interpreter's lock, and would slow the model
 calls the search has timed); a worker checks the holds and claims its turn
 under one lock, so a shape is started either before a search begins or after
 it ends. Within `compiled_only` (a timed search's model calls, after its root), a call of a shape not compiled
-raises `NotCompiled` instead of compiling, and the shape goes first in the worker's queue: the search ends with
-what it has, in its time, where a compile would have taken seconds.
+compiles it now when the time left before the search's `deadline` exceeds what a compile of that model costs
+(`Shapes.compile_cost`: the slowest compile of it measured in this process, `DEFAULT_COMPILE_SECONDS` before any),
+and the search goes on; otherwise it raises `NotCompiled` instead, and the shape goes first in the worker's queue:
+the search ends with what it has, in its time, where the compile would have taken longer than it has left.
 
 >>> done = []
 >>> shapes = Shapes(done.append)
@@ -47,13 +49,14 @@ _LOG = logging.getLogger(__name__)
 _OPEN: 'weakref.WeakSet[Shapes]' = weakref.WeakSet()  # Every Shapes, closed at exit.
 
 QUIET_SECONDS = 0.05  # After a search, the workers wait this long (the next command may be another search).
+DEFAULT_COMPILE_SECONDS = 3.0  # A shape's compile cost before one is measured (a cold compile on a CPU: 2-4 s).
 _STATE = threading.Condition()  # Guards the four below; notified whenever one changes.
 _holds = 0  # Searches in flight (`held`).
 _released = 0.0  # When the last one ended (time.monotonic()).
 _tracer: int | None = None  # The thread that traces or compiles now (`tracing`, or a worker's claim), if any.
 _depth = 0  # How many `tracing` blocks that thread is in.
 _wanted = 0  # Threads waiting in `tracing`: a worker claims no shape while one waits.
-_local = threading.local()  # `compiled_only`'s depth in this thread.
+_local = threading.local()  # `compiled_only`'s deadlines in this thread (`deadlines`: innermost last).
 
 
 class NotCompiled(Exception):
@@ -61,14 +64,16 @@ class NotCompiled(Exception):
 
 
 @contextlib.contextmanager
-def compiled_only() -> Iterator[None]:
-  """Within it, this thread's model calls run on compiled shapes only: one that would compile raises
-  `NotCompiled` (its shape is queued first for the worker)."""
-  _local.depth = getattr(_local, 'depth', 0) + 1
+def compiled_only(deadline: float | None = None) -> Iterator[None]:
+  """Within it, this thread's model calls run on compiled shapes only, but for one whose compile (its
+  `Shapes.compile_cost`) ends before `deadline` (a `time.monotonic()`; None: never): that one compiles now. Any
+  other that would compile raises `NotCompiled` (its shape is queued first for the worker)."""
+  deadlines = _local.__dict__.setdefault('deadlines', [])
+  deadlines.append(deadline)
   try:
     yield
   finally:
-    _local.depth -= 1
+    deadlines.pop()
 
 
 @contextlib.contextmanager
@@ -153,6 +158,7 @@ class Shapes:
   def __init__(self, run: Callable[[Shape], object], ready: set[Shape] | None = None):
     self._run = run
     self._ready: set[Shape] = set() if ready is None else ready  # Compiled: a call of this shape runs at once.
+    self._seconds: dict[Shape, float] = {}  # How long each compile of this process took (`compile_cost`).
     self._queue: collections.deque[Shape] = collections.deque()
     self._lock = threading.Lock()
     self._stop = threading.Event()
@@ -168,21 +174,45 @@ class Shapes:
     """Records that a call of `shape` has run (so it is compiled)."""
     self._ready.add(shape)
 
+  @property
+  def seconds(self) -> dict[Shape, float]:
+    """How long each shape compiled in this process by these `Shapes` took (a snapshot)."""
+    return dict(self._seconds)
+
+  def compile_cost(self) -> float:
+    """What compiling one more shape is expected to cost, in seconds: the slowest compile measured here
+    (`seconds`; one found in JAX's persistent cache takes a fraction of a cold one), else
+    `DEFAULT_COMPILE_SECONDS`."""
+    return max(self.seconds.values(), default=DEFAULT_COMPILE_SECONDS)  # A copy: the worker may add one.
+
   def guard(self, shape: Shape) -> contextlib.AbstractContextManager:
     """Hold it around a call of `shape`: a shape not compiled yet is traced and compiled in `tracing` (a compiled
-    one needs nothing); within `compiled_only`, it raises `NotCompiled` and queues the shape first."""
+    one needs nothing), and its time measured; within `compiled_only`, unless the compile ends before its
+    deadline (`compile_cost`), it raises `NotCompiled` and queues the shape first."""
     if shape in self._ready:
       return contextlib.nullcontext()
-    if getattr(_local, 'depth', 0):
-      self.compile_later([shape], first=True)
-      raise NotCompiled(shape)
-    return tracing()
+    deadlines = getattr(_local, 'deadlines', None)
+    if deadlines:
+      deadline = deadlines[-1]
+      if deadline is None or time.monotonic() + self.compile_cost() >= deadline:
+        self.compile_later([shape], first=True)
+        raise NotCompiled(shape)
+    return self._compiling(shape)
+
+  @contextlib.contextmanager
+  def _compiling(self, shape: Shape) -> Iterator[None]:
+    """Within it, this thread compiles `shape` in its turn (`tracing`); the time it took, once its turn came, is
+    recorded (`seconds`)."""
+    with tracing():
+      begin = time.monotonic()
+      yield
+      self._seconds[shape] = time.monotonic() - begin
 
   def compile(self, shapes: Iterable[Shape]) -> None:
     """Compiles each of `shapes` not compiled yet, now."""
     for shape in shapes:
       if shape not in self._ready:
-        with tracing():
+        with self._compiling(shape):
           self._run(shape)
         self._ready.add(shape)
 
@@ -210,7 +240,9 @@ class Shapes:
             return
           shape = self._queue.popleft()
         if shape not in self._ready:
+          begin = time.monotonic()
           self._run(shape)
+          self._seconds[shape] = time.monotonic() - begin
           self._ready.add(shape)
       except Exception:  # pylint: disable=broad-except  # A call of this shape compiles (and fails) in the foreground.
         _LOG.exception('compiling shape %s in the background failed', shape)

@@ -36,7 +36,9 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MOVE_BUCKETS = (16, 32, 48, 64, 96, 128, 256)
 BOARD_BUCKETS = (1, 4, 16, 64)
 # Compiled first by `warm_up(background=True)` (the others then compile on a worker thread): a batch of
-# 32 sequences (per-move model); one board of up to 48 moves (packed: most positions, the start included).
+# 32 sequences (per-move model); one board of the start position's move bucket (packed: `probe`'s shape, so
+# compiled already after the first load of a model's files, and in JAX's persistent cache from then on), then,
+# first on the worker, one board of up to 48 moves (most positions).
 FIRST_BATCH = 32
 FIRST_MOVE_SLOTS = 48
 START_MOVES = 20  # The start position's legal moves: `PackedPredictor.probe` runs in their move bucket.
@@ -291,15 +293,18 @@ class PackedPredictor(_BasePredictor):
     """Compiles, for every move bucket, the board buckets that calls of up to `max_boards` boards
     use (1: what play needs; a search's batch size: what its batches need).
 
-    `background`: compile one board of `FIRST_MOVE_SLOTS` moves now, the other shapes on a worker
-    thread (the bigger board counts first at that move bucket, then the rest by move bucket);
-    calls meanwhile use the compiled shapes only (more padding, no compile).
+    `background`: compile one board of the start position's move bucket now (`probe`'s shape: nothing
+    to compile after a load that ran the probe, a load from JAX's persistent cache after one that did), the
+    other shapes on a worker thread (the bigger board counts at that move bucket, then those of
+    `FIRST_MOVE_SLOTS` moves, then the rest by move bucket); calls meanwhile use the compiled shapes only
+    (more padding, no compile).
     """
     needed = [b for b in self._board_buckets if b < max_boards] + [
       min([b for b in self._board_buckets if b >= max_boards], default=self._board_buckets[-1])
     ]
-    first_slots = next((s for s in self._move_buckets if s >= FIRST_MOVE_SLOTS), self._move_buckets[-1])
-    by_use = sorted(self._move_buckets, key=lambda s: abs(s - first_slots))  # 48, 32, 64, 16, 96, 128, 256.
+    start = next((s for s in self._move_buckets if s >= START_MOVES), self._move_buckets[-1])  # `probe`'s.
+    most = next((s for s in self._move_buckets if s >= FIRST_MOVE_SLOTS), self._move_buckets[-1])
+    by_use = sorted(self._move_buckets, key=lambda s: (s != start, abs(s - most)))  # 32, 48, 64, 16, 96, 128, 256.
     self._compile_shapes(
       [(boards, tokenizer.SEQUENCE_LENGTH + slots) for slots in by_use for boards in needed], background
     )

@@ -1,6 +1,8 @@
 """Search over the shipped model: the tests that load and play it (slow). The fast ones, on a stub model, and the
 positions both use, are in tests/unit/test_search.py."""
 
+import dataclasses
+
 import chess
 import numpy as np
 import pytest
@@ -94,30 +96,60 @@ def test_a_search_spec_is_ready_after_one_batch_shape_and_compiles_the_rest_in_t
     agent.close()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize('algo', ['mcts', 'alphabeta'])
-def test_a_timed_search_compiles_nothing_and_ends_with_what_it_has(algo):
-  """A leaf whose moves need a shape not compiled yet ends a timed search (as its clock would) instead of compiling
-  for seconds; the shape is queued for the worker."""
+QUEENS_TO_MOVE = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K b - - 0 1')  # 3 moves; after each, White has 53.
+
+
+def _hurried_search(algo: str, seconds: float):
+  """(a search of `algo` on `seconds`, its predictor): the shipped model with only the one shape a background
+  warm-up compiles at once (one board, of fewer move slots than White's 53 moves after Black's), and no worker."""
   from searchless.model import loading
-  from searchless.play import background_compile
   from searchless.play import policy as policy_lib
 
   model_config, params, _ = loading.load_model('pretrained')
   predictor = predictor_lib.PackedPredictor(model_config, params, share=False)
-  predictor.shapes.close()  # No worker: only what warm_up compiles now (one board of 48 move slots).
+  predictor.shapes.close()  # No worker: only what warm_up compiles now, and what the search itself compiles.
   predictor.warm_up(background=True)
-  ready = predictor.shapes.ready
-  hurried = policy_lib.make_policy('action_value', predictor)
-  board = chess.Board('k7/8/8/8/3Q4/8/2Q5/7K b - - 0 1')  # 3 moves; after each, White has 53 (no shape fits).
+  evaluator = evaluator_lib.Evaluator(policy_lib.make_policy('action_value', predictor))
   if algo == 'mcts':
-    search = mcts.Mcts(evaluator_lib.Evaluator(hurried), mcts.MctsConfig(simulations=64, batch_size=4, seconds=5.0))
-  else:
-    search = alphabeta.AlphaBeta(evaluator_lib.Evaluator(hurried), alphabeta.AlphaBetaConfig(depth=3, seconds=5.0))
+    return mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, batch_size=4, seconds=seconds)), predictor
+  config = alphabeta.AlphaBetaConfig(depth=alphabeta.MAX_DEPTH, seconds=seconds)
+  return alphabeta.AlphaBeta(evaluator, config), predictor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('algo', ['mcts', 'alphabeta'])
+def test_a_timed_search_compiles_the_shape_its_leaves_need_when_it_has_the_time_and_goes_on(algo):
+  """Every leaf needs a shape not compiled yet; a 5-second search has time for its compile (the one measured in
+  the warm-up is its expected cost): it compiles it and searches on, its time spent."""
+  from searchless.play import background_compile
+
+  search, predictor = _hurried_search(algo, 5.0)
+  ready = predictor.shapes.ready
   with background_compile.held():
-    result = search.search(board)
+    result = search.search(QUEENS_TO_MOVE)
+  assert predictor.shapes.ready > ready  # Compiled within the search.
+  assert result.move in QUEENS_TO_MOVE.legal_moves
+  if algo == 'mcts':
+    assert int(result.visits.sum()) > 0 and result.seconds >= 0.7 * 5.0, (result.visits, result.seconds)
+  else:
+    assert result.depth >= 2  # Deeper than the root's own move values (it may prove the mate and stop early).
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('algo', ['mcts', 'alphabeta'])
+def test_a_timed_search_shorter_than_a_compile_compiles_nothing_and_ends_with_what_it_has(algo):
+  """A budget shorter than the measured cost of a compile: the leaf whose shape is not compiled ends the search
+  in its time (the shape is queued for the worker)."""
+  from searchless.play import background_compile
+
+  search, predictor = _hurried_search(algo, 1.0)
+  cost = predictor.shapes.compile_cost()
+  search.config = dataclasses.replace(search.config, seconds=cost / 2)
+  ready = predictor.shapes.ready
+  with background_compile.held():
+    result = search.search(QUEENS_TO_MOVE)
   assert predictor.shapes.ready == ready  # Nothing compiled.
-  assert result.move in board.legal_moves and result.seconds < 1.0
+  assert result.move in QUEENS_TO_MOVE.legal_moves and result.seconds < cost
   if algo == 'mcts':
     assert int(result.visits.sum()) == 0  # Every leaf needed the shape: the root's priors decide, as without time.
   else:

@@ -690,6 +690,49 @@ def test_end_of_input_ends_the_engine(model_checkpoint):
       proc.wait()
 
 
+MODULES_AFTER_UCI = textwrap.dedent("""
+    import sys
+    from searchless.commands import uci
+    uci.main(sys.argv[1:])
+    print('modules:', *sorted(sys.modules), file=sys.stderr)
+""")
+# What answering `uci` needs none of: training, data, annotation, evaluation, charts, the HTTP server.
+NOT_FOR_UCI = (
+  'apache_beam',
+  'grain',
+  'optax',
+  'matplotlib',
+  'pandas',
+  'tensorflow',
+  'torch',
+  'scipy',
+  'starlette',
+  'searchless.training',
+  'searchless.data',
+  'searchless.evaluation',
+  'searchless.pipelines',
+  'searchless.report',
+  'searchless.play.serve',
+)
+
+
+def test_the_engine_imports_nothing_that_answering_uci_does_not_need(model_checkpoint, compilation_cache):
+  """The engine's start costs its imports: the model's (JAX, Haiku, Orbax), not training's or annotation's."""
+  done = subprocess.run(
+    [sys.executable, '-c', MODULES_AFTER_UCI, '--checkpoint', str(model_checkpoint)]
+    + ['--compilation_cache', compilation_cache],
+    input='uci\nquit\n',
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert (done.returncode, done.stdout.splitlines()[-1]) == (0, 'uciok'), done.stderr
+  [line] = [line for line in done.stderr.splitlines() if line.startswith('modules: ')]
+  modules = line.split()[1:]
+  assert {'jax', 'haiku', 'searchless.play.uci'} <= set(modules)  # The model is loaded before uciok.
+  assert [m for m in modules if any(m == n or m.startswith(f'{n}.') for n in NOT_FOR_UCI)] == []
+
+
 CLIENT = textwrap.dedent("""
     import subprocess, sys
     engine = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

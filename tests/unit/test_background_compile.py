@@ -88,6 +88,58 @@ def test_within_compiled_only_a_shape_not_compiled_raises_and_goes_first_in_the_
   shapes.close()
 
 
+def test_each_compile_is_timed_and_the_slowest_is_what_one_more_is_expected_to_cost():
+  shapes = background_compile.Shapes(lambda shape: time.sleep(shape[0] / 10))
+  assert shapes.seconds == {} and shapes.compile_cost() == background_compile.DEFAULT_COMPILE_SECONDS
+  shapes.compile([(2, 1), (1, 1)])
+  with shapes.guard((3, 1)):  # A call that compiles in the foreground.
+    time.sleep(0.3)
+  shapes.mark((3, 1))
+  seconds = shapes.seconds
+  assert sorted(seconds) == [(1, 1), (2, 1), (3, 1)]
+  assert all(shape[0] / 10 <= took < shape[0] / 10 + QUIET for shape, took in seconds.items())
+  assert shapes.compile_cost() == max(seconds.values())
+  shapes.compile_later([(4, 1)])  # The worker's compiles are timed as well.
+  assert shapes.wait(5) and 0.4 <= shapes.seconds[(4, 1)] < 0.4 + QUIET
+  assert shapes.compile_cost() == max(shapes.seconds.values())
+  shapes.close()
+
+
+def test_within_compiled_only_a_shape_compiles_now_when_its_cost_ends_before_the_deadline():
+  """`compiled_only(deadline)`: a shape not compiled compiles in the foreground when now plus the measured cost
+  is before the deadline, else raises `NotCompiled` and goes first in the worker's queue; no deadline: never."""
+  compiled = []
+
+  def run(shape):
+    time.sleep(0.2)
+    compiled.append(shape)
+
+  shapes = background_compile.Shapes(run)
+  with background_compile.held():  # Keeps the worker from starting, to see its queue.
+    with background_compile.compiled_only(time.monotonic() + background_compile.DEFAULT_COMPILE_SECONDS - 0.5):
+      with pytest.raises(background_compile.NotCompiled):  # Nothing measured yet: the default cost.
+        shapes.guard((1, 1))
+    with background_compile.compiled_only(time.monotonic() + background_compile.DEFAULT_COMPILE_SECONDS + 1):
+      with shapes.guard((1, 1)):  # Compiles now, in this thread.
+        run((1, 1))
+      shapes.mark((1, 1))
+    cost = shapes.compile_cost()
+    assert compiled == [(1, 1)] and cost == shapes.seconds[(1, 1)] and 0.2 <= cost < 1
+    with background_compile.compiled_only(time.monotonic() + cost + 1):
+      with background_compile.compiled_only(time.monotonic() + cost / 2):  # The innermost deadline decides.
+        with pytest.raises(background_compile.NotCompiled):
+          shapes.guard((2, 1))
+      with shapes.guard((3, 1)):
+        run((3, 1))
+      shapes.mark((3, 1))
+      with background_compile.compiled_only():
+        with pytest.raises(background_compile.NotCompiled):
+          shapes.guard((4, 1))
+    assert compiled == [(1, 1), (3, 1)] and shapes.ready == {(1, 1), (3, 1)}
+  assert shapes.wait(5) and compiled == [(1, 1), (3, 1), (4, 1), (2, 1)]  # The latest refused goes first.
+  shapes.close()
+
+
 def test_per_move_background_warm_up_uses_the_compiled_batch_of_32(model_checkpoint):
   model_config, params, _ = loading.load_model(str(model_checkpoint))
   predictor = predictor_lib.Predictor(model_config, params, share=False)

@@ -1,10 +1,14 @@
 """Search over a model: MCTS (PUCT, batched, tree reuse) and alpha-beta, on a stub model and the shipped one."""
 
+import time
+import types
+
 import chess
 import numpy as np
 import pytest
 
 from searchless.play import agents
+from searchless.play import background_compile
 from searchless.play import policy as policy_lib
 from searchless.play.search import alphabeta
 from searchless.play.search import evaluator as evaluator_lib
@@ -228,6 +232,52 @@ def test_without_time_for_one_model_call_a_search_plays_the_models_move():
     chess.Board()
   )
   assert (result.move.uci(), result.depth, result.seconds) == ('g1f3', 1, pytest.approx(0.011))
+
+
+class CompilingStubPolicy(TimedStubPolicy):
+  """The timed stub behind compiled shapes (`predictor.shapes`): a call of n boards runs on shape (n,), and one not
+  compiled yet first compiles for `compile` seconds on `clock`; its measured cost is as long in real time (one
+  compile of another shape has run)."""
+
+  def __init__(self, clock: FakeClock, compile: float):
+    super().__init__(clock, 0.005, 0.002, {'g1f3': 0.7})
+    self.compile = compile
+    self.predictor = types.SimpleNamespace(shapes=background_compile.Shapes(lambda shape: time.sleep(compile)))
+    self.predictor.shapes.compile([(0,)])
+
+  def analyse_many(self, boards):
+    shapes, shape = self.predictor.shapes, (len(boards),)
+    with shapes.guard(shape):
+      if shape not in shapes.ready:
+        self.clock.now += self.compile
+    shapes.mark(shape)
+    return super().analyse_many(boards)
+
+
+@pytest.mark.parametrize('algo', ['mcts', 'alphabeta'])
+def test_a_timed_search_compiles_a_shape_when_its_time_left_exceeds_the_cost_and_not_its_roots(algo):
+  """A leaf call of a shape not compiled compiles it (the search goes on) when the time left exceeds the measured
+  cost of a compile, else ends the search; the root's compile is not the search's time."""
+  for seconds, searched in [(1.0, True), (0.1, False)]:
+    clock = FakeClock()
+    policy = CompilingStubPolicy(clock, 0.2)
+    evaluator = evaluator_lib.Evaluator(policy, clock=clock)
+    if algo == 'mcts':
+      search = mcts.Mcts(evaluator, mcts.MctsConfig(simulations=10**6, seconds=seconds, batch_size=4), clock=clock)
+    else:
+      search = alphabeta.AlphaBeta(evaluator, alphabeta.AlphaBetaConfig(depth=3, seconds=seconds), clock=clock)
+    with background_compile.held():  # The worker compiles nothing meanwhile.
+      result = search.search(chess.Board())
+    root_call = 0.2 + 0.005 + 0.002  # The root's call compiled: (1,).
+    assert result.seconds == pytest.approx(clock.now - root_call) and result.seconds <= seconds
+    assert evaluator.compile_seconds >= 0.2 * (len(policy.predictor.shapes.ready) - 1)  # Every call that compiled.
+    if algo == 'mcts':
+      assert (result.simulations > 0) == searched, seconds
+      assert ((4,) in policy.predictor.shapes.ready) == searched
+    else:
+      assert (result.depth >= 2) == searched, seconds
+      assert ((20,) in policy.predictor.shapes.ready) == searched
+    policy.predictor.shapes.close()
 
 
 def test_a_depth_bounds_mcts_and_a_node_count_bounds_alphabeta():

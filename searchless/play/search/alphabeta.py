@@ -20,7 +20,10 @@ first), which is what makes alpha-beta prune.
 * With `seconds` (or a `stop()` callback) the search deepens one ply at a time
   and plays the deepest depth it completed (depth 1, the model's own move, always
   completes). The clock is read before each model call, and a call evaluates
-  only as many boards as the time left allows (`Evaluator.boards_within`).
+  only as many boards as the time left allows (`Evaluator.boards_within`); one
+  that needs a shape not compiled yet compiles it when the time left exceeds
+  the compile's measured cost, else ends the search as the clock does
+  (`background_compile.compiled_only`). The root's own compile is not counted.
 
 >>> from searchless.play import player
 >>> from searchless.play.search import evaluator
@@ -110,7 +113,9 @@ class AlphaBeta:
     self._deadline, self._stop = None, None  # The root is always evaluated: depth 1 is the model's move.
     self._strict = False  # From depth 2 on a clock.
     work = board.copy()
+    compiling = self.evaluator.compile_seconds
     root = self._evaluation(work)
+    start += self.evaluator.compile_seconds - compiling  # The root's compile is not the search's time.
     self._deadline = None if self.config.seconds is None else start + self.config.seconds
     self._stop = stop
     allowed = [i for i, m in enumerate(root.moves) if not root_moves or m in root_moves] or list(range(len(root.moves)))
@@ -157,10 +162,11 @@ class AlphaBeta:
     return self._cache[key]
 
   def _evaluate(self, boards: list[chess.Board]) -> list[evaluator_lib.Evaluation]:
-    """The model's evaluations; on a clock past depth 1, on compiled shapes only (one that would compile ends the
-    search as the clock does: `_OutOfTime`)."""
+    """The model's evaluations; on a clock past depth 1, on compiled shapes only but for a compile that fits in
+    the time left (one that would not ends the search as the clock does: `_OutOfTime`)."""
+    left = None if self._deadline is None else self._deadline - self._clock()
     try:
-      return self.evaluator.evaluate(boards, compiled_only=self._strict)
+      return self.evaluator.evaluate(boards, compiled_only=self._strict, seconds_left=left)
     except background_compile.NotCompiled:
       raise _OutOfTime from None
 

@@ -48,8 +48,8 @@ class Evaluation:
 
 class Evaluator:
   """Turns a `Policy`'s analyses into `Evaluation`s; counts the boards it evaluates and times its calls
-  (`clock`; not a call that compiled a shape), so that a timed search sizes its model calls to the time it has
-  left (`boards_within`)."""
+  (`clock`; not a call that compiled a shape, counted in `compile_seconds`), so that a timed search sizes its
+  model calls to the time it has left (`boards_within`)."""
 
   def __init__(
     self,
@@ -67,6 +67,7 @@ class Evaluator:
     self.value_policy = value_policy
     self.prior_temperature = prior_temperature
     self.boards_evaluated = 0
+    self.compile_seconds = 0.0  # The time of the calls that compiled a shape (a search leaves its root's out).
     self._clock = clock
     self._calls: collections.deque[tuple[int, float]] = collections.deque(maxlen=TIMED_CALLS)  # (boards, seconds).
 
@@ -98,14 +99,18 @@ class Evaluator:
     if self.value_policy is not None:
       self.value_policy.warm_up(max_boards, background=background)
 
-  def evaluate(self, boards: Sequence[chess.Board], *, compiled_only: bool = False) -> list[Evaluation]:
+  def evaluate(
+    self, boards: Sequence[chess.Board], *, compiled_only: bool = False, seconds_left: float | None = None
+  ) -> list[Evaluation]:
     """One `Evaluation` per board (each must have a legal move), in shared model calls. `compiled_only` (a timed
-    search): calls run on compiled shapes only, and one that would compile raises
+    search, `seconds_left` before its end): calls run on compiled shapes only, but for a shape whose measured
+    compile cost fits in `seconds_left` (it compiles now); one that would compile otherwise raises
     `background_compile.NotCompiled` (the search ends with what it has; the worker compiles that shape next)."""
     if not boards:
       return []
     start, compiled = self._clock(), self._compiled()
-    with background_compile.compiled_only() if compiled_only else contextlib.nullcontext():
+    deadline = None if seconds_left is None else time.monotonic() + seconds_left
+    with background_compile.compiled_only(deadline) if compiled_only else contextlib.nullcontext():
       analyses = self.policy.analyse_many(boards)
       own_values: list[float | None] = [a.value for a in analyses]
       if self.value_policy is not None:
@@ -126,6 +131,8 @@ class Evaluator:
       )
     if self._compiled() == compiled:  # A call that compiled a shape says nothing of the next ones' time.
       self._calls.append((len(boards), self._clock() - start))
+    else:
+      self.compile_seconds += self._clock() - start
     return results
 
   def _compiled(self) -> int:

@@ -21,7 +21,10 @@ A finished game (mate, draw, a repeated position) is valued exactly instead.
   comes first. The clock is read before each batch, and a batch
   gathers only as many leaves as the time left evaluates
   (`Evaluator.boards_within`): with no time for one, the search plays what it
-  holds, at worst the model's own best move (as ``simulations=0`` does).
+  holds, at worst the model's own best move (as ``simulations=0`` does). A
+  batch whose call needs a shape not compiled yet compiles it when the time
+  left exceeds the compile's measured cost, else ends the search the same way
+  (`background_compile.compiled_only`); the root's own compile is not counted.
 * Proven mates (an MCTS-solver): a board is proven won when one of its moves
   leads to a proven loss (a checkmate first), and proven lost when every move
   leads to a proven win. A proven edge reads as `result.MATE` minus a step per ply
@@ -259,7 +262,9 @@ class Mcts:
       )
     root = self._reused_root(board)
     if root is None:
+      compiling = self.evaluator.compile_seconds
       root = Node(self.evaluator.evaluate([board])[0])
+      start += self.evaluator.compile_seconds - compiling  # The root's compile is not the search's time.
     if config.dirichlet_fraction:
       noise = self._rng.dirichlet([config.dirichlet_alpha] * len(root.moves))
       root.priors = (1 - config.dirichlet_fraction) * root.base_priors + config.dirichlet_fraction * noise
@@ -270,17 +275,18 @@ class Mcts:
     self._root, self._root_board = root, board.copy()
     work = board.copy()  # Pushed and popped along each simulation's path.
     done, depth = 0, 0
+    deadline = None if config.seconds is None else start + config.seconds
     while done < config.simulations:
       if (stop is not None and stop()) or (config.depth is not None and depth >= config.depth):
         break
       size = min(config.batch_size, config.simulations - done)
-      if config.seconds is not None:  # A batch no bigger than the time left evaluates (none: the model's move).
-        size = self.evaluator.boards_within(start + config.seconds - self._clock(), size)
+      if deadline is not None:  # A batch no bigger than the time left evaluates (none: the model's move).
+        size = self.evaluator.boards_within(deadline - self._clock(), size)
         if size < 1:
           break
       try:
-        batch_done, batch_depth = self._run_batch(root, work, size)
-      except background_compile.NotCompiled:  # A timed search waits for no compile: it plays what it has.
+        batch_done, batch_depth = self._run_batch(root, work, size, deadline)
+      except background_compile.NotCompiled:  # A compile would outlast the time left: it plays what it has.
         break
       done += batch_done
       depth = max(depth, batch_depth)
@@ -288,8 +294,9 @@ class Mcts:
       root, work, done, self.evaluator.boards_evaluated - evaluations_before, depth, self._clock() - start
     )
 
-  def _run_batch(self, root: Node, work: chess.Board, size: int) -> tuple[int, int]:
-    """Gathers up to `size` leaves under virtual loss, evaluates them in one call, backs up."""
+  def _run_batch(self, root: Node, work: chess.Board, size: int, deadline: float | None) -> tuple[int, int]:
+    """Gathers up to `size` leaves under virtual loss, evaluates them in one call, backs up. With a `deadline`
+    (`clock`), the call compiles a shape only in the time left (else `background_compile.NotCompiled`)."""
     config = self.config
     leaves: list[tuple[list[tuple[Node, int]], chess.Board]] = []
     done, depth = 0, 0
@@ -334,7 +341,8 @@ class Mcts:
         self._backup(path, leaf_value)
         done += 1
     try:
-      evaluations = self.evaluator.evaluate([b for _, b in leaves], compiled_only=config.seconds is not None)
+      left = None if deadline is None else deadline - self._clock()
+      evaluations = self.evaluator.evaluate([b for _, b in leaves], compiled_only=left is not None, seconds_left=left)
     except background_compile.NotCompiled:
       for path, _ in leaves:  # The leaves unexpanded again.
         parent, index = path[-1]

@@ -20,8 +20,11 @@ board, for humans) and ``quit`` (end of input counts as ``quit``).
   checkpoint that cannot be loaded, whatever the reason, ends the process
   there with one line on stderr (naming it and the reason) and status 2, so no
   move is ever played without a model. Its batch shapes compile on the first
-  ``isready`` or ``go`` (`loader`): one shape is compiled then (a board of up to 48 moves: the first move's) and the
-  others on a background thread, while ``go`` runs on the shapes already
+  ``isready`` or ``go`` (`loader`): one shape is compiled then (the start position's move bucket: the shape the
+  checkpoint's probe ran in when its files were first loaded, so nothing to compile after that load and a load
+  from the persistent cache later) and the others on a background thread (boards of up to 48 moves first;
+  with ``Search``, ``isready`` compiles that one too, so that a search's root seldom compiles on its clock),
+  while ``go`` runs on the shapes already
   compiled (padding a little more); no background compile starts while a
   ``go`` runs (`searchless.play.background_compile.held`); a ``go`` with a time limit counts its time
   from the ``go``, loading included. Compiled shapes are kept on disk for the

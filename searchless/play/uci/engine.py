@@ -167,6 +167,7 @@ class UciEngine:
       player = self._ensure_player()
       if self._search_kind != protocol.NO_SEARCH:
         self._ensure_searcher(player)
+        self._loader.ready(player)  # Ready to search: a root of most positions runs at once.
     except Exception as e:  # pylint: disable=broad-except
       _LOG.exception('loading the model failed')
       self._error(f'could not load the model: {e}')

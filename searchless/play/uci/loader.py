@@ -6,7 +6,8 @@ first load starts JAX's backend with the process narrowed to ``Threads`` CPUs
 load compiles one batch shape (the first move's) and leaves the others to a
 background worker (`searchless.play.background_compile`), so the first ``bestmove`` comes
 soon and a ``go`` limit holds while the rest compile. `Loader.searcher` builds
-the search agent of the ``Search`` option the same way.
+the search agent of the ``Search`` option the same way, and `Loader.ready` is what
+``isready`` adds before a search: the shape most positions need.
 """
 
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from searchless.play.search import agent as search_agent
 
 PlayerFactory = Callable[[str, player_lib.PlayOptions], player_lib.Player]
 ThreadLimiter = Callable[[int], Callable[[], None] | None]
+# 43 legal moves: a board in the move bucket most positions fit (`searchless.play.predictor.FIRST_MOVE_SLOTS`).
+MIDDLEGAME = 'r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1'
 
 
 class Loader:
@@ -52,6 +55,13 @@ class Loader:
     if self._warm_up:
       player.policy.warm_up(background=True)
       player.analyse(chess.Board())
+
+  def ready(self, player: player_lib.Player) -> None:
+    """Compiles now the one-board shape most positions fit (up to 48 moves), unless one that holds them is
+    compiled already: `warm` compiles the start position's (up to 32), and a search's root with more moves would
+    compile its own on the search's clock."""
+    if self._warm_up:
+      player.analyse(chess.Board(MIDDLEGAME))
 
   def searcher(self, player: player_lib.Player, kind: str) -> search_agent.SearchAgent:
     """The `kind` search agent over the player's policy."""

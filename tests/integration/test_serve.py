@@ -149,6 +149,7 @@ def test_concurrent_clients_share_model_calls(served):
   assert served.metric('searchless_serve_queue_wait_seconds_count') >= clients * each
   assert served.metric('searchless_serve_request_seconds_count', endpoint='/v1/analyse') >= clients * each
   assert served.metric('searchless_serve_queue_length') == 0
+  assert served.metric('searchless_serve_requests_in_flight') == 1  # The scrape itself.
 
 
 def test_a_full_queue_is_answered_503_with_retry_after(served):

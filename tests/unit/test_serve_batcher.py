@@ -130,3 +130,28 @@ def test_a_request_gone_is_skipped_and_stop_fails_what_waits():
 def test_limits_are_checked():
   with pytest.raises(ValueError, match='bad batcher limits: max_batch 0, max_queue 8, max_wait_ms 0'):
     Batcher(lambda items: items, concurrent.futures.ThreadPoolExecutor(1), max_batch=0, max_queue=8)
+
+
+def test_a_lone_position_of_the_only_request_runs_on_the_event_loop_and_others_on_the_thread():
+  threads: list[tuple[str, list[int]]] = []
+  alone = [True]
+
+  def model(items):
+    threads.append((threading.current_thread().name, list(items)))
+    return [2 * x for x in items]
+
+  async def main():
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='model') as pool:
+      batcher = Batcher(model, pool, max_batch=8, max_queue=16, inline_max=1, alone=lambda: alone[0])
+      batcher.start()
+      answers = [await batcher.submit([1])]  # Alone: on the loop.
+      answers.append(await batcher.submit([2, 3]))  # Two positions: on the thread.
+      alone[0] = False
+      answers.append(await batcher.submit([4]))  # Another request in flight: on the thread.
+      alone[0] = True
+      answers.append(await asyncio.gather(batcher.submit([5]), batcher.submit([6])))  # One batch of two.
+      await batcher.stop()
+      return answers
+
+  assert asyncio.run(main()) == [[2], [4, 6], [8], [[10], [12]]]
+  assert threads == [('MainThread', [1]), ('model_0', [2, 3]), ('model_0', [4]), ('model_0', [5, 6])]

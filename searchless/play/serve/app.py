@@ -102,7 +102,8 @@ def _api(service: service_lib.Service, *, needs: str | None = None) -> Callable[
 
 
 class MetricsMiddleware:
-  """Counts and times every request by endpoint (a route's path; ``other`` for an unknown one) and status."""
+  """Counts and times every request by endpoint (a route's path; ``other`` for an unknown one) and status, and
+  counts those in flight."""
 
   def __init__(self, app: ASGIApp, metrics: metrics_lib.Metrics, endpoints: set[str]):
     self.app = app
@@ -123,11 +124,11 @@ class MetricsMiddleware:
       await send(message)
 
     start = time.perf_counter()
+    self.metrics.started()
     try:
       await self.app(scope, receive, sending)
     finally:
-      self.metrics.requests.labels(endpoint, str(status[0])).inc()
-      self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
+      self.metrics.answered(endpoint, status[0], time.perf_counter() - start)
 
 
 def make_app(

@@ -7,7 +7,12 @@ its own (the event loop stays free to read requests meanwhile); each position's 
 its answer. With `max_wait_ms` 0 (the default) nothing waits: an idle server runs a lone
 position at once, and under load the positions that arrived during one call form the next
 (lc0's multiplexing). A positive `max_wait_ms` holds a batch that is not full that long for
-more. Padding to the compiled shapes is the predictor's (`searchless.play.predictor`).
+more. A batch of at most `inline_max` items runs on the event loop itself when nothing else is
+queued and `alone()` says no other request is in flight (the server's lone client): the hop to the
+thread and back costs such a position a third of what it adds to the model's time. With other requests
+in flight, the loop stays free to read them while the model runs, so that they form the next batch.
+Padding to the compiled shapes is the
+predictor's (`searchless.play.predictor`).
 
 >>> import asyncio, concurrent.futures
 >>> calls = []
@@ -50,7 +55,9 @@ class _Entry:
 
 
 class Batcher(Generic[Item, Result]):
-  """Runs `run(items) -> results` (one result per item, in order) on `executor` for batches of queued items.
+  """Runs `run(items) -> results` (one result per item, in order) on `executor` for batches of queued items, or
+  on the event loop for a batch of at most `inline_max` items (0: never) when no other item is queued and
+  `alone()`.
 
   `observe(batch_size, waits, seconds)`, if given, is told of every call: its size, each item's
   wait in the queue and the call's duration (the server's metrics).
@@ -64,6 +71,8 @@ class Batcher(Generic[Item, Result]):
     max_batch: int,
     max_queue: int,
     max_wait_ms: float = 0.0,
+    inline_max: int = 0,
+    alone: Callable[[], bool] = lambda: True,
     observe: Callable[[int, list[float], float], None] | None = None,
   ):
     if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
@@ -73,6 +82,8 @@ class Batcher(Generic[Item, Result]):
     self.max_batch = max_batch
     self.max_queue = max_queue
     self._max_wait = max_wait_ms / 1000
+    self._inline_max = inline_max
+    self._alone = alone
     self._observe = observe
     self._queue: asyncio.Queue[_Entry] = asyncio.Queue()
     self._arrived = asyncio.Event()
@@ -143,7 +154,11 @@ class Batcher(Generic[Item, Result]):
         continue
       start = loop.time()
       try:
-        results = await loop.run_in_executor(self._executor, self._run, [entry.item for entry in batch])
+        items = [entry.item for entry in batch]
+        if len(batch) <= self._inline_max and self._queue.empty() and self._alone():  # Nothing else waits.
+          results = self._run(items)
+        else:
+          results = await loop.run_in_executor(self._executor, self._run, items)
       except Exception as error:  # pylint: disable=broad-except  # Each request answers it (500); the worker goes on.
         for entry in batch:
           if not entry.future.done():

@@ -6,6 +6,7 @@
 * ``searchless_serve_batch_size``: a histogram of positions per model call;
 * ``searchless_serve_model_seconds``: a histogram of the model calls' time;
 * ``searchless_serve_queue_length``: positions waiting now;
+* ``searchless_serve_requests_in_flight``: requests read and not yet answered (`in_flight`);
 * ``searchless_serve_ready``: 1 once every batch shape is compiled;
 * ``searchless_serve_compiled_shapes``, ``searchless_serve_compiled_after_ready_total``: the batch shapes compiled,
   and those compiled after ready (none, when the warm-up compiled everything a call can use).
@@ -52,6 +53,10 @@ class Metrics:
     self.queue_length = prometheus_client.Gauge(
       'searchless_serve_queue_length', 'Positions waiting for a model call.', registry=registry
     )
+    self.in_flight = 0  # Requests read and not yet answered (`started`, `answered`); the batcher reads it.
+    prometheus_client.Gauge(
+      'searchless_serve_requests_in_flight', 'Requests read and not yet answered.', registry=registry
+    ).set_function(lambda: self.in_flight)
     self.ready = prometheus_client.Gauge(
       'searchless_serve_ready', '1 once the model is loaded and every batch shape compiled.', registry=registry
     )
@@ -61,6 +66,16 @@ class Metrics:
     self.compiled_after_ready = prometheus_client.Counter(
       'searchless_serve_compiled_after_ready', 'Batch shapes compiled after ready (none expected).', registry=registry
     )
+
+  def started(self) -> None:
+    """A request has been read (`in_flight` + 1)."""
+    self.in_flight += 1
+
+  def answered(self, endpoint: str, status: int, seconds: float) -> None:
+    """A request has been answered: counted and timed by endpoint (`in_flight` - 1)."""
+    self.in_flight -= 1
+    self.requests.labels(endpoint, str(status)).inc()
+    self.latency.labels(endpoint).observe(seconds)
 
   def watch_queue(self, length: Callable[[], int]) -> None:
     """Reads the queue length from `length` at each scrape."""

@@ -26,6 +26,7 @@ import numpy as np
 from searchless.core import values
 from searchless.engines import launch
 from searchless.play import policy as policy_lib
+from searchless.play import predictor as predictor_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
@@ -35,6 +36,10 @@ from searchless.play.serve import metrics as metrics_lib
 
 _LOG = logging.getLogger(__name__)
 DIGITS = 6  # Probabilities are rounded to this many decimals.
+# A model call of this many positions or fewer, for the only request in flight, runs on the event loop
+# (`batcher.Batcher`'s `inline_max`): for a lone position, the hop to the model's thread and back was a third of
+# the 1 ms an answer took beyond the model.
+INLINE_POSITIONS = 1
 
 
 def outcome(board: chess.Board) -> dict[str, Any] | None:
@@ -53,23 +58,44 @@ def outcome(board: chess.Board) -> dict[str, Any] | None:
 def describe(board: chess.Board, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
   """A position's answer: FEN, side to move, check, outcome, the mover's value, and every legal move, best first,
   each with ``uci``, ``san`` and ``win`` (the mover's win probability after it; ``probability`` for a
-  behavioral-cloning policy, which predicts moves, not values). `analysis` None: a position without legal moves."""
-  answer: dict[str, Any] = {
-    'fen': board.fen(),
-    'side_to_move': chess.COLOR_NAMES[board.turn],
-    'check': board.is_check(),
-    'outcome': outcome(board),
-  }
-  if analysis is None:
-    answer.update(value=0.0 if board.is_checkmate() else 0.5, best=None, moves=[])
+  behavioral-cloning policy, which predicts moves, not values). `analysis` None: a position without legal moves.
+
+  >>> answer = describe(chess.Board('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1'), None)
+  >>> answer['side_to_move'], answer['check'], answer['value'], answer['moves']
+  ('black', True, 0.0, [])
+  """
+  return Described(board).answer(analysis)
+
+
+class Described:
+  """What a position's answer holds besides the model's view (FEN, side to move, check, outcome, each legal move's
+  UCI and SAN), worked out apart so that it can be while the model runs; `answer` adds the model's view."""
+
+  def __init__(self, board: chess.Board):
+    self.board = board
+    self.head: dict[str, Any] = {
+      'fen': board.fen(),
+      'side_to_move': chess.COLOR_NAMES[board.turn],
+      'check': board.is_check(),
+      'outcome': outcome(board),
+    }
+    self.names = {move: (move.uci(), board.san(move)) for move in board.legal_moves}  # SAN: most of the time.
+
+  def answer(self, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
+    """The answer (`describe`) with `analysis`, the model's view of the board (None: no legal moves)."""
+    answer = dict(self.head)
+    if analysis is None:
+      answer.update(value=0.0 if self.board.is_checkmate() else 0.5, best=None, moves=[])
+      return answer
+    key = 'probability' if analysis.win_probs is None else 'win'
+    scores = analysis.scores.tolist()  # Python floats: `ranked`'s order and values, without its pairs.
+    moves = []
+    for i in np.argsort(-analysis.scores, kind='stable').tolist():
+      uci, san = self.names[analysis.moves[i]]
+      moves.append({'uci': uci, 'san': san, key: round(scores[i], DIGITS)})
+    value = None if analysis.value is None else round(float(analysis.value), DIGITS)
+    answer.update(value=value, best=moves[0] if moves else None, moves=moves)
     return answer
-  key = 'probability' if analysis.win_probs is None else 'win'
-  moves = [
-    {'uci': move.uci(), 'san': board.san(move), key: round(float(score), DIGITS)} for move, score in analysis.ranked()
-  ]
-  value = None if analysis.value is None else round(float(analysis.value), DIGITS)
-  answer.update(value=value, best=moves[0] if moves else None, moves=moves)
-  return answer
 
 
 class Service:
@@ -102,7 +128,7 @@ class Service:
     self._stockfish_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='stockfish')
     self._compiled: set[tuple] = set()
     self._ready_counts = 0
-    self.batcher: batcher_lib.Batcher[chess.Board, policy_lib.Analysis] | None = None
+    self.batcher: batcher_lib.Batcher[chess.Board, dict[str, Any]] | None = None
     self._waiting = {'search': 0, 'stockfish': 0}  # Requests waiting for the search or Stockfish.
 
   @property
@@ -137,6 +163,17 @@ class Service:
     self.metrics.ready.set(1)
     return time.perf_counter() - start
 
+  def _answers(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
+    """The answers (`describe`) to `boards`, each with legal moves, from one model call (on the model's thread);
+    the moves' SAN is worked out while the model computes (`predictor.meanwhile`), and shapes compiled by the call
+    are counted."""
+    described: list[Described] = []
+    with predictor_lib.meanwhile(lambda: described.extend(Described(b) for b in boards)):
+      analyses = self._analyse_many(boards)
+    if not described:  # The policy made no model call.
+      described = [Described(b) for b in boards]
+    return [d.answer(analysis) for d, analysis in zip(described, analyses)]
+
   def _analyse_many(self, boards: list[chess.Board]) -> list[policy_lib.Analysis]:
     """The model on `boards` in one call (on the model's thread); shapes compiled by it are counted."""
     analyses = self.policy.analyse_many(boards)
@@ -153,11 +190,13 @@ class Service:
   def start(self) -> None:
     """Starts the batcher (in the running event loop)."""
     self.batcher = batcher_lib.Batcher(
-      self._analyse_many,
+      self._answers,
       self._model_thread,
       max_batch=self.max_batch,
       max_queue=self.max_queue,
       max_wait_ms=self.max_wait_ms,
+      inline_max=INLINE_POSITIONS,
+      alone=lambda: self.metrics.in_flight <= 1,
       observe=self.metrics.observe_batch,
     )
     self.metrics.watch_queue(self.batcher.queued)
@@ -182,8 +221,8 @@ class Service:
     """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
     assert self.batcher is not None, 'start() first'
     live = [b for b in boards if any(True for _ in b.legal_moves)]
-    analyses = iter(await self.batcher.submit(live) if live else [])
-    return [describe(b, next(analyses) if any(True for _ in b.legal_moves) else None) for b in boards]
+    answers = iter(await self.batcher.submit(live) if live else [])
+    return [next(answers) if any(True for _ in b.legal_moves) else describe(b, None) for b in boards]
 
   def _admit(self, kind: str) -> None:
     if self._waiting[kind] >= self.max_queue:

@@ -203,10 +203,15 @@ class Shapes:
   def _compiling(self, shape: Shape) -> Iterator[None]:
     """Within it, this thread compiles `shape` in its turn (`tracing`); the time it took, once its turn came, is
     recorded (`seconds`)."""
-    with tracing():
-      begin = time.monotonic()
+    with tracing(), self._timing(shape):
       yield
-      self._seconds[shape] = time.monotonic() - begin
+
+  @contextlib.contextmanager
+  def _timing(self, shape: Shape) -> Iterator[None]:
+    """Records in `seconds` how long the compile of `shape` within it took."""
+    begin = time.monotonic()
+    yield
+    self._seconds[shape] = time.monotonic() - begin
 
   def compile(self, shapes: Iterable[Shape]) -> None:
     """Compiles each of `shapes` not compiled yet, now."""
@@ -240,9 +245,8 @@ class Shapes:
             return
           shape = self._queue.popleft()
         if shape not in self._ready:
-          begin = time.monotonic()
-          self._run(shape)
-          self._seconds[shape] = time.monotonic() - begin
+          with self._timing(shape):  # Its turn is claimed already (`_claim`).
+            self._run(shape)
           self._ready.add(shape)
       except Exception:  # pylint: disable=broad-except  # A call of this shape compiles (and fails) in the foreground.
         _LOG.exception('compiling shape %s in the background failed', shape)

@@ -11,8 +11,7 @@ more. A batch of at most `inline_max` items runs on the event loop itself when n
 queued and `alone()` says no other request is in flight (the server's lone client): the hop to the
 thread and back costs such a position a third of what it adds to the model's time. With other requests
 in flight, the loop stays free to read them while the model runs, so that they form the next batch.
-Padding to the compiled shapes is the
-predictor's (`searchless.play.predictor`).
+Padding to the compiled shapes is the predictor's (`searchless.play.predictor`).
 
 >>> import asyncio, concurrent.futures
 >>> calls = []

@@ -126,7 +126,7 @@ def label_chunks(
       'test_boards': manifest.splits['test']['boards'],
       'action_values': train['action_values'],
       'wall_seconds': round(wall, 1),
-      'core_hours': round(cpu / 3600, 4),
+      'core_hours': round(cpu / 3600, 6),
       'workers': workers,
     }
     campaign_log.log_run(workdir, record)

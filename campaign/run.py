@@ -104,7 +104,7 @@ def train_model(
     'config': config_name,
     'steps': int(state.step),
     'wall_seconds': round(time.time() - start, 1),
-    'core_hours': round((time.process_time() - cpu) / 3600, 4),
+    'core_hours': round((time.process_time() - cpu) / 3600, 6),
     'action_values_trained': int(sum(r.get('targets', 0) for r in log)),
     'final_train_loss': log[-1]['loss'] if log else None,
     'learning_rate': config.optim.learning_rate,
@@ -130,7 +130,7 @@ def evaluate_model(
     'puzzles': p['n'],
     'puzzles_wilson95': p['wilson95'],
     'wall_seconds': round(time.time() - start, 1),
-    'core_hours': round((time.process_time() - cpu) / 3600, 4),
+    'core_hours': round((time.process_time() - cpu) / 3600, 6),
   }
 
 
@@ -154,7 +154,7 @@ def match_model(
     **{k: m[k] for k in ('bayeselo', 'bayeselo95') if k in m},
   }
   used = time.process_time() + campaign_log.children_cpu_seconds() - cpu
-  return {**record, 'wall_seconds': round(time.time() - start, 1), 'core_hours': round(used / 3600, 4)}
+  return {**record, 'wall_seconds': round(time.time() - start, 1), 'core_hours': round(used / 3600, 6)}
 
 
 def start_model(workdir: pathlib.Path, start_from: str) -> pathlib.Path | None:

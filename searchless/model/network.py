@@ -108,6 +108,29 @@ def build(
   return hk.transform(forward)
 
 
+def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> Any:
+  """`build(config, compute_dtype, last_only=...).apply`, jitted for inference: what play, evaluation and serving call.
+
+  The graph model on XLA:CPU runs a batch of more than `graph.PASS_ROWS` boards in passes of that many, one
+  after the other inside the one call (`jax.lax.map`): per board, larger passes are slower (their edge tensors
+  leave the caches). It is compiled with XLA's YNNPACK fusions off, which run its small matmuls and the
+  reductions fused into them slower than XLA's own loops. The numbers are the same to float32 rounding.
+  """
+  apply = build(config, compute_dtype, last_only=last_only).apply
+  if config.kind != 'graph' or jax.default_backend() != 'cpu':
+    return jax.jit(apply)
+  rows = graph.PASS_ROWS
+
+  def in_passes(params: hk.Params, rng: Any, tokens: jax.Array) -> Any:
+    batch = tokens.shape[0]
+    if batch <= rows or batch % rows:
+      return apply(params, rng, tokens)
+    passes = jax.lax.map(lambda chunk: apply(params, rng, chunk), tokens.reshape(batch // rows, rows, -1))
+    return jax.tree.map(lambda x: x.reshape(batch, *x.shape[2:]), passes)  # [B, ...] again.
+
+  return jax.jit(in_passes, compiler_options={'xla_cpu_experimental_ynn_fusion_type': ''})
+
+
 @functools.cache
 def _jitted_init(config: ModelConfig):
   return jax.jit(build(config).init)

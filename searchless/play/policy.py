@@ -106,8 +106,14 @@ def model_actions(board: chess.Board, moves: Sequence[chess.Move]) -> list[int]:
 
 def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
   """Legal moves sorted by action index (the reference's order)."""
+  return _ordered_moves_and_actions(board)[0]
+
+
+def _ordered_moves_and_actions(board: chess.Board) -> tuple[list[chess.Move], list[int]]:
+  """`ordered_legal_moves` and their `model_actions`, from one look-up of each move."""
   legal = list(board.legal_moves)
-  return [m for _, m in sorted(zip(model_actions(board, legal), legal), key=lambda pair: pair[0])]
+  pairs = sorted(zip(model_actions(board, legal), legal), key=lambda pair: pair[0])
+  return [m for _, m in pairs], [a for a, _ in pairs]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,11 +204,11 @@ class ActionValuePolicy(_Policy):
   sequence_length = tokenizer.SEQUENCE_LENGTH + 2
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    legal = [ordered_legal_moves(b) for b in boards]
+    legal, actions = zip(*map(_ordered_moves_and_actions, boards)) if boards else ((), ())
     counts = [len(m) for m in legal]
     states = _fens_tokens([model_fen(b) for b in boards], 2)  # [N, 79]
     sequences = np.repeat(states, counts, axis=0)  # [sum M, 79]
-    sequences[:, tokenizer.SEQUENCE_LENGTH] = [a for b, ms in zip(boards, legal) for a in model_actions(b, ms)]
+    sequences[:, tokenizer.SEQUENCE_LENGTH] = [a for acts in actions for a in acts]
     log_probs = self.predictor(sequences)  # [sum M, K]
     fens = [b.fen() for b in boards]
     return self._analyses(fens, legal, np.split(log_probs, np.cumsum([len(ms) for ms in legal])[:-1]))
@@ -220,10 +226,12 @@ class PackedActionValuePolicy(ActionValuePolicy):
   """P(bucket | board, move) for every legal move from a board-packed model: one row per board."""
 
   def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    legal = [ordered_legal_moves(b) for b in boards]
-    actions = [np.array(model_actions(b, ms), np.int32) for b, ms in zip(boards, legal)]
-    tokens = tokenizer.tokenize_batch([model_fen(b) for b in boards])  # [N, 77]
-    return self._analyses([b.fen() for b in boards], legal, self.predictor(tokens, actions))  # N x [M, K]
+    legal, actions = zip(*map(_ordered_moves_and_actions, boards)) if boards else ((), ())
+    model_fens = [model_fen(b) for b in boards]
+    fens = [f if not b.chess960 else b.fen() for f, b in zip(model_fens, boards)]  # The same but for Chess960.
+    tokens = tokenizer.tokenize_batch(model_fens)  # [N, 77]
+    log_probs = self.predictor(tokens, [np.array(a, np.int32) for a in actions])  # N x [M, K]
+    return self._analyses(fens, legal, log_probs)
 
   def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
     self.predictor.warm_up(max_boards, background=background)

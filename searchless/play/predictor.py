@@ -79,7 +79,7 @@ def _jitted(
   shapes, one per process for every predictor of that model and parameter shapes (unless not `share`): a shape
   one of them compiled runs in the others without a compile (parameters are an argument of the call)."""
   if not share:
-    return jax.jit(network.build(model_config, compute_dtype, last_only=last_only).apply), set()
+    return network.jit_inference(model_config, compute_dtype, last_only=last_only), set()
   leaves = jax.tree_util.tree_leaves_with_path(params)
   avals = tuple((jax.tree_util.keystr(k), np.shape(a), str(a.dtype)) for k, a in leaves)
   key = (model_config, jnp.dtype(compute_dtype).name, last_only, avals)

@@ -49,7 +49,7 @@ def test_node_update_is_permutation_equivariant():
   """Relabelling the nodes and reordering each node's edges relabels and reorders the outputs."""
   rng = np.random.default_rng(0)
   batch, nodes, slots, width, edge_width = 2, 7, 3, 8, 4
-  senders = rng.integers(0, nodes, (nodes, slots)).astype(np.int32)
+  senders = np.stack([rng.permutation(nodes)[:slots] for _ in range(nodes)]).astype(np.int32)  # A simple graph.
   mask = rng.random((nodes, slots)) < 0.7
   mask[:, 0] = True
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
@@ -74,7 +74,7 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   """Receivers in two groups, each grid only as wide as its own in-degree: the one-grid layer's outputs."""
   rng = np.random.default_rng(1)
   batch, nodes, slots, width, edge_width = 2, 6, 4, 8, 4
-  senders = rng.integers(0, nodes, (nodes, slots)).astype(np.int32)
+  senders = np.stack([rng.permutation(nodes)[:slots] for _ in range(nodes)]).astype(np.int32)  # A simple graph.
   degree = np.array([4, 2, 4, 1, 3, 2])  # Real edges first, the rest padding.
   mask = np.arange(slots)[None] < degree[:, None]
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
@@ -100,6 +100,10 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   np.testing.assert_allclose(wide_e, out_e[:, wide], rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match='each of the 6 nodes once as a receiver, got 9'):
     layer.apply(params, h, [e[:, narrow, :2], e], [two[0], board_graph.Group(senders, mask)])
+  doubled = senders.copy()
+  doubled[0, 1] = doubled[0, 0]  # Two edges from one sender into node 0.
+  with pytest.raises(ValueError, match='two edges from one sender'):
+    layer.apply(params, h, [e], [board_graph.Group(doubled, np.ones_like(mask))])
 
 
 @pytest.mark.slow
@@ -235,3 +239,24 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
   for part in (slice(0, 2), slice(2, 3)):
     got = jax.jit(network.build(config).apply)(params, None, np.array(rows[part], np.int32))
     np.testing.assert_allclose(np.asarray(got), action_values[part], rtol=1e-5, atol=1e-4)
+
+
+def test_inference_runs_a_large_batch_in_passes_with_the_same_numbers(small):
+  params, apply = small
+  fens = [chess.STARTING_FEN, KIWIPETE, PROMOTIONS]
+  rows = []
+  for i in range(48):
+    board = chess.Board(fens[i % 3])
+    legal = list(board.legal_moves)[i % 5 :]
+    rows.append(np.concatenate([_row(board.fen(), legal), np.full(48 - len(legal), -1, np.int32)]))
+  rows = np.stack(rows)  # [48, 77 + 48]
+  inference = network.jit_inference(SMALL)
+  # 48 boards: three passes of `graph.PASS_ROWS` in one call (a loop in the compiled program); 20: one pass.
+  assert graph.PASS_ROWS == 16
+  assert 'while' in inference.lower(params, None, rows).as_text()
+  assert 'while' not in inference.lower(params, None, rows[:20]).as_text()
+  assert '__ynn_fusion' not in inference.lower(params, None, rows[:20]).compile().as_text()
+  for batch in (rows, rows[:20]):
+    np.testing.assert_allclose(
+      np.asarray(inference(params, None, batch)), np.asarray(apply(params, None, batch)), rtol=1e-5, atol=1e-5
+    )

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/graph_speed.py                        # pretrained, ~30 s on 2 cores
     .venv/bin/python benchmarks/graph_speed.py --checkpoint DIR --rounds 60 --json out.json
-    git worktree add /tmp/before COMMIT && PYTHONPATH=/tmp/before .venv/bin/python benchmarks/graph_speed.py
+    git worktree add /tmp/before COMMIT && .venv/bin/python benchmarks/graph_speed.py --source /tmp/before
 
 Boards of 33-48 legal moves (so 48 move slots, as most positions) from real Lichess games
 go, at 1, 4, 16 and 64 boards a call, through:
@@ -32,13 +32,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import boards as boards_lib  # noqa: E402
-
-from searchless.core import tokenizer  # noqa: E402
-from searchless.model import network  # noqa: E402
-from searchless.play import player as player_lib  # noqa: E402
-from searchless.play import policy as policy_lib  # noqa: E402
 
 FLOP_PER_BOARD = 82e6  # The yardstick: the shipped graph model's forward pass, 48 move slots (see above).
 TARGET_SHARE = 0.56
@@ -67,7 +60,17 @@ def main(argv=None) -> None:
   parser.add_argument('--checkpoint', default='pretrained', help='A graph model: a shipped name or a folder.')
   parser.add_argument('--rounds', type=int, default=40, help='Timed rounds (every case once a round).')
   parser.add_argument('--json', default='', help='Also write the figures here.')
+  parser.add_argument('--source', default='', help="Measure this checkout's package (an earlier commit's worktree).")
   args = parser.parse_args(argv)
+  if args.source:  # Its source first on the path, the editable install of this one set aside.
+    sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]
+    sys.path.insert(0, os.path.abspath(args.source))
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  import boards as boards_lib  # The benchmarks' real boards (it imports searchless: after the --source switch).
+  from searchless.core import tokenizer
+  from searchless.model import network
+  from searchless.play import player as player_lib
+  from searchless.play import policy as policy_lib
 
   policy = player_lib.load_policy(args.checkpoint, compute_dtype='float32')
   predictor = policy.predictor
@@ -76,7 +79,7 @@ def main(argv=None) -> None:
     parser.error(f'--checkpoint {args.checkpoint}: a {config.kind} model; this benchmark measures the graph model')
   fens = boards_lib.spread_boards(boards_lib.LICHESS_999, 1200)
   boards = [b for b in map(chess.Board, fens) if 33 <= b.legal_moves.count() <= 48][: max(SIZES) * 4]
-  # As play compiles it (a checkout from before `jit_inference`, on PYTHONPATH, is measured by its plain jit).
+  # As play compiles it (a checkout from before `jit_inference`: its plain jit).
   inference = getattr(network, 'jit_inference', None)
   forward = inference(config, jnp.float32) if inference else jax.jit(network.build(config, jnp.float32).apply)
   params = predictor._params
@@ -108,7 +111,8 @@ def main(argv=None) -> None:
 
   print(
     f'machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores, '
-    f'{jax.default_backend()}; {args.checkpoint}: {network.num_params(params)} params; {len(boards)} boards of '
+    f'{jax.default_backend()}; searchless of {os.path.dirname(os.path.dirname(os.path.dirname(network.__file__)))}; '
+    f'{args.checkpoint}: {network.num_params(params)} params; {len(boards)} boards of '
     f'33-48 legal moves; {args.rounds} rounds, medians'
   )
   print(f'XLA matmul ({MATMUL_N}x{MATMUL_N} float32): {rate / 1e9:.1f} GFLOP/s')

@@ -174,7 +174,7 @@ class Gateau(hk.Module):
       weights = jax.nn.softmax(logits, axis=2).astype(dtype)  # Over each receiver's incoming edges.
       # Node messages through a dense [n, N] attention matrix per head (no [B, n, K, D] gather): A[j, i] = the
       # weight of edge i -> j, read from the weights by a fixed index (an empty slot's 0 where there is no edge).
-      # As a product with the one-hot incidence [n, K, N] it cost 6% of an inference pass of 16 boards, 24% of one.
+      # As a product with the one-hot incidence [n, K, N] it cost 6% of an inference pass of 16 boards, 24% of 1 board.
       padded = jnp.pad(weights, ((0, 0), (0, 0), (0, 1), (0, 0)))  # [B, n, K + 1, H]
       attention = padded[:, np.arange(count)[:, None], _slot_of_sender(group, num_nodes)]  # [B, n, N, H]
       from_nodes = jnp.einsum('bnmh,bmhd->bnhd', attention, value).reshape(batch, count, width)

@@ -23,6 +23,7 @@ import chess
 import chess.engine
 import numpy as np
 
+from searchless.core import notation
 from searchless.core import values
 from searchless.engines import launch
 from searchless.play import policy as policy_lib
@@ -79,7 +80,7 @@ class Described:
       'check': board.is_check(),
       'outcome': outcome(board),
     }
-    self.names = {move: (move.uci(), board.san(move)) for move in board.legal_moves}  # SAN: most of the time.
+    self.names = {move: (move.uci(), san) for move, san in notation.all_san(board).items()}
 
   def answer(self, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
     """The answer (`describe`) with `analysis`, the model's view of the board (None: no legal moves)."""

@@ -132,9 +132,12 @@ def main(argv: list[str] | None = None) -> None:
     f'uci:{_wrapper(out, side, source, args)},clock={args.clock},handshake=120,name={side}'
     for side, source in sides.items()
   ]
-  results = tournament.run(
-    agents, out_dir=out, openings=args.openings, seed=args.seed, games_per_pair=args.games, workers=args.workers
-  )
+  try:
+    results = tournament.run(
+      agents, out_dir=out, openings=args.openings, seed=args.seed, games_per_pair=args.games, workers=args.workers
+    )
+  except KeyboardInterrupt as stopped:
+    sys.exit(f'interrupted: {stopped}')  # Its line says what was kept.
   pair = results['pairs'][0]
   wins, draws, losses = (pair['a_wins'], pair['draws'], pair['b_wins'])
   if pair['a'] != 'after':

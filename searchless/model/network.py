@@ -128,7 +128,14 @@ def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last
     passes = jax.lax.map(lambda chunk: apply(params, rng, chunk), tokens.reshape(batch // rows, rows, -1))
     return jax.tree.map(lambda x: x.reshape(batch, *x.shape[2:]), passes)  # [B, ...] again.
 
-  return jax.jit(in_passes, compiler_options={'xla_cpu_experimental_ynn_fusion_type': ''})
+  return jax.jit(in_passes, compiler_options=_without_ynnpack())
+
+
+def _without_ynnpack() -> dict[str, str]:
+  """XLA:CPU's compile option that turns its YNNPACK fusions off: jax 0.10 has it (an XLA without it refuses to
+  compile), older ones get none."""
+  major, minor = (int(part) for part in jax.__version__.split('.')[:2])
+  return {'xla_cpu_experimental_ynn_fusion_type': ''} if (major, minor) >= (0, 10) else {}
 
 
 @functools.cache

@@ -38,10 +38,18 @@ def _attacked(color: chess.Color, square: chess.Square, occupied: int, pieces: d
   )
 
 
+def _mover(board: chess.Board, move: chess.Move) -> chess.PieceType:
+  """The type of the piece `move` moves (a legal move has one)."""
+  kind = board.piece_type_at(move.from_square)
+  if kind is None:
+    raise ValueError(f'{move.uci()} moves no piece on {board.fen()}')
+  return kind
+
+
 def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bool:
   """Whether legal `move` leaves the mover attacking the other side's `king` square (castling and en passant too)."""
   us = board.turn
-  moved = board.piece_type_at(move.from_square)
+  moved = _mover(board, move)
   pieces = {kind: board.pieces_mask(kind, us) for kind in chess.PIECE_TYPES}
   occupied = board.occupied
   if board.is_castling(move):  # The king to the c- or g-file, its rook beside it on the inside.
@@ -71,7 +79,7 @@ def all_san(board: chess.Board) -> dict[chess.Move, str]:
   rivals: dict[tuple[int, int], int] = collections.defaultdict(int)  # (piece type, to) -> from squares.
   kinds = {}
   for move in legal:
-    kinds[move] = kind = board.piece_type_at(move.from_square)
+    kinds[move] = kind = _mover(board, move)
     rivals[(kind, move.to_square)] |= chess.BB_SQUARES[move.from_square]
   king = board.king(not board.turn)
   names = {}

@@ -68,11 +68,9 @@ def _failed_write(error: BaseException | None) -> bool:
     isinstance(e, OSError) or cause(e) is not None or (isinstance(e, RuntimeError) and str(e) == 'Event loop is closed')
     for e in _chain(error)
   )
-  return failed and any(
-    any(writer in frame.f_code.co_filename for writer in _WRITERS)
-    for e in _chain(error)
-    for frame, _ in traceback.walk_tb(e.__traceback__)
-  )
+  frames = [frame for e in _chain(error) for frame, _ in traceback.walk_tb(e.__traceback__)]
+  # No frame at all: an exception set on a future by tensorstore's own threads (asyncio reports it unretrieved).
+  return failed and (not frames or any(writer in frame.f_code.co_filename for writer in _WRITERS for frame in frames))
 
 
 class _DropFailedWrites(logging.Filter):

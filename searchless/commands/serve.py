@@ -68,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   errors.require_extra('starlette', 'serve', 'searchless-serve')
   errors.require_extra('uvicorn', 'serve', 'searchless-serve')
   errors.require_extra('prometheus_client', 'serve', 'searchless-serve')
+  errors.require_extra('orjson', 'serve', 'searchless-serve')
   cli.start_logging(args.log_level)
   from searchless.play.serve import server  # Imports starlette.
 

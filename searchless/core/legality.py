@@ -13,4 +13,6 @@ import chess
 def problems(board: chess.Board) -> str:
   """`board.status()`'s flags as words ('' for a legal position; the rules of `board.chess960` apply)."""
   status = board.status()
+  if status == chess.STATUS_VALID:
+    return ''
   return ', '.join(str(flag.name).lower().replace('_', ' ') for flag in chess.Status if flag and flag in status)

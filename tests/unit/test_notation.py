@@ -1,4 +1,5 @@
-"""`notation.all_san`: every legal move in SAN, python-chess's `Board.san` character for character."""
+"""`notation.all_san` (every legal move in SAN, python-chess's `Board.san` character for character) and
+`notation.read_fen` (python-chess's `Board(fen)`, the same board)."""
 
 import importlib.resources
 import random
@@ -42,9 +43,14 @@ def test_every_move_of_the_sample_games():
     ('6k1/8/8/8/R6R/8/1N3N2/4K3 w - - 0 1', False, 'b2d3', 'Nbd3'),  # Rivals on a rank, then on a file.
     ('6k1/8/8/8/R6R/8/1N3N2/4K3 w - - 0 1', False, 'h4g4', 'Rhg4+'),
     ('7k/8/8/8/1N6/8/1N6/4K3 w - - 0 1', False, 'b4d3', 'N4d3'),
+    ('4k3/8/8/8/4N3/8/8/4R1K1 w - - 0 1', False, 'e4c3', 'Nc3+'),  # Discovered checks: off the rook's file,
+    ('7k/8/8/8/8/8/1K6/B7 w - - 0 1', False, 'b2b3', 'Kb3+'),  # by the king,
+    ('7k/8/8/8/8/8/1P6/B3K3 w - - 0 1', False, 'b2b3', 'b3+'),  # by a pawn;
+    ('7k/8/8/8/8/8/1K6/B7 w - - 0 1', False, 'b2c3', 'Kc3'),  # along the bishop's line, none.
+    ('k7/8/8/8/R7/8/8/4K3 w - - 0 1', False, 'a4a1', 'Ra1+'),  # The other king in check already (not a legal board).
   ],
 )
-def test_checks_by_castling_en_passant_and_promotion_and_rivals(fen, chess960, uci, san):
+def test_checks_discovered_or_by_castling_en_passant_and_promotion_and_rivals(fen, chess960, uci, san):
   board = chess.Board(fen, chess960=chess960)
   assert notation.all_san(board)[chess.Move.from_uci(uci)] == san
   _same_as_python_chess(board)
@@ -63,3 +69,65 @@ def test_random_games_with_castling_en_passant_and_promotions_favoured():
         specials += bool(special)
         board.push(rng.choice(special) if special and rng.random() < 0.5 else rng.choice(legal))
   assert specials >= 50  # Positions that offered castling, en passant or a promotion.
+
+
+def _read_as_python_chess(fen: str) -> chess.Board | None:
+  try:
+    expected = chess.Board(fen)
+  except ValueError as error:
+    with pytest.raises(ValueError) as raised:
+      notation.read_fen(fen)
+    assert str(raised.value) == str(error)
+    return None
+  board = notation.read_fen(fen)
+  assert board == expected and board.fen() == expected.fen()
+  seen = (board.castling_rights, board.ep_square, board.promoted, board.occupied_co, board.chess960, board.status())
+  assert seen == (
+    expected.castling_rights,
+    expected.ep_square,
+    expected.promoted,
+    expected.occupied_co,
+    expected.chess960,
+    expected.status(),
+  )
+  assert list(board.legal_moves) == list(expected.legal_moves)
+  return board
+
+
+def test_read_fen_reads_every_position_of_the_sample_games_as_python_chess():
+  positions = 0
+  with importlib.resources.files('searchless.samples').joinpath('sample_games.pgn').open() as f:
+    while (game := chess.pgn.read_game(f)) is not None:
+      board = game.board()
+      for move in game.mainline_moves():
+        board.push(move)
+        assert _read_as_python_chess(board.fen()) is not None
+        positions += 1
+  assert positions > 3000
+
+
+@pytest.mark.parametrize(
+  'fen',
+  [
+    'r3k1r1/8/8/8/8/8/8/1R2K2R w KQkq - 0 1',  # KQkq read by the rooks on the board: b1, h1, a8's none, g8.
+    '1r2k2r/8/8/8/8/8/8/R3K1R1 b Qk - 5 9',
+    '4k3/8/8/8/8/8/8/4K3 w KQkq e3 0 0',  # Rights without rooks, an en passant square without a pawn, move 0.
+    'PPPPPPPP/8/8/8/8/8/8/pppppppp b - - 99 1000000',  # Read, though not a legal position.
+    'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -',  # Fewer fields,
+    'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR',
+    '4k3/8/8/8/8/8/8/4K3 w HAha - 0 1',  # Shredder-FEN letters,
+    'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN~R w KQkq - 0 1',  # a promoted piece: python-chess's to read.
+    'rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1',  # Errors: python-chess's own.
+    'rnbqkbnr/ppppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1',
+    'rnbqkbnr/ppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1',
+    '8/8/8/8/8/8/8/8/ w - - 0 1',
+    '17/8/8/8/8/8/8/8 w - - 0 1',
+    '4k3/8/8/8/8/8/8/4K3 x - - 0 1',
+    '4k3/8/8/8/8/8/8/4K3 w kK - 0 1',
+    '4k3/8/8/8/8/8/8/4K3 w - e9 0 1',
+    '4k3/8/8/8/8/8/8/4K3 w - - -1 1',
+    '4k3/8/8/8/8/8/8/4K3 w - - 0 1 extra',
+  ],
+)
+def test_read_fen_reads_odd_fens_and_refuses_bad_ones_as_python_chess(fen):
+  _read_as_python_chess(fen)

@@ -134,7 +134,7 @@ def test_limits_are_checked():
 
 def test_a_lone_position_of_the_only_request_runs_on_the_event_loop_and_others_on_the_thread():
   threads: list[tuple[str, list[int]]] = []
-  alone = [True]
+  in_flight = [0]  # Requests started and not answered, as the server counts them.
 
   def model(items):
     threads.append((threading.current_thread().name, list(items)))
@@ -142,14 +142,22 @@ def test_a_lone_position_of_the_only_request_runs_on_the_event_loop_and_others_o
 
   async def main():
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='model') as pool:
-      batcher = Batcher(model, pool, max_batch=8, max_queue=16, inline_max=1, alone=lambda: alone[0])
+      batcher = Batcher(model, pool, max_batch=8, max_queue=16, inline_max=1, alone=lambda: in_flight[0] <= 1)
       batcher.start()
-      answers = [await batcher.submit([1])]  # Alone: on the loop.
-      answers.append(await batcher.submit([2, 3]))  # Two positions: on the thread.
-      alone[0] = False
-      answers.append(await batcher.submit([4]))  # Another request in flight: on the thread.
-      alone[0] = True
-      answers.append(await asyncio.gather(batcher.submit([5]), batcher.submit([6])))  # One batch of two.
+
+      async def request(items):
+        in_flight[0] += 1
+        try:
+          return await batcher.submit(items)
+        finally:
+          in_flight[0] -= 1
+
+      answers = [await request([1])]  # Alone: on the loop.
+      answers.append(await request([2, 3]))  # Two positions: on the thread.
+      in_flight[0] += 1
+      answers.append(await request([4]))  # Another request in flight: on the thread.
+      in_flight[0] -= 1
+      answers.append(await asyncio.gather(request([5]), request([6])))  # Started together: one batch of two.
       await batcher.stop()
       return answers
 

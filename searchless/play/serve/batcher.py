@@ -7,10 +7,12 @@ its own (the event loop stays free to read requests meanwhile); each position's 
 its answer. With `max_wait_ms` 0 (the default) nothing waits: an idle server runs a lone
 position at once, and under load the positions that arrived during one call form the next
 (lc0's multiplexing). A positive `max_wait_ms` holds a batch that is not full that long for
-more. A batch of at most `inline_max` items runs on the event loop itself when nothing else is
-queued and `alone()` says no other request is in flight (the server's lone client): the hop to the
-thread and back costs such a position a third of what it adds to the model's time. With other requests
-in flight, the loop stays free to read them while the model runs, so that they form the next batch.
+more. A request of at most `inline_max` items runs on the event loop itself, straight from `submit`
+(no queue, no worker), when the worker is idle, nothing is queued and `alone()` says no other request
+is in flight once the requests read with it have started (the server's lone client); a batch of so few
+that the worker forms runs there too: the hop to the thread and back costs such a position a third of
+what it adds to the model's time. With other requests in flight, the loop stays free to read them while
+the model runs, so that they form the next batch.
 Padding to the compiled shapes is the predictor's (`searchless.play.predictor`).
 
 >>> import asyncio, concurrent.futures
@@ -87,6 +89,7 @@ class Batcher(Generic[Item, Result]):
     self._queue: asyncio.Queue[_Entry] = asyncio.Queue()
     self._arrived = asyncio.Event()
     self._task: asyncio.Task | None = None
+    self._idle = False  # The worker waits for the queue's next item (no batch formed or running).
 
   def queued(self) -> int:
     """Items waiting for a model call."""
@@ -115,6 +118,10 @@ class Batcher(Generic[Item, Result]):
     if self._queue.qsize() + len(items) > self.max_queue:
       raise QueueFull(f'{self._queue.qsize()} positions queued; {len(items)} more exceed the limit of {self.max_queue}')
     loop = asyncio.get_running_loop()
+    if len(items) <= self._inline_max and self._idle and self._queue.empty():
+      await asyncio.sleep(0)  # Requests read with this one start first (and count themselves in flight).
+      if self._idle and self._queue.empty() and self._alone():
+        return self._inline(list(items))  # Alone: no hop through the queue and the worker.
     entries = [_Entry(item, loop.create_future(), loop.time()) for item in items]
     for entry in entries:
       self._queue.put_nowait(entry)
@@ -126,10 +133,23 @@ class Batcher(Generic[Item, Result]):
         entry.future.cancel()
       raise
 
+  def _inline(self, items: list[Item]) -> list[Result]:
+    """`run(items)` on the event loop, now."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    results = list(self._run(items))
+    if self._observe is not None:
+      self._observe(len(items), [0.0] * len(items), loop.time() - start)
+    return results
+
   async def _batch(self) -> list[_Entry]:
     """The next batch: what is queued, up to `max_batch`, after waiting up to `max_wait` for more when short."""
     loop = asyncio.get_running_loop()
-    batch = [await self._queue.get()]
+    self._idle = True
+    try:
+      batch = [await self._queue.get()]
+    finally:
+      self._idle = False
     deadline = loop.time() + self._max_wait
     while len(batch) < self.max_batch:
       if not self._queue.empty():

@@ -27,6 +27,7 @@ import chess
 import chess.pgn
 
 from searchless.core import legality
+from searchless.core import notation
 
 MAX_BODY_BYTES = 1 << 20  # A request body of more bytes is refused (413).
 MAX_POSITIONS = 256  # Positions in one request, at most.
@@ -73,7 +74,7 @@ def board(value: dict[str, Any], where: str = '') -> chess.Board:
   if not isinstance(fen, str):
     raise BadRequest(f'{where}fen: expected a FEN string, got {json.dumps(fen)[:80]}')
   try:
-    result = chess.Board(fen)
+    result = notation.read_fen(fen)
   except ValueError as error:
     raise BadRequest(f'{where}fen: not a FEN, {fen[:100]!r} ({error})') from None
   if problems := legality.problems(result):

@@ -69,13 +69,13 @@ def describe(board: chess.Board, analysis: policy_lib.Analysis | None) -> dict[s
 
 
 class Described:
-  """What a position's answer holds besides the model's view (FEN, side to move, check, outcome, each legal move's
-  UCI and SAN), worked out apart so that it can be while the model runs; `answer` adds the model's view."""
+  """What a position's answer holds besides the model's view and the FEN (side to move, check, outcome, each legal
+  move's UCI and SAN), worked out apart so that it can be while the model runs; `answer` adds the FEN (the
+  analysis has it) and the model's view."""
 
   def __init__(self, board: chess.Board):
     self.board = board
     self.head: dict[str, Any] = {
-      'fen': board.fen(),
       'side_to_move': chess.COLOR_NAMES[board.turn],
       'check': board.is_check(),
       'outcome': outcome(board),
@@ -84,15 +84,16 @@ class Described:
 
   def answer(self, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
     """The answer (`describe`) with `analysis`, the model's view of the board (None: no legal moves)."""
-    answer = dict(self.head)
+    answer = {'fen': self.board.fen() if analysis is None else analysis.fen, **self.head}  # The analysis has it.
     if analysis is None:
       answer.update(value=0.0 if self.board.is_checkmate() else 0.5, best=None, moves=[])
       return answer
     key = 'probability' if analysis.win_probs is None else 'win'
     scores = analysis.scores.tolist()  # Python floats: `ranked`'s order and values, without its pairs.
+    names, moves_of = self.names, analysis.moves
     moves = []
     for i in np.argsort(-analysis.scores, kind='stable').tolist():
-      uci, san = self.names[analysis.moves[i]]
+      uci, san = names[moves_of[i]]
       moves.append({'uci': uci, 'san': san, key: round(scores[i], DIGITS)})
     value = None if analysis.value is None else round(float(analysis.value), DIGITS)
     answer.update(value=value, best=moves[0] if moves else None, moves=moves)
@@ -221,9 +222,10 @@ class Service:
   async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
     """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
     assert self.batcher is not None, 'start() first'
-    live = [b for b in boards if any(True for _ in b.legal_moves)]
+    moving = [any(True for _ in b.legal_moves) for b in boards]
+    live = [b for b, has_moves in zip(boards, moving) if has_moves]
     answers = iter(await self.batcher.submit(live) if live else [])
-    return [next(answers) if any(True for _ in b.legal_moves) else describe(b, None) for b in boards]
+    return [next(answers) if has_moves else describe(b, None) for b, has_moves in zip(boards, moving)]
 
   def _admit(self, kind: str) -> None:
     if self._waiting[kind] >= self.max_queue:

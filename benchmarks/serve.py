@@ -137,20 +137,26 @@ def served(server: Server, bodies: list[bytes], clients: int, seconds: float) ->
   barrier = threading.Barrier(clients + 1)
 
   requests = [Client.request('/v1/analyse', body) for body in bodies]
+  failures: list[BaseException] = []
 
   def client(k: int) -> None:
-    connection = Client(server.host, server.port)
-    i = k * 7
-    barrier.wait()
-    while not stop.is_set():
-      request = requests[i % len(requests)]
-      i += 1
-      begin = time.perf_counter()
-      status, _ = connection.post(request)
-      if status != 200:
-        raise RuntimeError(f'status {status}')
-      latencies[k].append(time.perf_counter() - begin)
-    connection.close()
+    try:
+      connection = Client(server.host, server.port)
+      i = k * 7
+      barrier.wait()
+      while not stop.is_set():
+        request = requests[i % len(requests)]
+        i += 1
+        begin = time.perf_counter()
+        status, body = connection.post(request)
+        if status != 200:
+          raise RuntimeError(f'client {k}: status {status}: {body[:200]!r}')
+        latencies[k].append(time.perf_counter() - begin)
+      connection.close()
+    except BaseException as error:  # pylint: disable=broad-except  # Ends the level: a figure without it is wrong.
+      failures.append(error)
+      barrier.abort()
+      stop.set()
 
   threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
   for thread in threads:
@@ -159,12 +165,17 @@ def served(server: Server, bodies: list[bytes], clients: int, seconds: float) ->
     server.metric('searchless_serve_batch_size_count'),
     server.metric('searchless_serve_batch_size_sum'),
   )
-  barrier.wait()
+  try:
+    barrier.wait()
+  except threading.BrokenBarrierError:
+    pass  # A client failed before the start: reported below.
   start = time.perf_counter()
-  time.sleep(seconds)
+  stop.wait(seconds)
   stop.set()
   for thread in threads:
     thread.join()
+  if failures:
+    raise RuntimeError(f'{len(failures)} of {clients} clients failed; the first: {failures[0]!r}') from failures[0]
   elapsed = time.perf_counter() - start
   calls = server.metric('searchless_serve_batch_size_count') - calls
   positions = server.metric('searchless_serve_batch_size_sum') - positions

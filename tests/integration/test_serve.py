@@ -234,9 +234,25 @@ def test_a_body_streamed_past_the_limit_is_413(served):
   connection.close()
 
 
+def test_a_client_gone_before_its_body_is_counted_499_and_the_server_goes_on(served):
+  before = served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='499')
+  with socket.create_connection((served.host, served.port), timeout=60) as sock:
+    sock.sendall(b'POST /v1/analyse HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"fen": ')
+  deadline = time.monotonic() + 30
+  while served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='499') == before:
+    assert time.monotonic() < deadline, 'the request of a client gone was never counted'
+    time.sleep(0.05)
+  assert served.post('/v1/analyse', {})[0] == 200
+
+
 def test_other_endpoints_methods_and_bodies(served):
   assert served.get('/nowhere')[::2] == (404, {'error': 'GET /nowhere: Not Found'})
-  assert served.get('/v1/analyse')[::2] == (405, {'error': 'GET /v1/analyse: Method Not Allowed'})
+  status, headers, answer = served.get('/v1/analyse')
+  assert (status, headers['allow'], answer) == (405, 'POST', {'error': 'GET /v1/analyse: Method Not Allowed'})
+  before = served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='200')
+  status, _, answer = served.post('/v1/analyse/', {})  # A trailing slash names the same endpoint.
+  assert status == 200 and len(answer['moves']) == 20
+  assert served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='200') == before + 1
   assert served.post('/v1/play', raw=b'{"movetime_ms": 0}')[::2] == (
     400,
     {'error': f'movetime_ms: expected an integer from 1 to {inputs.MAX_MOVETIME_MS}, got 0'},

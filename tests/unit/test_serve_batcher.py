@@ -163,3 +163,10 @@ def test_a_lone_position_of_the_only_request_runs_on_the_event_loop_and_others_o
 
   assert asyncio.run(main()) == [[2], [4, 6], [8], [[10], [12]]]
   assert threads == [('MainThread', [1]), ('model_0', [2, 3]), ('model_0', [4]), ('model_0', [5, 6])]
+
+
+def test_a_request_of_no_positions_makes_no_model_call():
+  async def test(batcher, model):
+    return await batcher.submit([])
+
+  assert run(test, max_batch=8, max_queue=16, inline_max=1) == ([], [])

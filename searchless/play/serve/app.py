@@ -40,6 +40,7 @@ from searchless.play.serve import service as service_lib
 
 _LOG = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 1  # Retry-After of a 503 (queue full, compiling, stopping).
+CLIENT_GONE = 499  # The status counted for a request whose client left before its answer (nginx's).
 
 
 class JsonResponse(JSONResponse):
@@ -96,8 +97,14 @@ class JsonApi:
     self.service = service
     self.endpoints = endpoints
 
+  def endpoint(self, path: str) -> str | None:
+    """The endpoint `path` names (a trailing slash or not), or None."""
+    path = path.rstrip('/')
+    return path if path in self.endpoints else None
+
   async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-    path = scope['path']
+    path = self.endpoint(scope['path'])
+    assert path is not None, scope['path']
     try:
       response = await self._answer(path, scope, receive)
     except ClientGone:
@@ -146,8 +153,9 @@ class MetricsMiddleware:
       await self.app(scope, receive, send)
       return
     path = scope['path']
-    endpoint = path if path in self.endpoints else '/page' if path.startswith('/page/') else 'other'
-    status = [500]
+    named = path.rstrip('/') or path  # /v1/analyse/ is /v1/analyse.
+    endpoint = named if named in self.endpoints else '/page' if path.startswith('/page/') else 'other'
+    status = [CLIENT_GONE]  # Unless an answer starts: a client that left before its answer.
 
     async def sending(message: Message) -> None:
       if message['type'] == 'http.response.start':
@@ -158,6 +166,10 @@ class MetricsMiddleware:
     self.metrics.started()
     try:
       await self.app(scope, receive, sending)
+    except BaseException:
+      if status[0] == CLIENT_GONE:
+        status[0] = 500
+      raise
     finally:
       self.metrics.answered(endpoint, status[0], time.perf_counter() - start)
 
@@ -276,7 +288,7 @@ def make_app(
   rest = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
 
   async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    if scope['type'] == 'http' and scope['path'] in api.endpoints:
+    if scope['type'] == 'http' and api.endpoint(scope['path']) is not None:
       await api(scope, receive, send)
     else:  # The page, health, metrics, info, unknown paths; the lifespan.
       await rest(scope, receive, send)

@@ -118,7 +118,7 @@ class Batcher(Generic[Item, Result]):
     if self._queue.qsize() + len(items) > self.max_queue:
       raise QueueFull(f'{self._queue.qsize()} positions queued; {len(items)} more exceed the limit of {self.max_queue}')
     loop = asyncio.get_running_loop()
-    if len(items) <= self._inline_max and self._idle and self._queue.empty():
+    if 0 < len(items) <= self._inline_max and self._idle and self._queue.empty():
       await asyncio.sleep(0)  # Requests read with this one start first (and count themselves in flight).
       if self._idle and self._queue.empty() and self._alone():
         return self._inline(list(items))  # Alone: no hop through the queue and the worker.

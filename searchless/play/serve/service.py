@@ -88,6 +88,9 @@ class Described:
     if analysis is None:
       answer.update(value=0.0 if self.board.is_checkmate() else 0.5, best=None, moves=[])
       return answer
+    finite = np.isfinite(analysis.scores).all() and (analysis.value is None or np.isfinite(analysis.value))
+    if not finite:  # orjson would write null: a fault of the model, answered 500 and logged.
+      raise ValueError(f'the model gave non-finite values on {analysis.fen}: {analysis.scores.tolist()}')
     key = 'probability' if analysis.win_probs is None else 'win'
     scores = analysis.scores.tolist()  # Python floats: `ranked`'s order and values, without its pairs.
     names, moves_of = self.names, analysis.moves

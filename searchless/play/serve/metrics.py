@@ -1,6 +1,6 @@
 """The server's Prometheus metrics, in a registry of its own (`Metrics.text`: what ``GET /metrics`` answers).
 
-* ``searchless_serve_requests_total{endpoint, status}``: requests answered;
+* ``searchless_serve_requests_total{endpoint, status}``: requests answered (499: the client left first);
 * ``searchless_serve_request_seconds{endpoint}``: a histogram of the time to answer;
 * ``searchless_serve_queue_wait_seconds``: a histogram of each position's wait for its model call;
 * ``searchless_serve_batch_size``: a histogram of positions per model call;

@@ -30,7 +30,7 @@ checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 """
 
 import math
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import chess
 import haiku as hk
@@ -125,15 +125,26 @@ class Gateau(hk.Module):
     self._compute_dtype = compute_dtype
 
   def __call__(
-    self, h: jax.Array, edges: Sequence[jax.Array], groups: Sequence[board_graph.Group]
-  ) -> tuple[jax.Array, tuple[jax.Array, ...]]:
-    """h [B, N, D], edges [B, n_g, K_g, De] per group -> (h [B, N, D], edges [B, n_g, K_g, De] per group)."""
+    self,
+    h: jax.Array,
+    edges: Sequence[jax.Array] | 'TabledEdges',
+    groups: Sequence[board_graph.Group],
+    *,
+    read: jax.Array | None = None,
+  ) -> tuple[jax.Array, tuple[jax.Array, ...] | jax.Array]:
+    """h [B, N, D], edges [B, n_g, K_g, De] per group -> (h [B, N, D], edges [B, n_g, K_g, De] per group).
+
+    `edges` may be `TabledEdges` (rows of a table and each slot's row, per group): the same layer, its edge
+    projection made once per row instead of once per slot. With `read` ([B, M] places in the groups' slots
+    flattened one after the other) the new edges are made only there: (h, edges [B, M, De]).
+    """
     batch, num_nodes, width = h.shape
     if sum(len(g.mask) for g in groups) != num_nodes:
       raise ValueError(
         f'the groups must hold each of the {num_nodes} nodes once as a receiver, got {sum(len(g.mask) for g in groups)}'
       )
-    edge_width = edges[0].shape[-1]
+    tabled = edges if isinstance(edges, TabledEdges) else None
+    edge_width = (tabled.table if tabled else edges[0]).shape[-1]
     heads = self._num_heads
     dtype = self._compute_dtype
     hn = layers.layer_norm(h).astype(dtype)  # [B, N, D]
@@ -144,6 +155,9 @@ class Gateau(hk.Module):
     sender_w = _LinearWeights(name='sender')(width, edge_width)  # [D, De]
     receiver_w = _LinearWeights(name='receiver')(width, edge_width)
     edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
+    project = lambda e: _normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype) + (
+      edge_offset @ edge_w
+    ).astype(dtype)  # [..., De]: LN(e) W_e.
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
     score = hk.get_parameter(
       'score',
@@ -157,12 +171,13 @@ class Gateau(hk.Module):
     projected = hn @ jnp.concatenate([sender_w, receiver_w, value_w], axis=1).astype(dtype)  # [B, N, 2 De + D]
     to_sender, to_receiver = projected[..., :edge_width], projected[..., edge_width : 2 * edge_width]
     value = split(projected[..., 2 * edge_width :])  # [B, N, H, D/H]
-    pooled, activations, start = [], [], 0
-    for e, group in zip(edges, groups):
+    if tabled:  # Each slot's edge and its projection are rows of the table: R rows projected, not S slots.
+      edges = [tabled.table[rows] for rows in tabled.rows]
+      from_table = project(tabled.table)  # [R, De]
+    pooled, new_edges, zs, start = [], [], [], 0
+    for g, (e, group) in enumerate(zip(edges, groups)):
       count = len(group.mask)
-      from_edge = _normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype) + (
-        edge_offset @ edge_w
-      ).astype(dtype)  # [B, n, K, De]
+      from_edge = from_table[tabled.rows[g]] if tabled else project(e)  # [B, n, K, De]
       z = to_sender[:, group.senders] + to_receiver[:, start : start + count, None] + from_edge  # [B, n, K, De]
       start += count
       # Each head's score: a product and a sum over its De/H features, fused with LeakyReLU in one pass over z
@@ -180,12 +195,25 @@ class Gateau(hk.Module):
       from_nodes = jnp.einsum('bnmh,bmhd->bnhd', attention, value).reshape(batch, count, width)
       from_edges = jnp.einsum('bnkh,bnkhd->bnhd', weights, split(from_edge)).reshape(batch, count, edge_width)
       pooled.append(jnp.concatenate([from_nodes, from_edges], axis=-1))  # [B, n, D + De]
-      activations.append(jax.nn.gelu(z))  # [B, n, K, De]
+      zs.append(z)
     h = h + hk.Linear(width, with_bias=False, name='out')(jnp.concatenate(pooled, axis=1)).astype(jnp.float32)
     # Made after `out`, as the hk.Linear it replaces was (the same initial values); in the compute dtype, as
     # `network.build` casts an hk.Linear's weights.
     edge_out = _LinearWeights(name='edge_out')(edge_width, edge_width).astype(dtype)  # [De, De]
-    return h, tuple(e + (a @ edge_out).astype(jnp.float32) for e, a in zip(edges, activations))
+    update = lambda e, z: e + (jax.nn.gelu(z) @ edge_out).astype(jnp.float32)
+    if read is None:
+      return h, tuple(update(e, z) for e, z in zip(edges, zs))
+    # Only the slots read: the other edges' update (a GELU and a matmul over every slot) is never made.
+    at = jnp.arange(batch)[:, None], read
+    flat = lambda grids: jnp.concatenate([x.reshape(batch, -1, edge_width) for x in grids], axis=1)  # [B, P, De]
+    return h, update(flat(edges)[at], flat(zs)[at])  # [B, M, De]
+
+
+class TabledEdges(NamedTuple):
+  """Edges whose features take few values: rows of `table` [R, De], and per group the row of each slot [B, n, K]."""
+
+  table: jax.Array
+  rows: Sequence[jax.Array]
 
 
 def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -> jax.Array:
@@ -227,30 +255,34 @@ def forward(
       open_line, legal, types = x['open'][:, source], x['legal'][:, source], board_graph.ONE_GRID_TYPES
     else:
       open_line, legal, types = x['open'], x['legal'], board_graph.SLOT_TYPES  # [B, P = S], [B, S], [S]
-    # Each board's own copy of the type indices: the gradient is then one scatter-add from [B, P, De], not a
-    # reduction over the batch of a broadcast [1, P, De] first (XLA:CPU's was 4% of a training step).
-    e = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[jnp.broadcast_to(types, legal.shape)]  # [B, P, De]
+    # An edge's input is one of R = 66 x 2 x 2 rows: its type's, plus the open line's and the legal move's when
+    # they hold. Each slot holds its row's index; the first layer projects the R rows, not the S slots.
+    rows = table('edge_type', board_graph.NUM_EDGE_TYPES, edge_width)[:, None, None]  # [66, 1, 1, De]
+    flag = np.array([0.0, 1.0], np.float32)[:, None]  # [2, 1]
     if config.graph_open_lines:  # Off only to measure what the flag is worth (an ablation).
-      e = e + open_line[..., None] * table('open', 1, edge_width)
-    e = e + legal[..., None] * table('legal', 1, edge_width)  # [B, P, De]
+      rows = rows + (flag * table('open', 1, edge_width))[None, :, None]
+    rows = rows + (flag * table('legal', 1, edge_width))[None, None]  # [66, 2 or 1, 2, De]
+    rows = jnp.broadcast_to(rows, (board_graph.NUM_EDGE_TYPES, 2, 2, edge_width))  # [66, 2, 2, De]
+    row_of_slot = types * 4 + open_line.astype(jnp.int32) * 2 + legal.astype(jnp.int32)  # [B, P]
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
   groups = (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS
   slots = np.cumsum([0] + [g.mask.size for g in groups])  # Each grid's places in the flat edge tensor.
-  edges: Sequence[jax.Array] = [
-    e[:, start:end].reshape(-1, *g.mask.shape, edge_width)  # [B, n, K, De] per grid
-    for g, start, end in zip(groups, slots, slots[1:])
-  ]
+  edges: Sequence[jax.Array] | TabledEdges = TabledEdges(
+    rows.reshape(-1, edge_width),  # [R, De]
+    [row_of_slot[:, start:end].reshape(-1, *g.mask.shape) for g, start, end in zip(groups, slots, slots[1:])],
+  )  # [B, n, K] per grid
+  place = jnp.asarray(board_graph.ONE_GRID_PLACE)[x['slot']] if one_grid else x['slot']  # [B, M]
   for layer in range(config.num_layers):
-    h, edges = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')(h, edges, groups)
+    last = layer == config.num_layers - 1  # Its edges are read at the moves' places only.
+    gateau = Gateau(config.num_heads, compute_dtype, name=f'gateau_{layer}')
+    h, edges = gateau(h, edges, groups, read=place if last else None)
     h = h + _mlp(h, width, config.widening_factor, compute_dtype, f'mlp_{layer}')
   h = layers.layer_norm(h)  # [B, 64, D], nodes in board_graph.NODE_ORDER.
-  e = jnp.concatenate([grid.reshape(grid.shape[0], -1, edge_width) for grid in edges], axis=1)  # [B, P, De]
   batch = jnp.arange(tokens.shape[0])[:, None]
-  place = jnp.asarray(board_graph.ONE_GRID_PLACE)[x['slot']] if one_grid else x['slot']  # [B, M]
   of_square = jnp.asarray(board_graph.NODE_OF_SQUARE)
-  # The moves' edges, then their LayerNorm (per edge: the same as normalising every slot first).
+  # The moves' edges (the last layer made only those), then their LayerNorm (per edge, as for every slot).
   move = jnp.concatenate(
-    [layers.layer_norm(e[batch, place]), h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]], axis=-1
+    [layers.layer_norm(edges), h[batch, of_square[x['from']]], h[batch, of_square[x['to']]]], axis=-1
   )  # [B, M, De + 2D]
   move = hk.Linear(width, name='move_in')(move.astype(compute_dtype)) + promotion
   logits = hk.Linear(config.output_size, name='move_out')(jax.nn.gelu(move).astype(compute_dtype))  # [B, M, V]
@@ -268,24 +300,25 @@ def flops_per_board(config: ModelConfig, num_moves: int, boards_per_pass: int | 
   Per layer, on N = 64 nodes: the score and value projections (2 N D De + N D^2),
   the output projection (N (D + De) D), the dense attention matrix and its use
   (S N H + N^2 D) and the SwiGLU (3 w N D^2); on the S = 1904 edge slots
-  (1856 edges and the grids' padding): the edge projection and the edge update
-  (2 S De^2). Then the move read-out (M (De + 2D) D + M D V) and the occupancy
-  test (S * 64). Passes of at most `ONE_GRID_ROWS` boards (`boards_per_pass`, e.g.
-  the trainer's micro-batch) run the one padded grid: S = 64 x 36 = 2304.
+  (1856 edges and the grids' padding): the edge projection (S De^2, but in the
+  first layer, which projects its 264 table rows once a pass) and the edge update
+  (S De^2, but in the last layer, which updates the M move slots only). Then the
+  move read-out (M (De + 2D) D + M D V) and the occupancy test (S * 64). Passes of
+  at most `ONE_GRID_ROWS` boards (`boards_per_pass`, e.g. the trainer's
+  micro-batch) run the one padded grid: S = 64 x 36 = 2304.
 
   >>> cfg = ModelConfig(kind='graph', embedding_dim=64, num_layers=4, num_heads=4,
   ...                   output_size=128, max_sequence_length=79, graph_edge_dim=32)
   >>> flops_per_board(cfg, 64), flops_per_board(cfg, 64, boards_per_pass=2)  # Three grids; the one grid.
-  (72300544, 79673344)
+  (64632832, 70367232)
   """
   d, de, w = config.embedding_dim, config.graph_edge_dim, config.widening_factor
-  n, h = board_graph.NUM_SQUARES, config.num_heads
+  n, h, layers_ = board_graph.NUM_SQUARES, config.num_heads, config.num_layers
   slots = board_graph.ONE_GRID.mask.size if _one_grid(boards_per_pass) else board_graph.NUM_SLOTS
-  per_layer = (
-    2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d + 3 * w * n * d * d + 2 * slots * de * de
-  )
+  nodes = 2 * n * d * de + n * d * d + n * (d + de) * d + slots * n * h + n * n * d + 3 * w * n * d * d
+  edges = 2 * (layers_ - 1) * slots * de * de + num_moves * de * de  # Projections, then updates.
   read_out = num_moves * (de + 2 * d) * d + num_moves * d * config.output_size
-  return 2 * (config.num_layers * per_layer + read_out + board_graph.NUM_SLOTS * board_graph.NUM_SQUARES)
+  return 2 * (layers_ * nodes + edges + read_out + board_graph.NUM_SLOTS * board_graph.NUM_SQUARES)
 
 
 def init_tokens() -> np.ndarray:

@@ -113,8 +113,8 @@ def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last
 
   The graph model on XLA:CPU runs a batch of more than `graph.PASS_ROWS` boards in passes of that many, one
   after the other inside the one call (`jax.lax.map`): per board, larger passes are slower (their edge tensors
-  leave the caches). It is compiled with XLA's YNNPACK fusions off, which run its small matmuls and the
-  reductions fused into them slower than XLA's own loops. The numbers are the same to float32 rounding.
+  leave the caches). It is compiled with XLA:CPU's options of `_graph_cpu_options`. The numbers are the same to
+  float32 rounding.
   """
   apply = build(config, compute_dtype, last_only=last_only).apply
   if config.kind != 'graph' or jax.default_backend() != 'cpu':
@@ -128,14 +128,27 @@ def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last
     passes = jax.lax.map(lambda chunk: apply(params, rng, chunk), tokens.reshape(batch // rows, rows, -1))
     return jax.tree.map(lambda x: x.reshape(batch, *x.shape[2:]), passes)  # [B, ...] again.
 
-  return jax.jit(in_passes, compiler_options=_without_ynnpack())
+  return jax.jit(in_passes, compiler_options=_graph_cpu_options())
 
 
-def _without_ynnpack() -> dict[str, str]:
-  """XLA:CPU's compile option that turns its YNNPACK fusions off: jax 0.10 has it (an XLA without it refuses to
-  compile), older ones get none."""
+def _graph_cpu_options() -> dict[str, Any]:
+  """XLA:CPU's compile options for the graph model's inference (jax 0.10 on; older ones get none, and an XLA
+  without an option refuses to compile). Each measured on 2 idle cores against the options before it, the shipped
+  model's forward pass at 48 move slots, the same outputs bit for bit:
+
+  * its YNNPACK fusions off: they ran its small matmuls, and the reductions fused into them, slower than XLA's own
+    loops (16 boards 0.97x the time, 1 board 0.92x);
+  * its older loop emitters instead of the MLIR fusion emitters, and each matmul on one thread (independent
+    matmuls and loops still run at once on XLA's threads): 16 boards 0.87-0.90x, 64 boards 0.94x.
+  """
   major, minor = (int(part) for part in jax.__version__.split('.')[:2])
-  return {'xla_cpu_experimental_ynn_fusion_type': ''} if (major, minor) >= (0, 10) else {}
+  if (major, minor) < (0, 10):
+    return {}
+  return {
+    'xla_cpu_experimental_ynn_fusion_type': '',
+    'xla_cpu_use_fusion_emitters': False,
+    'xla_cpu_multi_thread_eigen': False,
+  }
 
 
 @functools.cache

@@ -41,7 +41,7 @@ def _row(fen: str, board_moves) -> np.ndarray:
 
 
 def _layer():
-  return hk.without_apply_rng(hk.transform(lambda *a: graph.Gateau(2, np.dtype('float32'))(*a)))
+  return hk.without_apply_rng(hk.transform(lambda *a, **k: graph.Gateau(2, np.dtype('float32'))(*a, **k)))
 
 
 @pytest.mark.slow
@@ -104,6 +104,36 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   doubled[0, 1] = doubled[0, 0]  # Two edges from one sender into node 0.
   with pytest.raises(ValueError, match='two edges from one sender'):
     layer.apply(params, h, [e], [board_graph.Group(doubled, np.ones_like(mask))])
+
+
+@pytest.mark.slow
+def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_layer():
+  """The first layer's `TabledEdges` (each slot a row of a table) and the last layer's `read` (the new edges at the
+  move places only) compute what the layer on every slot's own edge does, at those places."""
+  rng = np.random.default_rng(2)
+  batch, nodes, slots, width, edge_width = 2, 6, 4, 8, 4
+  senders = np.stack([rng.permutation(nodes)[:slots] for _ in range(nodes)]).astype(np.int32)
+  mask = np.arange(slots)[None] < np.array([4, 2, 4, 1, 3, 2])[:, None]
+  groups = [board_graph.Group(senders[:3], mask[:3]), board_graph.Group(senders[3:, :3], mask[3:, :3])]
+  h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
+  table = rng.normal(size=(5, edge_width)).astype(np.float32)
+  rows = [rng.integers(0, 5, size=(batch, *g.mask.shape)) for g in groups]
+  edges = [table[r] for r in rows]  # [B, n, K, De] per group
+  layer = _layer()
+  params = layer.init(jax.random.PRNGKey(0), h, edges, groups)
+  out_h, out_e = (jax.tree.map(np.asarray, x) for x in layer.apply(params, h, edges, groups))
+  tabled_h, tabled_e = (
+    jax.tree.map(np.asarray, x) for x in layer.apply(params, h, graph.TabledEdges(table, rows), groups)
+  )
+  np.testing.assert_allclose(tabled_h, out_h, rtol=1e-5, atol=1e-5)
+  for got, want in zip(tabled_e, out_e):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  flat = np.concatenate([e.reshape(batch, -1, edge_width) for e in out_e], axis=1)  # [B, 12 + 9, De]
+  places = np.array([[0, 20, 13], [5, 5, 12]])  # [B, M]: slots of both groups, one read twice.
+  read = jax.tree.map(np.asarray, layer.apply(params, h, edges, groups, read=places))
+  np.testing.assert_allclose(read[0], out_h, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(read[1], flat[np.arange(batch)[:, None], places], rtol=1e-5, atol=1e-5)
+  assert read[1].shape == (batch, 3, edge_width)
 
 
 @pytest.mark.slow

@@ -155,9 +155,9 @@ class Gateau(hk.Module):
     sender_w = _LinearWeights(name='sender')(width, edge_width)  # [D, De]
     receiver_w = _LinearWeights(name='receiver')(width, edge_width)
     edge_w = _LinearWeights(name='edge')(edge_width, edge_width)  # [De, De]
-    project = lambda e: _normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype) + (
-      edge_offset @ edge_w
-    ).astype(dtype)  # [..., De]: LN(e) W_e.
+    project = lambda e: (
+      _normalized(e).astype(dtype) @ (edge_scale[:, None] * edge_w).astype(dtype) + (edge_offset @ edge_w).astype(dtype)
+    )  # [..., De]: LN(e) W_e.
     split = lambda x: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)  # [..., H, De/H]
     score = hk.get_parameter(
       'score',
@@ -174,7 +174,7 @@ class Gateau(hk.Module):
     if tabled:  # Each slot's edge and its projection are rows of the table: R rows projected, not S slots.
       edges = [tabled.table[rows] for rows in tabled.rows]
       from_table = project(tabled.table)  # [R, De]
-    pooled, new_edges, zs, start = [], [], [], 0
+    pooled, zs, start = [], [], 0
     for g, (e, group) in enumerate(zip(edges, groups)):
       count = len(group.mask)
       from_edge = from_table[tabled.rows[g]] if tabled else project(e)  # [B, n, K, De]
@@ -213,7 +213,7 @@ class TabledEdges(NamedTuple):
   """Edges whose features take few values: rows of `table` [R, De], and per group the row of each slot [B, n, K]."""
 
   table: jax.Array
-  rows: Sequence[jax.Array]
+  rows: Sequence[jax.Array | np.ndarray]
 
 
 def _mlp(h: jax.Array, width: int, widening: int, dtype: jnp.dtype, name: str) -> jax.Array:
@@ -267,7 +267,8 @@ def forward(
     promotion = table('promotion', 5, width)[x['promotion']]  # [B, M, D]
   groups = (board_graph.ONE_GRID,) if one_grid else board_graph.GROUPS
   slots = np.cumsum([0] + [g.mask.size for g in groups])  # Each grid's places in the flat edge tensor.
-  edges: Sequence[jax.Array] | TabledEdges = TabledEdges(
+  # The first layer's edges; then [B, n, K, De] per grid; after the last layer, [B, M, De] at the moves' places.
+  edges: Any = TabledEdges(
     rows.reshape(-1, edge_width),  # [R, De]
     [row_of_slot[:, start:end].reshape(-1, *g.mask.shape) for g, start, end in zip(groups, slots, slots[1:])],
   )  # [B, n, K] per grid

@@ -17,8 +17,10 @@ folder, a folder another command writes): the command ends with
 fault nobody checked for, and keeps its traceback; an OSError about a path
 first says the path (and the flag given it). Ctrl-C becomes
 ``interrupted; <what was kept>`` and exit status 130 (the shell's 128 +
-SIGINT). Output goes through `print_or_quit`, so a reader that goes away
-(``| head``) ends the command quietly. A Beam job's command adds its runner's
+SIGINT); SIGTERM (`kill`, a scheduler, a container's stop) is handled as Ctrl-C
+is, the same cleanup and line, with exit status 143 (128 + SIGTERM). Output
+goes through `print_or_quit`, so a reader that goes away (``| head``) ends the
+command quietly. A Beam job's command adds its runner's
 quirks (`searchless.data.beam_job`). docs/bad-input.md says which is which.
 
 >>> try:
@@ -40,7 +42,9 @@ import fnmatch
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 import chess.engine
@@ -85,12 +89,39 @@ def fail(message: object, status: int = 2) -> NoReturn:
 INTERRUPTED = 130  # The exit status of a command stopped by Ctrl-C (the shell's 128 + SIGINT).
 
 
+TERMINATED = 143  # The exit status of a command stopped by SIGTERM (128 + SIGTERM), after Ctrl-C's cleanup.
+_TERMINATED: list[int] = []  # The SIGTERMs `one_line_errors` turned into a KeyboardInterrupt.
+
+
 def interrupted(error: KeyboardInterrupt) -> NoReturn:
-  """Ends the command with ``interrupted; <message>`` (one line) on stderr and exit status 130; the message is
-  the interrupt's own (what the library kept or removed: ``raise KeyboardInterrupt('checkpoint saved ...')``)."""
+  """Ends the command with ``interrupted; <message>`` (one line) on stderr and exit status 130 (143 after a
+  SIGTERM); the message is the interrupt's own (what the library kept or removed: ``raise
+  KeyboardInterrupt('checkpoint saved ...')``)."""
   said = ' '.join(str(error).split())
   print(f'interrupted; {said or "stopped before the end"}', file=sys.stderr, flush=True)
-  raise SystemExit(INTERRUPTED)
+  raise SystemExit(TERMINATED if _TERMINATED else INTERRUPTED)
+
+
+def _on_sigterm(number: int, frame: object) -> None:
+  del frame
+  _TERMINATED.append(number)
+  raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+  """Inside the block, SIGTERM raises KeyboardInterrupt in the main thread, so the cleanup of Ctrl-C runs (a
+  tournament's pool stops its workers and engines, a job keeps what it finished) where the default would end this
+  process alone, leaving its workers running. A handler a command installs inside (training's, the server's)
+  takes over while it is installed; another thread, or a handler already set by the program, is left alone."""
+  if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+    yield
+    return
+  signal.signal(signal.SIGTERM, _on_sigterm)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def print_or_quit(text: str) -> None:
@@ -165,9 +196,10 @@ def _say_path(error: OSError) -> None:
 def one_line_errors(*extra: type[BaseException]) -> Iterator[None]:
   """Turns `USER_ERRORS` (and `extra`) raised inside the block into `fail(...)`, and Ctrl-C (KeyboardInterrupt)
   into `interrupted(...)`: the one place a command handles either. Any other error keeps its traceback; an OSError
-  that names a path says the path (and its flag) first."""
+  that names a path says the path (and its flag) first. SIGTERM inside it is handled as Ctrl-C (exit status 143)."""
   try:
-    yield
+    with _sigterm_as_ctrl_c():
+      yield
   except (*USER_ERRORS, *extra) as error:
     fail(error)
   except KeyboardInterrupt as error:

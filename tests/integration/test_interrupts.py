@@ -6,6 +6,7 @@ engines): each test starts the command in a session of its own and signals that 
 
 import json
 import pathlib
+import signal
 import sys
 import time
 
@@ -75,9 +76,14 @@ def test_ctrl_c_in_training_saves_says_how_to_resume_and_exits_130(tmp_path, com
 
 
 @pytest.mark.engine
-def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_every_finished_game(tmp_path, stockfish):
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['ctrl-c', 'sigterm'])
+def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_every_finished_game(
+  tmp_path, stockfish, sig
+):
   """The shipped model against Stockfish in two worker processes; Ctrl-C once two games are in: one line, exit 130
-  at once, no worker's traceback, the finished games kept, and no process of the command left (workers, engines)."""
+  at once, no worker's traceback, the finished games kept, and no process of the command left (workers, engines).
+  SIGTERM to the command alone (`kill`, a scheduler) does the same with exit 143: it used to end the command
+  alone, its workers playing on and their games lost."""
   import psutil
 
   from helpers import alive, signal_when
@@ -99,8 +105,9 @@ def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_ever
     seen.update(processes=[p for p in me.children(recursive=True) if p.ppid() != me.pid], kept=games.read_text())
     return True
 
-  # As a terminal's Ctrl-C: the command, its workers and their engines; it used to hang for minutes.
-  status, stdout, stderr = signal_when(argv, two_games_in, stop=60)
+  # Ctrl-C as a terminal's: the command, its workers and their engines (it used to hang for minutes); SIGTERM as
+  # `kill PID`'s: the command alone.
+  status, stdout, stderr = signal_when(argv, two_games_in, sig, group=sig == signal.SIGINT, stop=60)
   processes, kept = seen['processes'], seen['kept']
   assert len(processes) >= 4  # The two workers and their engines, at least.
   played = games.read_text()
@@ -109,7 +116,7 @@ def test_ctrl_c_in_a_tournament_with_worker_processes_stops_at_once_keeping_ever
   count = len(records)
   assert (count >= 2, dropped) == (True, 0)
   assert (status, stdout, stderr) == (
-    130,
+    130 if sig == signal.SIGINT else 143,
     '',
     f'interrupted; {count} of 20 games kept in {games}; rerun the same command to play the rest\n',
   )

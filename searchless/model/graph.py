@@ -18,6 +18,11 @@ promotion piece). With ``with_value`` the model also returns the board's
 state value ``[B, V]`` from the mean of its nodes. So the trainer, loader,
 checkpoints, `PackedPredictor`, Player and UCI engine take it as they are.
 
+Two economies leave the function as it is: an edge's input is one of 264 rows
+(its type, open line and legality), so the first layer projects those rows once
+(`TabledEdges`), not every slot; and the last layer's new edges are read at the
+move slots only, so it makes them there alone (`Gateau`'s `read`).
+
 >>> from searchless.model import network
 >>> cfg = ModelConfig(kind='graph', embedding_dim=16, num_layers=2, num_heads=2,
 ...                   output_size=128, max_sequence_length=79, graph_edge_dim=8)

@@ -112,7 +112,7 @@ def signal_when(
     stderr=subprocess.PIPE,
     text=True,
     start_new_session=True,
-    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
+    env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path), 'PYTHONFAULTHANDLER': '1'},
   )
   deadline = time.monotonic() + timeout
   try:
@@ -124,7 +124,12 @@ def signal_when(
       os.killpg(proc.pid, sig)
     else:
       proc.send_signal(sig)
-    out, err = proc.communicate(timeout=stop)  # A loaded 2-core machine takes its time to stop the workers.
+    try:
+      out, err = proc.communicate(timeout=stop)  # A loaded 2-core machine takes its time to stop the workers.
+    except subprocess.TimeoutExpired:  # Hung: SIGABRT has faulthandler write every thread's stack to stderr.
+      proc.send_signal(signal.SIGABRT)
+      err = proc.communicate(timeout=60)[1]
+      raise AssertionError(f'still running {stop} s after the signal; its threads then:\n{err[-8000:]}') from None
   finally:
     if proc.poll() is None:
       os.killpg(proc.pid, signal.SIGKILL)

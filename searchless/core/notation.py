@@ -26,6 +26,7 @@ True
 """
 
 import collections
+from collections.abc import Sequence
 import re
 
 import chess
@@ -173,9 +174,10 @@ def _checking_squares(board: chess.Board, king: chess.Square) -> dict[chess.Piec
   }
 
 
-def all_san(board: chess.Board) -> dict[chess.Move, str]:
-  """Every legal move of `board` in SAN, as ``board.san(move)`` writes it (standard chess and Chess960)."""
-  legal = list(board.legal_moves)
+def all_san(board: chess.Board, legal: Sequence[chess.Move] | None = None) -> dict[chess.Move, str]:
+  """Every legal move of `board` in SAN, as ``board.san(move)`` writes it (standard chess and Chess960); `legal`:
+  the board's legal moves when the caller has them already (the order is theirs)."""
+  legal = list(board.legal_moves) if legal is None else legal
   us = board.occupied_co[board.turn]
   kind_at = {}  # The mover's pieces: square -> piece type.
   for kind, mask in (

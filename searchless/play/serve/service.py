@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import chess
@@ -73,14 +74,14 @@ class Described:
   move's UCI and SAN), worked out apart so that it can be while the model runs; `answer` adds the FEN (the
   analysis has it) and the model's view."""
 
-  def __init__(self, board: chess.Board):
+  def __init__(self, board: chess.Board, legal: Sequence[chess.Move] | None = None):
     self.board = board
     self.head: dict[str, Any] = {
       'side_to_move': chess.COLOR_NAMES[board.turn],
       'check': board.is_check(),
       'outcome': outcome(board),
     }
-    self.names = {move: (move.uci(), san) for move, san in notation.all_san(board).items()}
+    self.names = {move: (move.uci(), san) for move, san in notation.all_san(board, legal).items()}
 
   def answer(self, analysis: policy_lib.Analysis | None) -> dict[str, Any]:
     """The answer (`describe`) with `analysis`, the model's view of the board (None: no legal moves)."""
@@ -133,7 +134,7 @@ class Service:
     self._stockfish_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='stockfish')
     self._compiled: set[tuple] = set()
     self._ready_counts = 0
-    self.batcher: batcher_lib.Batcher[chess.Board, dict[str, Any]] | None = None
+    self.batcher: batcher_lib.Batcher[tuple[chess.Board, list[chess.Move]], dict[str, Any]] | None = None
     self._waiting = {'search': 0, 'stockfish': 0}  # Requests waiting for the search or Stockfish.
 
   @property
@@ -168,15 +169,16 @@ class Service:
     self.metrics.ready.set(1)
     return time.perf_counter() - start
 
-  def _answers(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
-    """The answers (`describe`) to `boards`, each with legal moves, from one model call (on the model's thread);
-    the moves' SAN is worked out while the model computes (`predictor.meanwhile`), and shapes compiled by the call
-    are counted."""
+  def _answers(self, items: list[tuple[chess.Board, list[chess.Move]]]) -> list[dict[str, Any]]:
+    """The answers (`describe`) to boards, each with its legal moves (not none), from one model call (on the
+    model's thread); the moves' SAN is worked out while the model computes (`predictor.meanwhile`), and shapes
+    compiled by the call are counted."""
+    boards = [board for board, _ in items]
     described: list[Described] = []
-    with predictor_lib.meanwhile(lambda: described.extend(Described(b) for b in boards)):
+    with predictor_lib.meanwhile(lambda: described.extend(Described(b, legal) for b, legal in items)):
       analyses = self._analyse_many(boards)
     if not described:  # The policy made no model call.
-      described = [Described(b) for b in boards]
+      described = [Described(b, legal) for b, legal in items]
     return [d.answer(analysis) for d, analysis in zip(described, analyses)]
 
   def _analyse_many(self, boards: list[chess.Board]) -> list[policy_lib.Analysis]:
@@ -225,10 +227,10 @@ class Service:
   async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
     """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
     assert self.batcher is not None, 'start() first'
-    moving = [any(True for _ in b.legal_moves) for b in boards]
-    live = [b for b, has_moves in zip(boards, moving) if has_moves]
+    legal = [list(b.legal_moves) for b in boards]  # Made once: the moves' SAN reads them.
+    live = [(b, moves) for b, moves in zip(boards, legal) if moves]
     answers = iter(await self.batcher.submit(live) if live else [])
-    return [next(answers) if has_moves else describe(b, None) for b, has_moves in zip(boards, moving)]
+    return [next(answers) if moves else describe(b, None) for b, moves in zip(boards, legal)]
 
   def _admit(self, kind: str) -> None:
     if self._waiting[kind] >= self.max_queue:

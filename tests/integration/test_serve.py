@@ -141,16 +141,17 @@ def test_concurrent_clients_share_model_calls(served):
   # Then requests that arrive together, whatever the load (on a loaded machine, threads' requests can arrive one
   # at a time and each run alone): sent on open keep-alive connections while the server is stopped (SIGSTOP),
   # all are there to read when it goes on, and they run in full batches of 8.
+  bodies = [json.dumps({'fen': board.fen()}).encode() for board in boards]
   connections = [http.client.HTTPConnection(served.host, served.port, timeout=120) for _ in boards]
-  for connection, board in zip(connections, boards):
-    connection.request('POST', '/v1/analyse', body=json.dumps({'fen': board.fen()}).encode())
+  for connection, body in zip(connections, bodies):
+    connection.request('POST', '/v1/analyse', body=body)
     assert connection.getresponse().read()
   calls_before = served.metric('searchless_serve_batch_size_count')
   positions_before = served.metric('searchless_serve_batch_size_sum')
   os.kill(served.process.pid, signal.SIGSTOP)
   try:
-    for connection, board in zip(connections, boards):
-      connection.request('POST', '/v1/analyse', body=json.dumps({'fen': board.fen()}).encode())
+    for connection, body in zip(connections, bodies):
+      connection.request('POST', '/v1/analyse', body=body)
   finally:
     os.kill(served.process.pid, signal.SIGCONT)
   together = [connection.getresponse().status for connection in connections]

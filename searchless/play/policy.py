@@ -50,6 +50,8 @@ ACTION_VALUE = 'action_value'
 STATE_VALUE = 'state_value'
 BEHAVIORAL_CLONING = 'behavioral_cloning'
 POLICIES = (ACTION_VALUE, STATE_VALUE, BEHAVIORAL_CLONING)
+# Each board's legal moves, in any order, where a caller of `analyse_many` has them already (None: generated).
+Legal = Sequence[Sequence[chess.Move]] | None
 
 
 def model_fen(board: chess.Board) -> str:
@@ -104,16 +106,38 @@ def model_actions(board: chess.Board, moves: Sequence[chess.Move]) -> list[int]:
   return [moves_lib.MOVE_TO_ACTION[model_move(board, m)] for m in moves]
 
 
-def ordered_legal_moves(board: chess.Board) -> list[chess.Move]:
-  """Legal moves sorted by action index (the reference's order)."""
-  return _ordered_moves_and_actions(board)[0]
+def ordered_legal_moves(board: chess.Board, legal: Sequence[chess.Move] | None = None) -> list[chess.Move]:
+  """Legal moves sorted by action index (the reference's order); `legal`: them in any order, if at hand."""
+  return _ordered_moves_and_actions(board, legal)[0]
 
 
-def _ordered_moves_and_actions(board: chess.Board) -> tuple[list[chess.Move], list[int]]:
-  """`ordered_legal_moves` and their `model_actions`, from one look-up of each move."""
-  legal = list(board.legal_moves)
+def _ordered_moves_and_actions(
+  board: chess.Board, legal: Sequence[chess.Move] | None = None
+) -> tuple[list[chess.Move], list[int]]:
+  """`ordered_legal_moves` and their `model_actions`, from one look-up of each move; `legal`: the board's legal
+  moves in any order, when the caller has them (else they are generated)."""
+  legal = list(board.legal_moves) if legal is None else legal
   pairs = sorted(zip(model_actions(board, legal), legal), key=lambda pair: pair[0])
   return [m for _, m in pairs], [a for a, _ in pairs]
+
+
+def _given(boards: Sequence[chess.Board], legal: Legal) -> Sequence[Sequence[chess.Move] | None]:
+  """Each board's legal moves as given to `analyse_many` (None: to generate)."""
+  if legal is None:
+    return [None] * len(boards)
+  if len(legal) != len(boards):
+    raise ValueError(f'analyse_many: {len(legal)} lists of legal moves for {len(boards)} boards')
+  return legal
+
+
+def _moves_and_actions(
+  boards: Sequence[chess.Board], legal: Legal
+) -> tuple[tuple[list[chess.Move], ...], tuple[list[int], ...]]:
+  """Each board's `_ordered_moves_and_actions` (from its `legal` moves, where given)."""
+  if not boards:
+    return (), ()
+  pairs = [_ordered_moves_and_actions(board, moves) for board, moves in zip(boards, _given(boards, legal))]
+  return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +180,9 @@ class Policy(typing.Protocol):
   def analyse(self, board: chess.Board) -> Analysis:
     """The policy's view of one board."""
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    """Several boards in shared batches (faster than one by one)."""
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
+    """Several boards in shared batches (faster than one by one); `legal`: each board's legal moves in any
+    order, where the caller has them already (else generated here)."""
 
   def warm_up(self, max_boards: int = 1, *, background: bool = False) -> None:
     """Compiles what play needs (before the first move); `max_boards`: what calls of that many boards need;
@@ -187,8 +212,8 @@ class _Policy:
     """Stops any compiling in the background."""
     self.predictor.close()
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    """Analyses several boards in shared batches (faster than one by one)."""
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
+    """Analyses several boards in shared batches (faster than one by one); `legal` as `Policy.analyse_many`."""
     raise NotImplementedError
 
 
@@ -203,8 +228,8 @@ class ActionValuePolicy(_Policy):
   kind = ACTION_VALUE
   sequence_length = tokenizer.SEQUENCE_LENGTH + 2
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    legal, actions = zip(*map(_ordered_moves_and_actions, boards)) if boards else ((), ())
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
+    legal, actions = _moves_and_actions(boards, legal)
     counts = [len(m) for m in legal]
     states = _fens_tokens([model_fen(b) for b in boards], 2)  # [N, 79]
     sequences = np.repeat(states, counts, axis=0)  # [sum M, 79]
@@ -225,8 +250,8 @@ class ActionValuePolicy(_Policy):
 class PackedActionValuePolicy(ActionValuePolicy):
   """P(bucket | board, move) for every legal move from a board-packed model: one row per board."""
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    legal, actions = zip(*map(_ordered_moves_and_actions, boards)) if boards else ((), ())
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
+    legal, actions = _moves_and_actions(boards, legal)
     model_fens = [model_fen(b) for b in boards]
     fens = [f if not b.chess960 else b.fen() for f, b in zip(model_fens, boards)]  # The same but for Chess960.
     tokens = tokenizer.tokenize_batch(model_fens)  # [N, 77]
@@ -243,11 +268,12 @@ class StateValuePolicy(_Policy):
   kind = STATE_VALUE
   sequence_length = tokenizer.SEQUENCE_LENGTH + 1
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
-    legal, fens = [], []
-    for board in boards:
-      ms = ordered_legal_moves(board)
-      legal.append(ms)
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
+    ordered: list[list[chess.Move]] = []
+    fens = []
+    for board, moves in zip(boards, _given(boards, legal)):
+      ms = ordered_legal_moves(board, moves)
+      ordered.append(ms)
       fens.append(model_fen(board))
       for m in ms:
         board.push(m)
@@ -255,7 +281,7 @@ class StateValuePolicy(_Policy):
         board.pop()
     log_probs = self.predictor(_fens_tokens(fens, 1))  # [sum (1 + M), K]
     results, start = [], 0
-    for board, ms in zip(boards, legal):
+    for board, ms in zip(boards, ordered):
       own = log_probs[start]
       following = log_probs[start + 1 : start + 1 + len(ms)][:, ::-1]  # [M, K]: the mover's view.
       start += 1 + len(ms)
@@ -272,14 +298,14 @@ class BehavioralCloningPolicy(_Policy):
   kind = BEHAVIORAL_CLONING
   sequence_length = tokenizer.SEQUENCE_LENGTH + 1
 
-  def analyse_many(self, boards: Sequence[chess.Board]) -> list[Analysis]:
+  def analyse_many(self, boards: Sequence[chess.Board], legal: Legal = None) -> list[Analysis]:
     log_probs = self.predictor(_fens_tokens([model_fen(b) for b in boards], 1))  # [N, 1968]
     results = []
-    for board, row in zip(boards, log_probs):
-      ms = ordered_legal_moves(board)
-      legal = row[model_actions(board, ms)].astype(np.float64)
-      legal = legal - np.logaddexp.reduce(legal) if len(ms) else legal  # [M]
-      results.append(Analysis(board.fen(), tuple(ms), np.exp(legal), legal, None, None))
+    for board, moves, row in zip(boards, _given(boards, legal), log_probs):
+      ms = ordered_legal_moves(board, moves)
+      logits = row[model_actions(board, ms)].astype(np.float64)
+      logits = logits - np.logaddexp.reduce(logits) if len(ms) else logits  # [M]
+      results.append(Analysis(board.fen(), tuple(ms), np.exp(logits), logits, None, None))
     return results
 
 

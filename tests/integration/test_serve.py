@@ -78,8 +78,8 @@ def test_live_at_once_ready_once_every_shape_is_compiled(served):
 def test_analyse_answers_every_legal_move_best_first_as_the_policy(served, policy):
   board = chess.Board(KIWIPETE)
   board.push_uci('e1g1')
-  status, _, answer = served.post('/v1/analyse', {'fen': KIWIPETE, 'moves': ['e1g1']})
-  assert status == 200
+  status, headers, answer = served.post('/v1/analyse', {'fen': KIWIPETE, 'moves': ['e1g1']})
+  assert status == 200 and headers['content-type'] == 'application/json'
   analysis = policy.analyse(board)
   ranked = analysis.ranked()
   assert answer['model'] == served_name(served) and answer['policy'] == 'action_value'

@@ -144,3 +144,25 @@ def test_published_checkpoint_reproduces_reference_log_probs_through_the_predict
     sequences, expected = npz['sequences'], npz['last_log_probs']
   model_config, params, _ = loading.load_model(str(compat / 'reference_local_checkpoint'))
   np.testing.assert_allclose(predictor_lib.Predictor(model_config, params)(sequences), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize('kind', ['action_value', 'state_value', 'behavioral_cloning', 'packed'])
+def test_legal_moves_given_in_any_order_change_nothing(kind, av, tmp_path):
+  if kind == 'packed':
+    model_config, params, _ = loading.load_model('pretrained')  # The shipped board-packed model.
+    predictor = predictor_lib.PackedPredictor(model_config, params)
+    kind = 'action_value'
+  elif kind == 'action_value':
+    predictor = predictor_lib.Predictor(*av)
+  else:
+    model_config, params, _ = loading.load_model(str(write_checkpoint(tmp_path, kind)))
+    predictor = predictor_lib.Predictor(model_config, params)
+  policy = policy_lib.make_policy(kind, predictor)
+  boards = [START, BUSY, FORCED, MATED]
+  generated = policy.analyse_many(boards)
+  given = policy.analyse_many(boards, [list(board.legal_moves)[::-1] for board in boards])  # Not the policy's order.
+  for mine, theirs in zip(given, generated, strict=True):
+    assert mine.moves == theirs.moves and mine.fen == theirs.fen
+    np.testing.assert_array_equal(mine.scores, theirs.scores)
+  with pytest.raises(ValueError, match='analyse_many: 1 lists of legal moves for 4 boards'):
+    policy.analyse_many(boards, [[]])

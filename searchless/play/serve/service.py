@@ -176,14 +176,15 @@ class Service:
     boards = [board for board, _ in items]
     described: list[Described] = []
     with predictor_lib.meanwhile(lambda: described.extend(Described(b, legal) for b, legal in items)):
-      analyses = self._analyse_many(boards)
+      analyses = self._analyse_many(boards, [legal for _, legal in items])
     if not described:  # The policy made no model call.
       described = [Described(b, legal) for b, legal in items]
     return [d.answer(analysis) for d, analysis in zip(described, analyses)]
 
-  def _analyse_many(self, boards: list[chess.Board]) -> list[policy_lib.Analysis]:
-    """The model on `boards` in one call (on the model's thread); shapes compiled by it are counted."""
-    analyses = self.policy.analyse_many(boards)
+  def _analyse_many(self, boards: list[chess.Board], legal: list[list[chess.Move]]) -> list[policy_lib.Analysis]:
+    """The model on `boards`, each with its `legal` moves, in one call (on the model's thread); shapes compiled
+    by it are counted."""
+    analyses = self.policy.analyse_many(boards, legal)
     if self.ready and sum(len(p.shapes.ready) for p in self._predictors()) != self._ready_counts:
       new = self._shapes() - self._compiled
       if new:
@@ -227,7 +228,7 @@ class Service:
   async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
     """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
     assert self.batcher is not None, 'start() first'
-    legal = [list(b.legal_moves) for b in boards]  # Made once: the moves' SAN reads them.
+    legal = [list(b.legal_moves) for b in boards]  # Made once: the policy and the moves' SAN read them.
     live = [(b, moves) for b, moves in zip(boards, legal) if moves]
     answers = iter(await self.batcher.submit(live) if live else [])
     return [next(answers) if moves else describe(b, None) for b, moves in zip(boards, legal)]

@@ -92,6 +92,10 @@ class Server:
     connection.close()
     return next((float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + ' ')), 0.0)
 
+  def batches(self) -> tuple[float, float]:
+    """The model calls and the positions in them so far (/metrics' batch-size histogram)."""
+    return self.metric('searchless_serve_batch_size_count'), self.metric('searchless_serve_batch_size_sum')
+
   def close(self) -> None:
     self.process.terminate()
     self.process.wait(30)
@@ -168,10 +172,7 @@ def served(server: Server, bodies: list[bytes], clients: int, seconds: float) ->
   threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
   for thread in threads:
     thread.start()
-  calls, positions = (
-    server.metric('searchless_serve_batch_size_count'),
-    server.metric('searchless_serve_batch_size_sum'),
-  )
+  calls, positions = server.batches()
   try:
     barrier.wait()
   except threading.BrokenBarrierError:
@@ -184,8 +185,8 @@ def served(server: Server, bodies: list[bytes], clients: int, seconds: float) ->
   if failures:
     raise RuntimeError(f'{len(failures)} of {clients} clients failed; the first: {failures[0]!r}') from failures[0]
   elapsed = time.perf_counter() - start
-  calls = server.metric('searchless_serve_batch_size_count') - calls
-  positions = server.metric('searchless_serve_batch_size_sum') - positions
+  calls_after, positions_after = server.batches()
+  calls, positions = calls_after - calls, positions_after - positions
   flat = [x for per in latencies for x in per]
   return len(flat) / elapsed, flat, positions / max(calls, 1)
 
@@ -199,8 +200,7 @@ def lone_client(
   the next, which moved the ratio of a raw second and a served second as much)."""
   requests = [Client.request('/v1/analyse', body) for body in bodies]
   connection = Client(server.host, server.port)
-  calls = server.metric('searchless_serve_batch_size_count')
-  positions = server.metric('searchless_serve_batch_size_sum')
+  calls, positions = server.batches()
   raw, served_times, i, start = [], [], 0, time.perf_counter()
   while time.perf_counter() - start < seconds:
     for k in range(i, i + block):
@@ -215,8 +215,8 @@ def lone_client(
         raise RuntimeError(f'status {status}: {body[:200]!r}')
     i += block
   connection.close()
-  calls = server.metric('searchless_serve_batch_size_count') - calls
-  positions = server.metric('searchless_serve_batch_size_sum') - positions
+  calls_after, positions_after = server.batches()
+  calls, positions = calls_after - calls, positions_after - positions
   return raw, served_times, positions / max(calls, 1)
 
 

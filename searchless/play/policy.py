@@ -134,8 +134,6 @@ def _moves_and_actions(
   boards: Sequence[chess.Board], legal: Legal
 ) -> tuple[tuple[list[chess.Move], ...], tuple[list[int], ...]]:
   """Each board's `_ordered_moves_and_actions` (from its `legal` moves, where given)."""
-  if not boards:
-    return (), ()
   pairs = [_ordered_moves_and_actions(board, moves) for board, moves in zip(boards, _given(boards, legal))]
   return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 

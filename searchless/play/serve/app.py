@@ -43,7 +43,7 @@ RETRY_AFTER_SECONDS = 1  # Retry-After of a 503 (queue full, compiling, stopping
 CLIENT_GONE = 499  # The status counted for a request whose client left before its answer (nginx's).
 
 
-_JSON_HEAD = ((b'content-type', b'application/json'),)  # Of every answer (Starlette's JSONResponse writes the same).
+_JSON_TYPE = (b'content-type', b'application/json')  # Of every answer (Starlette's JSONResponse writes the same).
 
 
 class JsonResponse(JSONResponse):
@@ -114,7 +114,7 @@ class JsonApi:
       return
     if isinstance(response, bytes):  # An answer's JSON: sent as is (a Starlette response's headers cost more).
       length = str(len(response)).encode()
-      await send({'type': 'http.response.start', 'status': 200, 'headers': [*_JSON_HEAD, (b'content-length', length)]})
+      await send({'type': 'http.response.start', 'status': 200, 'headers': [_JSON_TYPE, (b'content-length', length)]})
       await send({'type': 'http.response.body', 'body': response})
     else:
       await response(scope, receive, send)

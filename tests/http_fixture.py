@@ -36,18 +36,22 @@ class FileServer:
   before that offset, then nothing (until the server closes); `bytes_per_second`: slow bytes; `goog_hash`: send
   ``x-goog-hash`` with ``md5=`` and ``crc32c=`` (True), or one of them ('md5', 'crc32c'), wrong for the paths in
   `wrong_hash`; `head_lengths`: {path: the Content-Length a HEAD says}; `status`: {path: the status every GET of
-  it gets}; `before_get(path, n)`: called before the n-th GET of `path` (from 0) is answered. `log`: (method,
-  path, Range header, If-Range header)."""
+  it gets}; `head_status`: the status of every HEAD (405: a server that takes no HEAD); `lengths`: {path: bytes
+  more (or fewer) than the file's that a GET's Content-Length declares: a longer one sends the file and closes, a
+  shorter one sends that many bytes}; `before_get(path, n)`: called before the n-th GET of `path` (from 0) is
+  answered. `log`: (method, path, Range header, If-Range header)."""
 
   def __init__(self, folder: pathlib.Path, *, ranges: bool = True, validators: bool = True, if_range: bool = True,
                drop_after: int | None = None, drops: int = 1, stall_at: int | None = None,
                bytes_per_second: float | None = None, goog_hash: bool | str = False,
                head_lengths: dict[str, int] | None = None, status: dict[str, int] | None = None,
+               head_status: int | None = None, lengths: dict[str, int] | None = None,
                before_get: Callable[[str, int], None] | None = None):  # fmt: skip
     self.folder, self.ranges, self.drop_after = pathlib.Path(folder), ranges, drop_after
     self.validators, self.if_range, self.drops, self.stall_at = validators, if_range, drops, stall_at
     self.bytes_per_second, self.goog_hash = bytes_per_second, goog_hash
     self.head_lengths, self.status, self.before_get = head_lengths or {}, status or {}, before_get
+    self.head_status, self.lengths = head_status, lengths or {}
     self.wrong_hash: set[str] = set()
     self.log: list[tuple[str, str, str | None, str | None]] = []
     self._dropped: dict[str, int] = {}
@@ -90,6 +94,8 @@ class FileServer:
         status = 200 if path.is_file() else 404
         if self.command == 'GET':
           status = server.status.get(self.path, status)
+        elif server.head_status is not None:
+          status = server.head_status
         if status != 200:
           self.send_response(status)
           self.send_header('Content-Length', '0')
@@ -105,6 +111,7 @@ class FileServer:
           start = int(wanted.group(1))
           if start >= len(data):
             self.send_response(416)
+            self.send_header('Content-Range', f'bytes */{len(data)}')
             self.send_header('Content-Length', '0')
             self.end_headers()
             return None
@@ -128,9 +135,11 @@ class FileServer:
         length = len(data) - start
         if self.command == 'HEAD':
           length = server.head_lengths.get(self.path, length)
+        else:
+          length += server.lengths.get(self.path, 0)
         self.send_header('Content-Length', str(length))
         self.end_headers()
-        return data, start, len(data)
+        return data, start, min(len(data), start + length)
 
       def do_HEAD(self) -> None:
         self._headers()
@@ -156,7 +165,7 @@ class FileServer:
             time.sleep(step / server.bytes_per_second)
         if server.stall_at is not None and end < len(data):
           server._closing.wait(60)  # Stalled: neither bytes nor a close.
-        if end < len(data):
+        if end < len(data) or server.lengths.get(self.path, 0) > 0:
           self.close_connection = True
 
     return Handler

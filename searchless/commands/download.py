@@ -100,10 +100,11 @@ def main(argv: Sequence[str] | None = None) -> None:
   lines = [
     f'fetched {len(result.jobs)} files ({_size(result.bytes)}), {len(result.present)} already there, in {result.root}'
   ]
-  if unverified := result.unverified:
-    names = [j.remote.path.as_posix() for j in unverified]
-    more = f' and {len(names) - 10} more ({downloads.RECORD} says which)' if len(names) > 10 else ''
-    lines.append(f'{len(names)} {downloads.UNVERIFIED}: {", ".join(names[:10])}{more}')
+  for checked in (True, False):  # The files no checksum checked: their format did, or (a .pgn) nothing could.
+    if names := [j.remote.path.as_posix() for j in result.unverified if bool(j.format) == checked]:
+      more = f' and {len(names) - 10} more ({downloads.RECORD} says which)' if len(names) > 10 else ''
+      said = f'{downloads.UNVERIFIED}, {downloads.FORMAT_CHECKED}' if checked else downloads.UNVERIFIED
+      lines.append(f'{len(names)} {said}: {", ".join(names[:10])}{more}')
   for r in remotes:
     if r.unpack:
       name = published.NAME_PREFIX + r.final.name

@@ -5,8 +5,8 @@ The costly step (the engine's annotation of a board, the parse of a game or of
 an evaluation-database line) commits its results, keyed (a board's FEN, a game's
 file:line), to ``OUTPUT_DIR/.searchless-resume/`` every `chunk` items and at
 least every `COMMIT_SECONDS` (`PieceWriter`, `Recorded`): a piece is written
-under a temporary name, synced, renamed and its folder synced (on a local disk;
-on a store such as ``gs://`` its own atomic writes are relied on), so a piece
+whole or not at all (`searchless.plumbing.atomic`: a temporary file, synced, renamed
+and its folder synced; on ``gs://`` the store's own atomic writes), so a piece
 there is whole even after a power cut. Ctrl-C, a kill, a crash or a reboot loses
 at most each worker's uncommitted items.
 
@@ -51,6 +51,7 @@ from apache_beam.pvalue import PBegin, PCollection
 import zstandard
 
 import searchless
+from searchless.plumbing import atomic
 from searchless.plumbing import errors
 from searchless.plumbing import fetch
 from searchless.plumbing import files
@@ -127,17 +128,14 @@ def engine_identity(output_dir: str, tag: str) -> dict | None:
 
 def input_identity(path: str) -> str:
   """What says an input changed, in words: its size and modification time, or for an http(s) URL its size and
-  validator (ETag, else Last-Modified) from a HEAD request ('' where the server sends neither)."""
+  validator (ETag, else Last-Modified) as `fetch.look_up` reads them ('' where the server sends neither)."""
   if files.is_http(path):
-    response = fetch.request(fetch.session(retries=2), 'HEAD', path, allow_redirects=True)
-    response.close()
-    headers = response.headers
-    length = headers.get('Content-Length')
-    shown = [f'of {int(length):,} bytes'] if length and length.isdigit() else []
-    if validator := headers.get('ETag'):
-      shown.append(f'with ETag {validator}')
-    elif validator := headers.get('Last-Modified'):
-      shown.append(f'last modified {validator}')
+    head = fetch.look_up(fetch.session(retries=2), path)  # A HEAD, or a GET where the server takes no HEAD.
+    shown = [f'of {head.size:,} bytes'] if head.size is not None else []
+    if head.validator:
+      shown.append(
+        f'with ETag {head.validator}' if head.validator.startswith(('"', 'W/"')) else f'last modified {head.validator}'
+      )
     return ', '.join(shown)
   if files.is_remote(path):
     found = FileSystems.match([path])[0].metadata_list
@@ -149,36 +147,6 @@ def input_identity(path: str) -> str:
     size, modified = stat.st_size, stat.st_mtime_ns / 1e9
   stamp = datetime.datetime.fromtimestamp(modified, datetime.timezone.utc)
   return f'of {size:,} bytes modified {stamp:%Y-%m-%d %H:%M:%S.%f} UTC'
-
-
-def _sync_folder(directory: str) -> None:
-  """Makes a rename or a new file in the local `directory` durable (fsync of the folder); a no-op elsewhere."""
-  if '://' in directory:
-    return
-  fd = os.open(directory, os.O_RDONLY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
-
-
-def write_whole(path: str, data: bytes) -> None:
-  """Writes `data` to `path` so that a reader finds all of it or nothing: a temporary file, synced, renamed, and
-  (locally) its folder synced, so a power cut leaves no empty or partial file under `path`'s name. On another
-  filesystem (gs://, s3://) the store's own atomic create and rename are relied on."""
-  directory, name = FileSystems.split(path)
-  tmp = FileSystems.join(directory, f'.{name}.{uuid.uuid4().hex}.tmp')
-  if '://' in path:
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-      f.write(data)
-    FileSystems.rename([tmp], [path])
-    return
-  with open(tmp, 'wb') as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-  _sync_folder(directory)
 
 
 def _read_settings(directory: str) -> dict | None:
@@ -256,7 +224,7 @@ class Keeper:
       FileSystems.mkdirs(directory)
     except OSError:  # Exists, or the filesystem has no folders.
       pass
-    _sync_folder(self.output_dir)
+    atomic.sync_folder(self.output_dir)
     kept = _read_settings(directory) if pieces(self.output_dir) else None
     inputs = {**(kept['inputs'] if kept else {}), **self.inputs}  # A removed input's pieces stay checked.
     try:
@@ -266,7 +234,7 @@ class Keeper:
     if stale:  # What a killed writer left; no writer runs now (one job a folder).
       FileSystems.delete(stale)
     settings = {'settings': dict(self.settings), 'inputs': inputs}
-    write_whole(FileSystems.join(directory, SETTINGS), json.dumps(settings, indent=1, sort_keys=True).encode('utf-8'))
+    atomic.write_text(FileSystems.join(directory, SETTINGS), json.dumps(settings, indent=1, sort_keys=True))
 
   def interrupted(self) -> str:
     """What an interrupt says: what was kept, and the command that resumes it."""
@@ -309,17 +277,17 @@ class PieceWriter:
       self.commit()
 
   def commit(self) -> None:
-    """Writes the pending results as one piece (`write_whole`), after the identity of the engine that made them."""
+    """Writes the pending results as one piece (`atomic`), after the identity of the engine that made them."""
     if not self._pending:
       return
     if not self._engine_written:
       assert self._engine is not None and self._tag is not None
-      write_whole(FileSystems.join(self._directory, _ENGINE.format(self._tag)), self._engine.encode('utf-8'))
+      atomic.write_text(FileSystems.join(self._directory, _ENGINE.format(self._tag)), self._engine)
       self._engine_written = True
     tag = f'-{self._tag}' if self._tag else ''
     name = f'{self._kind}-{uuid.uuid4().hex}-{len(self._pending)}{tag}.pkl.zst'
     data = zstandard.ZstdCompressor(write_checksum=True).compress(pickle.dumps((self._engine, self._pending)))
-    write_whole(FileSystems.join(self._directory, name), data)
+    atomic.write_bytes(FileSystems.join(self._directory, name), data)
     self._pending = []
 
 

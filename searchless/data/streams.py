@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 import gzip
 import os
 
-import zstandard
 
+from searchless.core import file_checks
 from searchless.plumbing import errors
+from searchless.plumbing import fetch
 from searchless.plumbing import files
 
 _CHUNK = 1 << 20  # Bytes read at a time.
@@ -35,37 +36,15 @@ def match_files(patterns: Sequence[str], flag: str = '--input') -> list[str]:
   return paths
 
 
-class CorruptInputError(errors.UserError, OSError):
-  """A compressed input ends early or is corrupt; the message names the file."""
-
-
-def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
-  # zstandard's stream_reader ends silently on a truncated stream, so we
-  # decompress frame by frame and check that the last frame is complete.
-  dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
-  dobj = dctx.decompressobj()
-  pending = False
-  while chunk := raw.read(_CHUNK):
-    while chunk:
-      try:
-        out = dobj.decompress(chunk)
-      except zstandard.ZstdError as e:
-        raise CorruptInputError(f'{path}: corrupt zstd data: {e}') from None
-      pending = True
-      if out:
-        yield out
-      if dobj.eof:
-        chunk, dobj, pending = dobj.unused_data, dctx.decompressobj(), False
-      else:
-        chunk = b''
-  if pending:
-    raise CorruptInputError(f'{path}: zstd stream is truncated (the file ends inside a frame)')
+CorruptInputError = file_checks.CorruptInputError  # A compressed input that ends early or is corrupt.
 
 
 def _stream_chunks(stream, path: str) -> Iterator[bytes]:
   try:
     while chunk := stream.read(_CHUNK):
       yield chunk
+  except fetch.DownloadError:  # An http(s) input that cannot be read on: no corrupt file.
+    raise
   except (EOFError, OSError, ValueError) as e:  # bz2/gzip truncation or corruption.
     raise CorruptInputError(f'{path}: compressed stream is truncated or corrupt: {e}') from None
 
@@ -76,7 +55,7 @@ def read_chunks(path: str) -> Iterator[bytes]:
   with raw:
     lower = path.lower()
     if lower.endswith(('.zst', '.zstd')):
-      yield from _zstd_chunks(raw, path)
+      yield from file_checks.zstd_chunks(raw, path)
     elif lower.endswith('.bz2'):
       yield from _stream_chunks(bz2.BZ2File(raw), path)
     elif lower.endswith('.gz'):

@@ -2,6 +2,7 @@
 from the vendored fixtures, then fetched, resumed, checked and refused as a user would meet it, with servers that
 drop, stall, fail, change their files and disagree with themselves. Nothing here reaches beyond this machine."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,15 +11,18 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
 import chess
 import pytest
+import zstandard
 
 
 from searchless.commands import download
 from searchless.core import downloads
+from searchless.core import file_download
 from searchless.core import published
 from searchless.plumbing import fetch
 
@@ -34,6 +38,15 @@ AV = '/searchless_chess/data/test/action_value_data.bag'
 PUZZLES = '/searchless_chess/data/puzzles.csv'
 ZIP = '/searchless_chess/checkpoints/9M.zip'
 MONTH = 'lichess_db_standard_rated_2024-01.pgn.zst'
+
+
+def _puzzles(size: int) -> bytes:
+  """A puzzles.csv of `size` bytes (ChessBench's header, then lines of random text): passes the format check."""
+  header = b'PuzzleId,Rating,PGN,Moves\n'
+  body = os.urandom(size).hex().encode()[: size - len(header) - 1]
+  return (
+    header + b'\n'.join(body[i : i + 99] for i in range(0, len(body), 100)).ljust(size - len(header) - 1, b'x') + b'\n'
+  )
 
 
 @pytest.fixture
@@ -58,8 +71,13 @@ def site(tmp_path) -> pathlib.Path:
   (root / 'standard' / 'sha256sums.txt').write_text(
     f'{hashlib.sha256(games.read_bytes()).hexdigest()}  {games.name}\n{"0" * 64}  {other.name}\n'
   )
-  (root / 'searchless_chess/data/puzzles.csv').write_bytes(os.urandom(3_000_000))
+  (root / 'searchless_chess/data/puzzles.csv').write_bytes(_puzzles(3_000_000))
   return root
+
+
+UNVERIFIED = (
+  f'{downloads.UNVERIFIED}, {downloads.FORMAT_CHECKED}'  # What the summary says of a file no checksum checked.
+)
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -249,7 +267,7 @@ def test_a_remote_file_that_changed_is_fetched_again_not_spliced(site, tmp_path,
   out_dir, puzzles = tmp_path / 'd', site / PUZZLES[1:]
   old = puzzles.read_bytes()
   kept = _interrupted(site, out_dir, capsys)
-  new = os.urandom(len(old) if size == 'same' else len(old) - 1000)  # Republished under the same URL.
+  new = _puzzles(len(old) if size == 'same' else len(old) - 1000)  # Republished under the same URL.
   puzzles.write_bytes(new)
   with FileServer(site, if_range=if_range) as server:
     code, out, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))
@@ -266,21 +284,21 @@ def test_a_remote_file_that_changed_is_fetched_again_not_spliced(site, tmp_path,
 
 def test_a_file_that_keeps_changing_ends_in_one_line_and_keeps_nothing(site, tmp_path, capsys, quick):
   out_dir = tmp_path / 'd'
-  republish = lambda path, n: (site / path[1:]).write_bytes(os.urandom(300_000))  # A new file at every GET.
+  republish = lambda path, n: (site / path[1:]).write_bytes(_puzzles(300_000))  # A new file at every GET.
   with FileServer(site, drop_after=50_000, drops=100, before_get=republish) as server:
     code, out, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))
   lines = err.splitlines()
-  assert (code, out, len(lines)) == (2, '', 1 + downloads.MAX_CHANGES)
+  assert (code, out, len(lines)) == (2, '', 1 + file_download.MAX_CHANGES)
   assert all(' changed since its .part was fetched ' in line for line in lines[:-1])
-  assert lines[-1].startswith(f'error: {server.url}{PUZZLES} changed {downloads.MAX_CHANGES + 1} times during its ')
+  assert lines[-1].startswith(f'error: {server.url}{PUZZLES} changed {file_download.MAX_CHANGES + 1} times during its ')
   assert lines[-1].endswith(': nothing kept; rerun later')
-  assert len(server.gets(PUZZLES)) == 2 + downloads.MAX_CHANGES  # Bounded: the first, a resume, and the restarts.
+  assert len(server.gets(PUZZLES)) == 2 + file_download.MAX_CHANGES  # Bounded: the first, a resume, and the restarts.
   assert _files(out_dir) == []
 
 
 def test_a_file_that_changes_once_during_its_download_is_fetched_again_whole(site, tmp_path, capsys, quick):
   out_dir = tmp_path / 'd'
-  changed = os.urandom(200_000)
+  changed = _puzzles(200_000)
   republish = lambda path, n: n == 1 and (site / path[1:]).write_bytes(changed)
   with FileServer(site, drop_after=50_000, before_get=republish) as server:
     code, _, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))
@@ -296,14 +314,14 @@ def test_no_validator_no_blind_resume_unless_a_checksum_checks_the_join(
   out_dir, puzzles = tmp_path / 'd', site / PUZZLES[1:]
   kept = _interrupted(site, out_dir, capsys, validators=False, goog_hash=checksum or False)
   if change:
-    puzzles.write_bytes(os.urandom(puzzles.stat().st_size))  # Nothing in the answers shows it but the checksum.
+    puzzles.write_bytes(_puzzles(puzzles.stat().st_size))  # Nothing in the answers shows it but the checksum.
   with FileServer(site, validators=False, goog_hash=checksum or False) as server:
     code, out, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))
   assert code == 0
   if checksum is None:  # Nothing would check a joined file: from zero.
     assert server.gets(PUZZLES) == [None]
     assert err == 'puzzles.csv: a .part with no validator (ETag, Last-Modified) nor checksum to check it: from zero\n'
-    assert out.splitlines()[1] == f'1 {downloads.UNVERIFIED}: chessbench/data/puzzles.csv'
+    assert out.splitlines()[1] == f'1 {UNVERIFIED}: chessbench/data/puzzles.csv'
   elif not change:  # Resumed (no If-Range to send), and the joined file checked.
     assert server.gets(PUZZLES) == [f'bytes={kept}-'] and server.if_ranges(PUZZLES) == [None]
     assert err == '' and 'unverified' not in out
@@ -349,7 +367,7 @@ def test_a_mirror_without_checksums_says_what_is_unverified_and_what_changed_sin
     code, out, err = _run(capsys, 'chessbench-data', 'test', '--base_url', server.url, '--out', str(out_dir))
     assert (code, err) == (0, '')
     names = [f'chessbench/{p.split("/", 1)[1]}' for p in BAGS]
-    assert out.splitlines()[1] == f'3 {downloads.UNVERIFIED}: {", ".join(names)}'
+    assert out.splitlines()[1] == f'3 {UNVERIFIED}: {", ".join(names)}'
     record = json.loads((out_dir / downloads.RECORD).read_text())['files']
     assert sorted(record) == sorted(names)
     entry = record['chessbench/data/test/action_value_data.bag']
@@ -412,8 +430,9 @@ def test_a_zip_that_is_no_zip_is_removed_and_fetched_again_once_fixed(site, tmp_
   with FileServer(site) as server:
     code, out, err = _run(capsys, *args, '--base_url', server.url)
     assert (code, out) == (2, '')
-    zipped = out_dir / 'chessbench/checkpoints/9M.zip'
-    assert err == f'error: cannot unpack {zipped}: File is not a zip file: removed it; rerun to fetch it again\n'
+    assert (
+      err == f"error: {server.url}{ZIP}: an error page, not the file: '<html>a proxy error page</html>': nothing kept\n"
+    )
     assert _files(out_dir) == []
     (site / ZIP[1:]).write_bytes(good)
     code, out, err = _run(capsys, *args, '--base_url', server.url)
@@ -434,3 +453,164 @@ def test_a_streamed_input_resumes_only_onto_the_same_file(site, quick):
       with pytest.raises(fetch.DownloadError, match=r'cannot resume there \(the file changed\)$'):
         stream.read()
   assert server.if_ranges(PUZZLES)[1] is not None
+
+
+def test_a_streamed_input_without_a_validator_never_resumes(site, quick):
+  from searchless.plumbing import remote_file
+
+  with FileServer(site, validators=False, drop_after=100_000) as server:
+    with remote_file.RemoteFile(f'{server.url}{PUZZLES}') as stream:
+      with pytest.raises(fetch.DownloadError) as raised:
+        stream.read()
+  assert str(raised.value) == (
+    f'{server.url}{PUZZLES}: the connection dropped at byte 100000, and the server sent no validator (ETag, '
+    'Last-Modified): it cannot resume safely'
+  )
+  assert server.gets(PUZZLES) == [None]  # Not asked again: a plain Range could splice another file on.
+
+
+LICHESS_PUZZLES = '/lichess_db_puzzle.csv.zst'
+EVALS = '/lichess_db_eval.jsonl.zst'
+
+
+def _zst_puzzles() -> bytes:
+  """A small lichess_db_puzzle.csv.zst: Lichess's header, then lines; two frames, each with its checksum."""
+  lines = b''.join(b'%05d,8/8/8/8/8/8/8/K1k5 w - - 0 1,a1a2 c1c2,1500\n' % i for i in range(3000))
+  compress = zstandard.ZstdCompressor(write_checksum=True).compress
+  return compress(b'PuzzleId,FEN,Moves,Rating\n' + lines[:50_000]) + compress(lines[50_000:])
+
+
+def _bad_bag() -> bytes:
+  """The action-value sample bag with two record ends of its index swapped: it opens, but its index is wrong."""
+  data = bytearray(BAGS[AV[1:]].read_bytes())
+  start = int.from_bytes(data[-8:], 'little')
+  data[start : start + 16] = data[start + 8 : start + 16] + data[start : start + 8]
+  return bytes(data)
+
+
+def _bad_crc_zip() -> bytes:
+  folder = tempfile.mkdtemp()
+  with zipfile.ZipFile(f'{folder}/z.zip', 'w', zipfile.ZIP_STORED) as z:
+    z.writestr('9M/6400000/params_ema/weights', b'w' * 5000)
+  data = bytearray(pathlib.Path(f'{folder}/z.zip').read_bytes())
+  data[100] ^= 1  # In the member's bytes: its CRC no longer holds.
+  return bytes(data)
+
+
+HTML = b'<html><head><title>Service unavailable</title></head><body>Try later</body></html>\n'
+BAD_FORMATS = {  # case -> (target, the path served, its bytes (None: the right file), server options, the error)
+  'HTML error page': (
+    'lichess-puzzles', LICHESS_PUZZLES, HTML, {},
+    "an error page, not the file: '<html><head><title>Service unavailable</title></head><body>T...'",
+  ),
+  'JSON error body': (
+    'lichess-evals', EVALS, b'{"error": {"code": 403, "message": "Forbidden"}}', {},
+    'an error page, not the file: \'{"error": {"code": 403, "message": "Forbidden"}}\'',
+  ),
+  'short Content-Length': (
+    'lichess-puzzles', LICHESS_PUZZLES, None, {'lengths': {LICHESS_PUZZLES: -1000}},
+    'zstd stream is truncated (the file ends inside a frame)',
+  ),
+  'long Content-Length': (
+    'lichess-puzzles', LICHESS_PUZZLES, None, {'lengths': {LICHESS_PUZZLES: 1000}},
+    'the server has {size} bytes of the file, not the {more} its Content-Length declared',
+  ),
+  'truncated .zst': (
+    'lichess-puzzles', LICHESS_PUZZLES, 'cut', {}, 'zstd stream is truncated (the file ends inside a frame)',
+  ),
+  '.zip with a bad CRC': (
+    'chessbench-checkpoints', ZIP, _bad_crc_zip(), {}, 'the zip member 9M/6400000/params_ema/weights fails its CRC',
+  ),
+  '.csv without its header': (
+    'chessbench-data', PUZZLES, b'a,b,c\n1,2,3\n', {},
+    "not the expected CSV header (with PuzzleId, PGN, Moves, Rating): 'a,b,c'",
+  ),
+  'bag with a wrong index': (
+    'chessbench-data', AV, _bad_bag(), {}, 'its index is inconsistent (record ends out of order or past the records)',
+  ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize('case', list(BAD_FORMATS))
+def test_a_file_no_checksum_checks_is_kept_only_if_it_is_what_its_name_says(site, tmp_path, capsys, quick, case):
+  target, path, data, options, error = BAD_FORMATS[case]
+  good = _zst_puzzles() if path in (LICHESS_PUZZLES, EVALS) else (site / path[1:]).read_bytes()
+  (site / path[1:]).write_bytes(good[:-1000] if data == 'cut' else good if data is None else data)
+  size = (site / path[1:]).stat().st_size
+  out_dir = tmp_path / 'd'
+  item = {'chessbench-checkpoints': ['9M'], 'chessbench-data': ['puzzles' if path == PUZZLES else 'test']}
+  args = [target, *item.get(target, []), '--out', str(out_dir)]
+  with FileServer(site, **options) as server:
+    code, out, err = _run(capsys, *args, '--base_url', server.url)
+  assert (code, out) == (2, '')
+  error = error.replace('{size}', str(size)).replace('{more}', str(size + 1000))
+  assert err == f'error: {server.url}{path}: {error}: nothing kept\n'
+  name = path.rsplit('/', 1)[1].removesuffix('.zip')
+  assert [f for f in _files(out_dir) if '/' + name in f] == []  # Nothing under its final name, no .part.
+  if case == 'HTML error page':  # The file fixed, a rerun fetches it, and says nothing changed.
+    (site / path[1:]).write_bytes(good)
+    with FileServer(site) as server:
+      code, out, err = _run(capsys, *args, '--base_url', server.url)
+    assert (code, err) == (0, '')
+    assert out.splitlines()[1] == f'1 {UNVERIFIED}: lichess/lichess_db_puzzle.csv.zst'
+    assert (out_dir / 'lichess/lichess_db_puzzle.csv.zst').read_bytes() == good
+    record = json.loads((out_dir / downloads.RECORD).read_text())['files']['lichess/lichess_db_puzzle.csv.zst']
+    assert (record['checked'], record['format']) == (None, 'zstd frames read to the end')
+
+
+@pytest.mark.parametrize('same', [True, False], ids=['same file', 'changed'])
+def test_a_whole_part_is_kept_only_while_the_server_has_its_file(site, tmp_path, capsys, quick, same):
+  out_dir, puzzles = tmp_path / 'd', site / PUZZLES[1:]
+  part = out_dir / 'chessbench/data/puzzles.csv.part'
+  part.parent.mkdir(parents=True)
+  old = puzzles.read_bytes()
+  part.write_bytes(old)  # Whole: a kill came between its last byte and its rename.
+  (part.parent / 'puzzles.csv.part.json').write_text(json.dumps({'size': len(old), 'validator': _etag(old)}))
+  if not same:
+    puzzles.write_bytes(_puzzles(len(old)))  # Republished since, at the same size.
+  with FileServer(site) as server:
+    code, out, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))
+  assert code == 0 and out.startswith('fetched 1 files (')
+  if same:
+    assert (err, server.gets(PUZZLES)) == ('', [])  # Checked (its validator, its format) and renamed.
+  else:
+    assert err == (
+      f'puzzles.csv: the file at {server.url}{PUZZLES} changed since its .part was fetched ({_etag(old)} -> '
+      f'{_etag(puzzles.read_bytes())}): fetching it again from zero\n'
+    )
+    assert server.gets(PUZZLES) == [None]
+  assert (out_dir / 'chessbench/data/puzzles.csv').read_bytes() == puzzles.read_bytes()
+  assert _files(out_dir) == ['chessbench/data/puzzles.csv']
+
+
+def test_a_server_that_refuses_head_is_asked_with_a_get(site, tmp_path, capsys):
+  from searchless.data import resume
+
+  with FileServer(site, head_status=405) as server:
+    code, out, err = _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(tmp_path))
+    identity = resume.input_identity(f'{server.url}{PUZZLES}')  # A streamed input's identity: the same way.
+  assert (code, err) == (0, '') and out.startswith('fetched 1 files (3.00MB)')
+  assert [m for m, p, *_ in server.log if p == PUZZLES] == ['HEAD', 'GET', 'GET', 'HEAD', 'GET']
+  assert identity == f'of 3,000,000 bytes, with ETag {_etag(site.joinpath(PUZZLES[1:]).read_bytes())}'
+  assert (tmp_path / 'chessbench/data/puzzles.csv').read_bytes() == (site / PUZZLES[1:]).read_bytes()
+
+
+def test_what_is_there_is_read_under_the_folder_lock(site, tmp_path, capsys, monkeypatch):
+  from searchless.plumbing import outputs
+
+  out_dir, locked = tmp_path / 'd', outputs.sole_writer
+
+  @contextlib.contextmanager
+  def another_writer_first(*args, **kwargs):  # Another download ends between this one's start and its lock.
+    monkeypatch.setattr(outputs, 'sole_writer', locked)
+    assert _run(capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir))[0] == 0
+    with locked(*args, **kwargs):
+      yield
+
+  with FileServer(site) as server:
+    monkeypatch.setattr(outputs, 'sole_writer', another_writer_first)
+    code, out, err = _run(capsys, 'chessbench-data', 'test', '--base_url', server.url, '--out', str(out_dir))
+  assert (code, err) == (0, '')
+  names = sorted(['chessbench/data/puzzles.csv', *(f'chessbench/{p.split("/", 1)[1]}' for p in BAGS)])
+  assert sorted(json.loads((out_dir / downloads.RECORD).read_text())['files']) == names  # None lost.
+  assert _files(out_dir) == names

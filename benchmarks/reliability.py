@@ -33,15 +33,17 @@ Stockfish, Beam's multi-process DirectRunner, orbax checkpoints):
    and an abbreviated flag to each command. Crash: a second writer or a mistyped
    flag that runs, anything but exit status 2 (with one ``error:`` line for the
    writer and the disk); lost: a full disk that keeps none of the work done.
-8. **Downloads**: ``searchless-download`` against a file server on 127.0.0.1:
-   a file republished between an interrupted run and its rerun (same size,
-   other size), one republished during its download (once, and at every
-   request), a mirror that sends no checksum, an unpack killed mid-extract and
-   before its zip went, and `--download_kills` SIGKILLs of a checkpoint's
-   download and unpack, each rerun. Crash: an exit status or stderr other than
-   expected (a restart said in one line, a file that keeps changing one error
-   line, the unverified files named); lost: any file kept that is not the
-   server's current one, or a ``.part``, zip or half unpack left.
+8. **Downloads** (`reliability_downloads.py`): ``searchless-download`` and
+   streamed inputs against a file server on 127.0.0.1: files republished
+   between runs and during a download, a mirror that sends no checksum, killed
+   unpacks and `--download_kills` SIGKILLs; with no checksum published, an HTML
+   error page, a JSON error body, a short and a long Content-Length, a truncated
+   ``.zst``, a ``.zip`` with a bad CRC; a streamed ``searchless-import`` input
+   that drops half-way and then changes (a server with no validator, one with);
+   a server that refuses HEAD; `--download_races` pairs of downloads started
+   together on one folder. Crash: an exit status or stderr other than expected;
+   lost: any wrong file kept, a dataset made from a stream that changed, or an
+   entry lost from ``downloads.json``.
 9. **A bug's traceback**: ``searchless-puzzles`` on a copy of the shipped model
    whose saved probe has one entry made a pair (a file nothing checks: numpy's
    ``ValueError`` deep in the load), and on a checkpoint that is not there.
@@ -83,6 +85,8 @@ from searchless.core import bags  # noqa: E402
 from searchless.data import pgn  # noqa: E402
 from searchless.engines import launch  # noqa: E402
 from searchless.model import loading  # noqa: E402
+
+import reliability_downloads  # noqa: E402  # Campaign 8, in a module of its own.
 
 SHARED = ROOT.parent / 'shared'
 GAMES = SHARED / 'data' / 'games' / 'lichess_db_standard_rated_2021-10_first999.pgn'
@@ -478,133 +482,6 @@ def writers_disks_flags(work: pathlib.Path, engine: str) -> dict:
   return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
 
 
-def download_faults(work: pathlib.Path, kills: int) -> dict:
-  """``searchless-download`` against a file server on 127.0.0.1 whose files change between runs and during a
-  download, a mirror that sends no checksum, and unpacks killed (two states a kill leaves, then `kills` SIGKILLs at
-  random moments). Passing: the exit status and stderr expected, and every file kept the server's current bytes."""
-  import zipfile
-
-  from http_fixture import FileServer
-
-  site = work / 'download_site'
-  shutil.rmtree(site, ignore_errors=True)
-  puzzles = site / 'searchless_chess/data/puzzles.csv'
-  puzzles.parent.mkdir(parents=True)
-  puzzles.write_bytes(os.urandom(2_000_000))
-  (site / 'searchless_chess/data/eco_openings.pgn').write_bytes(os.urandom(50_000))
-  zipped = site / 'searchless_chess/checkpoints/9M.zip'
-  zipped.parent.mkdir(parents=True)
-  checkpoint = ROOT / 'tests/fixtures/compat/reference_local_checkpoint'
-  with zipfile.ZipFile(zipped, 'w') as z:
-    for file in sorted(p for p in checkpoint.rglob('*') if p.is_file()):
-      z.write(file, pathlib.Path('9M') / file.relative_to(checkpoint))
-  rng = random.Random(11)
-  tried, crashes, lost, detail = 0, 0, 0, []
-
-  def command(out: pathlib.Path, url: str, *args: str) -> list[str]:
-    return [str(BIN / 'searchless-download'), *args, '--out', str(out), '--base_url', url, '--no_progress']
-
-  def finish(args: list[str]) -> subprocess.CompletedProcess:  # A run that hangs counts as a crash.
-    try:
-      return subprocess.run(args, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-      return subprocess.CompletedProcess(args, -1, '', 'timed out')
-
-  def kept_right(out: pathlib.Path, *paths: str) -> bool:  # Each file the server's current one; no leftovers.
-    kept = [out / 'chessbench' / p for p in paths]
-    right = all(
-      k.is_file() and k.read_bytes() == (site / 'searchless_chess' / p).read_bytes() for k, p in zip(kept, paths)
-    )
-    return right and not [p for p in out.rglob('*') if p.name.endswith(('.part', '.part.json', '.zip', '.unpacking'))]
-
-  def model_right(out: pathlib.Path) -> bool:
-    model = out / 'chessbench/checkpoints/9M'
-    with zipfile.ZipFile(zipped) as z:
-      files = [n for n in z.namelist() if not n.endswith('/')]
-      kept = [model / n.split('/', 1)[1] for n in files]
-      right = all(k.is_file() and k.read_bytes() == z.read(n) for k, n in zip(kept, files))
-    if not model.parent.is_dir():
-      return False
-    extra = [p for p in model.parent.iterdir() if p.name != '9M'] + [p for p in model.rglob('*') if p.is_file()]
-    return right and len(extra) == len(files)
-
-  def case(name: str, ran: bool, right: bool) -> None:
-    nonlocal tried, crashes, lost
-    tried, crashes, lost = tried + 1, crashes + int(not ran), lost + int(not right)
-    detail.append(f'{name}: {"ok" if ran and right else ("WRONG KEPT" if not right else "wrong exit or stderr")}')
-
-  def interrupt(out: pathlib.Path, *args: str) -> None:  # Ctrl-C once a first chunk is kept.
-    part = out / 'chessbench/data/puzzles.csv.part'
-    with FileServer(site, bytes_per_second=500_000) as server:
-      quiet = subprocess.DEVNULL
-      proc = subprocess.Popen(command(out, server.url, *args), stdout=quiet, stderr=quiet, start_new_session=True)
-      while not (part.exists() and part.stat().st_size) and proc.poll() is None:
-        time.sleep(0.02)
-      os.killpg(proc.pid, signal.SIGINT)
-      proc.wait()
-
-  for size in ('same size', 'other size'):  # Republished between an interrupted run and its rerun.
-    out = work / f'download_changed_{size[:4]}'
-    shutil.rmtree(out, ignore_errors=True)
-    interrupt(out, 'chessbench-data', 'puzzles')
-    puzzles.write_bytes(os.urandom(2_000_000 if size == 'same size' else 1_500_000))
-    with FileServer(site) as server:
-      result = finish(command(out, server.url, 'chessbench-data', 'puzzles'))
-    said = result.stderr.splitlines()
-    ran = result.returncode == 0 and len(said) == 1 and 'fetching it again from zero' in said[0]
-    case(f'changed between runs, {size}', ran, kept_right(out, 'data/puzzles.csv'))
-  for keeps in (False, True):  # Republished during the download: once, or at every request.
-    out = work / f'download_changing_{keeps}'
-    shutil.rmtree(out, ignore_errors=True)
-    republish = lambda path, n: (keeps or n == 1) and (site / path[1:]).write_bytes(os.urandom(2_000_000))
-    with FileServer(site, drop_after=500_000, drops=100 if keeps else 1, before_get=republish) as server:
-      result = finish(command(out, server.url, 'chessbench-data', 'puzzles'))
-    said = result.stderr.splitlines()
-    if keeps:
-      ran = result.returncode == 2 and said[-1].startswith('error: ') and 'times during its download' in said[-1]
-      right = not [p for p in out.rglob('*') if p.is_file() and p.name not in ('.lock', 'downloads.json')]
-    else:
-      ran, right = result.returncode == 0 and len(said) == 1, kept_right(out, 'data/puzzles.csv')
-    case('changing at every request' if keeps else 'changed once during the download', ran, right)
-  out = work / 'download_mirror'
-  shutil.rmtree(out, ignore_errors=True)
-  with FileServer(site) as server:  # A mirror that sends no checksum: each file said unverified.
-    args = command(out, server.url, 'chessbench-data', 'puzzles', 'openings')
-    result = finish(args)
-  names = 'chessbench/data/puzzles.csv, chessbench/data/eco_openings.pgn'
-  ran = result.returncode == 0 and f'2 unverified (no checksum published): {names}' in result.stdout
-  case('a mirror without checksums', ran, kept_right(out, 'data/puzzles.csv', 'data/eco_openings.pgn'))
-  for state in ('killed mid-extract', 'killed before the zip went'):
-    out = work / f'download_unpack_{state[7:10]}'
-    shutil.rmtree(out, ignore_errors=True)
-    model = out / 'chessbench/checkpoints/9M'
-    model.parent.mkdir(parents=True)
-    shutil.copy(zipped, model.parent / '9M.zip')
-    with zipfile.ZipFile(zipped) as z:
-      if state == 'killed mid-extract':
-        z.extractall(model.parent / '.9M.unpacking', z.namelist()[: len(z.namelist()) // 2])
-      else:
-        z.extractall(model.parent / '.9M.unpacking')
-        (model.parent / '.9M.unpacking/9M').rename(model)
-    with FileServer(site) as server:
-      args = command(out, server.url, 'chessbench-checkpoints', '9M')
-      result = finish(args)
-      ran = result.returncode == 0 and not result.stderr and not server.gets('/searchless_chess/checkpoints/9M.zip')
-    case(f'unpack {state}', ran, model_right(out))
-  for trial in range(kills):  # SIGKILLed at a random moment of a download and unpack, then rerun.
-    out = work / f'download_killed_{trial}'
-    shutil.rmtree(out, ignore_errors=True)
-    with FileServer(site, bytes_per_second=2_000_000) as server:
-      args = command(out, server.url, 'chessbench-checkpoints', '9M')
-      proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-      time.sleep(rng.uniform(0.5, 4.0))
-      os.killpg(proc.pid, signal.SIGKILL)
-      proc.wait()
-      result = finish(args)
-    case(f'SIGKILL {trial + 1}', result.returncode == 0 and not result.stderr, model_right(out))
-  return {'tried': tried, 'crashes': crashes, 'lost': lost, 'detail': '; '.join(detail)}
-
-
 def bug_traceback(work: pathlib.Path) -> dict:
   """A bug keeps its traceback and a user's mistake stays one line, in the same command: `searchless-puzzles` on a
   copy of the shipped model whose saved probe has one entry made a pair (numpy's ValueError of an inhomogeneous
@@ -751,6 +628,7 @@ def main() -> None:
   p.add_argument('--trainer_kills', type=int, default=3)
   p.add_argument('--annotation_kills', type=int, default=3)
   p.add_argument('--download_kills', type=int, default=3)
+  p.add_argument('--download_races', type=int, default=3)
   p.add_argument('--kept_work_trials', type=int, default=2)
   p.add_argument('--engine_path', default=None)
   p.add_argument('--only', default='', help='the campaigns to run, by number, e.g. 8,9,10 (default: all)')
@@ -766,7 +644,10 @@ def main() -> None:
     ('bad command lines (annotate, train, evaluate, uci)', lambda: bad_command_lines(work, engine)),
     ('searchless-annotate SIGKILLed, resumed', lambda: annotation_kills(work, engine, args.annotation_kills)),
     ('second writer, full disk, abbreviated flags', lambda: writers_disks_flags(work, engine)),
-    ('searchless-download: changes, mirrors, unpacks', lambda: download_faults(work, args.download_kills)),
+    (
+      'searchless-download: changes, formats, streams',
+      lambda: reliability_downloads.download_faults(work, args.download_kills, args.download_races),
+    ),
     ("a bug's traceback, a mistake's one line", lambda: bug_traceback(work)),
     ('kept work no longer true: inputs, pieces', lambda: kept_work_faults(work, engine, args.kept_work_trials)),
   ]

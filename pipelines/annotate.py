@@ -23,11 +23,11 @@ other Beam runner works with the usual options (``--runner DataflowRunner
 exist on the workers at ``--engine_path`` (see the README: a custom container
 with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
 
-Read top to bottom: the flags (`parse`), the command (`main`: quiet Beam, one-line errors, a summary), `run(argv)`,
-then the job: `run_job` builds the graph (`searchless.data.annotate.AnnotateGames`), runs it through
-`searchless.data.beam_job.run`, commits the files it wrote (`shards.commit`) and writes ``manifest.json``
-(`artefacts.AnnotationManifest`) from the counts the job itself produced (`job_results.WriteResults`), so every
-runner gives the same manifest.
+Read top to bottom: the flags (`parse`), the command (`main`: quiet Beam, one-line errors, a summary), then
+`run(argv)`: it builds the graph (`searchless.data.annotate.AnnotateGames`) and runs it in
+`searchless.data.beam_job.dataset_job`; `_commit` then commits the files it wrote (`shards.commit`) and writes
+``manifest.json`` (`artefacts.AnnotationManifest`) from the counts the job itself produced
+(`job_results.WriteResults`), so every runner gives the same manifest.
 
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
 --dask_client_address HOST:PORT``) gets one element per partition unless
@@ -37,41 +37,39 @@ each lane is a partition there (enough for an even load), and each GroupByKey co
 about lanes² tasks.
 """
 
+from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
+
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import sys
 import time
 from typing import Any
 
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from searchless.core import artefacts
+from searchless.data import annotate
+from searchless.data import annotation_manifest
+from searchless.data import annotation_records
+from searchless.data import beam_job
+from searchless.data import job_options
+from searchless.data import job_results
+from searchless.data import manifest as manifest_lib
+from searchless.data import progress as progress_lib
+from searchless.data import resume
+from searchless.data import shards
+from searchless.data import streams
+from searchless.engines import annotator as engine_lib
+from searchless.engines import launch
+from searchless.plumbing import cli
 from searchless.plumbing import errors
-
-errors.require_beam('searchless-annotate')  # Before the imports that need Beam.
-import apache_beam as beam  # noqa: E402
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
-
-from searchless.core import artefacts  # noqa: E402
-from searchless.core import records  # noqa: E402
-from searchless.data import annotate  # noqa: E402
-from searchless.data import annotation_records  # noqa: E402
-from searchless.data import beam_job  # noqa: E402
-from searchless.data import job_options  # noqa: E402
-from searchless.data import job_results  # noqa: E402
-from searchless.data import manifest as manifest_lib  # noqa: E402
-from searchless.data import pgn  # noqa: E402
-from searchless.data import progress as progress_lib  # noqa: E402
-from searchless.data import resume  # noqa: E402
-from searchless.data import shards  # noqa: E402
-from searchless.data import streams  # noqa: E402
-from searchless.engines import annotator as engine_lib  # noqa: E402
-from searchless.engines import launch  # noqa: E402
-from searchless.plumbing import cli  # noqa: E402
-from searchless.plumbing import files  # noqa: E402
-from searchless.plumbing import outputs  # noqa: E402
+from searchless.plumbing import files
+from searchless.plumbing import outputs
 
 _OPTION_FIELDS = [f.name for f in dataclasses.fields(annotate.AnnotateOptions) if f.name not in ('input', 'test_input')]
 # The flags' defaults are the dataclasses' (their one home).
@@ -196,119 +194,125 @@ def main(argv: Sequence[str] | None = None) -> None:
   summary of the job."""
   command = [PROG, *(sys.argv[1:] if argv is None else argv)]
   manifest = beam_job.main(lambda args: run(args, command=command), argv, PROG, streams.CorruptInputError)
-  errors.print_or_quit(
-    f'{summary(manifest)}\nmanifest: {files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)}'
-  )
+  where = files.join(manifest.output_dir, artefacts.AnnotationManifest.FILE)
+  errors.print_or_quit(f'{annotation_manifest.summary(manifest)}\nmanifest: {where}')
 
 
 def run(argv: Sequence[str] | None = None, *, command: Sequence[str] | None = None) -> artefacts.AnnotationManifest:
-  """Parses `argv` and runs the job (`run_job`); returns the manifest.
-
-  `command`: the command line the manifest records (default: ``searchless-annotate`` and `argv`).
-  """
+  """Parses `argv`, builds the job's graph and runs it (`beam_job.dataset_job`); returns the manifest (also written
+  to OUT/manifest.json). `command`: the command line the manifest records (default: ``searchless-annotate`` and
+  `argv`; with neither, this process's)."""
   if command is None and argv is not None:
     command = [PROG, *argv]
   options, engine_config, beam_args, progress = parse(argv)
-  return run_job(options, engine_config, beam_args=beam_args, progress=progress, command=command)
+  pipeline_options, local = _checked(options, engine_config, beam_args)
+  if not options.parallelism:
+    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
+  out = options.output_dir
+  with outputs.sole_writer(out, PROG, '--out'):  # One job a folder; its errors name it.
+    keeper = resume.Keeper(
+      out, _settings(engine_config), 'annotated boards', command or manifest_lib.command_line(), restart=options.restart
+    )
+    kept = _kept(keeper, engine_config, local)
+    progress_dir = annotate.new_progress_dir() if local and progress else None
+    start = time.time()
+
+    p = beam.Pipeline(options=pipeline_options)
+    graph = annotate.AnnotateGames(options, engine_config, progress_dir, kept)
+    _ = p | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
+
+    existing = beam_job.existing_dataset(out)
+    with beam_job.dataset_job(
+      out, roots=_roots(out, graph), existing=existing, overwrite=options.overwrite, keeper=keeper
+    ):
+      with _progress_bar(progress_dir):
+        result = beam_job.run_pipeline(p)
+      return _commit(result, graph, keeper, options, engine_config, start, command)
 
 
-def run_job(
-  options: annotate.AnnotateOptions,
-  engine_config: engine_lib.EngineConfig,
-  *,
-  beam_args: Sequence[str] = (),
-  progress: bool = True,
-  command: Sequence[str] | None = None,
-) -> artefacts.AnnotationManifest:
-  """Runs the job; returns the manifest (also written to OUTPUT_DIR/manifest.json).
+def _roots(out: str, graph: annotate.AnnotateGames) -> list[str]:
+  """The folders the job writes its pieces in: OUT and its record sets' folders."""
+  return sorted({out, *(o.spec.directory for o in graph.outputs)})
 
-  `command` is recorded in the manifest (default: this process's command line).
-  """
-  annotation_records.record_kinds(options.records, options.mode)  # A bad record set fails before anything runs.
+
+def _checked(
+  options: annotate.AnnotateOptions, engine_config: engine_lib.EngineConfig, beam_args: Sequence[str]
+) -> tuple[PipelineOptions, bool]:
+  """The pipeline options, and whether the job runs here; a bad record set or a missing engine fails first."""
+  annotation_records.record_kinds(options.records, options.mode)
   pipeline_options, local = beam_job.beam_options(beam_args)
   if local and not os.access(engine_config.path, os.X_OK):
     raise errors.MissingInput(
       f'engine {engine_config.path!r} not found or not executable: install Stockfish '
       '(Debian: apt-get install stockfish) or pass --engine_path'
     )
-  if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with outputs.sole_writer(options.output_dir, 'searchless-annotate', '--out'):  # One job a folder; errors name it.
-    return _run(options, engine_config, pipeline_options, local, progress, command)
+  return pipeline_options, local
 
 
-def _run(
-  options: annotate.AnnotateOptions,
-  engine_config: engine_lib.EngineConfig,
-  pipeline_options: PipelineOptions,
-  local: bool,
-  progress: bool,
-  command: Sequence[str] | None,
-) -> artefacts.AnnotationManifest:
-  out = options.output_dir
-  keeper = resume.Keeper(
-    out, _settings(engine_config), 'annotated boards', command or manifest_lib.command_line(), restart=options.restart
-  )
+def _kept(keeper: resume.Keeper, engine_config: engine_lib.EngineConfig, local: bool) -> list[str]:
+  """The pieces of annotated boards an interrupted run kept (said on stderr), refused where they differ."""
   kept = resume.pieces_of_kind(keeper.kept_pieces(), 'boards')
   if local:
     _refuse_another_engine(keeper, kept, engine_config)
   if kept:
+    folder = resume.folder(keeper.output_dir)
     print(
-      f'resuming: {resume.items_held(kept)} boards annotated by an interrupted run are kept in {resume.folder(out)}',
+      f'resuming: {resume.items_held(kept)} boards annotated by an interrupted run are kept in {folder}',
       file=sys.stderr,
     )
-  progress_dir = annotate.new_progress_dir() if local and progress else None
-  bar = progress_lib.ProgressThread(progress_dir) if progress_dir else None
+  return kept
 
-  start = time.time()
-  pipeline = beam.Pipeline(options=pipeline_options)
-  graph = annotate.AnnotateGames(options, engine_config, progress_dir, kept)
-  _ = pipeline | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
 
-  roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
-
-  def finish(result) -> artefacts.AnnotationManifest:
-    results = job_results.read_results(graph.results_path)
-    counts, engine_ids, pieces = results.counts, results.engines, results.pieces
-    for note in results.notes:
-      print(f'warning: {note}', file=sys.stderr)
-    if again := counts.get('boards_searched_again', 0):
-      print(
-        f"warning: {again} kept boards were made by another engine than the workers' "
-        f'({", ".join(_engine_names(engine_ids))}): they were annotated again',
-        file=sys.stderr,
-      )
-    if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
-      keeper.remove()  # The job ran to its end: nothing to resume.
-      raise errors.BadInput(_no_games(counts, graph.inputs))  # The runner abandons: nothing that looks finished.
-    shards.commit([o.spec for o in graph.outputs], pieces, roots)
-    wall = time.time() - start
-    timings: dict[str, Any] = {
-      **_metric_timings(result),
-      'boards_kept_from_an_interrupted_run': counts.get('boards_kept', 0),
-      'boards_searched_in_this_run': counts.get('boards_searched', 0) + again,
-      'kept_boards_of_another_engine': again,
-    }
-    manifest = _write_manifest(counts, engine_ids, timings, options, engine_config, graph, wall, command)
-    keeper.remove()
-    return manifest
-
-  if bar:
-    bar.start()
+@contextlib.contextmanager
+def _progress_bar(progress_dir: str | None) -> Iterator[None]:
+  """A progress line (`progress_lib.ProgressThread`) while the block runs, if `progress_dir`; its folder goes after."""
+  if progress_dir is None:
+    yield
+    return
+  bar = progress_lib.ProgressThread(progress_dir)
+  bar.start()
   try:
-    return beam_job.run(
-      pipeline,
-      finish,
-      output_dir=options.output_dir,
-      roots=roots,
-      existing=beam_job.existing_dataset(options.output_dir),
-      overwrite=options.overwrite,
-      keeper=keeper,
-    )
+    yield
   finally:
-    if bar and progress_dir:
-      bar.stop()
-      shutil.rmtree(progress_dir, ignore_errors=True)
+    bar.stop()
+    shutil.rmtree(progress_dir, ignore_errors=True)
+
+
+def _commit(
+  result: Any,
+  graph: annotate.AnnotateGames,
+  keeper: resume.Keeper,
+  options: annotate.AnnotateOptions,
+  engine_config: engine_lib.EngineConfig,
+  start: float,
+  command: Sequence[str] | None,
+) -> artefacts.AnnotationManifest:
+  """After the job ran: its counts (`job_results`), its files committed (`shards.commit`), its manifest written, the
+  kept work dropped. A job that kept no game is an error (and its output abandoned)."""
+  results = job_results.read_results(graph.results_path)
+  counts, engine_ids = results.counts, results.engines
+  for note in results.notes:
+    print(f'warning: {note}', file=sys.stderr)
+  if again := counts.get('boards_searched_again', 0):
+    print(
+      f"warning: {again} kept boards were made by another engine than the workers' "
+      f'({", ".join(annotation_manifest.engine_names(engine_ids))}): they were annotated again',
+      file=sys.stderr,
+    )
+  if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
+    keeper.remove()  # The job ran to its end: nothing to resume.
+    raise errors.BadInput(_no_games(counts, graph.inputs))  # The job abandons: nothing that looks finished.
+  shards.commit([o.spec for o in graph.outputs], results.pieces, _roots(options.output_dir, graph))
+  wall = time.time() - start
+  timings: dict[str, Any] = {
+    **annotation_manifest.metric_timings(result),
+    'boards_kept_from_an_interrupted_run': counts.get('boards_kept', 0),
+    'boards_searched_in_this_run': counts.get('boards_searched', 0) + again,
+    'kept_boards_of_another_engine': again,
+  }
+  manifest = annotation_manifest.write(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+  keeper.remove()
+  return manifest
 
 
 def _settings(engine_config: engine_lib.EngineConfig) -> dict[str, str]:
@@ -330,13 +334,6 @@ def _refuse_another_engine(keeper: resume.Keeper, kept: list[str], engine_config
     raise keeper.refusal([f'by the engine {made_by}, not {engine_config.path} (sha256 {binary[:16]})'], paths)
 
 
-def _engine_names(engine_ids: list[str]) -> list[str]:
-  """Each engine identity (JSON) as its name and the start of its binary's sha256."""
-  return [
-    f'{i.get("name", "?")}, sha256 {str(i.get("binary_sha256"))[:16]}' for i in (json.loads(e) for e in engine_ids)
-  ]
-
-
 def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
   """The error of a job that kept no game: what it read and why each game was skipped."""
   files = ', '.join(f for names in inputs.values() for f in names)
@@ -345,89 +342,6 @@ def _no_games(counts: dict[str, int], inputs: dict[str, list[str]]) -> str:
     return f'no games in {files}: nothing to annotate'
   skipped = ', '.join(f'{counts[k]} {k.split("/", 1)[1]}' for k in sorted(counts) if k.startswith('games_skipped/'))
   return f'all {read} games in {files} were skipped ({skipped}): nothing to annotate'
-
-
-def _metric_timings(result) -> dict[str, dict]:
-  """The runner's distributions (time per board), where the runner reports metrics."""
-  try:
-    return manifest_lib.distributions(result, annotate.NAMESPACE)
-  except NotImplementedError:  # Beam's Dask runner: 'collecting metrics will come later!'
-    return {}
-
-
-def _binary_sha256(engine_ids: list[dict], engine_config: engine_lib.EngineConfig) -> str | None:
-  """The workers' engine binary hash where they agree, else (or with no board annotated) the driver's."""
-  hashes = {identity.get('binary_sha256') for identity in engine_ids}
-  return hashes.pop() if len(hashes) == 1 else launch.binary_sha256(engine_config.path)
-
-
-def _write_manifest(
-  counts: dict[str, int],
-  engines: list[str],
-  timings: dict[str, dict],
-  options: annotate.AnnotateOptions,
-  engine_config: engine_lib.EngineConfig,
-  graph: annotate.AnnotateGames,
-  wall: float,
-  command: Sequence[str] | None,
-) -> artefacts.AnnotationManifest:
-  engine_ids = [json.loads(identity) for identity in engines]
-  per_split = {}
-  for split in graph.split_names:
-    per_split[split] = {
-      name: counts.get(f'{name}/{split}', 0)
-      for name in ('boards_seen', 'boards', 'boards_annotated', 'boards_failed', 'terminal_boards', 'action_values')
-    }
-  test_boards = per_split.get('test', {}).get('boards', 0) + counts.get('test_boards_dropped', 0)
-  overlap = counts.get('test_boards_in_train', 0)
-  manifest = artefacts.AnnotationManifest(
-    code=manifest_lib.code_version(),
-    command=list(command) if command is not None else manifest_lib.command_line(),
-    inputs=graph.inputs,
-    output_dir=options.output_dir,
-    engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
-    games={
-      **options.games_manifest(counts, pgn.SKIP_REASONS, sample_games=options.sample_games),
-      'corrupt_input_files': counts.get('corrupt_input_files', 0),
-    },
-    split={
-      'test_fraction': graph.test_fraction,
-      'by': 'test_input files' if options.test_input else 'hash of game',
-      'dedup_by': options.dedup_by,
-      'drop_test_overlap': options.drop_test_overlap,
-      'test_boards_in_train': overlap,
-      'test_boards_in_train_fraction': overlap / test_boards if test_boards else None,
-    },
-    splits=per_split,
-    engine_restarts=counts.get('engine_restarts', 0),
-    outputs=beam_job.outputs(options.output_dir, graph.split_names, records.ALL_KINDS),
-    timings={'wall_seconds': round(wall, 3), **timings},
-  )
-  manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))
-  return manifest
-
-
-def summary(manifest: artefacts.AnnotationManifest) -> str:
-  """A few human lines about a finished job."""
-  g = manifest.games
-  lines = [f'games: {g["read"]} read, {g["kept"]} kept' + (f', skipped {g["skipped"]}' if g['skipped'] else '')]
-  for split, c in manifest.splits.items():
-    lines.append(
-      f'{split}: {c["boards"]} boards, {c["action_values"]} action-values, {c["boards_failed"]} failed, '
-      f'{c["terminal_boards"]} terminal'
-    )
-  s = manifest.split
-  if s['test_boards_in_train_fraction'] is not None:
-    lines.append(
-      f'test boards also in train: {s["test_boards_in_train"]} ({100 * s["test_boards_in_train_fraction"]:.1f}%)'
-    )
-  e = manifest.engine
-  lines.append(
-    f'engine: {", ".join(i.get("name", "?") for i in e["id"])} | {e["mode"]} {e["limit"]} | '
-    f'restarts {manifest.engine_restarts}'
-  )
-  lines.append(f'wall time: {manifest.timings["wall_seconds"]:.1f} s')
-  return '\n'.join(lines)
 
 
 if __name__ == '__main__':

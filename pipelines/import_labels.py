@@ -20,9 +20,9 @@ Beam runner options apply (DirectRunner with one worker per core here; e.g.
 ``--runner DataflowRunner --project … --region … --temp_location gs://…`` for the
 whole 330M-board database: no engine is needed on the workers).
 
-Read top to bottom: the flags (`_parser`), the command (`main`: quiet Beam, one-line errors, a summary),
-`run(argv)`, then the job: `run_job` runs the graph (`searchless.data.import_graph.ImportLabels`) through
-`searchless.data.beam_job.run` and writes the manifest.
+Read top to bottom: the flags (`_parser`), the command (`main`: quiet Beam, one-line errors, a summary), then
+`run(argv)`: it builds the graph (`searchless.data.import_graph.ImportLabels`) and runs it in
+`searchless.data.beam_job.dataset_job`; `_commit` commits the files and writes the manifest.
 
 Games are parsed, filtered and split (by a hash of the game) exactly as annotation does
 (`searchless.data.games`); a database board goes to the split its FEN hashes to. A board
@@ -30,36 +30,35 @@ met more than once in a split (openings) becomes one record: its state value fro
 source (the database before games, then depth, then thousands of nodes), and every move any
 source valued, each with its deepest value. What `searchless.data.lichess_evals` skips is counted
 and written to ``skipped.jsonl`` with its file and line. Counts are data, summed by
-`job_results.WriteResults`; `run_job` commits the files and writes ``manifest.json``
+`job_results.WriteResults`; `_commit` commits the files and writes ``manifest.json``
 (`artefacts.ImportManifest`), with each source's depth and knodes distribution.
 """
+
+from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
 
 import argparse
 from collections.abc import Sequence
 import dataclasses
 import sys
 import time
-from typing import Any
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from searchless.core import artefacts
+from searchless.data import beam_job
+from searchless.data import import_graph
+from searchless.data import job_options
+from searchless.data import job_results
+from searchless.data import lichess_evals
+from searchless.data import manifest as manifest_lib
+from searchless.data import resume
+from searchless.data import shards
+from searchless.data import streams
+from searchless.plumbing import cli
 from searchless.plumbing import errors
-
-errors.require_beam('searchless-import')  # Before the imports that need Beam.
-import apache_beam as beam  # noqa: E402
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-
-from searchless.core import artefacts  # noqa: E402
-from searchless.data import beam_job  # noqa: E402
-from searchless.data import import_graph  # noqa: E402
-from searchless.data import job_options  # noqa: E402
-from searchless.data import job_results  # noqa: E402
-from searchless.data import lichess_evals  # noqa: E402
-from searchless.data import manifest as manifest_lib  # noqa: E402
-from searchless.data import resume  # noqa: E402
-from searchless.data import shards  # noqa: E402
-from searchless.data import streams  # noqa: E402
-from searchless.plumbing import cli  # noqa: E402
-from searchless.plumbing import files  # noqa: E402
-from searchless.plumbing import outputs  # noqa: E402
+from searchless.plumbing import files
+from searchless.plumbing import outputs
 
 _OPTIONS = {f.name: f.default for f in dataclasses.fields(import_graph.ImportOptions)}  # The defaults' one home.
 
@@ -107,46 +106,54 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefacts.ImportManifest:
-  """Parses `argv` and runs the import (`run_job`); returns the manifest.
+  """Parses `argv`, builds the import's graph and runs it (`beam_job.dataset_job`); returns the manifest (also
+  written to OUT/manifest.json). What it parsed is kept as it goes (`resume`): after an interrupt, the same call
+  parses only the rest and writes the same dataset. `command`: the command line the manifest records (default:
+  ``searchless-import`` and `argv`)."""
+  options, beam_args = _options(argv)
+  command = command or [PROG, *argv]
+  pipeline_options, _ = beam_job.beam_options(beam_args)
+  if not options.parallelism:
+    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
+  out = options.output_dir
+  paths = import_graph.input_paths(options)  # A glob that matches nothing fails before the folder is made.
+  with outputs.sole_writer(out, PROG, '--out'):  # One job a folder; its errors name it.
+    keeper = resume.Keeper(
+      out,
+      _settings(options),
+      'parsed games and lines',
+      command,
+      inputs={path: resume.input_identity(path) for path in paths},  # Pieces hold their lines' parses.
+      restart=options.restart,
+    )
+    kept = keeper.kept_pieces()
+    start = time.time()
 
-  `command`: the command line the manifest records (default: ``searchless-import`` and `argv`).
-  """
+    p = beam.Pipeline(options=pipeline_options)
+    graph = import_graph.ImportLabels(options, kept, paths)
+    _ = p | 'Import' >> graph
+
+    roots = sorted({out, *(o.spec.directory for o in graph.outputs)})
+    existing = beam_job.existing_dataset(out)
+    with beam_job.dataset_job(out, roots=roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
+      beam_job.run_pipeline(p)
+      return _commit(graph, keeper, kept, options, roots, start, command)
+
+
+def _options(argv: Sequence[str]) -> tuple[import_graph.ImportOptions, list[str]]:
+  """The import's options and the Beam pipeline args, from `argv`."""
   given = any(a == '--input' or a.startswith('--input=') for a in argv)  # Else the inputs are positional.
   args, beam_args = _parser(positional=not given).parse_known_args(argv)
   fields = {f.name for f in dataclasses.fields(import_graph.ImportOptions)} - {'input'}
   inputs = (*args.input, *getattr(args, 'paths', ()))
   if not inputs:
     raise errors.BadInput('no input: name the game dumps or evaluation databases with --input')
-  options = import_graph.ImportOptions(input=inputs, **{f: getattr(args, f) for f in fields})
-  return run_job(options, beam_args=beam_args, command=command or [PROG, *argv])
+  return import_graph.ImportOptions(input=inputs, **{f: getattr(args, f) for f in fields}), beam_args
 
 
-def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
-  """{bucket: n} of the counts named prefix/bucket, buckets in numeric order ('unknown' last)."""
-  found = {name[len(prefix) + 1 :]: n for name, n in counts.items() if name.startswith(prefix + '/')}
-  key = lambda b: (b == 'unknown', int(b.split('-')[0]) if b != 'unknown' else 0)
-  return {bucket: found[bucket] for bucket in sorted(found, key=key)}
-
-
-def run_job(
-  options: import_graph.ImportOptions, *, beam_args: Sequence[str] = (), command: Sequence[str] | None = None
-) -> artefacts.ImportManifest:
-  """Runs the import; returns the manifest (also written to OUTPUT_DIR/manifest.json). What it parsed is kept as it
-  goes (`resume`): after an interrupt, the same call parses only the rest and writes the same dataset."""
-  pipeline_options, _ = beam_job.beam_options(beam_args)
-  if not options.parallelism:
-    options = dataclasses.replace(options, parallelism=beam_job.parallelism(pipeline_options))
-  with outputs.sole_writer(options.output_dir, 'searchless-import', '--out'):  # One job a folder; errors name it.
-    return _run(options, pipeline_options, command)
-
-
-def _run(
-  options: import_graph.ImportOptions, pipeline_options: Any, command: Sequence[str] | None
-) -> artefacts.ImportManifest:
-  out = options.output_dir
-  o = options
-  paths = import_graph.input_paths(options)  # A glob that matches nothing fails before the folder is made.
-  settings = resume.settings(  # What a parse depends on: the filters, and the split of a database board.
+def _settings(o: import_graph.ImportOptions) -> dict[str, str]:
+  """What a parse depends on (what kept parses must share with a rerun): the filters, and a database board's split."""
+  return resume.settings(
     min_elo=o.min_elo,
     max_elo=o.max_elo,
     speeds=o.speeds,
@@ -154,49 +161,58 @@ def _run(
     test_fraction=o.test_fraction,
     dedup_by=o.dedup_by,
   )
-  keeper = resume.Keeper(
-    out,
-    settings,
-    'parsed games and lines',
-    command or manifest_lib.command_line(),
-    inputs={path: resume.input_identity(path) for path in paths},  # Pieces hold their lines' parses.
-    restart=options.restart,
-  )
-  kept = keeper.kept_pieces()
+
+
+def _commit(
+  graph: import_graph.ImportLabels,
+  keeper: resume.Keeper,
+  kept: Sequence[str],
+  options: import_graph.ImportOptions,
+  roots: Sequence[str],
+  start: float,
+  command: Sequence[str],
+) -> artefacts.ImportManifest:
+  """After the job ran: what it reused of `kept` said, its files committed (`shards.commit`), its manifest written,
+  the kept work dropped. An import that kept nothing is an error (and its output abandoned)."""
+  results = job_results.read_results(graph.results_path)
+  counts = results.counts
+  for note in results.notes:
+    print(f'warning: {note}', file=sys.stderr)
   if kept:
-    print(f'resuming: {resume.items_held(kept)} games and lines parsed by an interrupted run are kept', file=sys.stderr)
-  start = time.time()
-  pipeline = beam.Pipeline(options=pipeline_options)
-  graph = import_graph.ImportLabels(options, kept, paths)
-  _ = pipeline | 'Import' >> graph
-  roots = sorted({options.output_dir, *(o.spec.directory for o in graph.outputs)})
+    print(reused(counts, resume.items_held(kept)), file=sys.stderr)
+  if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
+    files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+    skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
+    keeper.remove()  # The job ran to its end: nothing to resume.
+    raise errors.BadInput(
+      f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
+    )
+  shards.commit([o.spec for o in graph.outputs], results.pieces, roots)
+  manifest = _write_manifest(counts, options, graph, time.time() - start, command)
+  keeper.remove()
+  return manifest
 
-  def finish(_) -> artefacts.ImportManifest:
-    results = job_results.read_results(graph.results_path)
-    counts, pieces = results.counts, results.pieces
-    for note in results.notes:
-      print(f'warning: {note}', file=sys.stderr)
-    if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
-      files = ', '.join(p for paths in graph.inputs.values() for p in paths)
-      skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
-      keeper.remove()  # The job ran to its end: nothing to resume.
-      raise errors.BadInput(
-        f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
-      )
-    shards.commit([o.spec for o in graph.outputs], pieces, roots)
-    manifest = _write_manifest(counts, options, graph, time.time() - start, command)
-    keeper.remove()
-    return manifest
 
-  return beam_job.run(
-    pipeline,
-    finish,
-    output_dir=options.output_dir,
-    roots=roots,
-    existing=beam_job.existing_dataset(options.output_dir),
-    overwrite=options.overwrite,
-    keeper=keeper,
-  )
+def reused(counts: dict[str, int], held: int) -> str:
+  """What a resumed import says it reused: the games and lines it took from the kept pieces (`counts`: the job's
+  own ``kept/games`` and ``kept/lines``), not what the pieces hold (`held`), which other inputs' parses may fill.
+
+  >>> reused({'kept/games': 2900, 'kept/lines': 100}, 3000)
+  'resumed: reused 2900 games and 100 lines parsed by an interrupted run'
+  >>> reused({}, 3000)
+  'resumed nothing: none of the 3000 games and lines an interrupted run kept is of these inputs'
+  """
+  games, lines = counts.get('kept/games', 0), counts.get('kept/lines', 0)
+  if not games and not lines:
+    return f'resumed nothing: none of the {held} games and lines an interrupted run kept is of these inputs'
+  return f'resumed: reused {games} games and {lines} lines parsed by an interrupted run'
+
+
+def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
+  """{bucket: n} of the counts named prefix/bucket, buckets in numeric order ('unknown' last)."""
+  found = {name[len(prefix) + 1 :]: n for name, n in counts.items() if name.startswith(prefix + '/')}
+  key = lambda b: (b == 'unknown', int(b.split('-')[0]) if b != 'unknown' else 0)
+  return {bucket: found[bucket] for bucket in sorted(found, key=key)}
 
 
 def _write_manifest(

@@ -104,16 +104,11 @@ class Artefact:
     return cls.read(path) if os.path.exists(path) else None
 
   def write(self, path: str | os.PathLike) -> None:
-    """Writes the artefact; a local file is replaced atomically (a crash leaves the old one)."""
+    """Writes the artefact whole or not at all (`atomic`: a crash leaves the old one)."""
     path = os.fspath(path)
-    if '://' in path:
-      from apache_beam.io.filesystems import FileSystems
-
-      with FileSystems.create(path) as f:
-        f.write(self.to_json().encode('utf-8'))
-      return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    atomic.write_text(path, self.to_json())
+    if '://' not in path:
+      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic.write_text(path, self.to_json())  # A store's (gs://) own atomic create and rename there.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,23 +1,27 @@
 """One way to run a Beam job that writes a dataset: annotation, the label import and conversion.
 
-`run` claims the output folder (refusing a dataset already there unless told to
-replace it), cleans what a crashed earlier job left, runs the pipeline, closes
-the runner's client (Beam's Dask runner opens one and leaves it) in a
-``finally``, and hands the result to the job's `finish` (which counts, commits
-its files and writes its manifest). A job that fails, or is interrupted
-(Ctrl-C), at any point abandons its output: what it wrote is deleted, and the
-folders it made are removed where that leaves them empty.
+A driver builds its graph, then runs it inside `dataset_job`, as Beam's examples do::
 
-The runner's options (`beam_options`) are the same for every job: locally the
-DirectRunner with one worker process per core and quiet workers; on Beam's Dask
-runner one element per partition unless the flags say otherwise, and
+    p = beam.Pipeline(options=pipeline_options)
+    _ = p | 'Annotate' >> annotate.AnnotateGames(...)
+    with beam_job.dataset_job(out, roots=roots, existing=beam_job.existing_dataset(out), keeper=keeper):
+      result = beam_job.run_pipeline(p)
+      ...  # count, commit the files (`shards.commit`), write the manifest
+
+`dataset_job` claims the output folder (refusing a dataset already there unless told to replace it), cleans what a
+crashed earlier job left and prepares what the job keeps to resume; a job that fails, or is interrupted (Ctrl-C),
+in the block abandons its output: what it wrote is deleted, and the folders it made are removed where that leaves
+them empty. `run_pipeline` runs the graph and closes the runner's client (Beam's Dask runner opens one and leaves
+it). `run(pipeline, finish, ...)` is the same in one call.
+
+The runner's options (`beam_options`) are the same for every job: locally the DirectRunner with one worker process
+per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise, and
 (`parallelism`) four times as many lanes as the cluster has worker threads.
 
 A job runs as a console command through `main`: Beam's logs quiet, its workers' tracebacks kept in a log file, and
-a user's error raised in a worker process still one line (`searchless.plumbing.errors`). A pipeline module calls
-`errors.require_beam` before its Beam imports (this module's among them), then:
-
-    manifest = beam_job.main(lambda args: annotate.run(args), argv, 'searchless-annotate')
+a user's error raised in a worker process still one line (`searchless.plumbing.errors`): ``beam_job.main(lambda
+args: annotate.run(args), argv, 'searchless-annotate')``. A pipeline module imports `searchless.plumbing.beam_check`
+first (Beam there, or one line).
 """
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +38,7 @@ from typing import Any, TypeVar
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
+from apache_beam.runners.runner import PipelineResult
 
 from searchless.core import artefacts
 from searchless.core import bags
@@ -195,29 +200,21 @@ def abandon(output_dir: str, roots: Iterable[str] = ()) -> None:
       pass
 
 
-def close_client(result: Any) -> None:
-  """Closes the client a runner opened and left (Beam's Dask runner's), if any."""
-  client = getattr(result, 'client', None)
-  if client is not None:
-    client.close()
-
-
-def run(
-  pipeline: beam.Pipeline,
-  finish: Callable[[Any], T],
-  *,
+@contextlib.contextmanager
+def dataset_job(
   output_dir: str,
+  *,
   roots: Sequence[str] = (),
   existing: Sequence[str] = (),
   overwrite: bool = False,
   flag: str = '--out',
   keeper: resume.Keeper | None = None,
-) -> T:
-  """Runs a dataset job: claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's
-  temporary pieces), prepares what the job keeps to resume (`keeper`, if any), runs `pipeline`, closes its
-  runner's client, and returns `finish(result)`, which commits the job's files and writes its manifest. On any
-  error or interrupt the output is abandoned (`abandon`; what the keeper kept stays, unless it is nothing) and the
-  error raised again; an interrupt (KeyboardInterrupt) then says what was kept, or that nothing was written."""
+) -> Iterator[None]:
+  """The block runs a dataset job (`run_pipeline`), then commits its files and writes its manifest. Before it:
+  claims `output_dir` (`claim`), cleans `roots` (the folders holding the job's temporary pieces) and prepares what
+  the job keeps to resume (`keeper`, if any). On any error or interrupt in the block the output is abandoned
+  (`abandon`; what the keeper kept stays, unless it is nothing) and the error raised again; an interrupt
+  (KeyboardInterrupt) then says what was kept, or that nothing was written."""
   claim(output_dir, existing, overwrite, flag)  # Before anything runs: old and new files never mix.
   roots = sorted({output_dir, *roots})
   for root in roots:
@@ -225,13 +222,7 @@ def run(
   try:
     if keeper is not None:
       keeper.prepare()
-    result = None
-    try:
-      result = pipeline.run()
-      result.wait_until_finish()
-    finally:
-      close_client(result)
-    return finish(result)
+    yield
   except KeyboardInterrupt:
     if keeper is not None:
       keeper.remove_if_empty()
@@ -249,6 +240,24 @@ def run(
       said = keeper.interrupted() if keeper is not None else ''
       raise outputs_lib.OutputError(f'{full}; {said}' if said.startswith('kept') else str(full)) from None
     raise
+
+
+def run_pipeline(pipeline: beam.Pipeline) -> PipelineResult:
+  """Runs `pipeline` to its end and closes the client its runner opened (Beam's Dask runner's), if any."""
+  result = None
+  try:
+    result = pipeline.run()
+    result.wait_until_finish()
+  finally:
+    if (client := getattr(result, 'client', None)) is not None:  # Beam's Dask runner opens one and leaves it.
+      client.close()
+  return result
+
+
+def run(pipeline: beam.Pipeline, finish: Callable[[Any], T], **job: Any) -> T:
+  """`finish(run_pipeline(pipeline))` inside `dataset_job(**job)`: a dataset job in one call."""
+  with dataset_job(**job):
+    return finish(run_pipeline(pipeline))
 
 
 # What a full disk, a quota or a read-only folder says, wherever in the job (a worker's error is text).

@@ -11,6 +11,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 import searchless
+from searchless.plumbing import atomic
 
 
 def code_version() -> dict:
@@ -46,8 +47,8 @@ def distributions(result: PipelineResult, namespace: str) -> dict[str, dict]:
 
 
 def write(path: str, manifest: dict) -> None:
-  with FileSystems.create(path) as f:
-    f.write(json.dumps(manifest, indent=2, sort_keys=True).encode('utf-8'))
+  """Writes `manifest` to `path` whole or not at all (`atomic`)."""
+  atomic.write_text(path, json.dumps(manifest, indent=2, sort_keys=True))
 
 
 def read(path: str) -> dict:

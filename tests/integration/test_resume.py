@@ -162,7 +162,6 @@ def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_data
 
   done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
   assert done.returncode == 0, done.stderr
-  assert f'resuming: {kept} games and lines parsed by an interrupted run are kept' in done.stderr
   assert _dataset(out) == _dataset(tmp_path / 'reference')
   read = lambda folder: {
     k: v for k, v in json.loads((folder / 'manifest.json').read_text()).items() if k in ('games', 'lines', 'splits')
@@ -171,8 +170,30 @@ def test_an_interrupted_import_keeps_its_parses_and_a_rerun_writes_the_same_data
   timings = json.loads((out / 'manifest.json').read_text())['timings']
   kept_games = sum(not k.startswith(str(EVAL_SAMPLE)) for k in kept_keys)
   assert timings['kept_from_an_interrupted_run'] == {'games': kept_games, 'lines': len(kept_keys) - kept_games}
+  reused = f'resumed: reused {kept_games} games and {len(kept_keys) - kept_games} lines parsed by an interrupted run'
+  assert reused in done.stderr.splitlines()  # What the job took from the pieces, counted as it took it.
   every = read(out)['games']['read'] + read(out)['lines']['read']
   assert sum(timings['parsed_in_this_run'].values()) == every - len(kept_keys) and kept_keys
+
+
+def test_an_import_rerun_on_other_inputs_says_it_reused_nothing(tmp_path, capsys):
+  """Pieces an interrupted import of another input kept (the same settings): the rerun on this input uses none of
+  them, and says so, counted from what it took; its dataset is a fresh import's."""
+  out, other = tmp_path / 'out', tmp_path / 'other.jsonl'
+  other.write_bytes(EVAL_SAMPLE.read_bytes())
+  common = ['--test_fraction', '0.5', '--direct_running_mode', 'in_memory']
+  options, _ = import_labels._options([str(other), '--out', str(out), *common])
+  keeper = resume.Keeper(str(out), import_labels._settings(options), 'parsed games and lines', ['searchless-import'])
+  keeper.prepare()  # What an interrupted run on OTHER leaves: its settings, then a piece of its lines.
+  writer = resume.PieceWriter(resume.folder(str(out)), 'lines', chunk=1000)
+  for number in range(1, 31):
+    writer.add(f'{other}:{number}', None)
+  writer.commit()
+  import_labels.run([str(EVAL_SAMPLE), '--out', str(out), *common])
+  err = capsys.readouterr().err
+  assert 'resumed nothing: none of the 30 games and lines an interrupted run kept is of these inputs\n' in err
+  import_labels.run([str(EVAL_SAMPLE), '--out', str(tmp_path / 'fresh'), *common])
+  assert _dataset(out) == _dataset(tmp_path / 'fresh')
 
 
 @pytest.mark.engine

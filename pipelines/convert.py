@@ -10,15 +10,15 @@ Writes ``OUTPUT_DIR/convert.json`` (counts, bytes per action-value of input and
 output).
 """
 
+from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
+
 import argparse
 from collections.abc import Sequence
 import logging
 
+from searchless.data import convert
+from searchless.plumbing import cli
 from searchless.plumbing import errors
-
-errors.require_beam('searchless-convert')  # Before the imports that need Beam.
-from searchless.data import convert  # noqa: E402
-from searchless.plumbing import cli  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

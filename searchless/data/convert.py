@@ -266,49 +266,56 @@ def run(
       bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind)
     )
 
-  def finish(_) -> ConversionSummary:
-    written = {kind: bags.find(output_dir, kind) for kind in outputs}
-    counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}
-    bad = _read_bad_boards(output_dir) if to == 'board' else []
-    action_values = in_records if to == 'board' else counts['action_value']
-    board_spec = written.get(records.BOARD_VALUE, input)
-    av_spec = input if to == 'board' else written['action_value']
-    summary = ConversionSummary(
-      code=manifest_lib.code_version(),
-      input=input,
-      output_dir=output_dir,
-      to=to,
-      input_records=in_records,
-      outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
-      bad_boards=len(bad),
-      action_values=action_values,
-      bytes_per_action_value={
-        'action_value': _size(av_spec) / max(action_values, 1),
-        'board_value': _size(board_spec) / max(action_values, 1),
-      },
-      wall_seconds=round(time.time() - start, 3),
-    )
-    if bad and not skip_bad_boards:
-      FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
-      first = bad[0]
-      raise errors.BadInput(
-        f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
-        f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
-        f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others'
-      )
-    summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
-    return summary
-
   # A conversion replaces the one already in output_dir (its files only), as its one writer.
   with output_folders.sole_writer(output_dir, 'searchless-convert', 'output_dir'):
-    return beam_job.run(
-      pipeline,
-      finish,
-      output_dir=output_dir,
-      existing=_existing(output_dir, outputs),
-      overwrite=True,
-      flag='output_dir',
+    existing = _existing(output_dir, outputs)
+    with beam_job.dataset_job(output_dir, existing=existing, overwrite=True, flag='output_dir'):
+      beam_job.run_pipeline(pipeline)
+      return _summary(input, output_dir, to, list(outputs), in_records, skip_bad_boards, start)
+
+
+def _summary(
+  input: str,  # pylint: disable=redefined-builtin
+  output_dir: str,
+  to: str,
+  kinds: Iterable[str],
+  in_records: int,
+  skip_bad_boards: bool,
+  start: float,
+) -> ConversionSummary:
+  """After the job ran: what it wrote, counted and written to convert.json; boards that are not exactly their legal
+  moves (unless skipped) an error, the records written removed."""
+  written = {kind: bags.find(output_dir, kind) for kind in kinds}
+  counts = {kind: len(bags.reader(spec)) for kind, spec in written.items()}
+  bad = _read_bad_boards(output_dir) if to == 'board' else []
+  action_values = in_records if to == 'board' else counts['action_value']
+  board_spec = written.get(records.BOARD_VALUE, input)
+  av_spec = input if to == 'board' else written['action_value']
+  summary = ConversionSummary(
+    code=manifest_lib.code_version(),
+    input=input,
+    output_dir=output_dir,
+    to=to,
+    input_records=in_records,
+    outputs={kind: {'files': spec.split(','), 'records': counts[kind]} for kind, spec in written.items()},
+    bad_boards=len(bad),
+    action_values=action_values,
+    bytes_per_action_value={
+      'action_value': _size(av_spec) / max(action_values, 1),
+      'board_value': _size(board_spec) / max(action_values, 1),
+    },
+    wall_seconds=round(time.time() - start, 3),
+  )
+  if bad and not skip_bad_boards:
+    FileSystems.delete([p for spec in written.values() for p in spec.split(',')])
+    first = bad[0]
+    raise errors.BadInput(
+      f'{len(bad)} board(s) of {input!r} have moves that are not exactly their legal moves'
+      f' (first: {first["fen"]!r}: {first["reason"]}); all listed in'
+      f' {FileSystems.join(output_dir, BAD_BOARDS)}; --skip_bad_boards converts the others'
     )
+  summary.write(FileSystems.join(output_dir, ConversionSummary.FILE))
+  return summary
 
 
 def _existing(output_dir: str, kinds: Iterable[str]) -> list[str]:

@@ -169,8 +169,8 @@ class Keeper:
   """What one job keeps to resume: pieces in `output_dir` that hold `what` ('annotated boards'), made with
   `settings` ({a flag, or 'searchless' for the version: its value, as shown}) from `inputs` ({path:
   `input_identity`}, only the inputs whose content the pieces hold), and the `command` that resumes it. With
-  `restart`, kept pieces are dropped, not refused. `beam_job.run` prepares the folder, says what an interrupt kept
-  and drops a folder with nothing in it; the job removes it once done."""
+  `restart`, kept pieces are dropped, not refused. `beam_job.dataset_job` prepares the folder, says what an
+  interrupt kept and drops a folder with nothing in it; the job removes it once done."""
 
   output_dir: str
   settings: Mapping[str, str]

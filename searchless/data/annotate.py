@@ -215,7 +215,7 @@ class AnnotateGames(beam.PTransform):
   Apply it to a pipeline's root: ``pipeline | AnnotateGames(options, engine_config, progress_dir)``.
   After `expand`, `split_names`, `inputs`, `test_fraction`, `outputs` (the
   `OutputSet`s) and `results_path` say what it writes; `shards.commit` then
-  gives the pieces their final names (`searchless.pipelines.annotate.run_job` does all this).
+  gives the pieces their final names (`searchless.pipelines.annotate.run` does all this).
   """
 
   def __init__(

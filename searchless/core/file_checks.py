@@ -24,6 +24,7 @@ False
 
 from collections.abc import Iterator
 import os
+from typing import BinaryIO
 import zipfile
 import zlib
 
@@ -63,7 +64,7 @@ def shown(first: bytes, limit: int = 60) -> str:
   return repr(' '.join(text.split()) + ('...' if len(first) > limit else ''))
 
 
-def zstd_chunks(raw, path: str) -> Iterator[bytes]:
+def zstd_chunks(raw: BinaryIO, path: str) -> Iterator[bytes]:
   """The decompressed bytes of the zstd stream `raw` (a binary file), frame by frame, each frame's checksum verified
   where it has one; a `CorruptInputError` naming `path` where the stream is corrupt or ends inside a frame."""
   dctx = zstandard.ZstdDecompressor(max_window_size=2**31)

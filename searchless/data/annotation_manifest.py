@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import json
 
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.runners.runner import PipelineResult
 
 from searchless.core import artefacts
 from searchless.core import records
@@ -24,7 +25,7 @@ def engine_names(engine_ids: list[str]) -> list[str]:
   ]
 
 
-def metric_timings(result) -> dict[str, dict]:
+def metric_timings(result: PipelineResult) -> dict[str, dict]:
   """The runner's distributions (time per board), where the runner reports metrics."""
   try:
     return manifest_lib.distributions(result, annotate.NAMESPACE)

@@ -18,7 +18,8 @@ ANNOTATE_ARGS ?=
 TRAIN_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
-# pytest-xdist workers for `make test`, a test file each (--dist loadfile: module fixtures are made once). Half
+# pytest-xdist workers for `make test`, a test file each (--dist loadfile: module fixtures are made once; the long files
+# first, tests/conftest.py). Half
 # the suite is single-threaded Python (Beam, engines, the processes it starts): with the compilation cache of
 # tests/conftest.py, 2 workers on 2 cores took `make test` from 33.6 to 18.3 min in a fresh clone. TEST_WORKERS=0
 # runs in one process; TEST_WORKERS=auto uses every core.
@@ -34,12 +35,12 @@ run: $(VENV)/.installed stockfish
 
 test: setup stockfish-optional lint
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The unit tests (no engine, no Beam job, no process) and the docstring examples of the package, without the
 # tests marked slow.
 test-fast: setup lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not slow' tests/unit searchless $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not slow' tests/unit searchless $(PYTEST_ARGS)
 
 # ruff (settings in pyproject.toml): the linter, and the formatter in check mode (`ruff format .` applies it).
 lint: setup

@@ -25,10 +25,24 @@ collect_ignore = ['integration/fake_engines']
 SLOW_DOCTESTS = ('searchless', 'searchless.model.graph', 'searchless.model.network')
 
 
+def _tier(item: pytest.Item) -> int:
+  """Where a test's file goes in the run: the files that build models (`*_slow.py`) first, then the rest of the
+  integration tests (engines, Beam, servers, processes) and the campaign's and benchmarks' tests, then the fast tier
+  (the unit tests, the docstring examples)."""
+  parts = item.path.parts
+  if 'integration' in parts:
+    return 0 if item.path.stem.endswith('_slow') else 1
+  return 1 if 'tests' in parts and ('campaign' in parts or 'benchmarks' in parts) else 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
   for item in items:
     if isinstance(item, pytest.DoctestItem) and item.name in SLOW_DOCTESTS:
       item.add_marker(pytest.mark.slow)
+  # pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) hands the files out in this order: the long
+  # ones first, so that the many short ones fill the end of the run on every worker, and no worker is left alone
+  # with a long file at the end (its default, most tests first, put the single-test files of a minute or more last).
+  items.sort(key=_tier)
 
 
 @pytest.fixture(scope='session')

@@ -133,7 +133,7 @@ def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefac
     start = time.time()
 
     p = beam.Pipeline(options=pipeline_options)
-    sources = [s for s, files in plan.inputs.items() if files]  # 'games' (game dumps), 'eval_db' (databases)
+    sources = [s for s, names in plan.inputs.items() if names]  # 'games' (game dumps), 'eval_db' (databases)
     read = {s: import_graph.Read(s, options) for s in sources}
     parse = {s: import_graph.Parse(s, options, kept, p) for s in sources}
     merge = import_graph.MergePerBoard(options.dedup_by)

@@ -24,10 +24,11 @@ exist on the workers at ``--engine_path`` (see the README: a custom container
 with ``apt-get install stockfish``, or ``--setup_file`` that installs it).
 
 Read top to bottom: the flags (`parse`), the command (`main`: quiet Beam, one-line errors, a summary), then
-`run(argv)`: it builds the graph (`searchless.data.annotate.AnnotateGames`) and runs it in
-`searchless.data.beam_job.dataset_job`; `_commit` then commits the files it wrote (`shards.commit`) and writes
-``manifest.json`` (`artefacts.AnnotationManifest`) from the counts the job itself produced
-(`job_results.WriteResults`), so every runner gives the same manifest.
+`run(argv)`: the job's graph step by step (read the games, extract their boards, skip the kept ones, spread them
+over the workers, annotate them with the engine, make the records, write them, gather the job's results; the
+transforms are `searchless.data.annotate`'s), run in `searchless.data.beam_job.dataset_job`. `_commit` then
+commits the files it wrote (`shards.commit`) and writes ``manifest.json`` (`artefacts.AnnotationManifest`) from
+the counts the job itself produced (`job_results.WriteResults`), so every runner gives the same manifest.
 
 Beam's Dask runner (``--runner apache_beam.runners.dask.dask_runner.DaskRunner
 --dask_client_address HOST:PORT``) gets one element per partition unless
@@ -57,6 +58,7 @@ from searchless.data import annotate
 from searchless.data import annotation_manifest
 from searchless.data import annotation_records
 from searchless.data import beam_job
+from searchless.data import games
 from searchless.data import job_options
 from searchless.data import job_results
 from searchless.data import manifest as manifest_lib
@@ -77,6 +79,7 @@ _OPTIONS = {f.name: f.default for f in dataclasses.fields(annotate.AnnotateOptio
 _ENGINE = {f.name: f.default for f in dataclasses.fields(engine_lib.EngineConfig)}
 
 PROG = 'searchless-annotate'  # The command's name, in its usage and the manifest's command line.
+KEPT = 'annotated boards'  # What the kept pieces hold, in messages.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -211,28 +214,56 @@ def run(argv: Sequence[str] | None = None, *, command: Sequence[str] | None = No
   out = options.output_dir
   with outputs.sole_writer(out, PROG, '--out'):  # One job a folder; its errors name it.
     keeper = resume.Keeper(
-      out, _settings(engine_config), 'annotated boards', command or manifest_lib.command_line(), restart=options.restart
+      out, _settings(engine_config), KEPT, command or manifest_lib.command_line(), restart=options.restart
     )
     kept = _kept(keeper, engine_config, local)
+    plan = annotate.plan(options)  # The inputs matched: a glob that matches nothing fails here.
+    resume_dir, chunk = resume.folder(out), options.chunk_boards
     progress_dir = annotate.new_progress_dir() if local and progress else None
     start = time.time()
 
     p = beam.Pipeline(options=pipeline_options)
-    graph = annotate.AnnotateGames(options, engine_config, progress_dir, kept)
-    _ = p | 'Annotate' >> graph  # Building it matches the inputs: a glob that matches nothing fails here.
+    read = {source: annotate.ReadGames(source, options, plan.test_fraction) for source in plan.inputs}
+    extract = games.ExtractBoards(options.dedup_by, options.drop_test_overlap)
+    skip_kept = resume.SkipKept(kept, annotate.board_fen, p)
+    resolved = (  # ('todo', (split, fen)), or ('kept', (split, fen), annotation, engine) from the kept pieces
+      [p | f'Files[{s}]' >> beam.Create(plan.inputs[s]) | f'ReadGames[{s}]' >> r for s, r in read.items()]
+      | 'AllGames' >> beam.Flatten()
+      | 'ExtractBoards' >> extract
+      | 'SkipKept' >> skip_kept
+    )
+    annotated = (  # Annotated | Failed | EngineSeen; kept boards too: their worker checks its engine made them.
+      resolved
+      | 'Distribute[boards]' >> games.Distribute(annotate.resolved_fen, options.parallelism)
+      | 'AnnotateBoards' >> beam.ParDo(annotate.AnnotateBoards(engine_config, progress_dir, resume_dir, chunk))
+    )
+    skipped = [r.skipped for r in read.values()] | 'AllSkipped' >> beam.Flatten()
+    pieces = (
+      (
+        annotated | 'ToRecords' >> annotate.ToRecords(plan),
+        skipped | 'KeySkipped' >> beam.WithKeys(plan.spec('skipped').key),
+      )
+      | 'AllRecords' >> beam.Flatten()
+      | 'Write' >> shards.WriteShards(plan.record_sets)
+    )
+    counts = [*(r.counts for r in read.values()), extract.counts]
+    counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotate.annotation_counts))
+    notes = [annotated | 'EngineIds' >> beam.FlatMap(annotate.engine_ids)]
+    if skip_kept.dropped is not None:
+      notes.append(skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, KEPT))))
+    _ = {
+      'counts': counts | 'AllCounts' >> beam.Flatten(),
+      'pieces': pieces,
+      'notes': notes | 'AllNotes' >> beam.Flatten(),
+    } | 'WriteResults' >> job_results.WriteResults(plan.results_path)
+    if progress_dir:
+      _ = resolved | 'TellTotal' >> annotate.TellTotal(progress_dir)
 
     existing = beam_job.existing_dataset(out)
-    with beam_job.dataset_job(
-      out, roots=_roots(out, graph), existing=existing, overwrite=options.overwrite, keeper=keeper
-    ):
+    with beam_job.dataset_job(out, roots=plan.roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
       with _progress_bar(progress_dir):
         result = beam_job.run_pipeline(p)
-      return _commit(result, graph, keeper, options, engine_config, start, command)
-
-
-def _roots(out: str, graph: annotate.AnnotateGames) -> list[str]:
-  """The folders the job writes its pieces in: OUT and its record sets' folders."""
-  return sorted({out, *(o.spec.directory for o in graph.outputs)})
+      return _commit(result, plan, keeper, options, engine_config, start, command)
 
 
 def _checked(
@@ -280,7 +311,7 @@ def _progress_bar(progress_dir: str | None) -> Iterator[None]:
 
 def _commit(
   result: Any,
-  graph: annotate.AnnotateGames,
+  plan: job_results.JobPlan,
   keeper: resume.Keeper,
   options: annotate.AnnotateOptions,
   engine_config: engine_lib.EngineConfig,
@@ -289,7 +320,7 @@ def _commit(
 ) -> artefacts.AnnotationManifest:
   """After the job ran: its counts (`job_results`), its files committed (`shards.commit`), its manifest written, the
   kept work dropped. A job that kept no game is an error (and its output abandoned)."""
-  results = job_results.read_results(graph.results_path)
+  results = job_results.read_results(plan.results_path)
   counts, engine_ids = results.counts, results.engines
   for note in results.notes:
     print(f'warning: {note}', file=sys.stderr)
@@ -301,8 +332,8 @@ def _commit(
     )
   if not counts.get('games_kept', 0) and not counts.get('corrupt_input_files', 0):
     keeper.remove()  # The job ran to its end: nothing to resume.
-    raise errors.BadInput(_no_games(counts, graph.inputs))  # The job abandons: nothing that looks finished.
-  shards.commit([o.spec for o in graph.outputs], results.pieces, _roots(options.output_dir, graph))
+    raise errors.BadInput(_no_games(counts, plan.inputs))  # The job abandons: nothing that looks finished.
+  shards.commit([o.spec for o in plan.outputs], results.pieces, plan.roots)
   wall = time.time() - start
   timings: dict[str, Any] = {
     **annotation_manifest.metric_timings(result),
@@ -310,7 +341,7 @@ def _commit(
     'boards_searched_in_this_run': counts.get('boards_searched', 0) + again,
     'kept_boards_of_another_engine': again,
   }
-  manifest = annotation_manifest.write(counts, engine_ids, timings, options, engine_config, graph, wall, command)
+  manifest = annotation_manifest.write(counts, engine_ids, timings, options, engine_config, plan, wall, command)
   keeper.remove()
   return manifest
 

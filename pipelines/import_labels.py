@@ -21,8 +21,10 @@ Beam runner options apply (DirectRunner with one worker per core here; e.g.
 whole 330M-board database: no engine is needed on the workers).
 
 Read top to bottom: the flags (`_parser`), the command (`main`: quiet Beam, one-line errors, a summary), then
-`run(argv)`: it builds the graph (`searchless.data.import_graph.ImportLabels`) and runs it in
-`searchless.data.beam_job.dataset_job`; `_commit` commits the files and writes the manifest.
+`run(argv)`: the import's graph step by step (per source, read the files and parse them; merge each board's
+evaluations; make the records, write them, gather the job's results; the transforms are
+`searchless.data.import_graph`'s), run in `searchless.data.beam_job.dataset_job`; `_commit` commits the files and
+writes the manifest.
 
 Games are parsed, filtered and split (by a hash of the game) exactly as annotation does
 (`searchless.data.games`); a database board goes to the split its FEN hashes to. A board
@@ -127,17 +129,43 @@ def run(argv: Sequence[str], *, command: Sequence[str] | None = None) -> artefac
       restart=options.restart,
     )
     kept = keeper.kept_pieces()
+    plan = import_graph.plan(options, paths)
     start = time.time()
 
     p = beam.Pipeline(options=pipeline_options)
-    graph = import_graph.ImportLabels(options, kept, paths)
-    _ = p | 'Import' >> graph
+    sources = [s for s, names in plan.inputs.items() if names]  # 'games' (game dumps), 'eval_db' (databases)
+    read = {s: import_graph.Read(s, options) for s in sources}
+    parse = {s: import_graph.Parse(s, options, kept, p) for s in sources}
+    merge = import_graph.MergePerBoard(options.dedup_by)
+    boards = (  # (split, Labelled): one a board and split, with every source's evaluations merged
+      [
+        p | f'Files[{s}]' >> beam.Create(plan.inputs[s]) | f'Read[{s}]' >> read[s] | f'Parse[{s}]' >> parse[s]
+        for s in sources
+      ]
+      | 'AllLabelled' >> beam.Flatten()
+      | 'Merge' >> merge
+    )
+    skipped = [x.skipped for x in parse.values()] | 'AllSkipped' >> beam.Flatten()
+    pieces = (
+      (
+        boards | 'ToRecords' >> import_graph.ToRecords(plan),
+        skipped | 'KeySkipped' >> beam.WithKeys(plan.spec('skipped').key),
+      )
+      | 'AllRecords' >> beam.Flatten()
+      | 'Write' >> shards.WriteShards(plan.record_sets)
+    )
+    counts = [*(x.counts for x in read.values()), *(x.counts for x in parse.values()), merge.counts]
+    notes = [x.notes for x in parse.values() if x.notes is not None]
+    _ = {
+      'counts': counts | 'AllCounts' >> beam.Flatten(),
+      'pieces': pieces,
+      'notes': notes | 'AllNotes' >> beam.Flatten(pipeline=p),
+    } | 'WriteResults' >> job_results.WriteResults(plan.results_path)
 
-    roots = sorted({out, *(o.spec.directory for o in graph.outputs)})
     existing = beam_job.existing_dataset(out)
-    with beam_job.dataset_job(out, roots=roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
+    with beam_job.dataset_job(out, roots=plan.roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
       beam_job.run_pipeline(p)
-      return _commit(graph, keeper, kept, options, roots, start, command)
+      return _commit(plan, keeper, kept, options, start, command)
 
 
 def _options(argv: Sequence[str]) -> tuple[import_graph.ImportOptions, list[str]]:
@@ -164,31 +192,30 @@ def _settings(o: import_graph.ImportOptions) -> dict[str, str]:
 
 
 def _commit(
-  graph: import_graph.ImportLabels,
+  plan: job_results.JobPlan,
   keeper: resume.Keeper,
   kept: Sequence[str],
   options: import_graph.ImportOptions,
-  roots: Sequence[str],
   start: float,
   command: Sequence[str],
 ) -> artefacts.ImportManifest:
   """After the job ran: what it reused of `kept` said, its files committed (`shards.commit`), its manifest written,
   the kept work dropped. An import that kept nothing is an error (and its output abandoned)."""
-  results = job_results.read_results(graph.results_path)
+  results = job_results.read_results(plan.results_path)
   counts = results.counts
   for note in results.notes:
     print(f'warning: {note}', file=sys.stderr)
   if kept:
     print(reused(counts, resume.items_held(kept)), file=sys.stderr)
   if not counts.get('lines_kept', 0) and not counts.get('games_kept', 0):
-    files = ', '.join(p for paths in graph.inputs.values() for p in paths)
+    files = ', '.join(p for paths in plan.inputs.values() for p in paths)
     skipped = ', '.join(f'{n} {k}' for k, n in sorted(counts.items()) if 'skipped' in k) or 'nothing skipped'
     keeper.remove()  # The job ran to its end: nothing to resume.
     raise errors.BadInput(
       f'no evaluations in {files}: no game with [%eval] comments and no usable database line ({skipped})'
     )
-  shards.commit([o.spec for o in graph.outputs], results.pieces, roots)
-  manifest = _write_manifest(counts, options, graph, time.time() - start, command)
+  shards.commit([o.spec for o in plan.outputs], results.pieces, plan.roots)
+  manifest = _write_manifest(counts, options, plan, time.time() - start, command)
   keeper.remove()
   return manifest
 
@@ -218,18 +245,18 @@ def _distribution(counts: dict[str, int], prefix: str) -> dict[str, int]:
 def _write_manifest(
   counts: dict[str, int],
   options: import_graph.ImportOptions,
-  graph: import_graph.ImportLabels,
+  plan: job_results.JobPlan,
   wall: float,
   command: Sequence[str] | None,
 ) -> artefacts.ImportManifest:
   per_split = {
     split: {name: counts.get(f'{name}/{split}', 0) for name in ('boards_seen', 'boards', 'moves_valued', 'best_moves')}
-    for split in graph.split_names
+    for split in plan.split_names
   }
   manifest = artefacts.ImportManifest(
     code=manifest_lib.code_version(),
     command=list(command) if command is not None else manifest_lib.command_line(),
-    inputs=graph.inputs,
+    inputs=plan.inputs,
     output_dir=options.output_dir,
     games=options.games_manifest(counts, import_graph.GAME_SKIP_REASONS),
     lines={
@@ -244,7 +271,7 @@ def _write_manifest(
     sources={
       source: {'depth': _distribution(counts, f'depth/{source}'), 'knodes': _distribution(counts, f'knodes/{source}')}
       for source in lichess_evals.SOURCES
-      if graph.inputs[source]
+      if plan.inputs[source]
     },
     split={
       'test_fraction': options.test_fraction,
@@ -252,7 +279,7 @@ def _write_manifest(
       'dedup_by': options.dedup_by,
     },
     splits=per_split,
-    outputs=beam_job.outputs(options.output_dir, graph.split_names, options.kinds),
+    outputs=beam_job.outputs(options.output_dir, plan.split_names, options.kinds),
     timings={
       'wall_seconds': round(wall, 3),
       'parsed_in_this_run': {kind: counts.get(f'parsed/{kind}', 0) for kind in ('games', 'lines')},

@@ -10,15 +10,15 @@ and with ``--remove_train_overlap`` leaves those out. A summary goes to stdout
 and to ``<output>.json``. See `searchless.data.puzzle_set`.
 """
 
+from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
+
 import argparse
 from collections.abc import Sequence
 
+from searchless.core import records
+from searchless.data import puzzle_set
 from searchless.plumbing import cli
 from searchless.plumbing import errors
-
-errors.require_beam('searchless-puzzles-data')  # Before the imports that need Beam.
-from searchless.core import records  # noqa: E402
-from searchless.data import puzzle_set  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,22 +1,20 @@
-"""Apache Beam transforms of the annotation pipeline (driver: `searchless.pipelines.annotate`).
+"""Apache Beam transforms of the annotation pipeline; its driver, `searchless.pipelines.annotate`, shows the graph.
 
-    input files --ReadGames--> game texts --Distribute--> --ParseGames--> games | skips
-      [--Sample: the games of smallest hash-->] --SplitGames--> (split, game)
+    input files --ReadGames (per source: read, Distribute, parse, [sample,] split)--> (split, game) | skips
       --ExtractBoards--> unique (split, fen) --SkipKept (`searchless.data.resume`)--> to do | kept
       --Distribute--> --AnnotateBoards--> Annotated | Failed | EngineSeen
       --ToRecords--> action_value / state_value / behavioral_cloning records
-                     and/or board_value records (one per board, `searchless.data.boards`)
+                     and/or board_value records (one per board, `searchless.data.boards`), failures
       --WriteShards--> pieces, committed after the job (`searchless.data.shards`)
 
-The steps up to ExtractBoards are `searchless.data.games`'; the counts and the
-last step, `WriteResults`, are `searchless.data.job_results`'. Runs on any Beam
-runner, Beam's Dask runner included: every step has one output (kinds of
-elements are told apart by type, not by tagged outputs), nothing reads a side
-input, and files are written by `shards.WriteShards`. Runner metrics are a
-bonus (the time per board, where the runner has them).
+`plan` says before the graph is built what the job reads and writes. ExtractBoards and Distribute are
+`searchless.data.games`'; the counts and the last step, `WriteResults`, are `searchless.data.job_results`'. Runs on
+any Beam runner, Beam's Dask runner included: every step has one output (kinds of elements are told apart by type,
+not by tagged outputs), nothing reads a side input, and files are written by `shards.WriteShards`. Runner metrics
+are a bonus (the time per board, where the runner has them).
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 import dataclasses
 import functools
 import hashlib
@@ -28,7 +26,7 @@ from typing import ClassVar
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.pvalue import PBegin, PCollection, PDone
+from apache_beam.pvalue import PCollection
 
 from searchless.core import bags
 from searchless.core import records
@@ -209,171 +207,139 @@ def _failure_line(failure: Failed) -> bytes:
   ).encode('utf-8')
 
 
-class AnnotateGames(beam.PTransform):
-  """The whole annotation graph, from the input files to the pieces of every output set.
+def plan(o: AnnotateOptions) -> job_results.JobPlan:
+  """The plan of the job `o` asks for: its inputs matched (a pattern that matches nothing is an error naming it), its
+  splits, and each output set with the shards it gets when sharded by size."""
+  inputs = {'train': streams.match_files(_split_list(o.input))}
+  if o.test_input:
+    inputs['test'] = streams.match_files(_split_list(o.test_input), '--test_input')
+  test_fraction = 0.0 if o.test_input else o.test_fraction
+  split_names = ['train'] + (['test'] if o.test_input or test_fraction > 0 else [])
+  ext, out = bags.extension(o.compress), o.output_dir
+  pgn_bytes = {source: shards.pgn_bytes(paths, o.max_games, o.sample_games) for source, paths in inputs.items()}
+  share = {
+    'train': pgn_bytes['train'] * (1 - test_fraction),
+    'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction),
+  }
+  outputs: list[job_results.OutputSet] = []
+  record_sets: list[shards.RecordSet] = []
+  for split in split_names:
+    for kind in annotation_records.record_kinds(o.records, o.mode):
+      spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
+      per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
+      buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
+      outputs.append(job_results.OutputSet(spec, split, kind))
+      record_sets.append(
+        shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard)
+      )
+  failures = shards.ShardSpec(out, 'failures', '.jsonl')
+  skips = shards.ShardSpec(out, 'skipped', '.jsonl')
+  outputs += [job_results.OutputSet(failures, None, 'failures'), job_results.OutputSet(skips, None, 'skipped')]
+  record_sets += [
+    shards.RecordSet(failures, _failure_line, lambda f: f.fen),
+    shards.RecordSet(skips, games.skip_line, lambda s: s.location),
+  ]
+  results_path = FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
+  return job_results.JobPlan(out, inputs, test_fraction, split_names, outputs, record_sets, results_path)
 
-  Apply it to a pipeline's root: ``pipeline | AnnotateGames(options, engine_config, progress_dir)``.
-  After `expand`, `split_names`, `inputs`, `test_fraction`, `outputs` (the
-  `OutputSet`s) and `results_path` say what it writes; `shards.commit` then
-  gives the pieces their final names (`searchless.pipelines.annotate.run` does all this).
-  """
 
-  def __init__(
-    self,
-    options: AnnotateOptions,
-    engine_config: engine_lib.EngineConfig,
-    progress_dir: str | None,
-    kept: Sequence[str] = (),
-  ):
+class ReadGames(beam.PTransform):
+  """The input files of one source -> (split, `pgn.Game`): read, spread over the workers, parsed and filtered
+  (`searchless.data.games`), sampled (--sample_games) and split (a 'test' source's games all go to test, others by a
+  hash of the game). After `expand`, `counts` is the collection of its counts (games read, kept, skipped; corrupt
+  files) and `skipped` that of the games it left out (`pgn.Skip`)."""
+
+  def __init__(self, source: str, options: AnnotateOptions, test_fraction: float):
     super().__init__()
-    self.options, self.engine_config, self.progress_dir = options, engine_config, progress_dir
-    self.kept = list(kept)  # Pieces of annotations an interrupted run kept (`resume.Keeper.kept_pieces`).
+    self._source, self._options, self._test_fraction = source, options, test_fraction
 
-  def expand(self, pbegin: PBegin) -> PDone:
-    self._build(pbegin)
-    return PDone(pbegin.pipeline)
-
-  def _build(self, pbegin: PBegin) -> None:
-    o, engine_config, progress_dir = self.options, self.engine_config, self.progress_dir
-    game_filter = o.game_filter()
-    inputs = {'train': streams.match_files(_split_list(o.input))}
-    if o.test_input:
-      inputs['test'] = streams.match_files(_split_list(o.test_input), '--test_input')
-    test_fraction = 0.0 if o.test_input else o.test_fraction
-    split_names = ['train'] + (['test'] if o.test_input or test_fraction > 0 else [])
-    self.split_names, self.inputs, self.test_fraction = split_names, inputs, test_fraction
-    out = o.output_dir
-    self.results_path = FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
-
-    counts: list[PCollection] = []
-    kept_games, skipped = [], []
-    for source, paths in inputs.items():
-      read = (
-        pbegin
-        | f'Files[{source}]' >> beam.Create(paths)
-        | f'ReadGames[{source}]' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
-      )
-      counts.append(
-        read
-        | f'CountRead[{source}]'
-        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1))
-      )
-      parsed = (
-        read
-        | f'Texts[{source}]' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-        | f'Distribute[{source}]' >> games.Distribute(lambda raw: raw.location, o.parallelism)
-        | f'ParseGames[{source}]' >> beam.ParDo(games.ParseGames(game_filter))
-      )
-      counts.append(
-        parsed
-        | f'CountParsed[{source}]'
-        >> beam.Map(lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1))
-      )
-      kept = parsed | f'Kept[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
-      skipped.append(parsed | f'Skipped[{source}]' >> beam.Filter(lambda g: isinstance(g, pgn.Skip)))
-      if o.sample_games is not None:
-        kept = (
-          kept
-          | f'Sample[{source}]' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
-          | f'Unpack[{source}]' >> beam.FlatMap(lambda sample: sample)
-        )
-      if source == 'test':
-        kept = kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
-      else:
-        kept = kept | 'SplitGames' >> beam.Map(lambda game, f: (splits.split_of(game.key, f), game), test_fraction)
-      kept_games.append(kept)
-
-    extract = games.ExtractBoards(o.dedup_by, o.drop_test_overlap)
-    unique = kept_games | 'AllGames' >> beam.Flatten() | 'ExtractBoards' >> extract
-    counts.append(extract.counts)
-    skip_kept = resume.SkipKept(self.kept, lambda split_fen: split_fen[1], pbegin)
-    resolved = unique | 'SkipKept' >> skip_kept
-    if progress_dir:
-      _ = (
-        resolved
-        | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
-        | 'Ones' >> beam.Map(lambda _: 1)
-        | 'Total' >> beam.CombineGlobally(sum).without_defaults()
-        | 'TellProgress' >> beam.Map(progress.write_total, progress_dir)
-      )
-    annotate_boards = AnnotateBoards(engine_config, progress_dir, resume.folder(out), o.chunk_boards)
-    annotated = (  # Kept boards too: their worker checks that its own engine made them.
-      resolved
-      | 'Distribute[boards]' >> games.Distribute(lambda resolved: resolved[1][1], o.parallelism)
-      | 'AnnotateBoards' >> beam.ParDo(annotate_boards)
+  def expand(self, files: PCollection) -> PCollection:  # -> (split, pgn.Game)
+    o = self._options
+    read = files | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
+    parsed = (
+      read
+      | 'Texts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
+      | 'Distribute' >> games.Distribute(lambda raw: raw.location, o.parallelism)
+      | 'ParseGames' >> beam.ParDo(games.ParseGames(o.game_filter()))
     )
-    counts.append(annotated | 'CountAnnotated' >> beam.FlatMap(annotation_counts))
+    self.counts = (
+      read
+      | 'CountRead'
+      >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1)),
+      parsed
+      | 'CountParsed'
+      >> beam.Map(lambda g: ('games_kept', 1) if isinstance(g, pgn.Game) else (f'games_skipped/{g.reason}', 1)),
+    ) | 'Counts' >> beam.Flatten()
+    self.skipped = parsed | 'Skipped' >> beam.Filter(lambda g: isinstance(g, pgn.Skip))
+    kept = parsed | 'Kept' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
+    if o.sample_games is not None:
+      kept = (
+        kept
+        | 'Sample' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
+        | 'Unpack' >> beam.FlatMap(lambda sample: sample)
+      )
+    if self._source == 'test':
+      return kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
+    return kept | 'SplitGames' >> beam.Map(lambda game, f: (splits.split_of(game.key, f), game), self._test_fraction)
 
-    # What each output set holds, and how many writers it gets when sharded by size.
-    ext = bags.extension(o.compress)
-    pgn_bytes = {source: shards.pgn_bytes(paths, o.max_games, o.sample_games) for source, paths in inputs.items()}
-    share = {
-      'train': pgn_bytes['train'] * (1 - test_fraction),
-      'test': pgn_bytes.get('test', pgn_bytes['train'] * test_fraction),
-    }
-    self.outputs: list[job_results.OutputSet] = []
-    record_sets: list[shards.RecordSet] = []
-    to_write: list[PCollection] = []
-    for split in split_names:
+
+def board_fen(split_fen: tuple[str, str]) -> str:
+  return split_fen[1]  # What `resume.SkipKept` joins kept annotations on.
+
+
+def resolved_fen(resolved: tuple) -> str:
+  return resolved[1][1]  # The board of a ('todo' | 'kept', (split, fen), ...) from `resume.SkipKept`.
+
+
+class TellTotal(beam.PTransform):
+  """`resume.SkipKept`'s output -> the number of boards to annotate, told to the local progress line."""
+
+  def __init__(self, progress_dir: str):
+    super().__init__()
+    self._progress_dir = progress_dir
+
+  def expand(self, resolved: PCollection) -> PCollection:
+    return (
+      resolved
+      | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
+      | 'Ones' >> beam.Map(lambda _: 1)
+      | 'Total' >> beam.CombineGlobally(sum).without_defaults()
+      | 'TellProgress' >> beam.Map(progress.write_total, self._progress_dir)
+    )
+
+
+class ToRecords(beam.PTransform):
+  """`AnnotateBoards`' outputs -> (set key, record) for every record set of `plan` (`annotation_records`) and
+  failures.jsonl, as `shards.WriteShards` takes them."""
+
+  def __init__(self, plan: job_results.JobPlan):
+    super().__init__()
+    self._plan = plan
+
+  def expand(self, annotated: PCollection) -> PCollection:
+    keyed = []
+    for split in self._plan.split_names:
       of_split = (
         annotated
         | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
         | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation)
       )
-      for kind in annotation_records.record_kinds(o.records, o.mode):
-        spec = shards.ShardSpec(FileSystems.join(out, split), kind, ext, o.num_shards)
-        per_board = shards.MOVES_PER_BOARD if kind == 'action_value' else 1
-        buckets = shards.auto_buckets(share[split], per_board, o.records_per_shard)
-        self.outputs.append(job_results.OutputSet(spec, split, kind))
-        record_sets.append(
-          shards.RecordSet(spec, functools.partial(records.encode, kind), _first, buckets, o.records_per_shard)
-        )
-        to_write.append(
-          of_split
-          | f'{kind}[{split}]' >> beam.FlatMap(annotation_records.RECORDS_OF[kind])
-          | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
-        )
-    failures = shards.ShardSpec(out, 'failures', '.jsonl')
-    skips = shards.ShardSpec(out, 'skipped', '.jsonl')
-    self.outputs += [job_results.OutputSet(failures, None, 'failures'), job_results.OutputSet(skips, None, 'skipped')]
-    record_sets += [
-      shards.RecordSet(failures, _failure_line, lambda f: f.fen),
-      shards.RecordSet(skips, games.skip_line, lambda s: s.location),
-    ]
-    to_write.append(
-      annotated
-      | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
-      | 'KeyFailures' >> beam.Map(lambda f, key: (key, f), failures.key)
-    )
-    to_write.append(
-      skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, key: (key, s), skips.key)
-    )
-    pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
-    engines = (
-      annotated
-      | 'Engines' >> beam.Filter(lambda a: isinstance(a, EngineSeen))
-      | 'EngineIds' >> beam.Map(lambda e: ('engine', e.identity))
-    )
-    notes = [engines]
-    if skip_kept.dropped is not None:
-      notes.append(
-        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'annotated boards')))
-      )
+      for output in self._plan.outputs:
+        if output.split == split:
+          keyed.append(
+            of_split
+            | f'{output.kind}[{split}]' >> beam.FlatMap(annotation_records.RECORDS_OF[output.kind])
+            | f'Key[{split}/{output.kind}]' >> beam.WithKeys(output.spec.key)
+          )
+    failures = annotated | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
+    keyed.append(failures | 'KeyFailures' >> beam.WithKeys(self._plan.spec('failures').key))
+    return keyed | 'Records' >> beam.Flatten()
 
-    # The last step depends on every other (Beam's Dask runner computes only the last one's inputs).
-    summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
-    _ = (
-      (
-        pbegin | 'Start' >> beam.Create([('start', None)]),
-        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-        pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
-        *notes,
-      )
-      | 'AllResults' >> beam.Flatten()
-      | 'OneKey' >> beam.Map(lambda item: (None, item))
-      | 'Gather' >> beam.GroupByKey()
-      | 'WriteResults' >> beam.ParDo(job_results.WriteResults(self.results_path))
-    )
+
+def engine_ids(output: Annotated | Failed | EngineSeen) -> Iterator[tuple[str, str]]:
+  """The ('engine', identity) note of an `EngineSeen` (`job_results.WriteResults`)."""
+  if isinstance(output, EngineSeen):
+    yield 'engine', output.identity
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:

@@ -12,6 +12,7 @@ from searchless.core import artefacts
 from searchless.core import records
 from searchless.data import annotate
 from searchless.data import beam_job
+from searchless.data import job_results
 from searchless.data import manifest as manifest_lib
 from searchless.data import pgn
 from searchless.engines import annotator as engine_lib
@@ -45,13 +46,13 @@ def write(
   timings: dict[str, dict],
   options: annotate.AnnotateOptions,
   engine_config: engine_lib.EngineConfig,
-  graph: annotate.AnnotateGames,
+  plan: job_results.JobPlan,
   wall: float,
   command: Sequence[str] | None,
 ) -> artefacts.AnnotationManifest:
   engine_ids = [json.loads(identity) for identity in engines]
   per_split = {}
-  for split in graph.split_names:
+  for split in plan.split_names:
     per_split[split] = {
       name: counts.get(f'{name}/{split}', 0)
       for name in ('boards_seen', 'boards', 'boards_annotated', 'boards_failed', 'terminal_boards', 'action_values')
@@ -61,7 +62,7 @@ def write(
   manifest = artefacts.AnnotationManifest(
     code=manifest_lib.code_version(),
     command=list(command) if command is not None else manifest_lib.command_line(),
-    inputs=graph.inputs,
+    inputs=plan.inputs,
     output_dir=options.output_dir,
     engine={**engine_config.describe(), 'id': engine_ids, 'binary_sha256': _binary_sha256(engine_ids, engine_config)},
     games={
@@ -69,7 +70,7 @@ def write(
       'corrupt_input_files': counts.get('corrupt_input_files', 0),
     },
     split={
-      'test_fraction': graph.test_fraction,
+      'test_fraction': plan.test_fraction,
       'by': 'test_input files' if options.test_input else 'hash of game',
       'dedup_by': options.dedup_by,
       'drop_test_overlap': options.drop_test_overlap,
@@ -78,7 +79,7 @@ def write(
     },
     splits=per_split,
     engine_restarts=counts.get('engine_restarts', 0),
-    outputs=beam_job.outputs(options.output_dir, graph.split_names, records.ALL_KINDS),
+    outputs=beam_job.outputs(options.output_dir, plan.split_names, records.ALL_KINDS),
     timings={'wall_seconds': round(wall, 3), **timings},
   )
   manifest.write(FileSystems.join(options.output_dir, artefacts.AnnotationManifest.FILE))

@@ -3,7 +3,7 @@
 A driver builds its graph, then runs it inside `dataset_job`, as Beam's examples do::
 
     p = beam.Pipeline(options=pipeline_options)
-    _ = p | 'Annotate' >> annotate.AnnotateGames(...)
+    _ = p | 'Files' >> beam.Create(paths) | 'ReadGames' >> ... | 'Write' >> ... | 'WriteResults' >> ...
     with beam_job.dataset_job(out, roots=roots, existing=beam_job.existing_dataset(out), keeper=keeper):
       result = beam_job.run_pipeline(p)
       ...  # count, commit the files (`shards.commit`), write the manifest
@@ -12,7 +12,7 @@ A driver builds its graph, then runs it inside `dataset_job`, as Beam's examples
 crashed earlier job left and prepares what the job keeps to resume; a job that fails, or is interrupted (Ctrl-C),
 in the block abandons its output: what it wrote is deleted, and the folders it made are removed where that leaves
 them empty. `run_pipeline` runs the graph and closes the runner's client (Beam's Dask runner opens one and leaves
-it). `run(pipeline, finish, ...)` is the same in one call.
+it).
 
 The runner's options (`beam_options`) are the same for every job: locally the DirectRunner with one worker process
 per core and quiet workers; on Beam's Dask runner one element per partition unless the flags say otherwise, and
@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from typing import Any, TypeVar
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -48,7 +48,6 @@ from searchless.data import shards
 from searchless.plumbing import errors
 from searchless.plumbing import outputs as outputs_lib
 
-T = TypeVar('T')
 BEAM_TEMP = 'beam-temp-*'  # The temporary folders Beam's file sinks make next to their output.
 
 
@@ -252,12 +251,6 @@ def run_pipeline(pipeline: beam.Pipeline) -> PipelineResult:
     if (client := getattr(result, 'client', None)) is not None:  # Beam's Dask runner opens one and leaves it.
       client.close()
   return result
-
-
-def run(pipeline: beam.Pipeline, finish: Callable[[Any], T], **job: Any) -> T:
-  """`finish(run_pipeline(pipeline))` inside `dataset_job(**job)`: a dataset job in one call."""
-  with dataset_job(**job):
-    return finish(run_pipeline(pipeline))
 
 
 # What a full disk, a quota or a read-only folder says, wherever in the job (a worker's error is text).

@@ -1,8 +1,9 @@
-"""The label import's graph (`ImportLabels`) and options; its driver is `searchless.pipelines.import_labels`.
+"""The label import's transforms (`Read`, `Parse`, `MergePerBoard`, `ToRecords`), its `plan` and options; its
+driver, `searchless.pipelines.import_labels`, shows the graph.
 
-    game dumps --ReadGames--> texts --Distribute--> --ParseGames(with evals)--> (split, Labelled) | Skip
-    eval db    --ReadEvalLines--> lines --Distribute--> --ParseEvalLines--> (split, Labelled) | Skip
-      --MergeBoards (per split and board)--> one Labelled per board
+    game dumps --Read--> texts --Parse (SkipKept, Distribute, parse with evals)--> (split, Labelled) | Skip
+    eval db    --Read--> lines --Parse (SkipKept, Distribute, parse the line)--> (split, Labelled) | Skip
+      --MergePerBoard (per split and board)--> one Labelled per board
       --ToRecords--> state_value / behavioral_cloning / partial_board_value --WriteShards--> pieces
 
 The parses are kept as they are made (`searchless.data.resume`): a rerun after an interrupt parses only the rest,
@@ -17,7 +18,7 @@ from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.pvalue import PBegin, PCollection, PDone
+from apache_beam.pvalue import PBegin, PCollection
 
 from searchless.core import bags
 from searchless.core import records
@@ -111,198 +112,175 @@ def input_paths(options: ImportOptions) -> list[str]:
   return streams.match_files([part for value in options.input for part in value.split(',') if part], 'input')
 
 
-class ImportLabels(beam.PTransform):
-  """The whole import graph, from the input files to the pieces of every output set.
+def plan(o: ImportOptions, paths: Sequence[str]) -> job_results.JobPlan:
+  """The plan of the import `o` asks for, of the input files `paths` (`input_paths`): its sources ('games': game
+  dumps, 'eval_db': evaluation databases), splits, and each output set with the shards it gets when sharded by size."""
+  inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
+  split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
+  ext = bags.extension(o.compress)
+  estimated = (
+    shards.pgn_bytes(inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
+    + shards.pgn_bytes(inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD
+  )  # Boards, about.
+  outputs: list[job_results.OutputSet] = []
+  record_sets: list[shards.RecordSet] = []
+  for split in split_names:
+    share = estimated * (o.test_fraction if split == 'test' else 1 - o.test_fraction)
+    for kind in o.kinds:
+      spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
+      buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
+      outputs.append(job_results.OutputSet(spec, split, kind))
+      record_sets.append(
+        shards.RecordSet(spec, functools.partial(records.encode, kind), _board, buckets, o.records_per_shard)
+      )
+  skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
+  outputs.append(job_results.OutputSet(skips, None, 'skipped'))
+  record_sets.append(shards.RecordSet(skips, games.skip_line, _location))
+  results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, job_results.RESULTS)
+  return job_results.JobPlan(o.output_dir, inputs, o.test_fraction, split_names, outputs, record_sets, results_path)
 
-  Apply it to a pipeline's root; after `expand`, `inputs`, `split_names`, `outputs` and
-  `results_path` say what it writes (`run` commits the pieces and writes the manifest).
-  `paths`: the input files, where the caller matched them already (`input_paths`).
+
+def _board(record: tuple) -> str:
+  return record[0]
+
+
+def _location(item: pgn.RawGame | EvalLine | pgn.Skip) -> str:
+  return item.location
+
+
+KIND = {'games': 'games', 'eval_db': 'lines'}  # What a source holds: how its parses are counted and kept.
+
+
+class Read(beam.PTransform):
+  """The files of a source ('games' or 'eval_db') -> its game texts (`pgn.RawGame`) or database lines (`EvalLine`),
+  in file order. After `expand`, `counts` is the collection of its counts (read; corrupt files)."""
+
+  def __init__(self, source: str, options: ImportOptions):
+    super().__init__()
+    self._source, self._options = source, options
+
+  def expand(self, files: PCollection) -> PCollection:
+    o, kind = self._options, KIND[self._source]
+    if self._source == 'games':
+      read = files | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
+    else:
+      read = files | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs))
+    self.counts = read | 'CountRead' >> beam.Map(
+      lambda r, k: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else f'{k}_read', 1), kind
+    )
+    return read | 'Texts' >> beam.Filter(lambda r: not isinstance(r, games.CorruptInput))
+
+
+def _game_boards(item: pgn.Game | pgn.Skip, fraction: float) -> Iterator[Any]:  # (split, Labelled) | Skip
+  """A parsed game's boards with their evaluations, each with the game's split; or its Skip."""
+  if isinstance(item, pgn.Skip):
+    yield item
+    return
+  split = splits.split_of(item.key, fraction)
+  for board in lichess_evals.from_game(item):
+    yield split, board
+
+
+def _line_board(item: EvalLine, fraction: float, by: str) -> Any:  # (split, Labelled) | Skip
+  """A database line's board with its evaluations and the split its board hashes to; or why it was skipped."""
+  board = lichess_evals.from_eval_line(item.text, item.location)
+  if isinstance(board, pgn.Skip):
+    return board
+  return splits.split_of(splits.dedup_key(board.fen, by), fraction), board
+
+
+class Parse(beam.PTransform):
+  """A source's texts (`Read`) -> (split, `lichess_evals.Labelled`): each parsed on a worker and committed as it goes
+  (`resume.Recorded`), except those an interrupted run kept (`resume.SkipKept` on `kept`, read from `pbegin`).
+
+  After `expand`: `counts` is the collection of its counts (parsed in this run, ``parsed/<kind>``; reused,
+  ``kept/<kind>``; kept and skipped), `skipped` that of its `pgn.Skip`s, and `notes` that of the kept pieces
+  dropped as unreadable, or None.
   """
 
-  def __init__(self, options: ImportOptions, kept: Sequence[str] = (), paths: Sequence[str] | None = None):
+  def __init__(self, source: str, options: ImportOptions, kept: Sequence[str], pbegin: PBegin):
     super().__init__()
-    self.options = options
-    self.kept = list(kept)  # Pieces of parsed games and lines an interrupted run kept (`resume.Keeper.kept_pieces`).
-    self._paths = list(paths) if paths is not None else None
+    self._source, self._options, self._kept, self._pbegin = source, options, list(kept), pbegin
+    self.notes: PCollection | None = None
 
-  def expand(self, pbegin: PBegin) -> PDone:
-    o = self.options
-    paths = self._paths if self._paths is not None else input_paths(o)
-    self.inputs = {'games': [p for p in paths if not is_eval_db(p)], 'eval_db': [p for p in paths if is_eval_db(p)]}
-    self.split_names = ['train'] + (['test'] if o.test_fraction > 0 else [])
-    self.results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, job_results.RESULTS)
-    game_filter = o.game_filter()
-    fraction, by = o.test_fraction, o.dedup_by
-    counts: list[PCollection] = []
-    labelled: list[PCollection] = []
-    skipped: list[PCollection] = []
-    notes: list[PCollection] = []
+  def expand(self, items: PCollection) -> PCollection:
+    o, kind = self._options, KIND[self._source]
+    if self._source == 'games':
+      step: Callable = functools.partial(_parse_with_evals, game_filter=o.game_filter())
+    else:
+      step = functools.partial(_line_board, fraction=o.test_fraction, by=o.dedup_by)
+    skip_kept = resume.SkipKept(resume.pieces_of_kind(self._kept, kind), _location, self._pbegin)
+    resolved = items | 'SkipKept' >> skip_kept
+    recorded = resume.Recorded(step, _location, resume.folder(o.output_dir), kind, o.chunk_games)
+    parsed = (
+      resolved
+      | 'ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
+      | 'Items' >> beam.Map(lambda t: t[1])
+      | 'Distribute' >> games.Distribute(_location, o.parallelism)
+      | 'Parse' >> beam.ParDo(recorded).with_output_types(Any)
+    )
+    reused = resolved | 'Kept' >> beam.Filter(lambda t: t[0] == 'kept') | 'KeptResults' >> beam.Map(lambda t: t[2])
+    results = (parsed, reused) | 'AllParsed' >> beam.Flatten()  # Games (or Skips); database boards (or Skips).
+    every = results | 'GameBoards' >> beam.FlatMap(_game_boards, o.test_fraction) if kind == 'games' else results
+    if skip_kept.dropped is not None:
+      what = f'parsed {kind}'
+      self.notes = skip_kept.dropped | 'Notes' >> beam.Map(lambda r: ('note', resume.dropped_note(r, what)))
+    self.skipped = every | 'Skips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip))
+    self.counts = (
+      parsed | 'CountParsed' >> beam.Map(lambda _, k: (f'parsed/{k}', 1), kind),
+      reused | 'CountKept' >> beam.Map(lambda _, k: (f'kept/{k}', 1), kind),
+      results
+      | 'CountResults'
+      >> beam.Map(lambda x, k: (f'{k}_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else (f'{k}_kept', 1), kind),
+    ) | 'Counts' >> beam.Flatten()
+    return every | 'Labelled' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip))
 
-    def game_boards(item):
-      if isinstance(item, pgn.Skip):
-        yield item
-        return
-      split = splits.split_of(item.key, fraction)
-      for board in lichess_evals.from_game(item):
-        yield split, board
 
-    def line_board(item: EvalLine):
-      board = lichess_evals.from_eval_line(item.text, item.location)
-      if isinstance(board, pgn.Skip):
-        return board
-      return splits.split_of(splits.dedup_key(board.fen, by), fraction), board
+class MergePerBoard(beam.PTransform):
+  """(split, Labelled) -> one (split, Labelled) per split and board (`import_merge.MergeBoards`: the deepest
+  source's values). After `expand`, `counts` is the collection of its counts (boards seen; boards, move values and
+  best moves per split)."""
 
-    if self.inputs['games']:
-      read = (
-        pbegin
-        | 'GameFiles' >> beam.Create(self.inputs['games'])
-        | 'ReadGames' >> beam.ParDo(games.ReadGames(o.max_games, o.skip_corrupt_inputs))
-      )
-      counts.append(
-        read
-        | 'CountGamesRead'
-        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'games_read', 1))
-      )
-      parsed = _kept_or_done(
-        read | 'GameTexts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame)),
-        functools.partial(_parse_with_evals, game_filter=game_filter),
-        'games',
-        self.kept,
-        o,
-        pbegin,
-        counts,
-        notes,
-      )
-      counts.append(
-        parsed
-        | 'CountGames'
-        >> beam.Map(lambda g: (f'games_skipped/{g.reason}', 1) if isinstance(g, pgn.Skip) else ('games_kept', 1))
-      )
-      from_games = parsed | 'GameBoards' >> beam.FlatMap(game_boards)
-      labelled.append(from_games | 'GameLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
-      skipped.append(from_games | 'GameSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
-    if self.inputs['eval_db']:
-      lines = (
-        pbegin
-        | 'EvalFiles' >> beam.Create(self.inputs['eval_db'])
-        | 'ReadEvalLines' >> beam.ParDo(ReadEvalLines(o.max_lines, o.skip_corrupt_inputs))
-      )
-      counts.append(
-        lines
-        | 'CountLinesRead'
-        >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games.CorruptInput) else 'lines_read', 1))
-      )
-      parsed_lines = _kept_or_done(
-        lines | 'LineTexts' >> beam.Filter(lambda r: isinstance(r, EvalLine)),
-        line_board,
-        'lines',
-        self.kept,
-        o,
-        pbegin,
-        counts,
-        notes,
-      )
-      counts.append(
-        parsed_lines
-        | 'CountLines'
-        >> beam.Map(lambda x: (f'lines_skipped/{x.reason}', 1) if isinstance(x, pgn.Skip) else ('lines_kept', 1))
-      )
-      labelled.append(parsed_lines | 'LineLabels' >> beam.Filter(lambda x: not isinstance(x, pgn.Skip)))
-      skipped.append(parsed_lines | 'LineSkips' >> beam.Filter(lambda x: isinstance(x, pgn.Skip)))
+  def __init__(self, dedup_by: str):
+    super().__init__()
+    self._by = dedup_by
 
-    every = labelled | 'AllLabelled' >> beam.Flatten()
-    counts.append(every | 'CountSeen' >> beam.FlatMap(import_merge.labelled_counts))
+  def expand(self, labelled: PCollection) -> PCollection:
+    by = self._by
     merged = (
-      every
+      labelled
       | 'KeyBoards' >> beam.Map(lambda sb: ((sb[0], splits.dedup_key(sb[1].fen, by)), sb[1]))
       | 'MergeBoards' >> beam.CombinePerKey(import_merge.MergeBoards())
       | 'SplitBoard' >> beam.Map(lambda kv: (kv[0][0], kv[1]))
     )
-    counts.append(merged | 'CountBoards' >> beam.FlatMap(import_merge.board_counts))
+    self.counts = (
+      labelled | 'CountSeen' >> beam.FlatMap(import_merge.labelled_counts),
+      merged | 'CountBoards' >> beam.FlatMap(import_merge.board_counts),
+    ) | 'Counts' >> beam.Flatten()
+    return merged
 
-    ext = bags.extension(o.compress)
-    estimated = (
-      shards.pgn_bytes(self.inputs['games'], o.max_games) / shards.PGN_BYTES_PER_BOARD
-      + shards.pgn_bytes(self.inputs['eval_db']) / EVAL_DB_BYTES_PER_BOARD
-    )  # Boards, about.
-    self.outputs: list[job_results.OutputSet] = []
-    record_sets: list[shards.RecordSet] = []
-    to_write: list[PCollection] = []
-    for split in self.split_names:
-      share = estimated * (fraction if split == 'test' else 1 - fraction)
+
+class ToRecords(beam.PTransform):
+  """(split, merged Labelled) -> (set key, record) for every record set of `plan` (`lichess_evals.RECORDS_OF`), as
+  `shards.WriteShards` takes them."""
+
+  def __init__(self, plan: job_results.JobPlan):
+    super().__init__()
+    self._plan = plan
+
+  def expand(self, merged: PCollection) -> PCollection:
+    keyed = []
+    for split in self._plan.split_names:
       of_split = (
         merged
         | f'Select[{split}]' >> beam.Filter(lambda sb, s: sb[0] == s, split)
         | f'Boards[{split}]' >> beam.Map(lambda sb: sb[1])
       )
-      for kind in o.kinds:
-        spec = shards.ShardSpec(FileSystems.join(o.output_dir, split), kind, ext, o.num_shards)
-        buckets = shards.auto_buckets(share * shards.PGN_BYTES_PER_BOARD, 1, o.records_per_shard)
-        self.outputs.append(job_results.OutputSet(spec, split, kind))
-        record_sets.append(
-          shards.RecordSet(spec, functools.partial(records.encode, kind), lambda r: r[0], buckets, o.records_per_shard)
-        )
-        to_write.append(
-          of_split
-          | f'{kind}[{split}]' >> beam.FlatMap(lichess_evals.RECORDS_OF[kind])
-          | f'Key[{split}/{kind}]' >> beam.Map(lambda r, key: (key, r), spec.key)
-        )
-    skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
-    self.outputs.append(job_results.OutputSet(skips, None, 'skipped'))
-    record_sets.append(shards.RecordSet(skips, games.skip_line, lambda s: s.location))
-    to_write.append(skipped | 'AllSkipped' >> beam.Flatten() | 'KeySkipped' >> beam.Map(lambda s, k: (k, s), skips.key))
-    pieces = to_write | 'AllRecords' >> beam.Flatten() | 'Write' >> shards.WriteShards(record_sets)
-    summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
-    _ = (
-      (
-        pbegin | 'Start' >> beam.Create([('start', None)]),
-        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-        pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
-        *notes,
-      )
-      | 'AllResults' >> beam.Flatten()
-      | 'OneKey' >> beam.Map(lambda item: (None, item))
-      | 'Gather' >> beam.GroupByKey()
-      | 'WriteResults' >> beam.ParDo(job_results.WriteResults(self.results_path))
-    )
-    return PDone(pbegin.pipeline)
-
-
-def _location(item: pgn.RawGame | EvalLine) -> str:
-  return item.location
-
-
-def _kept_or_done(
-  items: PCollection,
-  step: Callable,
-  kind: str,
-  kept: Sequence[str],
-  o: ImportOptions,
-  pbegin: PBegin,
-  counts: list[PCollection],
-  notes: list[PCollection],
-) -> PCollection:
-  """`step` (the parse) of each game text or database line, spread over the workers and committed as it goes
-  (`resume.Recorded`), except for those an interrupted run kept (`resume.SkipKept`). Adds to `counts` how many
-  were parsed in this run (``parsed/<kind>``) and kept (``kept/<kind>``), and to `notes` the kept pieces dropped as
-  unreadable."""
-  name = kind.title()
-  skip_kept = resume.SkipKept(resume.pieces_of_kind(kept, kind), _location, pbegin)
-  resolved = items | f'SkipKept{name}' >> skip_kept
-  recorded = resume.Recorded(step, _location, resume.folder(o.output_dir), kind, o.chunk_games)
-  parsed = (
-    resolved
-    | f'{name}ToDo' >> beam.Filter(lambda t: t[0] == 'todo')
-    | f'{name}Items' >> beam.Map(lambda t: t[1])
-    | f'Distribute{name}' >> games.Distribute(_location, o.parallelism)
-    | f'Parse{name}' >> beam.ParDo(recorded).with_output_types(Any)
-  )
-  reused = (
-    resolved | f'{name}Kept' >> beam.Filter(lambda t: t[0] == 'kept') | f'{name}KeptResults' >> beam.Map(lambda t: t[2])
-  )
-  counts.append(parsed | f'Count{name}Parsed' >> beam.Map(lambda _, k: (f'parsed/{k}', 1), kind))
-  counts.append(reused | f'Count{name}Kept' >> beam.Map(lambda _, k: (f'kept/{k}', 1), kind))
-  if skip_kept.dropped is not None:
-    what = f'parsed {kind}'
-    notes.append(skip_kept.dropped | f'Dropped{name}' >> beam.Map(lambda r: ('note', resume.dropped_note(r, what))))
-  return (parsed, reused) | f'All{name}Parsed' >> beam.Flatten()
+      for output in self._plan.outputs:
+        if output.split == split:
+          keyed.append(
+            of_split
+            | f'{output.kind}[{split}]' >> beam.FlatMap(lichess_evals.RECORDS_OF[output.kind])
+            | f'Key[{split}/{output.kind}]' >> beam.WithKeys(output.spec.key)
+          )
+    return keyed | 'Records' >> beam.Flatten()

@@ -5,7 +5,7 @@ them; the job's last step, `WriteResults`, writes them with the written pieces,
 the engines' identities and the notes for the user (one line each: a kept piece
 dropped as unreadable, say) to ``OUTPUT_DIR/.searchless-tmp/results.json``, and
 the driver reads that back (`read_results`) to write the manifest. `OutputSet`
-names a file set a job writes;
+names a file set a job writes, `JobPlan` all that a job reads and writes.
 """
 
 from collections.abc import Iterable, Iterator
@@ -15,6 +15,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.pvalue import PCollection
 
 from searchless.data import shards
 
@@ -23,8 +24,8 @@ RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of th
 Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per name.
 
 
-class WriteResults(beam.DoFn):
-  """The last step: one JSON file with the summed counts, the written pieces, the engines seen and the notes."""
+class _WriteFile(beam.DoFn):
+  """All of a job's results, gathered under one key -> one JSON file (`read_results`)."""
 
   def __init__(self, path: str):
     self._path = path
@@ -55,6 +56,34 @@ class WriteResults(beam.DoFn):
     yield self._path
 
 
+class WriteResults(beam.PTransform):
+  """The last step of a job: {'counts': (name, n) pairs, 'pieces': the `shards.Piece`s written, 'notes': ('engine',
+  identity) and ('note', line) pairs} -> one JSON file at `path`, read back by `read_results`.
+
+  It depends on every other step that matters (Beam's Dask runner computes only the last step's inputs), and it
+  writes its file even when every input is empty.
+  """
+
+  def __init__(self, path: str):
+    super().__init__()
+    self._path = path
+
+  def expand(self, parts: Any) -> PCollection[str]:  # {name: PCollection}; Beam reads hints of PCollections only.
+    summed = parts['counts'] | 'SumCounts' >> beam.CombinePerKey(sum)
+    return (
+      (
+        parts['counts'].pipeline | 'Start' >> beam.Create([('start', None)]),
+        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
+        parts['pieces'] | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
+        parts['notes'],
+      )
+      | 'AllResults' >> beam.Flatten()
+      | 'OneKey' >> beam.Map(lambda item: (None, item))
+      | 'Gather' >> beam.GroupByKey()
+      | 'Write' >> beam.ParDo(_WriteFile(self._path))
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Results:
   """What a job's `WriteResults` wrote."""
@@ -81,3 +110,25 @@ class OutputSet:
   spec: shards.ShardSpec
   split: str | None  # None for the job-wide sets (failures, skipped).
   kind: str  # A record kind, 'failures' or 'skipped'.
+
+
+@dataclasses.dataclass(frozen=True)
+class JobPlan:
+  """What a job reads and writes, known before its graph is built (`annotate.plan`, `import_graph.plan`)."""
+
+  output_dir: str
+  inputs: dict[str, list[str]]  # The input files per source (annotation: 'train', and 'test' with --test_input).
+  test_fraction: float  # Of the games (annotation: of 'train'; 0 with --test_input) that go to the test split.
+  split_names: list[str]
+  outputs: list[OutputSet]  # Every set written: the record sets of each split, failures, skipped.
+  record_sets: list[shards.RecordSet]  # How each is written (`shards.WriteShards`).
+  results_path: str  # Where the job's last step writes its counts and pieces (`WriteResults`).
+
+  def spec(self, kind: str) -> shards.ShardSpec:
+    """The set of a job-wide `kind` ('failures', 'skipped')."""
+    return next(o.spec for o in self.outputs if o.split is None and o.kind == kind)
+
+  @property
+  def roots(self) -> list[str]:
+    """The folders the job writes its pieces in: OUT and its record sets' folders."""
+    return sorted({self.output_dir, *(o.spec.directory for o in self.outputs)})

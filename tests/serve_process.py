@@ -73,9 +73,14 @@ class Served:
     status, headers, body = self.request('GET', path)
     return status, headers, json.loads(body) if headers.get('content-type', '').startswith('application/json') else body
 
-  def post(self, path: str, value: Any = None, *, raw: bytes | None = None) -> tuple[int, dict, Any]:
-    status, headers, body = self.request('POST', path, json.dumps(value).encode() if raw is None else raw)
-    return status, headers, json.loads(body)
+  def post(
+    self, path: str, value: Any = None, *, raw: bytes | None = None, headers: dict | None = None
+  ) -> tuple[int, dict, Any]:
+    """A JSON POST (``Content-Type: application/json`` unless `headers` say otherwise): (status, headers, JSON)."""
+    body = json.dumps(value).encode() if raw is None else raw
+    sent = {'Content-Type': 'application/json', **(headers or {})}
+    status, answer_headers, answer = self.request('POST', path, body, sent)
+    return status, answer_headers, json.loads(answer)
 
   def metric(self, name: str, **labels: str) -> float:
     """The value of one sample of /metrics (0 when absent)."""

@@ -24,7 +24,8 @@ def serve_argv(checkpoint, *args: str) -> list[str]:
 class Served:
   """The server as a process; `url` once it prints it, `lines` what it printed; `stop()` ends it (SIGTERM)."""
 
-  def __init__(self, checkpoint, *args: str, startup_seconds: float = 600):
+  def __init__(self, checkpoint, *args: str, startup_seconds: float = 600, headers: dict | None = None):
+    self.headers = headers or {}  # Sent with every request (a token's Authorization).
     self.process = subprocess.Popen(
       serve_argv(checkpoint, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -63,7 +64,7 @@ class Served:
     """(status, headers as a dict of lower-case names, body bytes) of one request on a new connection."""
     connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
     try:
-      connection.request(method, path, body=body, headers=headers or {})
+      connection.request(method, path, body=body, headers={**self.headers, **(headers or {})})
       response = connection.getresponse()
       return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:

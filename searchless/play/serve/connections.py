@@ -41,6 +41,7 @@ class BoundedProtocol(HttpToolsProtocol):
   max_connections = 512
   header_timeout = 10.0
   _head_timer: asyncio.TimerHandle | None = None
+  _refused = False  # Answered 503 at connection: what the client sends is dropped until it closes (1 s at most).
 
   def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
     full = len(self.connections) >= self.max_connections
@@ -48,9 +49,16 @@ class BoundedProtocol(HttpToolsProtocol):
     if full:
       message = f'{self.max_connections} connections are open, the most this server takes (--max_connections)'
       retry = b'retry-after: %d' % RETRY_AFTER_SECONDS
-      self._close_with(_answer(503, 'Service Unavailable', message, retry))
+      self._refused = True
+      transport.write(_answer(503, 'Service Unavailable', message, retry))
+      transport.write_eof()  # Not a close: the request it sends meanwhile would be answered by a reset, not this.
+      self.loop.call_later(RETRY_AFTER_SECONDS, transport.close)
       return
     self._head_timer = self.loop.call_later(self.header_timeout, self._head_late)
+
+  def data_received(self, data: bytes) -> None:
+    if not self._refused:
+      super().data_received(data)
 
   def on_message_begin(self) -> None:
     super().on_message_begin()

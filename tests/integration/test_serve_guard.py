@@ -122,6 +122,13 @@ def test_a_path_with_a_nul_and_requests_uvicorn_cannot_read_are_json_errors(serv
     assert json.loads(answer)['error'].endswith('(not HTTP/1.1 the server can read)')
   bad_length = b'POST /v1/analyse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n{}'
   assert _exchange(served, bad_length)[0] == 400
+  status, headers, answer, _ = _exchange(served, _http('GET', '/health/live', b'', {'X-Big': 'a' * 100_000}))
+  assert (status, json.loads(answer)) == (
+    431,
+    {'error': 'the request head is over 32768 bytes (its headers too large)'},
+  )
+  status, _, answer = served.request('GET', '/page/' + 'a' * 5000)  # A name too long for the file system.
+  assert (status, json.loads(answer)) == (404, {'error': f'GET {("/page/" + "a" * 5000)[:200]}: Not Found'})
 
 
 def test_a_slow_head_a_slow_body_and_an_idle_connection_are_closed_at_their_timeouts(served):
@@ -222,6 +229,7 @@ def test_pgn_text_that_is_not_one_game_and_chess960(served):
   ]
   for text, error in cases:
     assert served.post('/v1/pgn', {'pgn': text})[::2] == (400, {'error': error}), error
+  assert [line for line in served.stderr if 'chess.pgn' in line or 'while parsing' in line] == []  # No log noise.
   status, _, game = served.post('/v1/pgn', {'pgn': f'[Variant "Chess960"]\n[FEN "{CHESS960}"]\n\n1. O-O *'})
   assert (status, game['fen'], game['chess960'], game['moves']) == (
     200,

@@ -288,7 +288,7 @@ def make_app(
 
   async def failed(request: Request, exception: Exception) -> Response:
     if isinstance(exception, HTTPException):
-      message = f'{request.method} {request.url.path}: {exception.detail}'
+      message = f'{request.method} {request.url.path[:200]}: {exception.detail}'
       return error(message, exception.status_code, **(exception.headers or {}))
     _LOG.error('%s failed', request.url.path, exc_info=exception)
     return error('internal error (the server logged it)', 500)

@@ -7,7 +7,9 @@
   plain text, and only once a request's head is in);
 * a request's head (its request line and headers) not received within `header_timeout` seconds of the
   connection, or of the request's first byte on a kept-alive one, is answered 408 and the connection closed
-  (a slow-header client, "slowloris"; uvicorn times out idle kept-alive connections, not these);
+  (a slow-header client, "slowloris"; uvicorn times out idle kept-alive connections, not these); a head over
+  `MAX_HEAD_BYTES` (more bytes read without its end) is answered 431 and closed (httptools reads headers of any
+  size);
 * a request the parser refuses (a bad Content-Length, TLS bytes on the plain port, ...) is answered 400 in JSON,
   as every other error.
 
@@ -20,6 +22,12 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 RETRY_AFTER_SECONDS = 1
+MAX_HEAD_BYTES = 32 * 1024  # Read without the head's end: 431 (nginx's large_client_header_buffers: 4 x 8 KiB).
+
+
+def _too_large() -> bytes:
+  message = f'the request head is over {MAX_HEAD_BYTES} bytes (its headers too large)'
+  return _answer(431, 'Request Header Fields Too Large', message)
 
 
 def _answer(status: int, reason: str, message: str, *extra: bytes) -> bytes:
@@ -42,6 +50,9 @@ class BoundedProtocol(HttpToolsProtocol):
   header_timeout = 10.0
   _head_timer: asyncio.TimerHandle | None = None
   _refused = False  # Answered 503 at connection: what the client sends is dropped until it closes (1 s at most).
+  _head_bytes = 0  # Of the request head being read: its line and headers as parsed ...
+  _head_read = 0  # ... and the bytes read while it is not complete.
+  _head_too_large = False
 
   def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
     full = len(self.connections) >= self.max_connections
@@ -57,10 +68,31 @@ class BoundedProtocol(HttpToolsProtocol):
     self._head_timer = self.loop.call_later(self.header_timeout, self._head_late)
 
   def data_received(self, data: bytes) -> None:
-    if not self._refused:
-      super().data_received(data)
+    if self._refused:
+      return
+    super().data_received(data)
+    if self._head_timer is not None and not self.transport.is_closing():  # A head still incomplete after these.
+      self._head_read += len(data)
+      if self._head_read > MAX_HEAD_BYTES:
+        self._close_with(_too_large())
+
+  def on_url(self, url: bytes) -> None:
+    self._count(len(url))
+    super().on_url(url)
+
+  def on_header(self, name: bytes, value: bytes) -> None:
+    self._count(len(name) + len(value))
+    super().on_header(name, value)
+
+  def _count(self, size: int) -> None:
+    """Counts a part of the head read; past `MAX_HEAD_BYTES` it stops the parse (`send_400_response`: 431)."""
+    self._head_bytes += size
+    if self._head_bytes > MAX_HEAD_BYTES:
+      self._head_too_large = True
+      raise ValueError('the request head is too large')  # The parser's error: uvicorn calls send_400_response.
 
   def on_message_begin(self) -> None:
+    self._head_bytes = self._head_read = 0
     super().on_message_begin()
     if self._head_timer is None:  # A kept-alive connection's next request: its head from its first byte.
       self._head_timer = self.loop.call_later(self.header_timeout, self._head_late)
@@ -74,6 +106,9 @@ class BoundedProtocol(HttpToolsProtocol):
     super().connection_lost(exc)
 
   def send_400_response(self, msg: str) -> None:
+    if self._head_too_large:
+      self._close_with(_too_large())
+      return
     self._close_with(_answer(400, 'Bad Request', f'{msg.rstrip(".")} (not HTTP/1.1 the server can read)'))
 
   def _stop_head_timer(self) -> None:

@@ -86,6 +86,11 @@ async def read_body(receive: Receive, headers: list[tuple[bytes, bytes]], second
   limit = inputs.MAX_BODY_BYTES
   declared = next((value.decode('latin-1') for name, value in headers if name == b'content-length'), None)
   if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared.isdigit() and int(declared) <= 2 * limit:  # Read and dropped: the client, still sending, reads
+      with contextlib.suppress(TimeoutError):  # its 413 rather than a reset.
+        async with asyncio.timeout(seconds):
+          while (message := await receive())['type'] == 'http.request' and message.get('more_body', False):
+            pass
     raise inputs.BadRequest(f'body: {declared[:40]} bytes (Content-Length), more than the {limit} allowed', 413)
   chunks, size = [], 0
   try:
@@ -191,12 +196,23 @@ class Gate:
     endpoint = named if named in self.endpoints else '/page' if path.startswith('/page/') else 'other'
     status = CLIENT_GONE  # Unless an answer starts: a client that left before its answer.
     extra = self.access.headers(path)
+    unread = any(  # A body is announced.
+      (name == b'content-length' and value != b'0') or name == b'transfer-encoding' for name, value in scope['headers']
+    )
+
+    async def receiving() -> Message:
+      nonlocal unread
+      message = await receive()
+      unread = unread and message['type'] == 'http.request' and message.get('more_body', False)
+      return message
 
     async def sending(message: Message) -> None:
       nonlocal status
       if message['type'] == 'http.response.start':
         status = message['status']
         message['headers'] = [*message.get('headers', ()), *extra]
+        if unread:  # Answered before its body was read (a refusal): the rest is not waited for.
+          message['headers'].append((b'connection', b'close'))
       await send(message)
 
     start = time.perf_counter()
@@ -205,9 +221,9 @@ class Gate:
       refused = self.access.refusal(scope['method'], path, scope['headers'])
       if refused is not None:
         headers = {'WWW-Authenticate': 'Bearer'} if refused[0] == 401 else {}
-        await error(refused[1], refused[0], **headers)(scope, receive, sending)
+        await error(refused[1], refused[0], **headers)(scope, receiving, sending)
       else:
-        await self.app(scope, receive, sending)
+        await self.app(scope, receiving, sending)
     except asyncio.CancelledError:  # Shutdown's grace is over: the request is cut off.
       self.cut_off += 1
       raise

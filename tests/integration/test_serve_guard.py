@@ -18,6 +18,7 @@ import time
 import chess
 import pytest
 
+from searchless.engines import launch
 from searchless.play.serve import inputs
 
 from serve_process import Served, concurrently, serve_argv, wait_for
@@ -399,17 +400,22 @@ def test_a_fuzz_of_10000_requests_is_answered_2xx_or_4xx_and_the_server_stays_up
 
 
 def test_sigterm_stops_searches_in_flight_with_their_moves_and_ready_says_stopping_at_once(model_checkpoint):
-  with Served(model_checkpoint, '--max_batch', '8', '--agent', f'search:{model_checkpoint},sims=16') as server:
+  """Three searches of 60 s answer their moves so far; a Stockfish analysis of 10 s (where Stockfish is found),
+  which cannot be stopped, is cut off after the 4 s of grace, answered 503, and the last line says so."""
+  stockfish = launch.find_stockfish() is not None
+  extra = ['--stockfish', '--stockfish_limit', 'time=10'] if stockfish else []
+  with Served(model_checkpoint, '--agent', f'search:{model_checkpoint},sims=16', *extra) as server:
     server.wait_ready()
     results: list = []
-
-    def search() -> None:
-      results.append(server.post('/v1/play', {'movetime_ms': 60_000}))
-
+    search = lambda: results.append((*server.post('/v1/play', {'movetime_ms': 60_000}), time.monotonic()))  # noqa: E731
     threads = [threading.Thread(target=search) for _ in range(3)]
+    cut: list = []
+    if stockfish:
+      threads.append(threading.Thread(target=lambda: cut.append((*server.post('/v1/stockfish', {}), time.monotonic()))))
     for thread in threads:
       thread.start()
-    assert wait_for(lambda: server.metric('searchless_serve_requests_in_flight') >= 4)  # The three and the scrape.
+    in_flight = len(threads) + 1  # And the scrape.
+    assert wait_for(lambda: server.metric('searchless_serve_requests_in_flight') >= in_flight)
     ready = http.client.HTTPConnection(server.host, server.port, timeout=30)
     ready.request('GET', '/health/live')
     assert ready.getresponse().read()
@@ -425,10 +431,17 @@ def test_sigterm_stops_searches_in_flight_with_their_moves_and_ready_says_stoppi
     assert (response.status, json.loads(response.read())) == (503, {'status': 'stopping'})
     for thread in threads:
       thread.join(30)
-    assert server.process.wait(30) == 0 and time.monotonic() - terminated < 5
-    assert [status for status, _, _ in results] == [200] * 3
-    assert all(chess.Move.from_uci(answer['move']) in chess.Board().legal_moves for _, _, answer in results)
-    assert server.lines[-1] == 'stopped (SIGTERM): the requests in flight were answered'
+    assert server.process.wait(30) == 0
+    assert [status for status, _, _, _ in results] == [200] * 3
+    assert all(chess.Move.from_uci(answer['move']) in chess.Board().legal_moves for _, _, answer, _ in results)
+    assert max(done for *_, done in results + cut) - terminated < 5  # Every answer within the 5 s promised.
+    if stockfish:
+      assert [(status, answer) for status, _, answer, _ in cut] == [
+        (503, {'error': 'the server stopped before this request was answered'})
+      ]
+      assert server.lines[-1] == 'stopped (SIGTERM): 1 request(s) in flight were cut off after 4 s (answered 503)'
+    else:
+      assert server.lines[-1] == 'stopped (SIGTERM): the requests in flight were answered'
 
 
 def test_beyond_loopback_a_token_or_no_token_is_required_and_other_flags_are_one_line(model_checkpoint, tmp_path):

@@ -224,8 +224,11 @@ class Gate:
         await error(refused[1], refused[0], **headers)(scope, receiving, sending)
       else:
         await self.app(scope, receiving, sending)
-    except asyncio.CancelledError:  # Shutdown's grace is over: the request is cut off.
+    except asyncio.CancelledError:  # Shutdown's grace is over: the request is cut off, answered 503 if it can be.
       self.cut_off += 1
+      if status == CLIENT_GONE:
+        with contextlib.suppress(Exception):
+          await unavailable('the server stopped before this request was answered')(scope, receive, sending)
       raise
     except BaseException:
       if status == CLIENT_GONE:

@@ -215,7 +215,7 @@ def _drained(app: app_lib.Gate) -> str:
   """What became of the requests in flight at the signal."""
   if not app.cut_off:
     return 'the requests in flight were answered'
-  return f'{app.cut_off} request(s) in flight were cut off, unanswered after {GRACE_SECONDS:g} s'
+  return f'{app.cut_off} request(s) in flight were cut off after {GRACE_SECONDS:g} s (answered 503)'
 
 
 def _exit_if_compiling(service: service_lib.Service, *, interrupted: bool) -> None:

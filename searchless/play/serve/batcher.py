@@ -118,9 +118,9 @@ class Batcher(Generic[Item, Result]):
 
   def _ended(self, task: asyncio.Task) -> None:
     """The worker's end: at `stop`, nothing; else a fault of the server: its batch fails, a new worker starts."""
-    if self._stopping:
+    if self._stopping or task.cancelled():  # Stopped, or its loop ended.
       return
-    error = None if task.cancelled() else task.exception()
+    error = task.exception()
     _LOG.error('the batch worker died; starting another', exc_info=error)
     for entry in self._batch_in_flight:
       if not entry.future.done():

@@ -188,6 +188,9 @@ def _asked(server: Server, requests: list[bytes], refused: bool) -> tuple[int, i
     try:
       connection = connection or Client(server.host, server.port)
       status, _ = connection.post(request)
+      if connection.closing:  # A refusal before the body was read closes the connection, as its answer says.
+        connection.close()
+        connection = None
     except (ConnectionError, OSError, RuntimeError):
       status, connection = 0, None
     if status == 0 or status >= 500 or (refused and status < 300):

@@ -110,6 +110,7 @@ class Client:
     self.sock = socket.create_connection((host, port), timeout=60)
     self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     self.buffer = b''
+    self.closing = False  # The last answer said Connection: close.
 
   @staticmethod
   def request(path: str, body: bytes) -> bytes:
@@ -135,6 +136,7 @@ class Client:
     while len(self.buffer) < int(length[1]):
       self._read()
     body, self.buffer = self.buffer[: int(length[1])], self.buffer[int(length[1]) :]
+    self.closing = b'\r\nconnection: close' in head.lower()  # The server closes it after this answer.
     return int(head[9:12]), body
 
   def close(self) -> None:

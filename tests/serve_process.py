@@ -24,7 +24,8 @@ def serve_argv(checkpoint, *args: str) -> list[str]:
 class Served:
   """The server as a process; `url` once it prints it, `lines` what it printed; `stop()` ends it (SIGTERM)."""
 
-  def __init__(self, checkpoint, *args: str, startup_seconds: float = 600):
+  def __init__(self, checkpoint, *args: str, startup_seconds: float = 600, headers: dict | None = None):
+    self.headers = headers or {}  # Sent with every request (a token's Authorization).
     self.process = subprocess.Popen(
       serve_argv(checkpoint, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -63,7 +64,7 @@ class Served:
     """(status, headers as a dict of lower-case names, body bytes) of one request on a new connection."""
     connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
     try:
-      connection.request(method, path, body=body, headers=headers or {})
+      connection.request(method, path, body=body, headers={**self.headers, **(headers or {})})
       response = connection.getresponse()
       return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:
@@ -73,9 +74,14 @@ class Served:
     status, headers, body = self.request('GET', path)
     return status, headers, json.loads(body) if headers.get('content-type', '').startswith('application/json') else body
 
-  def post(self, path: str, value: Any = None, *, raw: bytes | None = None) -> tuple[int, dict, Any]:
-    status, headers, body = self.request('POST', path, json.dumps(value).encode() if raw is None else raw)
-    return status, headers, json.loads(body)
+  def post(
+    self, path: str, value: Any = None, *, raw: bytes | None = None, headers: dict | None = None
+  ) -> tuple[int, dict, Any]:
+    """A JSON POST (``Content-Type: application/json`` unless `headers` say otherwise): (status, headers, JSON)."""
+    body = json.dumps(value).encode() if raw is None else raw
+    sent = {'Content-Type': 'application/json', **(headers or {})}
+    status, answer_headers, answer = self.request('POST', path, body, sent)
+    return status, answer_headers, json.loads(answer)
 
   def metric(self, name: str, **labels: str) -> float:
     """The value of one sample of /metrics (0 when absent)."""

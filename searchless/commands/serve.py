@@ -2,6 +2,8 @@
 
     searchless-serve --checkpoint NAME [--host 127.0.0.1] [--port 8000] [--max_batch 64] [--max_wait_ms 0]
                      [--max_queue 1024] [--agent search:...] [--stockfish] [--policy P] [--dtype D]
+                     [--token T | --no_token] [--allow_host NAME] [--allow_origin URL] [--max_connections 512]
+                     [--header_timeout 10] [--body_timeout 10] [--keepalive_timeout 5]
 
 Serves until SIGTERM or Ctrl-C, which answer the requests in flight first
 (`searchless.play.serve`; the API in docs/serve.md). Needs the ``serve`` extra.
@@ -57,6 +59,36 @@ def _parser() -> cli.ArgumentParser:
   p.add_argument('--engine_path', help='The Stockfish binary for --stockfish (default: found on PATH).')
   p.add_argument(
     '--stockfish_limit', default='time=0.2', help="Stockfish's limit per position: time=S, depth=N, nodes=N."
+  )
+  p.add_argument(
+    '--token',
+    help='A secret that API clients send as "Authorization: Bearer TOKEN" (the page: open /?token=TOKEN); needed'
+    ' with a --host beyond loopback, unless --no_token.',
+  )
+  p.add_argument(
+    '--no_token', action='store_true', help='Serve beyond loopback without a token: anyone who can reach it.'
+  )
+  p.add_argument(
+    '--allow_host',
+    action='append',
+    default=[],
+    metavar='NAME',
+    help="A Host name the server answers besides its address (a DNS name it is reached by; '*': any). Repeatable.",
+  )
+  p.add_argument(
+    '--allow_origin',
+    action='append',
+    default=[],
+    metavar='URL',
+    help="Another site's origin whose pages may call the API (https://example.org; '*': any). Repeatable.",
+  )
+  p.add_argument('--max_connections', type=int, default=512, help='Open connections, at most; more are refused.')
+  p.add_argument(
+    '--header_timeout', type=float, default=10.0, help="Seconds for a request's head (its line and headers)."
+  )
+  p.add_argument('--body_timeout', type=float, default=10.0, help="Seconds for a request's body, all of it.")
+  p.add_argument(
+    '--keepalive_timeout', type=float, default=5.0, help='Seconds an idle kept-alive connection stays open.'
   )
   compilation_cache.add_flag(p)
   cli.add_log_level(p, 'uvicorn and the server')

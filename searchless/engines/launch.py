@@ -169,6 +169,8 @@ def open_engine(
     raise EngineUnresponsive(
       f'{binary!r} is not a UCI engine: it exited during the "uci" handshake ({error})'
     ) from None
+  except ProcessLookupError:  # It was gone before python-chess could say "uci" (before OSError: it is one).
+    raise EngineNotFound(f'cannot start UCI engine {binary!r}: it exited at once, before the "uci" handshake') from None
   except (FileNotFoundError, PermissionError, OSError) as error:
     raise EngineNotFound(f'cannot start UCI engine {binary!r}: {error.strerror or error}') from None
   wanted = {'Threads': threads, 'Hash': hash_mb}

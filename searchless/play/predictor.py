@@ -13,9 +13,7 @@ process has loaded compiles nothing. `predictor_for` picks the predictor a model
 """
 
 from collections.abc import Callable
-from collections.abc import Iterator
 from collections.abc import Sequence
-import contextlib
 import threading
 import time
 from typing import Any
@@ -48,28 +46,6 @@ START_MOVES = 20  # The start position's legal moves: `PackedPredictor.probe` ru
 
 _JITTED: dict[tuple, tuple[Callable, set[background_compile.Shape]]] = {}  # `_jitted`'s, by architecture.
 _JITTED_LOCK = threading.Lock()
-_MEANWHILE = threading.local()  # `meanwhile`'s work, for this thread's next model call.
-
-
-@contextlib.contextmanager
-def meanwhile(work: Callable[[], object]) -> Iterator[None]:
-  """Within it, this thread's next model call runs `work()` once its batches are dispatched, while the model
-  computes on XLA's threads (which let go of the interpreter's lock), before it waits for the outputs: a caller's
-  own work on the boards (the server's SAN of every move) costs no time beyond the model's. `work` runs at most
-  once; not at all if no model call is made."""
-  _MEANWHILE.work = work
-  try:
-    yield
-  finally:
-    _MEANWHILE.work = None
-
-
-def _while_it_runs() -> None:
-  """Runs this thread's `meanwhile` work, if any (once)."""
-  work = getattr(_MEANWHILE, 'work', None)
-  if work is not None:
-    _MEANWHILE.work = None
-    work()
 
 
 def _jitted(
@@ -196,7 +172,6 @@ class Predictor(_BasePredictor):
       start += rows
     if not outputs:
       return np.zeros((0, self.model_config.output_size), np.float32)
-    _while_it_runs()
     return np.concatenate([np.asarray(out)[:rows] for out, rows in outputs])  # [N, V]
 
   def probe(self) -> list[float]:
@@ -297,8 +272,6 @@ class PackedPredictor(_BasePredictor):
           batch[row, tokenizer.SEQUENCE_LENGTH : tokenizer.SEQUENCE_LENGTH + len(actions[i])] = actions[i]
         pending.append((chunk, self._run(batch)))
         start += rows
-    if pending:
-      _while_it_runs()
     out: list[Any] = [None] * len(actions)  # Each filled with its [M, V] below.
     for chunk, dispatched in pending:
       result = np.asarray(dispatched)  # [B, M, V]

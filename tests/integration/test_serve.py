@@ -29,6 +29,7 @@ KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1
 MATED = '7k/6Q1/6K1/8/8/8/8/8 b - - 0 1'
 STALEMATE = '7k/5Q2/6K1/8/8/8/8/8 b - - 0 1'
 SIMS = 16
+JSON = {'Content-Type': 'application/json'}
 
 
 @pytest.fixture(scope='module')
@@ -144,14 +145,14 @@ def test_concurrent_clients_share_model_calls(served):
   bodies = [json.dumps({'fen': board.fen()}).encode() for board in boards]
   connections = [http.client.HTTPConnection(served.host, served.port, timeout=120) for _ in boards]
   for connection, body in zip(connections, bodies):
-    connection.request('POST', '/v1/analyse', body=body)
+    connection.request('POST', '/v1/analyse', body=body, headers=JSON)
     assert connection.getresponse().read()
   calls_before = served.metric('searchless_serve_batch_size_count')
   positions_before = served.metric('searchless_serve_batch_size_sum')
   os.kill(served.process.pid, signal.SIGSTOP)
   try:
     for connection, body in zip(connections, bodies):
-      connection.request('POST', '/v1/analyse', body=body)
+      connection.request('POST', '/v1/analyse', body=body, headers=JSON)
   finally:
     os.kill(served.process.pid, signal.SIGCONT)
   together = [connection.getresponse().status for connection in connections]
@@ -190,8 +191,15 @@ TOO_MANY = {'positions': [{}] * (inputs.MAX_POSITIONS + 1)}
 AFTER_E4 = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1'
 MAX = inputs.MAX_POSITIONS
 BAD_BODIES = [
-  (b'{"fen": ', 400, 'the body is not valid JSON: Expecting value: line 1 column 9 (char 8)'),
-  (b'["e2e4"]', 400, 'the body must be a JSON object, not list'),
+  (b'{"fen": ', 400, 'the body is not valid JSON: unexpected end of data: line 1 column 9 (char 8)'),
+  (b'["e2e4"]', 400, 'the body must be a JSON object, not array'),
+  (b'[' * 5000 + b']' * 5000, 400, 'the body is not valid JSON: depth limit exceeded: line 1 column 1026 (char 1025)'),
+  (
+    b'{"moves": ["e2e4"], "fen": 1' + b'0' * 400 + b'}',
+    400,
+    'the body is not valid JSON: number is infinity when parsed as double: line 1 column 28 (char 27)',
+  ),
+  (b'{"fen": 1' + b'0' * 30 + b'}', 400, 'fen: expected a FEN string, got 1e+30'),
   (
     b'{"fen": "8/8/8/8 w - - 0 1"}',
     400,
@@ -209,7 +217,7 @@ BAD_BODIES = [
   (
     b'{"fen": "8/8/8/8/8/8/8/8 w - - 0 1", "colour": "w"}',
     400,
-    'colour: unknown field (expected fen, moves, positions)',
+    'colour: unknown field (expected fen, moves, chess960, positions)',
   ),
   (b'{"positions": [{}], "fen": "y"}', 400, 'positions: give either positions or one position (fen, moves), not both'),
   (b'{"positions": []}', 400, 'positions: expected a non-empty list of positions ({"fen": ..., "moves": [...]})'),
@@ -218,7 +226,7 @@ BAD_BODIES = [
     400,
     f"positions[1].moves[0]: 'e7e5' is not a legal move in {chess.STARTING_FEN}",
   ),
-  (b'{"positions": [{"depth": 3}]}', 400, 'positions[0].depth: unknown field (expected fen, moves)'),
+  (b'{"positions": [{"depth": 3}]}', 400, 'positions[0].depth: unknown field (expected fen, moves, chess960)'),
   (json.dumps(TOO_MANY).encode(), 400, f'positions: {MAX + 1} positions, more than the {MAX} allowed in one request'),
   (
     b' ' * (inputs.MAX_BODY_BYTES + 1),
@@ -238,6 +246,7 @@ def test_a_body_streamed_past_the_limit_is_413(served):
   connection = http.client.HTTPConnection(served.host, served.port, timeout=60)
   chunk = b'{"fen": "' + b' ' * 65536
   connection.putrequest('POST', '/v1/analyse')
+  connection.putheader('Content-Type', 'application/json')
   connection.putheader('Transfer-Encoding', 'chunked')
   connection.endheaders()
   try:
@@ -257,7 +266,10 @@ def test_a_body_streamed_past_the_limit_is_413(served):
 def test_a_client_gone_before_its_body_is_counted_499_and_the_server_goes_on(served):
   before = served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='499')
   with socket.create_connection((served.host, served.port), timeout=60) as sock:
-    sock.sendall(b'POST /v1/analyse HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"fen": ')
+    sock.sendall(
+      b'POST /v1/analyse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n'
+      b'Content-Length: 100\r\n\r\n{"fen": '
+    )
   deadline = time.monotonic() + 30
   while served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status='499') == before:
     assert time.monotonic() < deadline, 'the request of a client gone was never counted'

@@ -69,23 +69,6 @@ def test_predictor_pads_to_fixed_batch_shapes(av):
   assert predictor._apply._cache_size() == 2
 
 
-def test_meanwhile_runs_once_after_the_dispatch_of_the_next_call(av):
-  predictor = predictor_lib.Predictor(*av, share=False)
-  sequences = np.zeros((5, 79), np.int32)
-  sequences[:, :77] = tokenizer.tokenize(START.fen())
-  plain = predictor(sequences)
-  rows_when_run = []
-  with predictor_lib.meanwhile(lambda: rows_when_run.append(predictor.rows_run)):
-    out = predictor(sequences)  # Work runs after this call's batch is dispatched (its rows counted) ...
-    predictor(sequences)  # ... and once only.
-  np.testing.assert_array_equal(out, plain)
-  assert rows_when_run == [16]  # The first call's 8 rows (5 padded), then the second's.
-  with predictor_lib.meanwhile(lambda: rows_when_run.append(-1)):
-    predictor(sequences[:0])  # No rows, no model call: no work.
-  predictor(sequences)
-  assert rows_when_run == [16]
-
-
 def test_analyse_many_equals_one_by_one(av):
   policy = policy_lib.make_policy('action_value', predictor_lib.Predictor(*av))
   boards = [START, BUSY, FORCED, MATED]

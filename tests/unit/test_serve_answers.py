@@ -1,10 +1,14 @@
-"""A position's answer (`searchless.play.serve.service.describe`) from a policy's analysis, without a model."""
+"""A position's answer (`searchless.play.serve.service.describe`) from a policy's analysis, without a model; a
+position whose values are not finite fails alone."""
+
+import asyncio
 
 import chess
 import numpy as np
 import pytest
 
 from searchless.play import policy as policy_lib
+from searchless.play.serve import metrics
 from searchless.play.serve import service
 
 
@@ -33,5 +37,35 @@ def test_a_model_that_gives_non_finite_values_is_a_fault_not_a_null(bad):
   board = chess.Board()
   scores = [0.5] * 20
   scores[3] = bad
-  with pytest.raises(ValueError, match='the model gave non-finite values on rnbqkbnr/'):
+  with pytest.raises(service.ModelFault, match='the model gave non-finite values on rnbqkbnr/'):
     service.describe(board, _analysis(board, scores))
+
+
+class _NanOnKiwipete:
+  """A policy whose values are NaN on one position (a fault of a model that a real one gives no test of)."""
+
+  kind = 'action_value'
+  bad = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
+
+  def analyse_many(self, boards, legal):
+    return [
+      _analysis(b, [float('nan') if b.fen() == self.bad else 0.5] * len(moves)) for b, moves in zip(boards, legal)
+    ]
+
+
+def test_a_position_with_non_finite_values_fails_alone_in_its_batch():
+  boards = [chess.Board(), chess.Board(_NanOnKiwipete.bad), chess.Board('7k/6Q1/6K1/8/8/8/8/8 b - - 0 1')]
+
+  async def main():
+    served = service.Service(_NanOnKiwipete(), name='nan', metrics=metrics.Metrics(), max_batch=8, max_queue=8)
+    served.start()
+    try:
+      return await served.analyse(boards)
+    finally:
+      await served.stop()
+
+  start, bad, mated = asyncio.run(main())
+  assert len(start['moves']) == 20 and start['value'] == 0.5 and mated['outcome']['result'] == '1-0'
+  assert isinstance(bad, service.ModelFault) and str(bad).startswith(
+    f'the model gave non-finite values on {_NanOnKiwipete.bad}'
+  )

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from searchless.play.serve.batcher import Batcher, QueueFull, Stopped
+from searchless.play.serve.batcher import Batcher, QueueFull, Stopped, TooLarge, WorkerDied
 
 
 class Model:
@@ -170,3 +170,73 @@ def test_a_request_of_no_positions_makes_no_model_call():
     return await batcher.submit([])
 
   assert run(test, max_batch=8, max_queue=16, inline_max=1) == ([], [])
+
+
+def test_a_request_cancelled_takes_its_positions_out_of_the_queue():
+  async def test(batcher, model):
+    model.gate.clear()
+    running = asyncio.ensure_future(batcher.submit([1]))
+    await asyncio.to_thread(model.started.wait, 10)
+    gone = [asyncio.ensure_future(batcher.submit([i, i, i])) for i in range(2, 6)]
+    kept = asyncio.ensure_future(batcher.submit([9]))
+    await asyncio.sleep(0)
+    assert batcher.queued() == 13
+    for request in gone:  # Their clients went away.
+      request.cancel()
+    await asyncio.gather(*gone, return_exceptions=True)
+    queued = batcher.queued()
+    model.gate.set()
+    return queued, await running, await kept
+
+  (queued, running, kept), observed = run(test, max_batch=8, max_queue=16)
+  assert (queued, running, kept) == (1, [2], [18]) and observed == [(1, 1), (1, 1)]
+
+
+def test_a_request_larger_than_the_queue_is_too_large_not_full():
+  async def test(batcher, model):
+    with pytest.raises(TooLarge, match=r'9 positions, more than the 8 the queue holds \(--max_queue\)'):
+      await batcher.submit(list(range(9)))
+    return await batcher.submit(list(range(8)))
+
+  answer, _ = run(test, max_batch=8, max_queue=8)
+  assert answer == [2 * i for i in range(8)]
+
+
+def test_a_fault_of_one_item_fails_that_item_only():
+  def model(items):
+    return [ValueError(f'no value for {x}') if x < 0 else 2 * x for x in items]
+
+  async def main():
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      batcher = Batcher(model, pool, max_batch=8, max_queue=8)
+      batcher.start()
+      answers = await asyncio.gather(batcher.submit([1, -2]), batcher.submit([3]))
+      await batcher.stop()
+      return answers
+
+  (first, second) = asyncio.run(main())
+  assert first[0] == 2 and isinstance(first[1], ValueError) and str(first[1]) == 'no value for -2'
+  assert second == [6]
+
+
+def test_a_worker_that_dies_fails_its_batch_and_is_replaced():
+  """A fault outside the model call (here the metrics' observer, on its first call) kills the worker task."""
+  calls = []
+
+  def observe(size, waits, seconds):
+    calls.append(size)
+    if len(calls) == 1:
+      raise KeyError('a fault of the server')
+
+  async def main():
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      batcher = Batcher(lambda items: [2 * x for x in items], pool, max_batch=8, max_queue=8, observe=observe)
+      batcher.start()
+      first = await asyncio.wait_for(asyncio.gather(batcher.submit([1, 2]), return_exceptions=True), 10)
+      second = await asyncio.wait_for(batcher.submit([3]), 10)
+      await batcher.stop()
+      return first[0], second
+
+  failed, second = asyncio.run(main())
+  assert isinstance(failed, WorkerDied) and "KeyError('a fault of the server')" in str(failed)
+  assert second == [6] and calls == [2, 1]

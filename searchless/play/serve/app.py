@@ -1,4 +1,4 @@
-"""The server's routes: the JSON API (`JsonApi`, plain ASGI), and health, metrics and the page (Starlette).
+"""The server's routes (one Starlette router) and the one middleware in front of them, `Gate`.
 
 * ``POST /v1/analyse``: one position (``fen``, ``moves``) or ``positions``, batched (`service.Service.analyse`);
 * ``POST /v1/play``: the search agent's move (servers started with ``--agent search:...``);
@@ -6,14 +6,16 @@
 * ``POST /v1/pgn``: a game's moves from its PGN (what the page steps through);
 * ``GET /v1/info``: the model, the limits, what else the server answers;
 * ``GET /health/live``: 200 while the process serves; ``GET /health/ready``: 200 once every batch shape is
-  compiled (503 before, and while stopping);
+  compiled (503 before, and from SIGTERM on);
 * ``GET /metrics``: Prometheus' text format (`metrics`);
 * ``GET /``: the analysis page, and ``/page/...`` its files (package data, no network).
 
-Every error is a JSON object ``{"error": "<one sentence>"}``: 400 for a bad body (`inputs`), 413 for a body over
-`inputs.MAX_BODY_BYTES` (its Content-Length, or the bytes as they stream in), 404/405, 503 with ``Retry-After``
-while the model compiles or when the queue is full, 500 for a fault of the server (logged with its traceback,
-never sent).
+An API request whose client leaves before its answer is cancelled (its positions leave the queue, its search
+stops) and counted 499. Every error is a JSON object ``{"error": "<one sentence>"}``: 400 for a bad body
+(`inputs`), 401/403/415/421 for a request `guard` refuses, 404/405, 408 for a body not sent within
+``--body_timeout``, 413 for a body over `inputs.MAX_BODY_BYTES` or more positions than ``--max_queue``, 503 with
+``Retry-After`` while the model compiles, when the queue is full and while stopping, 500 for a fault of the server
+(logged with its traceback, never sent).
 """
 
 import asyncio
@@ -24,16 +26,18 @@ import logging
 import time
 from typing import Any
 
+import chess.pgn
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchless.play.serve import batcher as batcher_lib
+from searchless.play.serve import guard
 from searchless.play.serve import inputs
 from searchless.play.serve import metrics as metrics_lib
 from searchless.play.serve import service as service_lib
@@ -41,121 +45,147 @@ from searchless.play.serve import service as service_lib
 _LOG = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 1  # Retry-After of a 503 (queue full, compiling, stopping).
 CLIENT_GONE = 499  # The status counted for a request whose client left before its answer (nginx's).
+BODY_TIMEOUT_SECONDS = 10.0  # A request's body, all of it, within this (`--body_timeout`).
 
 
-_JSON_TYPE = (b'content-type', b'application/json')  # Of every answer (Starlette's JSONResponse writes the same).
+class JsonResponse(Response):
+  """A JSON answer rendered by orjson: an answer's dozens of moves in a tenth of the standard library's time."""
 
-
-class JsonResponse(JSONResponse):
-  """A JSON response rendered by orjson: an answer's dozens of moves in a tenth of the standard library's time."""
+  media_type = guard.JSON
 
   def render(self, content: Any) -> bytes:
-    return orjson.dumps(content)
+    return content if isinstance(content, bytes) else orjson.dumps(content)
 
 
-def _error(message: str, status: int, **headers: str) -> JSONResponse:
+def error(message: str, status: int, **headers: str) -> JsonResponse:
+  """The JSON error ``{"error": message}``."""
   return JsonResponse({'error': message}, status_code=status, headers=headers or None)
 
 
-def _unavailable(message: str) -> JSONResponse:
-  return _error(message, 503, **{'Retry-After': str(RETRY_AFTER_SECONDS)})
+def unavailable(message: str) -> JsonResponse:
+  return error(message, 503, **{'Retry-After': str(RETRY_AFTER_SECONDS)})
 
 
 class ClientGone(Exception):
-  """The client closed its connection before its request's body was read."""
+  """The client closed its connection before its answer."""
 
 
-async def read_body(scope: Scope, receive: Receive) -> bytes:
-  """The request's body; `inputs.BadRequest` (413) past `inputs.MAX_BODY_BYTES`, by its Content-Length or as it
-  streams in (a body sent without one, or longer than it says); `ClientGone` if the client left."""
+class _Nothing(Response):
+  """No answer: the client is gone."""
+
+  def __init__(self) -> None:
+    super().__init__(status_code=CLIENT_GONE)
+
+  async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    return None
+
+
+async def read_body(receive: Receive, headers: list[tuple[bytes, bytes]], seconds: float) -> bytes:
+  """The request's body, all of it within `seconds`; `inputs.BadRequest` past `inputs.MAX_BODY_BYTES` (413), by
+  its Content-Length or as it streams in, or after `seconds` (408); `ClientGone` if the client left."""
   limit = inputs.MAX_BODY_BYTES
-  declared = next((value.decode('latin-1') for name, value in scope['headers'] if name == b'content-length'), None)
+  declared = next((value.decode('latin-1') for name, value in headers if name == b'content-length'), None)
   if declared is not None and (not declared.isdigit() or int(declared) > limit):
-    raise inputs.BadRequest(f'body: {declared} bytes (Content-Length), more than the {limit} allowed', 413)
+    if declared.isdigit() and int(declared) <= 2 * limit:  # Read and dropped: the client, still sending, reads
+      with contextlib.suppress(TimeoutError):  # its 413 rather than a reset.
+        async with asyncio.timeout(seconds):
+          while (message := await receive())['type'] == 'http.request' and message.get('more_body', False):
+            pass
+    raise inputs.BadRequest(f'body: {declared[:40]} bytes (Content-Length), more than the {limit} allowed', 413)
   chunks, size = [], 0
-  while True:
-    message = await receive()
-    if message['type'] == 'http.disconnect':
-      raise ClientGone()
-    chunk = message.get('body', b'')
-    size += len(chunk)
-    if size > limit:
-      raise inputs.BadRequest(f'body: more than the {limit} bytes allowed', 413)
-    chunks.append(chunk)
-    if not message.get('more_body', False):
-      return b''.join(chunks)
+  try:
+    async with asyncio.timeout(seconds):
+      while True:
+        message = await receive()
+        if message['type'] == 'http.disconnect':
+          raise ClientGone()
+        chunk = message.get('body', b'')
+        size += len(chunk)
+        if size > limit:
+          raise inputs.BadRequest(f'body: more than the {limit} bytes allowed', 413)
+        chunks.append(chunk)
+        if not message.get('more_body', False):
+          return b''.join(chunks)
+  except TimeoutError:
+    raise inputs.BadRequest(f'body: {size} bytes in {seconds:g} s, not all of it (--body_timeout)', 408) from None
+
+
+async def unless_gone(receive: Receive, work: Awaitable[Any]) -> Any:
+  """`work`'s result; cancelled, and `ClientGone`, as soon as the client disconnects (once its body is read, the
+  next message a client sends is its disconnect)."""
+  me = asyncio.current_task()
+  assert me is not None
+  left = False
+
+  async def watch() -> None:
+    nonlocal left
+    while (await receive())['type'] != 'http.disconnect':
+      pass
+    left = True
+    me.cancel()
+
+  watcher = asyncio.get_running_loop().create_task(watch())
+  try:
+    return await work
+  except asyncio.CancelledError:
+    if left and me.uncancel() == 0:
+      raise ClientGone() from None
+    raise
+  finally:
+    watcher.cancel()
 
 
 Handler = Callable[[bytes], Awaitable[dict[str, Any]]]
 
 
-class JsonApi:
-  """The JSON API's endpoints (POST, a JSON body in, a JSON object out) as one plain ASGI app: a request goes
-  from the server to its handler without Starlette's router and middleware between (a tenth of what the
-  server adds to a lone position's time). `endpoints`: path -> (handler of the body, the service's part it
-  uses, ``agent`` or ``stockfish``, or None); a server without that part answers 404. Each failure is its
-  JSON error; a fault of the server is logged with its traceback and answered 500, never sent."""
+def api_endpoint(
+  service: service_lib.Service, handler: Handler, needs: str | None, body_timeout: float
+) -> Callable[[Request], Awaitable[Response]]:
+  """The route of a JSON endpoint: the body read (bounded in size and time), `handler`'s answer while the client
+  stays; each failure its JSON error. `needs`: the service's part it uses (``agent``, ``stockfish``), without
+  which it is a 404."""
+  flag = {'agent': '--agent search:...', 'stockfish': '--stockfish', None: ''}[needs]
 
-  def __init__(self, service: service_lib.Service, endpoints: dict[str, tuple[Handler, str | None]]):
-    self.service = service
-    self.endpoints = endpoints
-
-  def endpoint(self, path: str) -> str | None:
-    """The endpoint `path` names (a trailing slash or not), or None."""
-    path = path.rstrip('/')
-    return path if path in self.endpoints else None
-
-  async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-    path = self.endpoint(scope['path'])
-    assert path is not None, scope['path']
+  async def endpoint(request: Request) -> Response:
+    if needs is not None and getattr(service, needs) is None:
+      return error(f'{request.url.path.rstrip("/")}: this server was started without {flag}', 404)
+    service.requests += 1
     try:
-      response = await self._answer(path, scope, receive)
-    except ClientGone:
-      return
-    if isinstance(response, bytes):  # An answer's JSON: sent as is (a Starlette response's headers cost more).
-      length = str(len(response)).encode()
-      await send({'type': 'http.response.start', 'status': 200, 'headers': [_JSON_TYPE, (b'content-length', length)]})
-      await send({'type': 'http.response.body', 'body': response})
-    else:
-      await response(scope, receive, send)
-
-  async def _answer(self, path: str, scope: Scope, receive: Receive) -> Response | bytes:
-    """The handler's answer as JSON bytes, or the error's response."""
-    handler, needs = self.endpoints[path]
-    service = self.service
-    try:
-      if scope['method'] != 'POST':
-        return _error(f'{scope["method"]} {path}: Method Not Allowed', 405, Allow='POST')
-      if needs is not None and getattr(service, needs) is None:
-        flag = {'agent': '--agent search:...', 'stockfish': '--stockfish'}[needs]
-        return _error(f'{path}: this server was started without {flag}', 404)
-      body = await read_body(scope, receive)
+      body = await read_body(request.receive, request.scope['headers'], body_timeout)
       if service.stopping.is_set():
-        return _unavailable('the server is stopping')
+        return unavailable('the server is stopping')
       if not service.ready:
-        return _unavailable('the model is compiling its batch shapes; retry shortly (GET /health/ready)')
-      return orjson.dumps(await handler(body))
-    except inputs.BadRequest as error:
-      return _error(str(error), error.status)
-    except batcher_lib.QueueFull as error:
-      return _unavailable(f'the server is busy: {error}')
-    except batcher_lib.Stopped:
-      return _unavailable('the server is stopping')
+        return unavailable('the model is compiling its batch shapes; retry shortly (GET /health/ready)')
+      return JsonResponse(orjson.dumps(await unless_gone(request.receive, handler(body))))
     except ClientGone:
-      raise
-    except Exception:  # pylint: disable=broad-except  # A fault of the server: logged, never sent.
-      _LOG.exception('%s failed', path)
-      return _error('internal error (the server logged it)', 500)
+      return _Nothing()
+    except inputs.BadRequest as bad:
+      return error(str(bad), bad.status, **({'Connection': 'close'} if bad.status in (408, 413) else {}))
+    except batcher_lib.TooLarge as large:
+      return error(f'positions: {large}', 413)
+    except batcher_lib.QueueFull as full:
+      return unavailable(f'the server is busy: {full}')
+    except batcher_lib.Stopped:
+      return unavailable('the server is stopping')
+    except service_lib.ModelFault:
+      return error('internal error: the model gave non-finite values for this position (the server logged it)', 500)
+    finally:
+      service.requests -= 1
+
+  return endpoint
 
 
-class MetricsMiddleware:
-  """Counts and times every request by endpoint (a route's path; ``other`` for an unknown one) and status, and
-  counts those in flight."""
+class Gate:
+  """The middleware in front of the routes: `guard.Access`'s checks, the headers of every answer, and the
+  metrics: every request counted and timed by endpoint (a route's path; ``other`` for an unknown one) and status
+  (499: the client left first), those in flight, and (`cut_off`) those cut off unanswered at shutdown."""
 
-  def __init__(self, app: ASGIApp, metrics: metrics_lib.Metrics, endpoints: set[str]):
+  def __init__(self, app: ASGIApp, metrics: metrics_lib.Metrics, endpoints: set[str], access: guard.Access):
     self.app = app
     self.metrics = metrics
     self.endpoints = endpoints
+    self.access = access
+    self.cut_off = 0
 
   async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
     if scope['type'] != 'http':
@@ -164,33 +194,61 @@ class MetricsMiddleware:
     path = scope['path']
     named = path.rstrip('/') or path  # /v1/analyse/ is /v1/analyse.
     endpoint = named if named in self.endpoints else '/page' if path.startswith('/page/') else 'other'
-    status = [CLIENT_GONE]  # Unless an answer starts: a client that left before its answer.
+    status = CLIENT_GONE  # Unless an answer starts: a client that left before its answer.
+    extra = self.access.headers(path)
+    unread = any(  # A body is announced.
+      (name == b'content-length' and value != b'0') or name == b'transfer-encoding' for name, value in scope['headers']
+    )
+
+    async def receiving() -> Message:
+      nonlocal unread
+      message = await receive()
+      unread = unread and message['type'] == 'http.request' and message.get('more_body', False)
+      return message
 
     async def sending(message: Message) -> None:
+      nonlocal status
       if message['type'] == 'http.response.start':
-        status[0] = message['status']
+        status = message['status']
+        message['headers'] = [*message.get('headers', ()), *extra]
+        if unread:  # Answered before its body was read (a refusal): the rest is not waited for.
+          message['headers'].append((b'connection', b'close'))
       await send(message)
 
     start = time.perf_counter()
     self.metrics.started()
     try:
-      await self.app(scope, receive, sending)
+      refused = self.access.refusal(scope['method'], path, scope['headers'])
+      if refused is not None:
+        headers = {'WWW-Authenticate': 'Bearer'} if refused[0] == 401 else {}
+        await error(refused[1], refused[0], **headers)(scope, receiving, sending)
+      else:
+        await self.app(scope, receiving, sending)
+    except asyncio.CancelledError:  # Shutdown's grace is over: the request is cut off, answered 503 if it can be.
+      self.cut_off += 1
+      if status == CLIENT_GONE:
+        with contextlib.suppress(Exception):
+          await unavailable('the server stopped before this request was answered')(scope, receive, sending)
+      raise
     except BaseException:
-      if status[0] == CLIENT_GONE:
-        status[0] = 500
+      if status == CLIENT_GONE:
+        status = 500
       raise
     finally:
-      self.metrics.answered(endpoint, status[0], time.perf_counter() - start)
+      self.metrics.answered(endpoint, status, time.perf_counter() - start)
 
 
 def make_app(
   service: service_lib.Service,
   *,
+  access: guard.Access | None = None,
+  body_timeout: float = BODY_TIMEOUT_SECONDS,
   on_ready: Callable[[float], None] | None = None,
   on_failure: Callable[[BaseException], None] | None = None,
-) -> ASGIApp:
-  """The application over `service`. At startup it starts the batcher and compiles the batch shapes on the model's
-  thread (`on_ready(seconds)` after; `on_failure(error)` if that fails); at shutdown it stops the service."""
+) -> Gate:
+  """The application over `service`, open to `access` (default: a server on 127.0.0.1). At startup it starts the
+  batcher and compiles the batch shapes on the model's thread (`on_ready(seconds)` after; `on_failure(error)` if
+  that fails); at shutdown it stops the service."""
   metrics = service.metrics
   page = importlib.resources.files('searchless.play.serve') / 'page'  # Package data (no __init__.py).
   index = page.joinpath('index.html').read_bytes()
@@ -218,8 +276,10 @@ def make_app(
         'policy': service.policy.kind,
         'ready': service.ready,
         'max_batch': service.max_batch,
+        'max_queue': service.max_queue,
         'max_positions': inputs.MAX_POSITIONS,
         'max_moves': inputs.MAX_MOVES,
+        'max_pgn_plies': inputs.MAX_PGN_PLIES,
         'max_body_bytes': inputs.MAX_BODY_BYTES,
         'play': None if service.agent is None else service.agent.name,
         'stockfish': None if service.stockfish is None else service.stockfish.id.get('name', 'stockfish'),
@@ -230,7 +290,11 @@ def make_app(
     boards, batch = inputs.analyse_request(body)
     answers = await service.analyse(boards)
     head = {'model': service.name, 'policy': service.policy.kind}
-    return {**head, 'positions': answers} if batch else {**head, **answers[0]}
+    if not batch:
+      if isinstance(answers[0], Exception):
+        raise answers[0]
+      return {**head, **answers[0]}
+    return {**head, 'positions': [_position(answer) for answer in answers]}
 
   async def play(body: bytes) -> dict[str, Any]:
     return await service.play(inputs.play_request(body))
@@ -239,19 +303,14 @@ def make_app(
     return await service.engine(inputs.position_request(body))
 
   async def pgn(body: bytes) -> dict[str, Any]:
-    game = inputs.pgn_request(body)
-    board = game.board()
-    moves = []
-    for move in game.mainline_moves():
-      moves.append({'uci': move.uci(), 'san': board.san(move)})
-      board.push(move)
-    return {'headers': dict(game.headers), 'fen': game.board().fen(), 'moves': moves}
+    return await asyncio.to_thread(_game, body)  # Bounded (`inputs.MAX_PGN_PLIES`), and off the event loop.
 
-  async def not_found(request: Request, error: Exception) -> Response:
-    if isinstance(error, HTTPException):
-      return _error(f'{request.method} {request.url.path}: {error.detail}', error.status_code)
-    _LOG.error('%s failed', request.url.path, exc_info=error)
-    return _error('internal error (the server logged it)', 500)
+  async def failed(request: Request, exception: Exception) -> Response:
+    if isinstance(exception, HTTPException):
+      message = f'{request.method} {request.url.path[:200]}: {exception.detail}'
+      return error(message, exception.status_code, **(exception.headers or {}))
+    _LOG.error('%s failed', request.url.path, exc_info=exception)
+    return error('internal error (the server logged it)', 500)
 
   @contextlib.asynccontextmanager
   async def lifespan(app: Starlette):
@@ -261,10 +320,10 @@ def make_app(
     async def warm() -> None:
       try:
         seconds = await loop.run_in_executor(service._model_thread, service.warm_up)  # pylint: disable=protected-access
-      except Exception as error:  # pylint: disable=broad-except  # Reported by `on_failure` (the server stops).
+      except Exception as exception:  # pylint: disable=broad-except  # Reported by `on_failure` (the server stops).
         _LOG.exception('compiling the batch shapes failed')
         if on_failure is not None:
-          on_failure(error)
+          on_failure(exception)
         return
       if on_ready is not None:
         on_ready(seconds)
@@ -276,31 +335,40 @@ def make_app(
       warming.cancel()
       await service.stop()
 
-  api = JsonApi(
-    service,
-    {
-      '/v1/analyse': (analyse, None),
-      '/v1/play': (play, 'agent'),
-      '/v1/stockfish': (stockfish, 'stockfish'),
-      '/v1/pgn': (pgn, None),
-    },
-  )
-  routes = [
+  endpoints = {'/v1/analyse': (analyse, None), '/v1/play': (play, 'agent')}
+  endpoints |= {'/v1/stockfish': (stockfish, 'stockfish'), '/v1/pgn': (pgn, None)}
+  routes: list[Route | Mount] = [
     Route('/', home),
     Route('/health/live', live),
     Route('/health/ready', ready),
     Route('/metrics', metrics_text),
     Route('/v1/info', info),
-    Mount('/page', StaticFiles(directory=str(page)), name='page'),
   ]
-  handlers = {HTTPException: not_found, Exception: not_found}
-  rest = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+  for path, (handler, needs) in endpoints.items():
+    endpoint = api_endpoint(service, handler, needs, body_timeout)
+    routes += [Route(path, endpoint, methods=['POST']), Route(path + '/', endpoint, methods=['POST'])]
+  routes.append(Mount('/page', StaticFiles(directory=str(page)), name='page'))
+  handlers = {HTTPException: failed, Exception: failed}
+  app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+  names = {route.path.rstrip('/') or '/' for route in routes if isinstance(route, Route)}
+  return Gate(app, metrics, names, access or guard.Access.bind('127.0.0.1'))
 
-  async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    if scope['type'] == 'http' and api.endpoint(scope['path']) is not None:
-      await api(scope, receive, send)
-    else:  # The page, health, metrics, info, unknown paths; the lifespan.
-      await rest(scope, receive, send)
 
-  endpoints = {route.path for route in routes if isinstance(route, Route)} | set(api.endpoints)
-  return MetricsMiddleware(app, metrics, endpoints)
+def _position(answer: dict[str, Any] | Exception) -> dict[str, Any]:
+  """A batch's entry: the position's answer, or its fault (the others are answered)."""
+  if isinstance(answer, service_lib.ModelFault):
+    return {'error': 'the model gave non-finite values for this position (the server logged it)'}
+  assert not isinstance(answer, Exception), answer
+  return answer
+
+
+def _game(body: bytes) -> dict[str, Any]:
+  """A /v1/pgn answer: the game's headers, start FEN, moves (UCI and SAN) and whether it is Chess960."""
+  game: chess.pgn.Game = inputs.pgn_request(body)
+  board = game.board()
+  fen = board.fen()
+  moves = []
+  for move in game.mainline_moves():
+    moves.append({'uci': move.uci(), 'san': board.san(move)})
+    board.push(move)
+  return {'headers': dict(game.headers), 'fen': fen, 'chess960': board.chess960, 'moves': moves}

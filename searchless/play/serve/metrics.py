@@ -53,7 +53,7 @@ class Metrics:
     self.queue_length = prometheus_client.Gauge(
       'searchless_serve_queue_length', 'Positions waiting for a model call.', registry=registry
     )
-    self.in_flight = 0  # Requests read and not yet answered (`started`, `answered`); the batcher reads it.
+    self.in_flight = 0  # Requests read and not yet answered (`started`, `answered`): a gauge, read by nothing else.
     prometheus_client.Gauge(
       'searchless_serve_requests_in_flight', 'Requests read and not yet answered.', registry=registry
     ).set_function(lambda: self.in_flight)

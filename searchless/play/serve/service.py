@@ -12,12 +12,12 @@ result, without the model.
 """
 
 import asyncio
+from collections.abc import Callable, Sequence
 import concurrent.futures
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import chess
@@ -28,7 +28,6 @@ from searchless.core import notation
 from searchless.core import values
 from searchless.engines import launch
 from searchless.play import policy as policy_lib
-from searchless.play import predictor as predictor_lib
 from searchless.play.search import agent as search_agent
 from searchless.play.search import alphabeta
 from searchless.play.search import mcts
@@ -90,8 +89,8 @@ class Described:
       answer.update(value=0.0 if self.board.is_checkmate() else 0.5, best=None, moves=[])
       return answer
     finite = np.isfinite(analysis.scores).all() and (analysis.value is None or np.isfinite(analysis.value))
-    if not finite:  # orjson would write null: a fault of the model, answered 500 and logged.
-      raise ValueError(f'the model gave non-finite values on {analysis.fen}: {analysis.scores.tolist()}')
+    if not finite:  # orjson would write null: a fault of the model, the position's own (`Service._answers`).
+      raise ModelFault(f'the model gave non-finite values on {analysis.fen}: {analysis.scores.tolist()}')
     key = 'probability' if analysis.win_probs is None else 'win'
     scores = analysis.scores.tolist()  # Python floats: `ranked`'s order and values, without its pairs.
     names, moves_of = self.names, analysis.moves
@@ -102,6 +101,10 @@ class Described:
     value = None if analysis.value is None else round(float(analysis.value), DIGITS)
     answer.update(value=value, best=moves[0] if moves else None, moves=moves)
     return answer
+
+
+class ModelFault(ValueError):
+  """The model's answer for one position cannot be sent (non-finite values): that position's fault alone."""
 
 
 class Service:
@@ -128,7 +131,8 @@ class Service:
     self.stockfish = stockfish
     self.stockfish_limit = stockfish_limit or launch.SearchLimit.parse('time=0.2')
     self.ready = False
-    self.stopping = threading.Event()  # Set at shutdown: a search in flight ends at its next batch.
+    self.stopping = threading.Event()  # Set at SIGTERM: /health/ready says so, a search ends at its next batch.
+    self.requests = 0  # API requests read and not yet answered (`counted`): the batcher's `alone`.
     self._model_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='model')
     self._search_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='search')
     self._stockfish_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='stockfish')
@@ -169,17 +173,18 @@ class Service:
     self.metrics.ready.set(1)
     return time.perf_counter() - start
 
-  def _answers(self, items: list[tuple[chess.Board, list[chess.Move]]]) -> list[dict[str, Any]]:
+  def _answers(self, items: list[tuple[chess.Board, list[chess.Move]]]) -> list[dict[str, Any] | ModelFault]:
     """The answers (`describe`) to boards, each with its legal moves (not none), from one model call (on the
-    model's thread); the moves' SAN is worked out while the model computes (`predictor.meanwhile`), and shapes
-    compiled by the call are counted."""
-    boards = [board for board, _ in items]
-    described: list[Described] = []
-    with predictor_lib.meanwhile(lambda: described.extend(Described(b, legal) for b, legal in items)):
-      analyses = self._analyse_many(boards, [legal for _, legal in items])
-    if not described:  # The policy made no model call.
-      described = [Described(b, legal) for b, legal in items]
-    return [d.answer(analysis) for d, analysis in zip(described, analyses)]
+    model's thread), or a position's `ModelFault` in place of its answer (logged; the others are answered)."""
+    analyses = self._analyse_many([board for board, _ in items], [legal for _, legal in items])
+    answers: list[dict[str, Any] | ModelFault] = []
+    for (board, legal), analysis in zip(items, analyses):
+      try:
+        answers.append(Described(board, legal).answer(analysis))
+      except ModelFault as fault:
+        _LOG.error('%s', fault)
+        answers.append(fault)
+    return answers
 
   def _analyse_many(self, boards: list[chess.Board], legal: list[list[chess.Move]]) -> list[policy_lib.Analysis]:
     """The model on `boards`, each with its `legal` moves, in one call (on the model's thread); shapes compiled
@@ -204,7 +209,7 @@ class Service:
       max_queue=self.max_queue,
       max_wait_ms=self.max_wait_ms,
       inline_max=INLINE_POSITIONS,
-      alone=lambda: self.metrics.in_flight <= 1,
+      alone=lambda: self.requests <= 1,
       observe=self.metrics.observe_batch,
     )
     self.metrics.watch_queue(self.batcher.queued)
@@ -225,8 +230,15 @@ class Service:
     if close is not None:
       close()
 
-  async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any]]:
-    """Each board's answer (`describe`); the boards with legal moves go through the batcher in one submission."""
+  def begin_stopping(self) -> None:
+    """SIGTERM's first step (any thread): ``/health/ready`` answers 503 ``stopping``, new API requests 503, and
+    a search in flight stops at its next batch with its move so far."""
+    self.stopping.set()
+    self.metrics.ready.set(0)
+
+  async def analyse(self, boards: list[chess.Board]) -> list[dict[str, Any] | Exception]:
+    """Each board's answer (`describe`) or its `ModelFault`; the boards with legal moves go through the batcher
+    in one submission."""
     assert self.batcher is not None, 'start() first'
     legal = [list(b.legal_moves) for b in boards]  # Made once: the policy and the moves' SAN read them.
     live = [(b, moves) for b, moves in zip(boards, legal) if moves]
@@ -238,15 +250,20 @@ class Service:
       raise batcher_lib.QueueFull(f'{self._waiting[kind]} {kind} requests wait already')
 
   async def _on(self, kind: str, pool: concurrent.futures.Executor, function, *args):
-    """`function(*args)` on `pool` (one at a time), counted against `max_queue` while it waits or runs."""
+    """`function(*args, gone)` on `pool` (one at a time), counted against `max_queue` while it waits or runs;
+    cancelled (its client left), it never starts, or `gone()` turns true for it to stop."""
     self._admit(kind)
     self._waiting[kind] += 1
+    left = threading.Event()
     try:
-      return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
+      return await asyncio.get_running_loop().run_in_executor(pool, function, *args, left.is_set)
+    except asyncio.CancelledError:
+      left.set()
+      raise
     finally:
       self._waiting[kind] -= 1
 
-  def _search(self, board: chess.Board, movetime_ms: int | None) -> dict[str, Any]:
+  def _search(self, board: chess.Board, movetime_ms: int | None, gone: Callable[[], bool]) -> dict[str, Any]:
     agent = self.agent
     assert agent is not None
     searcher = agent.searcher
@@ -258,7 +275,7 @@ class Service:
       else:
         searcher.config = dataclasses.replace(config, seconds=seconds, depth=alphabeta.MAX_DEPTH, nodes=None)
     try:
-      result = agent.search(board, stop=self.stopping.is_set)
+      result = agent.search(board, stop=lambda: self.stopping.is_set() or gone())
     finally:
       searcher.config = config
     answer: dict[str, Any] = {'agent': agent.name, 'fen': board.fen(), 'outcome': outcome(board)}
@@ -282,7 +299,7 @@ class Service:
     """The search agent's move on the request's board (its depth, visits or nodes, principal line)."""
     return await self._on('search', self._search_thread, self._search, request.board, request.movetime_ms)
 
-  def _stockfish(self, board: chess.Board) -> dict[str, Any]:
+  def _stockfish(self, board: chess.Board, gone: Callable[[], bool]) -> dict[str, Any]:
     assert self.stockfish is not None
     answer: dict[str, Any] = {'engine': self.stockfish.id.get('name', 'stockfish'), 'fen': board.fen()}
     if not any(True for _ in board.legal_moves):

@@ -25,9 +25,15 @@ const state = {
 
 let board = null
 
+// A server started with --token is opened at /?token=...: the token is kept for the tab and sent with each call.
+const TOKEN = new URLSearchParams(location.search).get('token') || sessionStorage.getItem('token')
+if (TOKEN) sessionStorage.setItem('token', TOKEN)
+const HEADERS = {'Content-Type': 'application/json', ...(TOKEN ? {Authorization: `Bearer ${TOKEN}`} : {})}
+
 async function api(path, body) {
   for (;;) {
-    const response = await fetch(path, body === undefined ? {} : {method: 'POST', body: JSON.stringify(body)})
+    const init = body === undefined ? {headers: HEADERS} : {method: 'POST', headers: HEADERS, body: JSON.stringify(body)}
+    const response = await fetch(path, init)
     const value = await response.json()
     if (response.status === 503 && response.headers.get('Retry-After')) {
       setStatus(value.error || 'busy')

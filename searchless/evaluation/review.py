@@ -150,7 +150,9 @@ def review(start_fen: str, moves: Sequence[str], views: Sequence[PositionView]) 
   if len(views) != len(moves) + 1:
     raise ValueError(f'review: {len(views)} position views for {len(moves)} moves (expected {len(moves) + 1})')
   board = chess.Board(start_fen)
-  white_percents, reviewed = [], []
+  white_percents: list[float] = []
+  reviewed: list[dict[str, Any]] = []
+  exact: list[float] = []  # Each move's accuracy, unrounded.
   for ply, (uci, view) in enumerate(zip([*moves, None], views)):
     value = _round(view.value)
     white_percents.append(100 * (value if board.turn == chess.WHITE else 1 - value))
@@ -161,6 +163,8 @@ def review(start_fen: str, moves: Sequence[str], views: Sequence[PositionView]) 
     move = chess.Move.from_uci(uci)
     after = _round(view.played)
     drop = _round(max(0.0, value - after))
+    accuracy = move_accuracy(100 * value, 100 * after)
+    exact.append(accuracy)
     best = None
     if view.best is not None:
       best = {'uci': view.best, 'san': board.san(chess.Move.from_uci(view.best))}
@@ -174,7 +178,7 @@ def review(start_fen: str, moves: Sequence[str], views: Sequence[PositionView]) 
         'win_after': after,
         'drop': drop,
         'best': best,
-        'accuracy': round(move_accuracy(100 * value, 100 * after), 2),
+        'accuracy': round(accuracy, 2),
         'mark': mark(drop),
       }
     )
@@ -183,10 +187,9 @@ def review(start_fen: str, moves: Sequence[str], views: Sequence[PositionView]) 
   players = {}
   for color in chess.COLOR_NAMES[::-1]:  # white, black
     own = [(i, m) for i, m in enumerate(reviewed) if m['color'] == color]
-    accuracies = [move_accuracy(100 * m['win_before'], 100 * m['win_after']) for _, m in own]
-    accuracy = player_accuracy(accuracies, [weights[i] for i, _ in own])
+    overall = player_accuracy([exact[i] for i, _ in own], [weights[i] for i, _ in own])
     players[color] = {
-      'accuracy': None if accuracy is None else round(accuracy, 2),
+      'accuracy': None if overall is None else round(overall, 2),
       'moves': len(own),
       **{name: sum(m['mark'] == name for _, m in own) for name in MARK_NAMES},
     }

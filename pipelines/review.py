@@ -77,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     '--batch_boards', type=int, default=0, help="positions per model call (0: those that fill the model's shapes)"
   )
   p.add_argument(
-    '--chunk_games', type=int, default=_DEFAULTS['chunk_games'], help='games a worker keeps at once (a kill loses less)'
+    '--chunk_games',
+    type=int,
+    default=_DEFAULTS['chunk_games'],
+    help='a worker keeps its reviewed positions every this many chunks (about a game each) or two minutes: what a '
+    'kill can lose',
   )
   p.add_argument('--parallelism', type=int, default=_DEFAULTS['parallelism'], help='lanes the games are spread over')
   p.add_argument('--skip_corrupt_inputs', action='store_true', help='keep the games read before a corrupt stream')
@@ -161,12 +165,20 @@ def run_job(
   with outputs.sole_writer(out, PROG, '--out'):  # One job a folder.
     graph = review_job.ReviewGames(options, batch)  # Matches the inputs: a glob that matches nothing fails here.
     identity = review_job.model_identity(options.checkpoint)
-    settings = {**resume.settings(policy=options.policy, dtype=options.dtype), 'model': identity}
+    # A chunk's numbers depend on its positions (`review_job.PolicyHandler`): --batch_boards is a setting.
+    settings = {
+      **resume.settings(policy=options.policy, dtype=options.dtype, batch_boards=batch),
+      'model': identity,
+    }
     inputs = {path: resume.input_identity(path) for path in graph.inputs}
-    keeper = resume.Keeper(out, settings, 'reviewed games', list(command), inputs=inputs, restart=options.restart)
+    keeper = resume.Keeper(
+      out, settings, 'chunks of reviewed positions', list(command), inputs=inputs, restart=options.restart
+    )
     kept = resume.pieces_of_kind(keeper.kept_pieces(), review_job.PIECE_KIND)
     if kept:
-      print(f'resuming: {resume.items_held(kept)} games reviewed by an interrupted run are kept', file=sys.stderr)
+      print(
+        f'resuming: {resume.items_held(kept)} chunks of positions an interrupted run reviewed are kept', file=sys.stderr
+      )
     progress_dir = tempfile.mkdtemp(prefix='searchless-review-progress-') if local and progress else None
     graph.kept, graph.progress_dir = kept, progress_dir
     pipeline = beam.Pipeline(options=pipeline_options)
@@ -210,7 +222,7 @@ def run_job(
 
 
 class _Bar(threading.Thread):
-  """The local job's progress line: games reviewed of those to review, positions/s (workers' files, each second)."""
+  """The local job's progress line: positions reviewed of those to review, and their rate (the workers' files)."""
 
   def __init__(self, directory: str):
     super().__init__(daemon=True)
@@ -221,11 +233,10 @@ class _Bar(threading.Thread):
     if not totals['workers']:
       return
     if self._bar is None:
-      self._bar = progress_bars.bar(desc='review', unit='game', file=sys.stderr, dynamic_ncols=True)
+      self._bar = progress_bars.bar(desc='review', unit='position', file=sys.stderr, dynamic_ncols=True)
     self._bar.total = totals['total']
     self._bar.n = totals['boards']
-    rate = totals['action_values'] / max(time.monotonic() - self._start, 1e-9)
-    self._bar.set_postfix_str(f'{rate:.0f} positions/s', refresh=True)
+    self._bar.refresh()
 
   def run(self) -> None:
     while not self._halt.wait(1.0):
@@ -291,12 +302,12 @@ def _summary(counts, options, graph, batch, identity, command, wall) -> dict[str
       'read': counts.get('games_read', 0),
       'kept': counts.get('games_kept', 0),
       'reviewed': counts.get('games_reviewed', 0),
-      'from_an_interrupted_run': counts.get('games_from_an_interrupted_run', 0),
       'skipped': {r: counts[f'games_skipped/{r}'] for r in pgn.SKIP_REASONS if counts.get(f'games_skipped/{r}')},
       'corrupt_input_files': counts.get('corrupt_input_files', 0),
       'filters': {'limit': options.limit, 'sample_games': options.sample_games, 'min_rating': options.min_rating},
     },
     'positions': counts.get('positions', 0),
+    'positions_from_an_interrupted_run': counts.get('positions_from_an_interrupted_run', 0),
     'marks': {name: counts.get(f'marks/{name}', 0) for name in review.MARK_NAMES},
     'bands': rows,
     'accuracy_per_100_points': slope_per_band(rows),

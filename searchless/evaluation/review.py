@@ -79,6 +79,18 @@ def view_of(analysis: policy_lib.Analysis, played: chess.Move | None) -> Positio
   )
 
 
+def views(policy: policy_lib.Policy, boards: Sequence[chess.Board], played: Sequence[chess.Move | None]):
+  """The views of `boards` (`played[k]`: the game's move from board k, or None) from one `analyse_many` call of
+  `policy`; a board without legal moves gets `terminal_view`."""
+  legal = [list(board.legal_moves) for board in boards]
+  live = [i for i, moves in enumerate(legal) if moves]
+  analyses = iter(policy.analyse_many([boards[i] for i in live], [legal[i] for i in live]) if live else [])
+  return [
+    view_of(next(analyses), move) if moves else terminal_view(board)
+    for board, moves, move in zip(boards, legal, played)
+  ]
+
+
 def view_of_answer(answer: dict[str, Any], played: str | None) -> PositionView:
   """The view of a position from the server's answer (`searchless.play.serve.service.describe`)."""
   if answer['value'] is None:

@@ -37,7 +37,7 @@ from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 
 NAMESPACE = 'searchless-review'
-PIECE_KIND = 'games'  # The resume pieces' kind: one reviewed game (its record's JSON) each.
+PIECE_KIND = 'chunks'  # The resume pieces' kind: ((game, first ply), its positions' views) each.
 BAND = 100  # Rating points per band of the summary.
 MOVES_PER_BOARD = 32  # About the legal moves of a position: the per-move model's rows per board.
 
@@ -55,7 +55,7 @@ class ReviewOptions:
   sample_games: int | None = None  # A uniform sample of N games, by a hash of their identity (as annotate's).
   min_rating: int | None = None  # Both players rated at least this.
   batch_boards: int = 0  # Positions per model call (RunInference's batches); 0: by the model's compiled shapes.
-  chunk_games: int = 64  # Games a worker keeps per resume piece (what a kill can lose).
+  chunk_games: int = 64  # Chunks of positions (about a game each) a worker keeps per resume piece.
   parallelism: int = 16  # Lanes the games are spread over.
   skip_corrupt_inputs: bool = False
   overwrite: bool = False
@@ -89,13 +89,20 @@ class ParseForReview(beam.DoFn):
     yield ReviewGame(parsed.key, parsed.location, tags, parsed.fens[0], parsed.moves)
 
 
-def positions(game: ReviewGame) -> Iterator[tuple[tuple[str, int], tuple[str, str | None]]]:
-  """((game, ply), (FEN, the move played there or None)) for every position of `game`, the last included."""
+Chunk = tuple[tuple[str, str | None], ...]  # Consecutive positions of a game: (FEN, the move played there or None).
+
+
+def positions(game: ReviewGame, size: int) -> Iterator[tuple[tuple[str, int], Chunk]]:
+  """((game, first ply), chunk) for the positions of `game` (the last included), `size` consecutive ones a chunk."""
   board = chess.Board(game.start_fen)
+  chunk: list[tuple[str, str | None]] = []
   for ply, move in enumerate([*game.moves, None]):
-    yield (game.key, ply), (board.fen(), move)
+    chunk.append((board.fen(), move))
     if move is not None:
       board.push_uci(move)
+    if len(chunk) == size or move is None:
+      yield (game.key, ply + 1 - len(chunk)), tuple(chunk)
+      chunk = []
 
 
 def boards_per_call(kind: str, packed: bool) -> int:
@@ -122,15 +129,20 @@ def default_batch(checkpoint: str, policy: str | None) -> int:
   return boards_per_call(kind, packed)
 
 
-class PolicyHandler(ModelHandler[tuple[str, str | None], review.PositionView, policy_lib.Policy]):
-  """RunInference's handler of the policy: loaded once per worker (`load_model`), positions (FEN, played move)
-  to `review.PositionView` in one `Policy.analyse_many` call per batch of `batch` positions."""
+class PolicyHandler(ModelHandler[Chunk, list[review.PositionView], policy_lib.Policy]):
+  """RunInference's handler of the policy: loaded once per worker (`load_model`, shared by the worker's threads),
+  each chunk of a game's positions to their `review.PositionView`s in one `Policy.analyse_many` call.
 
-  def __init__(self, checkpoint: str, policy: str | None, dtype: str, batch: int, progress_dir: str | None = None):
+  The examples are chunks of `batch` consecutive positions of one game (`positions`), `batch` being what fills the
+  predictor's largest compiled shape (`boards_per_call`), and RunInference's batches are one chunk each: a
+  position's numbers depend, in their last float bits, on the batch shape of the call it is in (XLA compiles each
+  shape apart), so a batch of positions from whichever games came together would give other bytes on every run and
+  every runner (7 of 731 moves differed in the 6th decimal between two runs of 12 games).
+  """
+
+  def __init__(self, checkpoint: str, policy: str | None, dtype: str):
     super().__init__()
-    self._checkpoint, self._policy, self._dtype, self._batch = checkpoint, policy, dtype, batch
-    self._progress_dir = progress_dir
-    self._progress: progress.WorkerProgress | None = None
+    self._checkpoint, self._policy, self._dtype = checkpoint, policy, dtype
 
   def load_model(self) -> policy_lib.Policy:
     from searchless.play import player  # Loads JAX: on the workers only.
@@ -138,31 +150,23 @@ class PolicyHandler(ModelHandler[tuple[str, str | None], review.PositionView, po
     loaded = player.load_policy(self._checkpoint, policy=self._policy, compute_dtype=self._dtype)
     if loaded.kind == policy_lib.BEHAVIORAL_CLONING:
       raise ValueError('a review needs win probabilities: a behavioral-cloning policy predicts moves, not values')
-    loaded.warm_up(self._batch)
+    # No `warm_up`: it times calls to plan how rows are cut into batch shapes, and a plan that differs between
+    # workers gives other bytes. The shapes compile at their first call (JAX's persistent cache keeps them).
     return loaded
 
   def batch_elements_kwargs(self) -> dict[str, Any]:
-    return {'min_batch_size': self._batch, 'max_batch_size': self._batch}
+    return {'min_batch_size': 1, 'max_batch_size': 1}  # A chunk fills the compiled shapes by itself.
 
-  def run_inference(self, batch: Sequence[tuple[str, str | None]], model: policy_lib.Policy, inference_args=None):
-    boards = [chess.Board(fen) for fen, _ in batch]
-    legal = [list(board.legal_moves) for board in boards]
-    live = [i for i, moves in enumerate(legal) if moves]
-    analyses = iter(model.analyse_many([boards[i] for i in live], [legal[i] for i in live]) if live else [])
-    views = []
-    for board, moves, (_, played) in zip(boards, legal, batch):
-      if not moves:
-        views.append(review.terminal_view(board))
-      else:
-        views.append(review.view_of(next(analyses), None if played is None else chess.Move.from_uci(played)))
-    if self._progress_dir is not None:
-      if self._progress is None:
-        self._progress = progress.WorkerProgress(self._progress_dir)
-      self._progress.update(action_values=len(batch))
-    return views
+  def run_inference(self, batch: Sequence[Chunk], model: policy_lib.Policy, inference_args=None):
+    results = []
+    for chunk in batch:
+      boards = [chess.Board(fen) for fen, _ in chunk]
+      played = [None if move is None else chess.Move.from_uci(move) for _, move in chunk]
+      results.append(review.views(model, boards, played))
+    return results
 
-  def get_num_bytes(self, batch: Sequence[tuple[str, str | None]]) -> int:
-    return sum(len(fen) for fen, _ in batch)
+  def get_num_bytes(self, batch: Sequence[Chunk]) -> int:
+    return sum(len(fen) for chunk in batch for fen, _ in chunk)
 
 
 def record(game: ReviewGame, views: Sequence[review.PositionView]) -> dict[str, Any]:
@@ -206,8 +210,9 @@ def record_counts(line: dict[str, Any]) -> Iterator[job_results.Count]:
     yield f'band/{band}/squares', hundredths * hundredths
 
 
-class KeepRecords(beam.DoFn):
-  """Keeps each reviewed game in the resume folder as it is done (`resume.PieceWriter`), passing it on."""
+class KeepViews(beam.DoFn):
+  """Keeps each chunk's views in the resume folder as the model gives them (`resume.PieceWriter`, `chunk` chunks a
+  piece or every two minutes), passing them on: an interrupted job keeps what the model did."""
 
   def __init__(self, directory: str, chunk: int, progress_dir: str | None):
     self._directory, self._chunk, self._progress_dir = directory, chunk, progress_dir
@@ -216,11 +221,11 @@ class KeepRecords(beam.DoFn):
     self._writer = resume.PieceWriter(self._directory, PIECE_KIND, self._chunk)
     self._progress = progress.WorkerProgress(self._progress_dir) if self._progress_dir else None
 
-  def process(self, line: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    self._writer.add(line['key'], encode(line))
+  def process(self, keyed: tuple[tuple[str, int], list[review.PositionView]]) -> Iterator[Any]:
+    self._writer.add(keyed[0], keyed[1])
     if self._progress is not None:
-      self._progress.update(boards=1)
-    yield line
+      self._progress.update(boards=len(keyed[1]))
+    yield keyed
 
   def finish_bundle(self) -> None:
     self._writer.commit()
@@ -232,7 +237,7 @@ def _joined(key_groups: tuple[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
   """A game and its positions' views (by ply) as its record."""
   _, groups = key_groups
   game = next(iter(groups['game']))
-  views = [view for _, view in sorted(groups['views'], key=lambda item: item[0])]
+  views = [view for _, chunk in sorted(groups['views'], key=lambda item: item[0]) for view in chunk]
   yield record(game, views)
 
 
@@ -286,36 +291,39 @@ class ReviewGames(beam.PTransform):
         | 'Sample' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
         | 'UnpackSample' >> beam.FlatMap(lambda sample: sample)
       )
-    skip_kept = resume.SkipKept(self.kept, lambda game: game.key, pbegin)
-    resolved = kept | 'SkipKept' >> skip_kept
-    todo = resolved | 'ToDo' >> beam.Filter(lambda r: r[0] == 'todo') | 'Games' >> beam.Map(lambda r: r[1])
+    chunks = kept | 'Positions' >> beam.FlatMap(lambda game, size: positions(game, size), self.batch)
+    skip_kept = resume.SkipKept(self.kept, lambda item: item[0], pbegin)
+    resolved = chunks | 'SkipKept' >> skip_kept
+    todo = resolved | 'ToDo' >> beam.Filter(lambda r: r[0] == 'todo') | 'Chunks' >> beam.Map(lambda r: r[1])
     from_pieces = (
       resolved
       | 'FromPieces' >> beam.Filter(lambda r: r[0] == 'kept')
-      | 'KeptRecords' >> beam.Map(lambda r: json.loads(r[2]))
+      | 'KeptViews' >> beam.Map(lambda r: (r[1][0], r[2]))
     )
     if self.progress_dir:
       _ = (
         todo
-        | 'Ones' >> beam.Map(lambda _: 1)
+        | 'Sizes' >> beam.Map(lambda item: len(item[1]))
         | 'Total' >> beam.CombineGlobally(sum).without_defaults()
         | 'TellProgress' >> beam.Map(progress.write_total, self.progress_dir)
       )
-    handler = PolicyHandler(o.checkpoint, o.policy, o.dtype, self.batch, self.progress_dir)
-    views = (
+    handler = PolicyHandler(o.checkpoint, o.policy, o.dtype)
+    computed = (
       todo
-      | 'Positions' >> beam.FlatMap(lambda game: positions(game))
-      | 'SpreadPositions' >> games_lib.Distribute(lambda item: item[0][0], o.parallelism)
+      | 'SpreadChunks' >> games_lib.Distribute(lambda item: f'{item[0][0]} {item[0][1]}', o.parallelism)
       | 'Model' >> RunInference(KeyedModelHandler(handler))
+      | 'Keep' >> beam.ParDo(KeepViews(resume.folder(o.output_dir), o.chunk_games, self.progress_dir))
+    )
+    views = (
+      (computed, from_pieces)
+      | 'AllViews' >> beam.Flatten()
       | 'ByGameKey' >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
     )
-    reviewed = (
-      {'game': todo | 'GameByKey' >> beam.Map(lambda g: (g.key, g)), 'views': views}
+    lines = (
+      {'game': kept | 'GameByKey' >> beam.Map(lambda g: (g.key, g)), 'views': views}
       | 'ByGame' >> beam.CoGroupByKey()
       | 'Review' >> beam.FlatMap(_joined)
-      | 'Keep' >> beam.ParDo(KeepRecords(resume.folder(o.output_dir), o.chunk_games, self.progress_dir))
     )
-    lines = (reviewed, from_pieces) | 'AllRecords' >> beam.Flatten()
     games_spec, skips_spec = self.outputs
     record_sets = [
       shards.RecordSet(games_spec, encode, lambda line: line['key']),
@@ -337,12 +345,12 @@ class ReviewGames(beam.PTransform):
       | 'CountParsed'
       >> beam.Map(lambda g: ('games_kept', 1) if isinstance(g, ReviewGame) else (f'games_skipped/{g.reason}', 1)),
       lines | 'CountRecords' >> beam.FlatMap(record_counts),
-      from_pieces | 'CountKept' >> beam.Map(lambda _: ('games_from_an_interrupted_run', 1)),
+      from_pieces | 'CountKept' >> beam.Map(lambda kv: ('positions_from_an_interrupted_run', len(kv[1]))),
     )
     notes = []
     if skip_kept.dropped is not None:
       notes.append(
-        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'reviewed games')))
+        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'chunks of positions')))
       )
     summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
     _ = (

@@ -1,5 +1,5 @@
 r"""Review games with the model, one or a million: each move's win% before and after, the model's best move, the
-mark, and each player's accuracy (Lichess's formula on the model's win%: `searchless.evaluation.review`).
+mark, and each player's accuracy (Lichess's formula on the model's win%: `searchless.play.review`).
 
     searchless-review GAMES.pgn[.zst] ... --checkpoint NAME --out DIR [--limit N] [--sample_games N] [--min_rating R]
 
@@ -46,7 +46,7 @@ from searchless.data import progress as progress_lib  # noqa: E402
 from searchless.data import resume  # noqa: E402
 from searchless.data import shards  # noqa: E402
 from searchless.data import streams  # noqa: E402
-from searchless.evaluation import review  # noqa: E402
+from searchless.play import review  # noqa: E402
 from searchless.evaluation import review_job  # noqa: E402
 from searchless.play import policy as policy_lib  # noqa: E402
 from searchless.plumbing import cli  # noqa: E402

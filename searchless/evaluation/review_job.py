@@ -32,7 +32,7 @@ from searchless.data import progress
 from searchless.data import resume
 from searchless.data import shards
 from searchless.data import streams
-from searchless.evaluation import review
+from searchless.play import review
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
 

@@ -1,10 +1,10 @@
-"""The game review (`searchless.evaluation.review`): Lichess's accuracy against values worked out by hand, the marks
+"""The game review (`searchless.play.review`): Lichess's accuracy against values worked out by hand, the marks
 at the page's thresholds, and the views it reads."""
 
 import chess
 import pytest
 
-from searchless.evaluation import review
+from searchless.play import review
 
 SCHOLARS = ['e2e4', 'e7e5', 'd1h5', 'b8c6', 'f1c4', 'g8f6', 'h5f7']
 # The model's view of each position (the mover's win probability, its best move, the played move's), the mate last.

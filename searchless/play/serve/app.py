@@ -4,6 +4,8 @@
 * ``POST /v1/play``: the search agent's move (servers started with ``--agent search:...``);
 * ``POST /v1/stockfish``: Stockfish's move and win probability (servers started with ``--stockfish``);
 * ``POST /v1/pgn``: a game's moves from its PGN (what the page steps through);
+* ``POST /v1/review``: a game's review (``fen``, ``moves``): each move's win% before and after, the model's best
+  move, the mark, and each player's accuracy (`searchless.play.review`, what ``searchless-review`` writes);
 * ``GET /v1/info``: the model, the limits, what else the server answers;
 * ``GET /health/live``: 200 while the process serves; ``GET /health/ready``: 200 once every batch shape is
   compiled (503 before, and while stopping);
@@ -33,6 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from searchless.play import review as review_lib
 from searchless.play.serve import batcher as batcher_lib
 from searchless.play.serve import inputs
 from searchless.play.serve import metrics as metrics_lib
@@ -247,6 +250,17 @@ def make_app(
       board.push(move)
     return {'headers': dict(game.headers), 'fen': game.board().fen(), 'moves': moves}
 
+  async def review(body: bytes) -> dict[str, Any]:
+    boards, moves = review_lib.replay(inputs.position_request(body))
+    if service.policy.kind == 'behavioral_cloning':
+      raise inputs.BadRequest("a review needs win probabilities: this server's policy (behavioral_cloning) has none")
+    answers = []
+    for start in range(0, len(boards), inputs.MAX_POSITIONS):  # As the page's requests: within the queue's size.
+      answers += await service.analyse(boards[start : start + inputs.MAX_POSITIONS])
+    views = [review_lib.view_of_answer(answer, move) for answer, move in zip(answers, [*moves, None])]
+    head = {'model': service.name, 'policy': service.policy.kind, 'fen': boards[0].fen()}
+    return {**head, **review_lib.review(boards[0].fen(), moves, views)}
+
   async def not_found(request: Request, error: Exception) -> Response:
     if isinstance(error, HTTPException):
       return _error(f'{request.method} {request.url.path}: {error.detail}', error.status_code)
@@ -283,6 +297,7 @@ def make_app(
       '/v1/play': (play, 'agent'),
       '/v1/stockfish': (stockfish, 'stockfish'),
       '/v1/pgn': (pgn, None),
+      '/v1/review': (review, None),
     },
   )
   routes = [

@@ -1,12 +1,13 @@
 // The analysis page of searchless-serve: the model's win% for every legal move, arrows, an eval bar, a game
 // stepped through with its win% graph and marked moves, play against the model, Stockfish beside it.
-// Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess).
+// Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess), and so
+// is the game's review (POST /v1/review: the marks and each player's accuracy, as searchless-review computes them).
 import {Chessboard, COLOR, INPUT_EVENT_TYPE} from './vendor/cm-chessboard/src/Chessboard.js'
 
 const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
-// Lichess marks a move by the drop of the mover's winning chances (-1..1): 0.1, 0.2, 0.3. On win% (0..1) that
-// is half: 0.05, 0.10, 0.15.
-const JUDGEMENTS = [[0.15, 'blunder', '??'], [0.10, 'mistake', '?'], [0.05, 'inaccuracy', '?!']]
+// The marks of the review (the server's: searchless.play.review), worst first, with their keys.
+const MARKS = [['blunder', '??', 'b'], ['mistake', '?', 'm'], ['inaccuracy', '?!', 'i']]
+const PARAMS = ['fen', 'moves', 'ply', 'side']  // What a link's hash may hold.
 const CHUNK = 64  // Positions per /v1/analyse request when a game is analysed.
 const ARROWS = 3  // Arrows on the best moves.
 const $ = (id) => document.getElementById(id)
@@ -16,6 +17,7 @@ const state = {
   moves: [],  // The game: [{uci, san}].
   ply: 0,  // The position shown: after moves[0..ply).
   analyses: [],  // analyses[i]: the model's answer for the position after i moves.
+  review: null,  // POST /v1/review's answer for the game, once it is analysed.
   side: 'none',  // The user's colour against the model; 'none': analysis.
   info: null,  // GET /v1/info.
   stockfish: new Map(),  // FEN -> /v1/stockfish's answer.
@@ -58,16 +60,21 @@ async function analyse(plies) {
   return true
 }
 
-// What the model thinks of a move played from `ply`: its judgement by the drop of the mover's win%.
+// The review's mark of the move played from `ply` ({name, sign, drop}), or null.
 function judgement(ply) {
-  const before = state.analyses[ply]
-  const move = state.moves[ply]
-  if (!before || !move || before.value === null) return null
-  const played = before.moves.find((m) => m.uci === move.uci)
-  if (!played || played.win === undefined) return null
-  const drop = before.value - played.win
-  for (const [threshold, name, sign] of JUDGEMENTS) if (drop >= threshold) return {name, sign, drop}
-  return null
+  const move = state.review?.moves[ply]
+  if (!move || !move.mark) return null
+  return {name: move.mark, sign: MARKS.find(([name]) => name === move.mark)[1], drop: move.drop}
+}
+
+// The review of the whole game (marks, accuracy), once its positions are analysed.
+async function reviewGame() {
+  if (state.review || !state.moves.length || state.analyses[0]?.value == null) return false
+  const version = state.version
+  const answer = await api('/v1/review', {fen: state.startFen, moves: state.moves.map((m) => m.uci)})
+  if (version !== state.version) return false
+  state.review = answer
+  return true
 }
 
 function squareCentre(square) {
@@ -129,11 +136,17 @@ function drawEngines(analysis) {
       + (agrees ? '' : ` <span class="disagree">(the model prefers ${analysis.best?.san})</span>`)
   }
   const search = state.search.get(analysis.fen)
-  $('play-best').hidden = !search
-  if (search && search.move) {
-    $('play-best').innerHTML = `${search.agent}: <b>${search.san}</b> ${percent(search.win)}% to win, depth ${search.depth}`
+  $('play-best').hidden = !state.info.play
+  if (state.info.play) {
+    $('play-best').innerHTML = !search ? `${state.info.play}: …` : !search.move ? '' :
+      `${search.agent}: <b>${search.san}</b> ${percent(search.win)}% to win, depth ${search.depth}`
       + (search.visits !== undefined ? `, ${search.visits} visits` : `, ${search.nodes} nodes`)
+      + `<div id="pv" title="The search's principal variation">${escapeHtml(search.pv_san || '')}</div>`
   }
+}
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c])
 }
 
 function drawGame() {
@@ -145,14 +158,12 @@ function drawGame() {
       title="${mark ? `${mark.name}: -${percent(mark.drop)}%` : ''}">${move.san}${mark ? mark.sign : ''}</span></li>`
   })
   $('game').innerHTML = items.join('')
-  const counts = {white: {}, black: {}}
-  state.moves.forEach((_, i) => {
-    const mark = judgement(i)
-    if (mark) counts[i % 2 === 0 ? 'white' : 'black'][mark.name] = (counts[i % 2 === 0 ? 'white' : 'black'][mark.name] || 0) + 1
-  })
   const plural = {inaccuracy: 'inaccuracies', mistake: 'mistakes', blunder: 'blunders'}
-  const say = (c) => JUDGEMENTS.map(([, name]) => `${c[name] || 0} ${c[name] === 1 ? name : plural[name]}`).join(', ')
-  $('summary').textContent = state.moves.length ? `White: ${say(counts.white)}. Black: ${say(counts.black)}.` : ''
+  const say = (p) => (p.accuracy === null ? '' : `${p.accuracy.toFixed(1)}% accuracy, `)
+    + MARKS.map(([name]) => `${p[name]} ${p[name] === 1 ? name : plural[name]}`).join(', ')
+  const players = state.review?.players
+  $('summary').innerHTML = players ? ['white', 'black'].map((color) => `<div id="summary-${color}">
+    ${color === 'white' ? 'White' : 'Black'}: ${say(players[color])}.</div>`).join('') : ''
 }
 
 function drawGraph() {
@@ -171,6 +182,14 @@ function drawGraph() {
   $('graph').innerHTML = `<rect width="600" height="120" fill="#fff"/><line x1="0" y1="60" x2="600" y2="60" stroke="#ccc"/>
     <polyline points="${points.join(' ')}" fill="none" stroke="#1565c0" stroke-width="2" vector-effect="non-scaling-stroke"/>
     ${dots.join('')}<line x1="${x(state.ply)}" y1="0" x2="${x(state.ply)}" y2="120" stroke="#888" stroke-dasharray="3"/>`
+}
+
+// The move of the next (`step` 1) or previous (-1) mark `name` from the position shown, or null.
+function markedPly(name, step) {
+  const moves = state.review?.moves || []
+  const order = step > 0 ? moves.map((_, i) => i) : moves.map((_, i) => moves.length - 1 - i)
+  const found = order.find((i) => moves[i].mark === name && (step > 0 ? i + 1 > state.ply : i + 1 < state.ply))
+  return found === undefined ? null : found + 1
 }
 
 function writeUrl() {
@@ -201,11 +220,12 @@ function render() {
   return placed
 }
 
-// Shows the position after `ply` moves, the engines' views beside, and the model's reply when it is its turn.
-async function show(ply) {
+// Shows the position after `ply` moves, the engines' views beside, and the model's reply when it is its turn;
+// `message`: what to say under it (a link's error), else nothing.
+async function show(ply, message = '') {
   state.ply = Math.max(0, Math.min(ply, state.moves.length))
   document.body.dataset.busy = 'true'
-  showError('')
+  showError(message)
   try {
     const version = state.version
     if (!(await analyse([state.ply]))) return
@@ -216,6 +236,11 @@ async function show(ply) {
       state.stockfish.set(analysis.fen, answer)
       if (version === state.version && state.analyses[state.ply] === analysis) await render()
     }
+    if (state.info.play && analysis.moves.length && !state.search.has(analysis.fen)) {  // The search's line.
+      const answer = await api('/v1/play', {fen: analysis.fen})
+      state.search.set(analysis.fen, answer)
+      if (version === state.version && state.analyses[state.ply] === analysis) await render()
+    }
     await replyIfModelsTurn(analysis, version)
   } catch (error) {
     showError(error)
@@ -224,8 +249,9 @@ async function show(ply) {
     document.body.dataset.ply = String(state.ply)
   }
   document.body.dataset.game = 'analysing'
-  try {  // The graph and the marks of the whole game.
+  try {  // The graph, the marks and the accuracy of the whole game.
     if (await analyse(Array.from({length: state.moves.length + 1}, (_, i) => i))) await render()
+    if (await reviewGame()) await render()
   } catch (error) {
     showError(error)
   } finally {
@@ -238,7 +264,7 @@ async function replyIfModelsTurn(analysis, version) {
   if (!models || state.ply !== state.moves.length || !analysis.moves.length) return
   let move = analysis.best
   if (state.info.play && $('use-search')?.checked) {
-    const answer = await api('/v1/play', {fen: analysis.fen, movetime_ms: 1000})
+    const answer = state.search.get(analysis.fen) || await api('/v1/play', {fen: analysis.fen})
     state.search.set(analysis.fen, answer)
     move = {uci: answer.move, san: answer.san}
   }
@@ -251,6 +277,7 @@ function setGame(startFen, moves, ply) {
   state.startFen = startFen
   state.moves = moves
   state.analyses = []
+  state.review = null
   return show(ply)
 }
 
@@ -258,6 +285,7 @@ async function play(uci, san) {
   state.version++
   state.moves = state.moves.slice(0, state.ply).concat([{uci, san}])
   state.analyses = state.analyses.slice(0, state.ply + 1)
+  state.review = null
   await show(state.ply + 1)
 }
 
@@ -279,32 +307,66 @@ function onMoveInput(event) {
   return true
 }
 
+// The link's game ({fen, moves, ply, side}) and what is wrong with it (a message, or '').
 function readUrl() {
-  const params = new URLSearchParams(location.hash.slice(1))
+  const hash = location.hash.slice(1)
+  const params = new URLSearchParams(hash)
+  const problems = []
+  const unknown = [...params.keys()].filter((key) => !PARAMS.includes(key))
+  if (unknown.length) problems.push(`"${unknown[0].slice(0, 40)}" is not a link's field (fen, moves, ply, side)`)
   const moves = (params.get('moves') || '').split(',').filter(Boolean).map((uci) => ({uci, san: uci}))
-  const ply = params.has('ply') ? Number(params.get('ply')) : moves.length
-  state.side = ['white', 'black'].includes(params.get('side')) ? params.get('side') : 'none'
-  return {fen: params.get('fen') || START, moves, ply}
+  let ply = moves.length
+  if (params.has('ply')) {
+    const text = params.get('ply')
+    if (/^\d+$/.test(text)) ply = Math.min(Number(text), moves.length)
+    else problems.push(`ply=${text.slice(0, 20)} is not a move number: showing the last move`)
+  }
+  let side = 'none'
+  if (params.has('side')) {
+    if (['white', 'black', 'none'].includes(params.get('side'))) side = params.get('side')
+    else problems.push(`side=${params.get('side').slice(0, 20)} is not white, black or none`)
+  }
+  return {fen: params.get('fen') || START, moves, ply, side, problem: problems.join('; ')}
 }
 
+function setSide(side) {
+  state.side = side
+  $('side').value = side
+  board.setOrientation(side === 'black' ? COLOR.black : COLOR.white)
+}
+
+// Opens the link's game. A link that names no game the server accepts says why, and keeps the game on screen
+// (the start position when the page opens with it).
 async function loadFromUrl() {
-  const {fen, moves, ply} = readUrl()
-  $('side').value = state.side
-  board.setOrientation(state.side === 'black' ? COLOR.black : COLOR.white)
+  const link = readUrl()
+  const before = {startFen: state.startFen, moves: state.moves, ply: state.ply}
+  setSide(link.side)
   state.version++
-  state.startFen = fen
-  state.moves = moves
+  state.startFen = link.fen
+  state.moves = link.moves
   state.analyses = []
-  try {  // The moves' SAN, from the analyses of the positions before them.
-    await analyse(Array.from({length: moves.length + 1}, (_, i) => i))
-    moves.forEach((move, i) => { move.san = state.analyses[i].moves.find((m) => m.uci === move.uci)?.san || move.uci })
+  state.review = null
+  try {  // The moves' SAN (castling as the king takes its rook becomes O-O), from the server's replay of the game.
+    const version = state.version
+    const start = await api('/v1/analyse', {fen: link.fen})  // Its error names the fen.
+    if (version !== state.version) return
+    state.analyses[0] = start
+    if (link.moves.length) {
+      const answer = await api('/v1/review', {fen: link.fen, moves: link.moves.map((m) => m.uci)})
+      if (version !== state.version) return
+      state.moves = answer.moves.map((m) => ({uci: m.uci, san: m.san}))
+      state.review = answer
+    }
   } catch (error) {
-    showError(`the link's position: ${error.message}`)
-    state.moves = []
-    state.startFen = START
+    state.version++
+    state.startFen = before.startFen
+    state.moves = before.moves
     state.analyses = []
+    state.review = null
+    await show(before.ply, `the link's game: ${error.message}`)
+    return
   }
-  await show(ply)
+  await show(link.ply, link.problem ? `the link: ${link.problem}` : '')
 }
 
 function wire() {
@@ -358,12 +420,25 @@ function wire() {
     const keys = {ArrowLeft: state.ply - 1, ArrowRight: state.ply + 1, Home: 0, End: state.moves.length}
     if (event.key in keys) { event.preventDefault(); show(keys[event.key]) }
     if (event.key === 'f') $('flip').click()
-  })
-  window.addEventListener('hashchange', () => {
-    const params = new URLSearchParams(location.hash.slice(1))
-    if ((params.get('moves') || '') !== state.moves.map((m) => m.uci).join(',') || (params.get('fen') || START) !== state.startFen) {
-      loadFromUrl()
+    const mark = MARKS.find(([, , key]) => key === event.key.toLowerCase())
+    if (mark && !event.ctrlKey && !event.metaKey && !event.altKey) {  // b m i: the next one; with shift, the last.
+      const ply = markedPly(mark[0], event.shiftKey ? -1 : 1)
+      if (ply !== null) show(ply)
     }
+    if (event.key === '?') $('help').hidden = !$('help').hidden
+    if (event.key === 'Escape') $('help').hidden = true
+  })
+  $('help').onclick = () => { $('help').hidden = true }
+  window.addEventListener('hashchange', () => {  // A link edited in the tab: a new game, or another ply or side.
+    const link = readUrl()
+    const same = link.moves.map((m) => m.uci).join(',') === state.moves.map((m) => m.uci).join(',')
+      && link.fen === state.startFen
+    if (!same || link.problem) {
+      loadFromUrl()
+      return
+    }
+    if (link.side !== state.side) setSide(link.side)
+    show(link.ply)
   })
 }
 
@@ -385,7 +460,7 @@ async function main() {
   $('model').textContent = `${state.info.model} (${state.info.policy})`
   if (state.info.play) {
     $('play').insertAdjacentHTML('beforeend', `<label><input type="checkbox" id="use-search"> the model searches
-      (${state.info.play}, 1 s)</label>`)
+      (${state.info.play})</label>`)
   }
   setStatus('ready')
   await loadFromUrl()

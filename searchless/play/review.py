@@ -91,6 +91,24 @@ def views(policy: policy_lib.Policy, boards: Sequence[chess.Board], played: Sequ
   ]
 
 
+def replay(board: chess.Board) -> tuple[list[chess.Board], list[str]]:
+  """The positions of the game that led to `board` (its root first, `board` last) and its moves in standard UCI
+  (castling given as king-takes-rook, ``e1h1``, is ``e1g1``).
+
+  >>> board = chess.Board('r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1')
+  >>> board.push(chess.Move.from_uci('e1h1'))
+  >>> [b.fen().split()[0] for b in replay(board)[0]], replay(board)[1]
+  (['r3k2r/8/8/8/8/8/8/R3K2R', 'r3k2r/8/8/8/8/8/8/R4RK1'], ['e1g1'])
+  """
+  position = board.root()
+  boards, moves = [position.copy(stack=False)], []
+  for move in board.move_stack:
+    moves.append(position.parse_san(position.san(move)).uci())
+    position.push(move)
+    boards.append(position.copy(stack=False))
+  return boards, moves
+
+
 def view_of_answer(answer: dict[str, Any], played: str | None) -> PositionView:
   """The view of a position from the server's answer (`searchless.play.serve.service.describe`)."""
   if answer['value'] is None:

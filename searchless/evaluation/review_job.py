@@ -259,7 +259,7 @@ class ReviewGames(beam.PTransform):
   def __init__(self, options: ReviewOptions, batch: int, kept: Sequence[str] = (), progress_dir: str | None = None):
     super().__init__()
     self.options, self.batch, self.kept, self.progress_dir = options, batch, list(kept), progress_dir
-    self.inputs = streams.match_files(list(options.input), '--input')
+    self.inputs = streams.match_files(list(options.input), 'GAMES')
     self.results_path = FileSystems.join(options.output_dir, shards.TMP_DIR, job_results.RESULTS)
     out = options.output_dir
     self.outputs = [shards.ShardSpec(out, 'games', '.jsonl'), shards.ShardSpec(out, 'skipped', '.jsonl')]

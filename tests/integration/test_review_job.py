@@ -126,3 +126,25 @@ def test_the_dask_runner_writes_the_direct_runners_records(lichess_999, model_ch
   assert {k: v for k, v in dask.items() if k not in ('wall_seconds', 'command', 'output_dir')} == {
     k: v for k, v in direct.items() if k not in ('wall_seconds', 'command', 'output_dir')
   }
+
+
+def test_limit_min_rating_and_sample_pick_the_games_annotate_would(reference, games, model_checkpoint, tmp_path):
+  import hashlib
+
+  import chess.pgn
+
+  heads = []
+  with open(games, encoding='utf-8') as f:
+    while (headers := chess.pgn.read_headers(f)) is not None:
+      heads.append(headers)
+  first = heads[:6]  # --limit 6: the first six games of the file.
+  rated = [h['Site'] for h in first if min(int(h['WhiteElo']), int(h['BlackElo'])) >= 1600]
+  sample = sorted(rated, key=lambda key: hashlib.sha256(f'sample {key}'.encode()).digest())[:2]
+  out = tmp_path / 'out'
+  argv = [str(games), '--checkpoint', str(model_checkpoint), '--out', str(out), '--no_progress', *IN_MEMORY]
+  summary = driver.run([*argv, '--limit', '6', '--min_rating', '1600', '--sample_games', '2'])
+  lines = [json.loads(line) for line in (out / 'games.jsonl').read_text().splitlines()]
+  assert sorted(line['key'] for line in lines) == sorted(sample) and len(rated) > 2
+  assert summary['games']['read'] == 6 and summary['games']['skipped'] == {'filtered_elo': 6 - len(rated)}
+  by_key = {json.loads(line)['key']: line for line in (reference[0] / 'games.jsonl').read_text().splitlines()}
+  assert all(by_key[line['key']] == json.dumps(line, ensure_ascii=False) for line in lines)  # The same reviews.

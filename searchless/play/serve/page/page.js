@@ -3,11 +3,10 @@
 // Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess), and so
 // is the game's review (POST /v1/review: the marks and each player's accuracy, as searchless-review computes them).
 import {Chessboard, COLOR, INPUT_EVENT_TYPE} from './vendor/cm-chessboard/src/Chessboard.js'
+import {MARKS, escapeHtml, markOf, markedPly, readLink, summaryHtml} from './review.js'
+import {request, svgArrow} from './parts.js'
 
 const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
-// The marks of the review (the server's: searchless.play.review), worst first, with their keys.
-const MARKS = [['blunder', '??', 'b'], ['mistake', '?', 'm'], ['inaccuracy', '?!', 'i']]
-const PARAMS = ['fen', 'moves', 'ply', 'side']  // What a link's hash may hold.
 const CHUNK = 64  // Positions per /v1/analyse request when a game is analysed.
 const ARROWS = 3  // Arrows on the best moves.
 const $ = (id) => document.getElementById(id)
@@ -27,19 +26,7 @@ const state = {
 
 let board = null
 
-async function api(path, body) {
-  for (;;) {
-    const response = await fetch(path, body === undefined ? {} : {method: 'POST', body: JSON.stringify(body)})
-    const value = await response.json()
-    if (response.status === 503 && response.headers.get('Retry-After')) {
-      setStatus(value.error || 'busy')
-      await new Promise((resolve) => setTimeout(resolve, 1000 * Number(response.headers.get('Retry-After'))))
-      continue
-    }
-    if (!response.ok) throw new Error(value.error || response.statusText)
-    return value
-  }
-}
+const api = (path, body) => request(path, body, setStatus)
 
 function setStatus(text) { $('status').textContent = text }
 function showError(error) { $('error').textContent = error ? String(error.message || error) : '' }
@@ -60,12 +47,7 @@ async function analyse(plies) {
   return true
 }
 
-// The review's mark of the move played from `ply` ({name, sign, drop}), or null.
-function judgement(ply) {
-  const move = state.review?.moves[ply]
-  if (!move || !move.mark) return null
-  return {name: move.mark, sign: MARKS.find(([name]) => name === move.mark)[1], drop: move.drop}
-}
+function judgement(ply) { return markOf(state.review, ply) }
 
 // The review of the whole game (marks, accuracy), once its positions are analysed.
 async function reviewGame() {
@@ -77,21 +59,8 @@ async function reviewGame() {
   return true
 }
 
-function squareCentre(square) {
-  const file = square.charCodeAt(0) - 97, rank = Number(square[1]) - 1
-  const white = board.getOrientation() === COLOR.white
-  return [100 * (white ? file : 7 - file) + 50, 100 * (white ? 7 - rank : rank) + 50]
-}
-
-function arrow(from, to, colour, width, label) {
-  const [x1, y1] = squareCentre(from), [x2, y2] = squareCentre(to)
-  const length = Math.hypot(x2 - x1, y2 - y1), ux = (x2 - x1) / length, uy = (y2 - y1) / length
-  const head = 2.6 * width, ex = x2 - ux * head, ey = y2 - uy * head
-  const px = -uy * head * 0.7, py = ux * head * 0.7
-  return `<g opacity="0.8"><line x1="${x1}" y1="${y1}" x2="${ex}" y2="${ey}" stroke="${colour}" stroke-width="${width}"
-    stroke-linecap="round"/><polygon points="${x2},${y2} ${ex + px},${ey + py} ${ex - px},${ey - py}" fill="${colour}"/>
-    <text class="label" x="${ex - ux * 12}" y="${ey - uy * 12}">${label}</text></g>`
-}
+const arrow = (from, to, colour, width, label) =>
+  svgArrow(from, to, colour, width, label, board.getOrientation() === COLOR.white)
 
 function drawArrows(analysis) {
   const parts = []
@@ -145,10 +114,6 @@ function drawEngines(analysis) {
   }
 }
 
-function escapeHtml(text) {
-  return text.replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c])
-}
-
 function drawGame() {
   const items = state.moves.map((move, i) => {
     const mark = judgement(i)
@@ -158,12 +123,7 @@ function drawGame() {
       title="${mark ? `${mark.name}: -${percent(mark.drop)}%` : ''}">${move.san}${mark ? mark.sign : ''}</span></li>`
   })
   $('game').innerHTML = items.join('')
-  const plural = {inaccuracy: 'inaccuracies', mistake: 'mistakes', blunder: 'blunders'}
-  const say = (p) => (p.accuracy === null ? '' : `${p.accuracy.toFixed(1)}% accuracy, `)
-    + MARKS.map(([name]) => `${p[name]} ${p[name] === 1 ? name : plural[name]}`).join(', ')
-  const players = state.review?.players
-  $('summary').innerHTML = players ? ['white', 'black'].map((color) => `<div id="summary-${color}">
-    ${color === 'white' ? 'White' : 'Black'}: ${say(players[color])}.</div>`).join('') : ''
+  $('summary').innerHTML = summaryHtml(state.review?.players)
 }
 
 function drawGraph() {
@@ -182,14 +142,6 @@ function drawGraph() {
   $('graph').innerHTML = `<rect width="600" height="120" fill="#fff"/><line x1="0" y1="60" x2="600" y2="60" stroke="#ccc"/>
     <polyline points="${points.join(' ')}" fill="none" stroke="#1565c0" stroke-width="2" vector-effect="non-scaling-stroke"/>
     ${dots.join('')}<line x1="${x(state.ply)}" y1="0" x2="${x(state.ply)}" y2="120" stroke="#888" stroke-dasharray="3"/>`
-}
-
-// The move of the next (`step` 1) or previous (-1) mark `name` from the position shown, or null.
-function markedPly(name, step) {
-  const moves = state.review?.moves || []
-  const order = step > 0 ? moves.map((_, i) => i) : moves.map((_, i) => moves.length - 1 - i)
-  const found = order.find((i) => moves[i].mark === name && (step > 0 ? i + 1 > state.ply : i + 1 < state.ply))
-  return found === undefined ? null : found + 1
 }
 
 function writeUrl() {
@@ -307,28 +259,6 @@ function onMoveInput(event) {
   return true
 }
 
-// The link's game ({fen, moves, ply, side}) and what is wrong with it (a message, or '').
-function readUrl() {
-  const hash = location.hash.slice(1)
-  const params = new URLSearchParams(hash)
-  const problems = []
-  const unknown = [...params.keys()].filter((key) => !PARAMS.includes(key))
-  if (unknown.length) problems.push(`"${unknown[0].slice(0, 40)}" is not a link's field (fen, moves, ply, side)`)
-  const moves = (params.get('moves') || '').split(',').filter(Boolean).map((uci) => ({uci, san: uci}))
-  let ply = moves.length
-  if (params.has('ply')) {
-    const text = params.get('ply')
-    if (/^\d+$/.test(text)) ply = Math.min(Number(text), moves.length)
-    else problems.push(`ply=${text.slice(0, 20)} is not a move number: showing the last move`)
-  }
-  let side = 'none'
-  if (params.has('side')) {
-    if (['white', 'black', 'none'].includes(params.get('side'))) side = params.get('side')
-    else problems.push(`side=${params.get('side').slice(0, 20)} is not white, black or none`)
-  }
-  return {fen: params.get('fen') || START, moves, ply, side, problem: problems.join('; ')}
-}
-
 function setSide(side) {
   state.side = side
   $('side').value = side
@@ -338,7 +268,7 @@ function setSide(side) {
 // Opens the link's game. A link that names no game the server accepts says why, and keeps the game on screen
 // (the start position when the page opens with it).
 async function loadFromUrl() {
-  const link = readUrl()
+  const link = readLink(location.hash.slice(1), START)
   const before = {startFen: state.startFen, moves: state.moves, ply: state.ply}
   setSide(link.side)
   state.version++
@@ -422,7 +352,7 @@ function wire() {
     if (event.key === 'f') $('flip').click()
     const mark = MARKS.find(([, , key]) => key === event.key.toLowerCase())
     if (mark && !event.ctrlKey && !event.metaKey && !event.altKey) {  // b m i: the next one; with shift, the last.
-      const ply = markedPly(mark[0], event.shiftKey ? -1 : 1)
+      const ply = markedPly(state.review, state.ply, mark[0], event.shiftKey ? -1 : 1)
       if (ply !== null) show(ply)
     }
     if (event.key === '?') $('help').hidden = !$('help').hidden
@@ -430,7 +360,7 @@ function wire() {
   })
   $('help').onclick = () => { $('help').hidden = true }
   window.addEventListener('hashchange', () => {  // A link edited in the tab: a new game, or another ply or side.
-    const link = readUrl()
+    const link = readLink(location.hash.slice(1), START)
     const same = link.moves.map((m) => m.uci).join(',') === state.moves.map((m) => m.uci).join(',')
       && link.fen === state.startFen
     if (!same || link.problem) {

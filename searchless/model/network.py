@@ -24,6 +24,7 @@ True
 
 import dataclasses
 import functools
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,13 +109,19 @@ def build(
   return hk.transform(forward)
 
 
-def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last_only: bool = False) -> Any:
+def jit_inference(
+  config: ModelConfig,
+  compute_dtype: Any = jnp.float32,
+  *,
+  last_only: bool = False,
+  cpu_options: dict[str, Any] | None = None,
+) -> Any:
   """`build(config, compute_dtype, last_only=...).apply`, jitted for inference: what play, evaluation and serving call.
 
   The graph model on XLA:CPU runs a batch of more than `graph.PASS_ROWS` boards in passes of that many, one
   after the other inside the one call (`jax.lax.map`): per board, larger passes are slower (their edge tensors
-  leave the caches). It is compiled with XLA:CPU's options of `_graph_cpu_options`. The numbers are the same to
-  float32 rounding.
+  leave the caches). It is compiled with XLA:CPU's options of `graph_cpu_options` for this host's cores
+  (`cpu_options`: others, as a benchmark compares them). The numbers are the same to float32 rounding.
   """
   apply = build(config, compute_dtype, last_only=last_only).apply
   if config.kind != 'graph' or jax.default_backend() != 'cpu':
@@ -128,27 +135,47 @@ def jit_inference(config: ModelConfig, compute_dtype: Any = jnp.float32, *, last
     passes = jax.lax.map(lambda chunk: apply(params, rng, chunk), tokens.reshape(batch // rows, rows, -1))
     return jax.tree.map(lambda x: x.reshape(batch, *x.shape[2:]), passes)  # [B, ...] again.
 
-  return jax.jit(in_passes, compiler_options=_graph_cpu_options())
+  options = graph_cpu_options(cpu_cores()) if cpu_options is None else cpu_options
+  return jax.jit(in_passes, compiler_options=options)
 
 
-def _graph_cpu_options() -> dict[str, Any]:
-  """XLA:CPU's compile options for the graph model's inference (jax 0.10 on; older ones get none, and an XLA
-  without an option refuses to compile). Each measured on 2 idle cores against the options before it, the shipped
-  model's forward pass at 48 move slots, the same outputs bit for bit:
+# The host's cores up to which `graph_cpu_options` runs each matmul on one thread: measured faster there (1 and 2
+# cores, benchmarks/graph_cpu_options.py). Beyond, XLA's default (multi-threaded matmuls) stands: a host with more
+# cores never gets slower matmuls than the defaults would give it.
+SINGLE_THREAD_MATMUL_CORES = 2
+
+
+def cpu_cores() -> int:
+  """The cores this process may run on (its affinity: ``taskset``, a container's cpuset)."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # Not on Linux.
+    return os.cpu_count() or 1
+
+
+def graph_cpu_options(cores: int) -> dict[str, Any]:
+  """XLA:CPU's compile options for the graph model's inference on a host of `cores` cores (jax 0.10 on; older ones
+  get none, and an XLA without an option refuses to compile). Each measured against the options before it, the
+  shipped model's forward pass at 48 move slots, the same outputs bit for bit:
 
   * its YNNPACK fusions off: they ran its small matmuls, and the reductions fused into them, slower than XLA's own
-    loops (16 boards 0.97x the time, 1 board 0.92x);
-  * its older loop emitters instead of the MLIR fusion emitters, and each matmul on one thread (independent
-    matmuls and loops still run at once on XLA's threads): 16 boards 0.87-0.90x, 64 boards 0.94x.
+    loops (2 idle cores: 16 boards 0.97x the time, 1 board 0.92x);
+  * its older loop emitters instead of the MLIR fusion emitters (with the next: 16 boards 0.87-0.90x, 64 boards
+    0.94x on 2 cores);
+  * on up to `SINGLE_THREAD_MATMUL_CORES` cores, each matmul on one thread (independent matmuls and loops still
+    run at once on XLA's threads); on more, XLA's multi-threaded matmuls, its default. benchmarks/RESULTS.md has
+    the figures on 1 and 2 cores.
+
+  >>> graph_cpu_options(2).get('xla_cpu_multi_thread_eigen'), 'xla_cpu_multi_thread_eigen' in graph_cpu_options(8)
+  (False, False)
   """
   major, minor = (int(part) for part in jax.__version__.split('.')[:2])
   if (major, minor) < (0, 10):
     return {}
-  return {
-    'xla_cpu_experimental_ynn_fusion_type': '',
-    'xla_cpu_use_fusion_emitters': False,
-    'xla_cpu_multi_thread_eigen': False,
-  }
+  options: dict[str, Any] = {'xla_cpu_experimental_ynn_fusion_type': '', 'xla_cpu_use_fusion_emitters': False}
+  if cores <= SINGLE_THREAD_MATMUL_CORES:
+    options['xla_cpu_multi_thread_eigen'] = False
+  return options
 
 
 @functools.cache

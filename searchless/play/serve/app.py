@@ -4,6 +4,8 @@
 * ``POST /v1/play``: the search agent's move (servers started with ``--agent search:...``);
 * ``POST /v1/stockfish``: Stockfish's move and win probability (servers started with ``--stockfish``);
 * ``POST /v1/pgn``: a game's moves from its PGN (what the page steps through);
+* ``POST /v1/review``: a game's review (``fen``, ``moves``): each move's win% before and after, the model's best
+  move, the mark, and each player's accuracy (`searchless.play.review`, what ``searchless-review`` writes);
 * ``GET /v1/info``: the model, the limits, what else the server answers;
 * ``GET /health/live``: 200 while the process serves; ``GET /health/ready``: 200 once every batch shape is
   compiled (503 before, and from SIGTERM on);
@@ -36,6 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from searchless.play import review as review_lib
 from searchless.play.serve import batcher as batcher_lib
 from searchless.play.serve import guard
 from searchless.play.serve import inputs
@@ -305,6 +308,19 @@ def make_app(
   async def pgn(body: bytes) -> dict[str, Any]:
     return await asyncio.to_thread(_game, body)  # Bounded (`inputs.MAX_PGN_PLIES`), and off the event loop.
 
+  async def review(body: bytes) -> dict[str, Any]:
+    boards, moves = review_lib.replay(inputs.position_request(body))
+    if service.policy.kind == 'behavioral_cloning':
+      raise inputs.BadRequest("a review needs win probabilities: this server's policy (behavioral_cloning) has none")
+    answers = []
+    for start in range(0, len(boards), inputs.MAX_POSITIONS):  # As the page's requests: within the queue's size.
+      answers += await service.analyse(boards[start : start + inputs.MAX_POSITIONS])
+    if failed := next((answer for answer in answers if isinstance(answer, Exception)), None):
+      raise failed  # A position the model could not value: the review has no answer without it.
+    views = [review_lib.view_of_answer(answer, move) for answer, move in zip(answers, [*moves, None])]
+    head = {'model': service.name, 'policy': service.policy.kind, 'fen': boards[0].fen()}
+    return {**head, **review_lib.review(boards[0].fen(), moves, views)}
+
   async def failed(request: Request, exception: Exception) -> Response:
     if isinstance(exception, HTTPException):
       message = f'{request.method} {request.url.path[:200]}: {exception.detail}'
@@ -336,7 +352,7 @@ def make_app(
       await service.stop()
 
   endpoints = {'/v1/analyse': (analyse, None), '/v1/play': (play, 'agent')}
-  endpoints |= {'/v1/stockfish': (stockfish, 'stockfish'), '/v1/pgn': (pgn, None)}
+  endpoints |= {'/v1/stockfish': (stockfish, 'stockfish'), '/v1/pgn': (pgn, None), '/v1/review': (review, None)}
   routes: list[Route | Mount] = [
     Route('/', home),
     Route('/health/live', live),

@@ -292,6 +292,7 @@ class Service:
       **({'visits': int(np.sum(result.visits))} if mcts_search else {'nodes': result.simulations}),
       'evaluations': result.evaluations,
       'pv': [m.uci() for m in result.pv],
+      'pv_san': board.variation_san(result.pv),  # The line in SAN, numbered: '1. e4 e5 2. Nf3'.
       'seconds': round(result.seconds, 4),
     }
 

@@ -1,12 +1,12 @@
 // The analysis page of searchless-serve: the model's win% for every legal move, arrows, an eval bar, a game
 // stepped through with its win% graph and marked moves, play against the model, Stockfish beside it.
-// Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess).
+// Everything comes from the server's JSON API (docs/serve.md); chess rules are the server's (python-chess), and so
+// is the game's review (POST /v1/review: the marks and each player's accuracy, as searchless-review computes them).
 import {Chessboard, COLOR, INPUT_EVENT_TYPE} from './vendor/cm-chessboard/src/Chessboard.js'
+import {MARKS, escapeHtml, markOf, markedPly, readLink, summaryHtml} from './review.js'
+import {request, svgArrow} from './parts.js'
 
 const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
-// Lichess marks a move by the drop of the mover's winning chances (-1..1): 0.1, 0.2, 0.3. On win% (0..1) that
-// is half: 0.05, 0.10, 0.15.
-const JUDGEMENTS = [[0.15, 'blunder', '??'], [0.10, 'mistake', '?'], [0.05, 'inaccuracy', '?!']]
 const CHUNK = 64  // Positions per /v1/analyse request when a game is analysed.
 const ARROWS = 3  // Arrows on the best moves.
 const $ = (id) => document.getElementById(id)
@@ -16,6 +16,7 @@ const state = {
   moves: [],  // The game: [{uci, san}].
   ply: 0,  // The position shown: after moves[0..ply).
   analyses: [],  // analyses[i]: the model's answer for the position after i moves.
+  review: null,  // POST /v1/review's answer for the game, once it is analysed.
   side: 'none',  // The user's colour against the model; 'none': analysis.
   info: null,  // GET /v1/info.
   stockfish: new Map(),  // FEN -> /v1/stockfish's answer.
@@ -25,25 +26,7 @@ const state = {
 
 let board = null
 
-// A server started with --token is opened at /?token=...: the token is kept for the tab and sent with each call.
-const TOKEN = new URLSearchParams(location.search).get('token') || sessionStorage.getItem('token')
-if (TOKEN) sessionStorage.setItem('token', TOKEN)
-const HEADERS = {'Content-Type': 'application/json', ...(TOKEN ? {Authorization: `Bearer ${TOKEN}`} : {})}
-
-async function api(path, body) {
-  for (;;) {
-    const init = body === undefined ? {headers: HEADERS} : {method: 'POST', headers: HEADERS, body: JSON.stringify(body)}
-    const response = await fetch(path, init)
-    const value = await response.json()
-    if (response.status === 503 && response.headers.get('Retry-After')) {
-      setStatus(value.error || 'busy')
-      await new Promise((resolve) => setTimeout(resolve, 1000 * Number(response.headers.get('Retry-After'))))
-      continue
-    }
-    if (!response.ok) throw new Error(value.error || response.statusText)
-    return value
-  }
-}
+const api = (path, body) => request(path, body, setStatus)
 
 function setStatus(text) { $('status').textContent = text }
 function showError(error) { $('error').textContent = error ? String(error.message || error) : '' }
@@ -64,33 +47,20 @@ async function analyse(plies) {
   return true
 }
 
-// What the model thinks of a move played from `ply`: its judgement by the drop of the mover's win%.
-function judgement(ply) {
-  const before = state.analyses[ply]
-  const move = state.moves[ply]
-  if (!before || !move || before.value === null) return null
-  const played = before.moves.find((m) => m.uci === move.uci)
-  if (!played || played.win === undefined) return null
-  const drop = before.value - played.win
-  for (const [threshold, name, sign] of JUDGEMENTS) if (drop >= threshold) return {name, sign, drop}
-  return null
+function judgement(ply) { return markOf(state.review, ply) }
+
+// The review of the whole game (marks, accuracy), once its positions are analysed.
+async function reviewGame() {
+  if (state.review || !state.moves.length || state.analyses[0]?.value == null) return false
+  const version = state.version
+  const answer = await api('/v1/review', {fen: state.startFen, moves: state.moves.map((m) => m.uci)})
+  if (version !== state.version) return false
+  state.review = answer
+  return true
 }
 
-function squareCentre(square) {
-  const file = square.charCodeAt(0) - 97, rank = Number(square[1]) - 1
-  const white = board.getOrientation() === COLOR.white
-  return [100 * (white ? file : 7 - file) + 50, 100 * (white ? 7 - rank : rank) + 50]
-}
-
-function arrow(from, to, colour, width, label) {
-  const [x1, y1] = squareCentre(from), [x2, y2] = squareCentre(to)
-  const length = Math.hypot(x2 - x1, y2 - y1), ux = (x2 - x1) / length, uy = (y2 - y1) / length
-  const head = 2.6 * width, ex = x2 - ux * head, ey = y2 - uy * head
-  const px = -uy * head * 0.7, py = ux * head * 0.7
-  return `<g opacity="0.8"><line x1="${x1}" y1="${y1}" x2="${ex}" y2="${ey}" stroke="${colour}" stroke-width="${width}"
-    stroke-linecap="round"/><polygon points="${x2},${y2} ${ex + px},${ey + py} ${ex - px},${ey - py}" fill="${colour}"/>
-    <text class="label" x="${ex - ux * 12}" y="${ey - uy * 12}">${label}</text></g>`
-}
+const arrow = (from, to, colour, width, label) =>
+  svgArrow(from, to, colour, width, label, board.getOrientation() === COLOR.white)
 
 function drawArrows(analysis) {
   const parts = []
@@ -135,10 +105,12 @@ function drawEngines(analysis) {
       + (agrees ? '' : ` <span class="disagree">(the model prefers ${analysis.best?.san})</span>`)
   }
   const search = state.search.get(analysis.fen)
-  $('play-best').hidden = !search
-  if (search && search.move) {
-    $('play-best').innerHTML = `${search.agent}: <b>${search.san}</b> ${percent(search.win)}% to win, depth ${search.depth}`
+  $('play-best').hidden = !state.info.play
+  if (state.info.play) {
+    $('play-best').innerHTML = !search ? `${state.info.play}: …` : !search.move ? '' :
+      `${search.agent}: <b>${search.san}</b> ${percent(search.win)}% to win, depth ${search.depth}`
       + (search.visits !== undefined ? `, ${search.visits} visits` : `, ${search.nodes} nodes`)
+      + `<div id="pv" title="The search's principal variation">${escapeHtml(search.pv_san || '')}</div>`
   }
 }
 
@@ -151,14 +123,7 @@ function drawGame() {
       title="${mark ? `${mark.name}: -${percent(mark.drop)}%` : ''}">${move.san}${mark ? mark.sign : ''}</span></li>`
   })
   $('game').innerHTML = items.join('')
-  const counts = {white: {}, black: {}}
-  state.moves.forEach((_, i) => {
-    const mark = judgement(i)
-    if (mark) counts[i % 2 === 0 ? 'white' : 'black'][mark.name] = (counts[i % 2 === 0 ? 'white' : 'black'][mark.name] || 0) + 1
-  })
-  const plural = {inaccuracy: 'inaccuracies', mistake: 'mistakes', blunder: 'blunders'}
-  const say = (c) => JUDGEMENTS.map(([, name]) => `${c[name] || 0} ${c[name] === 1 ? name : plural[name]}`).join(', ')
-  $('summary').textContent = state.moves.length ? `White: ${say(counts.white)}. Black: ${say(counts.black)}.` : ''
+  $('summary').innerHTML = summaryHtml(state.review?.players)
 }
 
 function drawGraph() {
@@ -207,11 +172,12 @@ function render() {
   return placed
 }
 
-// Shows the position after `ply` moves, the engines' views beside, and the model's reply when it is its turn.
-async function show(ply) {
+// Shows the position after `ply` moves, the engines' views beside, and the model's reply when it is its turn;
+// `message`: what to say under it (a link's error), else nothing.
+async function show(ply, message = '') {
   state.ply = Math.max(0, Math.min(ply, state.moves.length))
   document.body.dataset.busy = 'true'
-  showError('')
+  showError(message)
   try {
     const version = state.version
     if (!(await analyse([state.ply]))) return
@@ -222,6 +188,11 @@ async function show(ply) {
       state.stockfish.set(analysis.fen, answer)
       if (version === state.version && state.analyses[state.ply] === analysis) await render()
     }
+    if (state.info.play && analysis.moves.length && !state.search.has(analysis.fen)) {  // The search's line.
+      const answer = await api('/v1/play', {fen: analysis.fen})
+      state.search.set(analysis.fen, answer)
+      if (version === state.version && state.analyses[state.ply] === analysis) await render()
+    }
     await replyIfModelsTurn(analysis, version)
   } catch (error) {
     showError(error)
@@ -230,8 +201,9 @@ async function show(ply) {
     document.body.dataset.ply = String(state.ply)
   }
   document.body.dataset.game = 'analysing'
-  try {  // The graph and the marks of the whole game.
+  try {  // The graph, the marks and the accuracy of the whole game.
     if (await analyse(Array.from({length: state.moves.length + 1}, (_, i) => i))) await render()
+    if (await reviewGame()) await render()
   } catch (error) {
     showError(error)
   } finally {
@@ -244,7 +216,7 @@ async function replyIfModelsTurn(analysis, version) {
   if (!models || state.ply !== state.moves.length || !analysis.moves.length) return
   let move = analysis.best
   if (state.info.play && $('use-search')?.checked) {
-    const answer = await api('/v1/play', {fen: analysis.fen, movetime_ms: 1000})
+    const answer = state.search.get(analysis.fen) || await api('/v1/play', {fen: analysis.fen})
     state.search.set(analysis.fen, answer)
     move = {uci: answer.move, san: answer.san}
   }
@@ -257,6 +229,7 @@ function setGame(startFen, moves, ply) {
   state.startFen = startFen
   state.moves = moves
   state.analyses = []
+  state.review = null
   return show(ply)
 }
 
@@ -264,6 +237,7 @@ async function play(uci, san) {
   state.version++
   state.moves = state.moves.slice(0, state.ply).concat([{uci, san}])
   state.analyses = state.analyses.slice(0, state.ply + 1)
+  state.review = null
   await show(state.ply + 1)
 }
 
@@ -285,32 +259,44 @@ function onMoveInput(event) {
   return true
 }
 
-function readUrl() {
-  const params = new URLSearchParams(location.hash.slice(1))
-  const moves = (params.get('moves') || '').split(',').filter(Boolean).map((uci) => ({uci, san: uci}))
-  const ply = params.has('ply') ? Number(params.get('ply')) : moves.length
-  state.side = ['white', 'black'].includes(params.get('side')) ? params.get('side') : 'none'
-  return {fen: params.get('fen') || START, moves, ply}
+function setSide(side) {
+  state.side = side
+  $('side').value = side
+  board.setOrientation(side === 'black' ? COLOR.black : COLOR.white)
 }
 
+// Opens the link's game. A link that names no game the server accepts says why, and keeps the game on screen
+// (the start position when the page opens with it).
 async function loadFromUrl() {
-  const {fen, moves, ply} = readUrl()
-  $('side').value = state.side
-  board.setOrientation(state.side === 'black' ? COLOR.black : COLOR.white)
+  const link = readLink(location.hash.slice(1), START)
+  const before = {startFen: state.startFen, moves: state.moves, ply: state.ply}
+  setSide(link.side)
   state.version++
-  state.startFen = fen
-  state.moves = moves
+  state.startFen = link.fen
+  state.moves = link.moves
   state.analyses = []
-  try {  // The moves' SAN, from the analyses of the positions before them.
-    await analyse(Array.from({length: moves.length + 1}, (_, i) => i))
-    moves.forEach((move, i) => { move.san = state.analyses[i].moves.find((m) => m.uci === move.uci)?.san || move.uci })
+  state.review = null
+  try {  // The moves' SAN (castling as the king takes its rook becomes O-O), from the server's replay of the game.
+    const version = state.version
+    const start = await api('/v1/analyse', {fen: link.fen})  // Its error names the fen.
+    if (version !== state.version) return
+    state.analyses[0] = start
+    if (link.moves.length) {
+      const answer = await api('/v1/review', {fen: link.fen, moves: link.moves.map((m) => m.uci)})
+      if (version !== state.version) return
+      state.moves = answer.moves.map((m) => ({uci: m.uci, san: m.san}))
+      state.review = answer
+    }
   } catch (error) {
-    showError(`the link's position: ${error.message}`)
-    state.moves = []
-    state.startFen = START
+    state.version++
+    state.startFen = before.startFen
+    state.moves = before.moves
     state.analyses = []
+    state.review = null
+    await show(before.ply, `the link's game: ${error.message}`)
+    return
   }
-  await show(ply)
+  await show(link.ply, link.problem ? `the link: ${link.problem}` : '')
 }
 
 function wire() {
@@ -364,12 +350,25 @@ function wire() {
     const keys = {ArrowLeft: state.ply - 1, ArrowRight: state.ply + 1, Home: 0, End: state.moves.length}
     if (event.key in keys) { event.preventDefault(); show(keys[event.key]) }
     if (event.key === 'f') $('flip').click()
-  })
-  window.addEventListener('hashchange', () => {
-    const params = new URLSearchParams(location.hash.slice(1))
-    if ((params.get('moves') || '') !== state.moves.map((m) => m.uci).join(',') || (params.get('fen') || START) !== state.startFen) {
-      loadFromUrl()
+    const mark = MARKS.find(([, , key]) => key === event.key.toLowerCase())
+    if (mark && !event.ctrlKey && !event.metaKey && !event.altKey) {  // b m i: the next one; with shift, the last.
+      const ply = markedPly(state.review, state.ply, mark[0], event.shiftKey ? -1 : 1)
+      if (ply !== null) show(ply)
     }
+    if (event.key === '?') $('help').hidden = !$('help').hidden
+    if (event.key === 'Escape') $('help').hidden = true
+  })
+  $('help').onclick = () => { $('help').hidden = true }
+  window.addEventListener('hashchange', () => {  // A link edited in the tab: a new game, or another ply or side.
+    const link = readLink(location.hash.slice(1), START)
+    const same = link.moves.map((m) => m.uci).join(',') === state.moves.map((m) => m.uci).join(',')
+      && link.fen === state.startFen
+    if (!same || link.problem) {
+      loadFromUrl()
+      return
+    }
+    if (link.side !== state.side) setSide(link.side)
+    show(link.ply)
   })
 }
 
@@ -391,7 +390,7 @@ async function main() {
   $('model').textContent = `${state.info.model} (${state.info.policy})`
   if (state.info.play) {
     $('play').insertAdjacentHTML('beforeend', `<label><input type="checkbox" id="use-search"> the model searches
-      (${state.info.play}, 1 s)</label>`)
+      (${state.info.play})</label>`)
   }
   setStatus('ready')
   await loadFromUrl()

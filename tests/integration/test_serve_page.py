@@ -193,7 +193,7 @@ def _ply(page) -> int:
 
 def _press(page, key: str, ply: int) -> None:
   page.keyboard.press(key)
-  page.wait_for_function(f"document.body.dataset.ply === '{ply}' && document.body.dataset.busy === 'false'")
+  _until(page, f"document.body.dataset.ply === '{ply}' && document.body.dataset.busy === 'false'")
 
 
 def test_a_pasted_game_is_reviewed_and_its_keys_jump_between_the_marks(page, served, tmp_path):
@@ -201,8 +201,8 @@ def test_a_pasted_game_is_reviewed_and_its_keys_jump_between_the_marks(page, ser
   _settled(page)
   page.fill('#pgn', MARKED)
   page.click('#pgn-form button')
-  page.wait_for_function('document.querySelectorAll("#game li").length === 23')
-  page.wait_for_function("document.querySelector('#summary').textContent.includes('accuracy')")
+  _until(page, 'document.querySelectorAll("#game li").length === 23')
+  _until(page, "document.querySelector('#summary').textContent.includes('accuracy')")
   _settled(page)
   review = served.post('/v1/review', {'moves': _uci(MARKED)})[2]
   marks = [m['mark'] for m in review['moves']]
@@ -231,12 +231,12 @@ def test_a_pasted_game_is_reviewed_and_its_keys_jump_between_the_marks(page, ser
   _press(page, 'i', after[0])  # The next one from where the board is.
   _press(page, 'Shift+M', last['mistake'] if last['mistake'] < after[0] else 0)
   page.keyboard.press('End')
-  page.wait_for_function("document.body.dataset.ply === '23'")
+  _until(page, "document.body.dataset.ply === '23'")
   _press(page, 'Shift+I', last['inaccuracy'])
   _press(page, 'Shift+B', last['blunder'])
   page.keyboard.press('b')  # No blunder after the last one: the board stays.
   page.keyboard.press('m')
-  page.wait_for_function("document.body.dataset.busy === 'false'")
+  _until(page, "document.body.dataset.busy === 'false'")
   assert _ply(page) == (first['mistake'] if first['mistake'] > last['blunder'] else last['blunder'])
 
   assert page.locator('#help').is_hidden()
@@ -252,7 +252,7 @@ def test_the_search_line_of_the_position_in_san(page, served):
   with page.expect_response(lambda response: response.url.endswith('/v1/play')) as played:
     page.goto(served.url + '#moves=e2e4')
   answer = played.value.json()  # The search the page asked for (MCTS keeps its tree: a rerun sees further).
-  page.wait_for_function("document.querySelector('#pv') && document.querySelector('#pv').textContent !== ''")
+  _until(page, "document.querySelector('#pv') && document.querySelector('#pv').textContent !== ''")
   _settled(page)
   assert page.locator('#pv').inner_text() == answer['pv_san']
   board = chess.Board()
@@ -298,20 +298,20 @@ def test_a_bad_link_says_why_and_keeps_the_game_on_screen(page, served):
   assert page.evaluate('location.hash') == '#moves=e2e4%2Ce7e5&ply=1'
 
   page.evaluate("location.hash = '#moves=e2e5'")  # In the open tab: the message, and the game stays.
-  page.wait_for_function("document.querySelector('#error').textContent.includes('e2e5')")
+  _until(page, "document.querySelector('#error').textContent.includes('e2e5')")
   _settled(page)
   assert [t.rstrip('?!') for t in page.locator('#game li').all_inner_texts()] == ['1. e4', 'e5'] and _ply(page) == 1
 
   page.evaluate("location.hash = '#moves=e2e4,e7e5&ply=9'")  # A ply past the game: its last move.
-  page.wait_for_function("document.body.dataset.ply === '2'")
+  _until(page, "document.body.dataset.ply === '2'")
 
 
 def test_edits_of_ply_and_side_in_an_open_tab_are_followed_and_castling_is_san(page, served):
   _link(page, served, 'moves=e2e4,e7e5,g1f3&ply=3')
   page.evaluate("location.hash = '#moves=e2e4,e7e5,g1f3&ply=1'")
-  page.wait_for_function("document.body.dataset.ply === '1'")
+  _until(page, "document.body.dataset.ply === '1'")
   page.evaluate("location.hash = '#moves=e2e4,e7e5,g1f3&ply=1&side=black'")
-  page.wait_for_function("document.querySelector('#side').value === 'black'")
+  _until(page, "document.querySelector('#side').value === 'black'")
   _settled(page)
   assert _ply(page) == 1 and page.locator('#game li').count() == 3
 

@@ -315,9 +315,12 @@ def make_app(
     answers = []
     for start in range(0, len(boards), inputs.MAX_POSITIONS):  # As the page's requests: within the queue's size.
       answers += await service.analyse(boards[start : start + inputs.MAX_POSITIONS])
-    if failed := next((answer for answer in answers if isinstance(answer, Exception)), None):
-      raise failed  # A position the model could not value: the review has no answer without it.
-    views = [review_lib.view_of_answer(answer, move) for answer, move in zip(answers, [*moves, None])]
+    valued = []
+    for answer in answers:
+      if isinstance(answer, Exception):
+        raise answer  # A position the model could not value: the review has no answer without it.
+      valued.append(answer)
+    views = [review_lib.view_of_answer(answer, move) for answer, move in zip(valued, [*moves, None])]
     head = {'model': service.name, 'policy': service.policy.kind, 'fen': boards[0].fen()}
     return {**head, **review_lib.review(boards[0].fen(), moves, views)}
 

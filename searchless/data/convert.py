@@ -13,21 +13,22 @@ what is wrong (all of them listed in ``OUTPUT_DIR/bad_boards.jsonl``), unless
 annotation pipeline names them.
 
 Exact both ways: action-value -> board -> action-value gives the same set of
-records with identical float values. `run` runs on the DirectRunner by default;
-any Beam runner with the usual options in `beam_args` (``--runner
-DataflowRunner ...``) for the published dataset's size. It writes
+records with identical float values. It runs on the DirectRunner by default;
+any Beam runner with the usual options (``--runner
+DataflowRunner ...``) for the published dataset's size. The job (``searchless-convert``,
+`searchless.pipelines.convert.run`, where its graph is read) writes
 ``OUTPUT_DIR/convert.json`` (`ConversionSummary`: counts, bytes per
 action-value of input and output).
 
 >>> ConversionSummary.format_id(), ConversionSummary.FILE
 ('searchless-convert/1', 'convert.json')
->>> run('in.bag', 'out', to='tensors')
+>>> check_inputs('in.bag', to='tensors')
 Traceback (most recent call last):
 ...
 searchless.plumbing.errors.BadInput: to must be one of ('board', 'chessbench'), got 'tensors'
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 import dataclasses
 import json
 import time
@@ -42,13 +43,11 @@ from searchless.core import artefacts
 from searchless.core import bags
 from searchless.core import codecs
 from searchless.core import records
-from searchless.data import beam_job
 from searchless.data import boards as boards_lib
 from searchless.data import manifest as manifest_lib
 from searchless.plumbing import errors
-from searchless.plumbing import outputs as output_folders
 
-TARGETS = ('board', 'chessbench')  # What `run` converts to.
+TARGETS = ('board', 'chessbench')  # What a conversion converts to.
 INPUT_KIND = {'board': 'action_value', 'chessbench': records.BOARD_VALUE}  # The record kind each target reads.
 BAD_BOARDS = 'bad_boards.jsonl'  # Boards whose moves are not their legal moves (to='board').
 
@@ -212,69 +211,24 @@ def _read_bad_boards(output_dir: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in f.read().decode('utf-8').splitlines() if line]
 
 
-def run(
-  input: str,
-  output_dir: str,
-  *,
+def check_inputs(
+  input: str,  # pylint: disable=redefined-builtin
   to: str,
-  state_values: str | None = None,  # pylint: disable=redefined-builtin
+  state_values: str | None = None,
   skip_bad_boards: bool = False,
-  num_shards: int = 1,
-  compress: bool = False,
-  beam_args: Sequence[str] = (),
-) -> ConversionSummary:
-  """Converts the records of bag spec `input` into `output_dir` (see the module docstring).
-
-  Args:
-    input: bag spec of the input records: file, ``name@N_data.bag``, glob or comma list.
-    output_dir: where the converted bag(s), convert.json and bad_boards.jsonl go.
-    to: 'board' (action-value -> board records) or 'chessbench' (board records -> the three datasets).
-    state_values: to='board': state-value records giving each board its value (default: its best move's).
-    skip_bad_boards: to='board': leave out (and count) boards whose moves are not exactly their
-      legal moves, instead of raising ValueError.
-    num_shards: shards per output record set (1 = one ``<kind>_data.bag``).
-    compress: write zstd-compressed ``.bagz``.
-    beam_args: Beam pipeline options (``--runner ...``).
-
-  Returns:
-    The summary, also written to ``OUTPUT_DIR/convert.json``.
-  """
+) -> int:
+  """The number of records in `input` to convert `to` a target; a one-line error where the flags or the inputs'
+  record kinds do not fit it."""
   if to not in TARGETS:
     raise errors.BadInput(f'to must be one of {TARGETS}, got {to!r}')
   if to == 'chessbench' and (state_values or skip_bad_boards):
     raise errors.BadInput('--state_values and --skip_bad_boards apply to --to board only')
-  in_records = _count_checking_kind(input, INPUT_KIND[to])
   if state_values:
     _count_checking_kind(state_values, 'state_value')
-  start = time.time()
-  pipeline = beam.Pipeline(options=beam_job.checked_options(beam_args))
-  if to == 'board':
-    values = (pipeline | 'Read[state_value]' >> ReadRecords(state_values, 'state_value')) if state_values else None
-    grouped = (
-      pipeline
-      | 'Read[action_value]' >> ReadRecords(input, 'action_value')
-      | 'GroupIntoBoards' >> GroupIntoBoards(values)
-    )
-    outputs = {records.BOARD_VALUE: grouped.boards}
-    _ = grouped[BAD] | 'WriteBad' >> WriteBadBoards(output_dir)
-  else:
-    outputs = (
-      pipeline | 'Read[board_value]' >> ReadRecords(input, records.BOARD_VALUE) | 'ToChessBench' >> BoardsToChessBench()
-    )
-  for kind, pcoll in outputs.items():
-    _ = pcoll | f'Write[{kind}]' >> bagzio.WriteToBagz(
-      bags.sink_path(output_dir, kind, num_shards, compress), coder=RecordCoder(kind)
-    )
-
-  # A conversion replaces the one already in output_dir (its files only), as its one writer.
-  with output_folders.sole_writer(output_dir, 'searchless-convert', 'output_dir'):
-    existing = _existing(output_dir, outputs)
-    with beam_job.dataset_job(output_dir, existing=existing, overwrite=True, flag='output_dir'):
-      beam_job.run_pipeline(pipeline)
-      return _summary(input, output_dir, to, list(outputs), in_records, skip_bad_boards, start)
+  return _count_checking_kind(input, INPUT_KIND[to])
 
 
-def _summary(
+def summary(
   input: str,  # pylint: disable=redefined-builtin
   output_dir: str,
   to: str,
@@ -318,7 +272,7 @@ def _summary(
   return summary
 
 
-def _existing(output_dir: str, kinds: Iterable[str]) -> list[str]:
+def existing(output_dir: str, kinds: Iterable[str]) -> list[str]:
   """The files of an earlier conversion of `kinds` into `output_dir`."""
   found = [FileSystems.join(output_dir, name) for name in (ConversionSummary.FILE, BAD_BOARDS)]
   found = [path for path in found if FileSystems.exists(path)]

@@ -89,14 +89,10 @@ def test_mismatch_names_what_is_wrong():
 
 
 def _convert(input_spec, output_dir, *flags):
-  """searchless.data.convert.run with the command's flags (``--to board``, ``--skip_bad_boards``, ...)."""
+  """searchless-convert's run with the command's flags (``--to board``, ``--skip_bad_boards``, ...)."""
   from searchless.pipelines import convert as command
-  from searchless.data import convert
 
-  args = command._parser().parse_args([str(input_spec), str(output_dir), *map(str, flags)])
-  return convert.run(
-    args.input, args.output_dir, to=args.to, state_values=args.state_values, skip_bad_boards=args.skip_bad_boards
-  ).to_dict()
+  return command.run([str(input_spec), str(output_dir), *map(str, flags)]).to_dict()
 
 
 @pytest.fixture(scope='module')

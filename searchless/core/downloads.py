@@ -264,7 +264,7 @@ class _Downloads:
 
     def get(job: Job) -> None:
       if not job.fetched:
-        file_download.fetch_file(self.s, job, on_bytes, self.stop, say=self.say, record=self.record, live=live)
+        file_download.FileDownload(self.s, job, on_bytes, self.stop, say=self.say, record=self.record, live=live).run()
         job.fetched = True
       if job.remote.unpack:
         try:

@@ -335,17 +335,3 @@ class FileDownload:
       entry |= {'fetched': stamp, 'sha256': self.sha256, 'checked': job.checked, 'format': job.format}
       self.record.put(job.remote, entry)
     job.meta.unlink(missing_ok=True)
-
-
-def fetch_file(
-  s: fetch.Session,
-  job: Job,
-  on_bytes: Callable[[int], None],
-  stop: threading.Event,
-  *,
-  say: Callable[[str], None],
-  record: Record | None = None,
-  live: set[requests.Response] | None = None,
-) -> None:
-  """`FileDownload(...).run()`: fetches, checks and keeps `job`'s file."""
-  FileDownload(s, job, on_bytes, stop, say=say, record=record, live=live).run()

@@ -186,35 +186,27 @@ def run_job(
     start = time.time()
     roots = [out]
 
-    def finish(result: Any) -> dict[str, Any]:
-      results = job_results.read_results(graph.results_path)
-      for note in results.notes:
-        print(f'warning: {note}', file=sys.stderr)
-      counts = results.counts
-      if not counts.get('games_reviewed', 0) and not counts.get('corrupt_input_files', 0):
-        keeper.remove()
-        raise errors.BadInput(_no_games(counts, graph.inputs))
-      shards.commit(graph.outputs, results.pieces, roots)
-      summary = _summary(counts, options, graph, batch, identity, list(command), time.time() - start)
-      _write_json(FileSystems.join(out, SUMMARY), summary)
-      if '://' not in out:
-        plot(summary['bands'], os.path.join(out, PLOT))
-      keeper.remove()
-      return summary
-
     bar = _Bar(progress_dir) if progress_dir else None
     if bar:
       bar.start()
     try:
-      return beam_job.run(
-        pipeline,
-        finish,
-        output_dir=out,
-        roots=roots,
-        existing=_existing(out),
-        overwrite=options.overwrite,
-        keeper=keeper,
-      )
+      existing = _existing(out)
+      with beam_job.dataset_job(out, roots=roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
+        beam_job.run_pipeline(pipeline)
+        results = job_results.read_results(graph.results_path)
+        for note in results.notes:
+          print(f'warning: {note}', file=sys.stderr)
+        counts = results.counts
+        if not counts.get('games_reviewed', 0) and not counts.get('corrupt_input_files', 0):
+          keeper.remove()
+          raise errors.BadInput(_no_games(counts, graph.inputs))
+        shards.commit(graph.outputs, results.pieces, roots)
+        summary = _summary(counts, options, graph, batch, identity, list(command), time.time() - start)
+        _write_json(FileSystems.join(out, SUMMARY), summary)
+        if '://' not in out:
+          plot(summary['bands'], os.path.join(out, PLOT))
+        keeper.remove()
+        return summary
     finally:
       if bar and progress_dir:
         bar.stop()

@@ -17,7 +17,6 @@ are a bonus (the time per board, where the runner has them).
 from collections.abc import Iterator
 import dataclasses
 import functools
-import hashlib
 import json
 import tempfile
 import time
@@ -177,7 +176,7 @@ class AnnotateOptions(job_options.DatasetOptions):
 
   test_input: tuple[str, ...] = ()  # PGN files whose games all go to the test split (disables test_fraction).
   records: str = 'chessbench,board'  # Record sets (see `annotation_records.record_kinds`).
-  sample_games: int | None = None  # A sample of this many games: those of smallest `sample_rank` (same every run).
+  sample_games: int | None = None  # This many games: those of smallest `games.sample_rank` (same every run).
   drop_test_overlap: bool = False  # Drop test boards that also occur in train (the paper kept them).
   mode: str = 'per_move'  # The engine mode (annotation_records.record_kinds depends on it).
   chunk_boards: int = resume.DEFAULT_CHUNK_BOARDS  # A worker commits its annotations every this many boards.
@@ -187,18 +186,6 @@ class AnnotateOptions(job_options.DatasetOptions):
 
 def _first(record: tuple) -> str:
   return record[0]  # A record's board.
-
-
-def sample_rank(game: pgn.Game) -> tuple[bytes, str]:
-  """Where a game stands in `--sample_games`' draw: a hash of its identity (its Lichess URL, else a hash of its
-  text), then its file:line. The games of smallest rank are a uniform sample that every run draws alike. The hash
-  is salted: the split (`splits.split_of`) hashes the same identity, and a sample of the smallest unsalted hashes
-  would all be test games.
-
-  >>> sample_rank(pgn.Game('https://lichess.org/abcdefgh', 'g.pgn:1', ()))[0].hex()[:8]
-  '7f3b8936'
-  """
-  return hashlib.sha256(f'sample {game.key}'.encode('utf-8')).digest(), game.location
 
 
 def _failure_line(failure: Failed) -> bytes:
@@ -273,11 +260,7 @@ class ReadGames(beam.PTransform):
     self.skipped = parsed | 'Skipped' >> beam.Filter(lambda g: isinstance(g, pgn.Skip))
     kept = parsed | 'Kept' >> beam.Filter(lambda g: isinstance(g, pgn.Game))
     if o.sample_games is not None:
-      kept = (
-        kept
-        | 'Sample' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
-        | 'Unpack' >> beam.FlatMap(lambda sample: sample)
-      )
+      kept = kept | 'Sample' >> games.SampleGames(o.sample_games)
     if self._source == 'test':
       return kept | 'AllTest' >> beam.Map(lambda game: ('test', game))
     return kept | 'SplitGames' >> beam.Map(lambda game, f: (splits.split_of(game.key, f), game), self._test_fraction)

@@ -10,6 +10,7 @@ is not a plain Reshuffle there).
 
 from collections.abc import Callable, Iterator
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -23,6 +24,33 @@ from searchless.data import job_results
 from searchless.data import shards
 from searchless.data import splits
 from searchless.data import streams
+
+
+def sample_rank(game: Any) -> tuple[bytes, str]:
+  """Where a game (a `pgn.Game`, or anything with its ``key`` and ``location``) stands in `--sample_games`' draw:
+  a hash of its identity (its Lichess URL, else a hash of its text), then its file:line. The games of smallest rank
+  are a uniform sample that every run draws alike. The hash is salted: the split (`splits.split_of`) hashes the
+  same identity, and a sample of the smallest unsalted hashes would all be test games.
+
+  >>> sample_rank(pgn.Game('https://lichess.org/abcdefgh', 'g.pgn:1', ()))[0].hex()[:8]
+  '7f3b8936'
+  """
+  return hashlib.sha256(f'sample {game.key}'.encode('utf-8')).digest(), game.location
+
+
+class SampleGames(beam.PTransform):
+  """The `n` games of smallest `sample_rank` (``--sample_games``: annotate's, the review's)."""
+
+  def __init__(self, n: int):
+    super().__init__()
+    self._n = n
+
+  def expand(self, games: PCollection) -> PCollection:
+    return (
+      games
+      | 'Top' >> beam.combiners.Top.Of(self._n, key=sample_rank, reverse=True)
+      | 'Unpack' >> beam.FlatMap(lambda sample: sample)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -157,7 +157,9 @@ class PolicyHandler(ModelHandler[Chunk, list[review.PositionView], policy_lib.Po
   def batch_elements_kwargs(self) -> dict[str, Any]:
     return {'min_batch_size': 1, 'max_batch_size': 1}  # A chunk fills the compiled shapes by itself.
 
-  def run_inference(self, batch: Sequence[Chunk], model: policy_lib.Policy, inference_args=None):
+  def run_inference(
+    self, batch: Sequence[Chunk], model: policy_lib.Policy, inference_args: dict[str, Any] | None = None
+  ) -> list[list[review.PositionView]]:
     results = []
     for chunk in batch:
       boards = [chess.Board(fen) for fen, _ in chunk]
@@ -247,11 +249,6 @@ def _file_rank(paths: Sequence[str]) -> Any:
   return lambda raw: (-index[raw.path], -raw.line)  # Top.Of keeps the largest: the first games are.
 
 
-def sample_rank(game: ReviewGame) -> tuple[bytes, str]:
-  """Where a game stands in `--sample_games`' draw (annotate's: a salted hash of its identity, then its place)."""
-  return hashlib.sha256(f'sample {game.key}'.encode('utf-8')).digest(), game.location
-
-
 class ReviewGames(beam.PTransform):
   """The whole review graph, from the input files to the pieces of games.jsonl and skipped.jsonl and the job's
   results file (`results_path`); `outputs` names the file sets to commit."""
@@ -286,11 +283,7 @@ class ReviewGames(beam.PTransform):
     kept = parsed | 'Kept' >> beam.Filter(lambda g: isinstance(g, ReviewGame))
     skipped = parsed | 'Skipped' >> beam.Filter(lambda g: isinstance(g, pgn.Skip))
     if o.sample_games is not None:
-      kept = (
-        kept
-        | 'Sample' >> beam.combiners.Top.Of(o.sample_games, key=sample_rank, reverse=True)
-        | 'UnpackSample' >> beam.FlatMap(lambda sample: sample)
-      )
+      kept = kept | 'Sample' >> games_lib.SampleGames(o.sample_games)
     chunks = kept | 'Positions' >> beam.FlatMap(lambda game, size: positions(game, size), self.batch)
     skip_kept = resume.SkipKept(self.kept, lambda item: item[0], pbegin)
     resolved = chunks | 'SkipKept' >> skip_kept
@@ -347,24 +340,16 @@ class ReviewGames(beam.PTransform):
       lines | 'CountRecords' >> beam.FlatMap(record_counts),
       from_pieces | 'CountKept' >> beam.Map(lambda kv: ('positions_from_an_interrupted_run', len(kv[1]))),
     )
-    notes = []
+    notes = [pbegin | 'NoNotes' >> beam.Create([])]  # Flattened below: never an empty Flatten (Dask's runner fails).
     if skip_kept.dropped is not None:
       notes.append(
         skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'chunks of positions')))
       )
-    summed = counts | 'AllCounts' >> beam.Flatten() | 'SumCounts' >> beam.CombinePerKey(sum)
-    _ = (
-      (
-        pbegin | 'Start' >> beam.Create([('start', None)]),
-        summed | 'CountItems' >> beam.Map(lambda c: ('count', c)),
-        pieces | 'PieceItems' >> beam.Map(lambda p: ('piece', p)),
-        *notes,
-      )
-      | 'AllResults' >> beam.Flatten()
-      | 'OneKey' >> beam.Map(lambda item: (None, item))
-      | 'Gather' >> beam.GroupByKey()
-      | 'WriteResults' >> beam.ParDo(job_results.WriteResults(self.results_path))
-    )
+    _ = {
+      'counts': counts | 'AllCounts' >> beam.Flatten(),
+      'pieces': pieces,
+      'notes': notes | 'AllNotes' >> beam.Flatten(),
+    } | 'WriteResults' >> job_results.WriteResults(self.results_path)
     return PDone(pbegin.pipeline)
 
 

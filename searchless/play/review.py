@@ -79,7 +79,9 @@ def view_of(analysis: policy_lib.Analysis, played: chess.Move | None) -> Positio
   )
 
 
-def views(policy: policy_lib.Policy, boards: Sequence[chess.Board], played: Sequence[chess.Move | None]):
+def views(
+  policy: policy_lib.Policy, boards: Sequence[chess.Board], played: Sequence[chess.Move | None]
+) -> list[PositionView]:
   """The views of `boards` (`played[k]`: the game's move from board k, or None) from one `analyse_many` call of
   `policy`; a board without legal moves gets `terminal_view`."""
   legal = [list(board.legal_moves) for board in boards]

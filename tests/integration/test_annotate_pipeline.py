@@ -17,7 +17,6 @@ import pytest
 
 from searchless.core import bags
 from searchless.core import moves
-from searchless.data import annotate
 from searchless.data import games as games_lib
 from searchless.data import pgn
 from searchless.data import splits
@@ -244,7 +243,7 @@ def test_a_sample_of_games_splits_as_every_game_does():
   """--sample_games draws the games of smallest hash; the split hashes the same identity, so the draw's hash is
   salted: else every game drawn would be a test game."""
   games = [pgn.Game(f'https://lichess.org/{i:08d}', f'g.pgn:{i}', ()) for i in range(2000)]
-  drawn = sorted(games, key=annotate.sample_rank)[:200]
+  drawn = sorted(games, key=games_lib.sample_rank)[:200]
   test = sum(splits.split_of(g.key, 0.1) == 'test' for g in drawn)
   assert 10 <= test <= 30  # About 10% (20), as among all 2000 games.
 
@@ -298,7 +297,7 @@ def test_options_test_input_sampling_filters_shards_and_compression(tmp_path, li
   assert manifest.games['skipped'] == {'filtered_elo': 8 - len(elo_ok) - len(test_elo_ok)}
   assert manifest.split['by'] == 'test_input files'
   train_boards = {r.fen for r in bags.read_records(bags.find(str(out / 'train'), 'state_value'), 'state_value')}
-  sampled = sorted(elo_ok, key=annotate.sample_rank)[:2]  # The two of smallest hash: every run draws them.
+  sampled = sorted(elo_ok, key=games_lib.sample_rank)[:2]  # The two of smallest hash: every run draws them.
   assert train_boards == {f for g in sampled for f in g.fens}
   assert sorted(p.name for p in (out / 'train').iterdir()) == sorted(
     f'{kind}-0000{i}-of-00002_data.bagz'

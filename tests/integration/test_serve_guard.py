@@ -204,17 +204,19 @@ def test_clients_that_leave_cost_nobody_anything(served):
   assert status == 200 and len(answer['positions']) == 64
 
 
-def test_clients_gone_before_their_checks_cost_no_model_call(served):
+def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(served):
   """Clients that send 8 positions each while the server is stopped (SIGSTOP) and close before it goes on: the
-  server reads their requests and their closes at once; each request's checks wait their turn and the loop reads
-  its sockets between two, so all are counted 499 and at most the first one's positions reach the model."""
-  clients, body = 8, json.dumps({'positions': [{'fen': KIWIPETE}] * 8}).encode()
+  server reads their requests and, one turn of its loop later, their closes. Each request's checks wait their
+  turn and the loop reads its sockets after each, so at most the first is checked (a 400: its last move is
+  illegal), the others are counted 499 unchecked, and no position reaches the model."""
+  clients = 8
+  body = json.dumps({'positions': [{'fen': KIWIPETE}] * 7 + [{'moves': ['e2e5']}]}).encode()
   socks = [socket.create_connection((served.host, served.port), timeout=30) for _ in range(clients)]
   for sock in socks:  # Each connection accepted and served once before the stop.
     sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
     assert sock.recv(65536).startswith(b'HTTP/1.1 200')
   count = lambda name, **labels: served.metric(name, **labels)  # noqa: E731
-  gone_before = count('searchless_serve_requests_total', endpoint='/v1/analyse', status='499')
+  before = {s: count('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) for s in ('400', '499')}
   positions_before = count('searchless_serve_batch_size_sum')
   os.kill(served.process.pid, signal.SIGSTOP)
   try:
@@ -223,10 +225,11 @@ def test_clients_gone_before_their_checks_cost_no_model_call(served):
       sock.close()
   finally:
     os.kill(served.process.pid, signal.SIGCONT)
-  gone = lambda: count('searchless_serve_requests_total', endpoint='/v1/analyse', status='499') - gone_before  # noqa: E731
-  assert wait_for(lambda: gone() == clients, 30)
+  answered = lambda s: count('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) - before[s]  # noqa: E731
+  assert wait_for(lambda: answered('400') + answered('499') == clients, 30)
+  assert answered('400') <= 1  # Checked as soon as read, all 8 were answered 400.
   assert count('searchless_serve_queue_length') == 0
-  assert count('searchless_serve_batch_size_sum') - positions_before <= 8  # Not the 64 of them all.
+  assert count('searchless_serve_batch_size_sum') == positions_before
 
 
 def test_a_search_whose_client_left_stops(served):

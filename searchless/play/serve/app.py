@@ -295,10 +295,13 @@ def make_app(
   checking = asyncio.Lock()
 
   async def analyse(body: bytes) -> dict[str, Any]:
-    async with checking:  # One request's checks at a time, and after a batch's the loop reads its sockets before
-      boards, batch = inputs.analyse_request(body)  # the next's: a client that left meanwhile is cancelled
-      if batch:  # (`unless_gone`) before its checks and its model call (batches of 64: 10-20 ms of checks each).
-        await asyncio.sleep(0)
+    async with checking:  # One request's checks at a time, and after a batch's (64 positions: 10-20 ms) the loop
+      batch = True  # reads its sockets before the next's: a client that left meanwhile is cancelled (`unless_gone`)
+      try:  # before its checks and its model call. Lone positions read together are queued together (one call).
+        boards, batch = inputs.analyse_request(body)
+      finally:
+        if batch:  # Or checks that failed.
+          await asyncio.sleep(0)
     answers = await service.analyse(boards)
     head = {'model': service.name, 'policy': service.policy.kind}
     if not batch:

@@ -204,6 +204,34 @@ def test_clients_that_leave_cost_nobody_anything(served):
   assert status == 200 and len(answer['positions']) == 64
 
 
+def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(served):
+  """Clients that send 8 positions each while the server is stopped (SIGSTOP) and close before it goes on: the
+  server reads their requests and, one turn of its loop later, their closes. Each request's checks wait their
+  turn and the loop reads its sockets after each, so at most the first is checked (a 400: its last move is
+  illegal), the others are counted 499 unchecked, and no position reaches the model."""
+  clients = 8
+  body = json.dumps({'positions': [{'fen': KIWIPETE}] * 7 + [{'moves': ['e2e5']}]}).encode()
+  socks = [socket.create_connection((served.host, served.port), timeout=30) for _ in range(clients)]
+  for sock in socks:  # Each connection accepted and served once before the stop.
+    sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
+    assert sock.recv(65536).startswith(b'HTTP/1.1 200')
+  count = lambda name, **labels: served.metric(name, **labels)  # noqa: E731
+  before = {s: count('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) for s in ('400', '499')}
+  positions_before = count('searchless_serve_batch_size_sum')
+  os.kill(served.process.pid, signal.SIGSTOP)
+  try:
+    for sock in socks:
+      sock.sendall(_http('POST', '/v1/analyse', body, {**JSON, **AUTH}))
+      sock.close()
+  finally:
+    os.kill(served.process.pid, signal.SIGCONT)
+  answered = lambda s: count('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) - before[s]  # noqa: E731
+  assert wait_for(lambda: answered('400') + answered('499') == clients, 30)
+  assert answered('400') <= 1  # Checked as soon as read, all 8 were answered 400.
+  assert count('searchless_serve_queue_length') == 0
+  assert count('searchless_serve_batch_size_sum') == positions_before
+
+
 def test_a_search_whose_client_left_stops(served):
   """A search of 60 s whose client hangs up stops at its next batch: the next search runs at once."""
   with socket.create_connection((served.host, served.port), timeout=30) as sock:

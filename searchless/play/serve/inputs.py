@@ -184,11 +184,13 @@ class _TooLong(Exception):
 
 
 class _Builder(chess.pgn.GameBuilder):
-  """python-chess's game builder that counts what it reads: every move and variation (past `MAX_PGN_PLIES` it
-  stops the parse), the tag pairs and the result; its errors are the game's, not lines in the log."""
+  """python-chess's game builder of the main line alone that counts what it reads: every move and variation
+  (past `MAX_PGN_PLIES` it stops the parse), the tag pairs and the result; its errors are the game's, not lines
+  in the log. A variation's moves are checked and counted, not kept: no tree of nodes (each linked to its
+  parent) that only Python's garbage collector frees, whose full collections stop every thread."""
 
   def begin_game(self) -> None:
-    self.plies = self.found = 0
+    self.plies = self.found = self.depth = 0  # depth: of the variation read (0: the main line).
     super().begin_game()
 
   def visit_header(self, tagname: str, tagvalue: str) -> None:
@@ -203,26 +205,44 @@ class _Builder(chess.pgn.GameBuilder):
     self.plies += 1  # Each variation copies its board: counted as a move.
     if self.plies > MAX_PGN_PLIES:
       raise _TooLong()
-    super().begin_variation()
+    self.depth += 1
+
+  def end_variation(self) -> None:
+    self.depth -= 1
+
+  def visit_comment(self, comment: str) -> None:
+    if not self.depth:
+      super().visit_comment(comment)
+
+  def visit_nag(self, nag: int) -> None:
+    if not self.depth:
+      super().visit_nag(nag)
 
   def visit_move(self, board: chess.Board, move: chess.Move) -> None:
     self.plies += 1
     self.found += 1
     if self.plies > MAX_PGN_PLIES:
       raise _TooLong()
-    super().visit_move(board, move)
+    if not self.depth:
+      super().visit_move(board, move)
 
   def handle_error(self, error: Exception) -> None:
     self.game.errors.append(error)
 
 
 def pgn_request(body: bytes) -> chess.pgn.Game:
-  """The game of a /v1/pgn body (``pgn``: one game's PGN text), every move checked; text with no game, more
-  than one, or more than `MAX_PGN_PLIES` moves (variations included) is a `BadRequest`.
+  """The game of a /v1/pgn body (``pgn``: one game's PGN text): its main line, every move checked (the
+  variations' too, not kept); text with no game, more than one, or more than `MAX_PGN_PLIES` moves (variations
+  included) is a `BadRequest`.
 
-  >>> game = pgn_request(b'{"pgn": "1. e4 e5 2. Nf3 *"}')
-  >>> [m.uci() for m in game.mainline_moves()]
-  ['e2e4', 'e7e5', 'g1f3']
+  >>> game = pgn_request(b'{"pgn": "1. e4 e5 (1... c5 2. Nf3) 2. Nf3 *"}')
+  >>> [m.uci() for m in game.mainline_moves()], [len(node.variations) for node in game.mainline()]
+  (['e2e4', 'e7e5', 'g1f3'], [1, 1, 0])
+  >>> try:
+  ...   pgn_request(b'{"pgn": "1. e4 e5 (1... c5 2. Ke3) 2. Nf3 *"}')
+  ... except BadRequest as bad:
+  ...   print(str(bad)[:30])
+  pgn: illegal san: 'Ke3' in rnb
   """
   value = _object(body)
   _known(value, ('pgn',))

@@ -70,9 +70,8 @@ def raw_throughput(policy, boards: list[chess.Board], size: int, seconds: float)
 class Server:
   """`searchless-serve` as a process on a free port."""
 
-  def __init__(self, checkpoint: str, max_batch: int):
-    argv = [sys.executable, '-m', 'searchless.commands.serve', '--checkpoint', checkpoint, '--port', '0']
-    argv += ['--max_batch', str(max_batch), '--max_queue', str(max(1024, 4 * max_batch))]
+  def __init__(self, checkpoint: str, *flags: str):
+    argv = [sys.executable, '-m', 'searchless.commands.serve', '--checkpoint', checkpoint, '--port', '0', *flags]
     self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
       first = self.process.stdout.readline()
@@ -268,7 +267,9 @@ def main() -> None:
   bodies = [json.dumps({'fen': board.fen()}).encode() for board in boards]
   policy = player_lib.load_policy(args.checkpoint)
   policy.warm_up(args.max_batch)
-  server = Server(args.checkpoint, args.max_batch)
+  server = Server(
+    args.checkpoint, '--max_batch', str(args.max_batch), '--max_queue', str(max(1024, 4 * args.max_batch))
+  )
   seconds = args.seconds / args.rounds
   try:
     for clients in args.clients:

@@ -36,35 +36,23 @@ import os
 import random
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve import Client, percentile, sample_boards  # noqa: E402  # The load benchmark's client and positions.
+import serve  # noqa: E402  # The load benchmark's server, client and positions.
+from serve import Client, percentile, sample_boards  # noqa: E402
 
 RESET = b'\x01\x00\x00\x00\x00\x00\x00\x00'  # SO_LINGER on, 0 s: close() sends a reset.
 
 
-class Server:
-  """`searchless-serve` with a search agent, on a free port."""
+class Server(serve.Server):
+  """`searchless-serve` with a search agent, on a free port, its timeouts all `timeout`."""
 
   def __init__(self, checkpoint: str, timeout: float):
-    argv = [sys.executable, '-m', 'searchless.commands.serve', '--checkpoint', checkpoint, '--port', '0']
-    argv += ['--agent', f'search:{checkpoint},sims=64', '--header_timeout', str(timeout)]
-    argv += ['--body_timeout', str(timeout), '--keepalive_timeout', str(timeout)]
-    self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    try:
-      first = self.process.stdout.readline()
-      host, port = first.split(' at http://', 1)[1].split('/', 1)[0].rsplit(':', 1)
-      self.host, self.port = host, int(port)
-      ready = self.process.stdout.readline()
-      if not ready.startswith('ready: '):
-        raise RuntimeError(f'the server did not get ready: {ready!r}')
-    except BaseException:
-      self.close()
-      raise
+    flags = ['--agent', f'search:{checkpoint},sims=64', '--header_timeout', str(timeout)]
+    super().__init__(checkpoint, *flags, '--body_timeout', str(timeout), '--keepalive_timeout', str(timeout))
 
   def metrics(self) -> dict[str, float]:
     connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
@@ -89,10 +77,6 @@ class Server:
         return empty, time.monotonic() - since
       time.sleep(0.01)
     return empty if empty is not None else float('inf'), float('inf')
-
-  def close(self) -> None:
-    self.process.terminate()
-    self.process.wait(30)
 
 
 class Polite(threading.Thread):

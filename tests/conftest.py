@@ -4,6 +4,7 @@ import atexit
 import os
 import pathlib
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -15,6 +16,12 @@ if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
   os.environ['JAX_COMPILATION_CACHE_DIR'] = tempfile.mkdtemp(prefix='searchless-tests-jax-cache-')
   os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.2')
   atexit.register(shutil.rmtree, os.environ['JAX_COMPILATION_CACHE_DIR'], ignore_errors=True)
+
+# A suite started in the background of a non-interactive shell (`make test &`) has SIGINT ignored, and so would
+# every command the tests start and interrupt (an ignored signal stays ignored across exec): Python's own handler
+# back, so that their Ctrl-C is a KeyboardInterrupt as it is at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+  signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from helpers import COMPAT, DATA, LICHESS_999, write_checkpoint
 from searchless.engines import launch

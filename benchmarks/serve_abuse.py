@@ -4,9 +4,10 @@
     .venv/bin/python benchmarks/serve_abuse.py --slow 200 --leavers 100 --fuzz 3000 --timeout 2
 
 A real `searchless-serve` process on 127.0.0.1 (the model, and a search agent of it for /v1/play) with
-``--header_timeout`` and ``--body_timeout`` of `--timeout` seconds. The polite client is a thread with a keep-alive
-connection that POSTs one position to /v1/analyse, waits for its answer, and sends the next, from the first phase
-to the last. The phases, one after the other, each `--phase` seconds at least:
+``--header_timeout`` and ``--body_timeout`` of `--timeout` seconds. The polite client has a keep-alive connection
+that POSTs one position to /v1/analyse, waits for its answer, and sends the next, from the first phase to the last;
+it runs in a process of its own (with the probe below), so it never waits for the abusive clients' threads. The
+phases, one after the other, each `--phase` seconds at least:
 
 * idle: the polite client alone (its p50 is the reference of the others);
 * slow-header: `--slow` connections that send a request head a byte every 0.5 s and never end it;
@@ -32,6 +33,7 @@ disconnect.
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import socket
@@ -39,11 +41,14 @@ import statistics
 import sys
 import threading
 import time
+import types
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve  # noqa: E402  # The load benchmark's server, client and positions.
 from serve import Client, percentile, sample_boards  # noqa: E402
 
+LIVE = b'GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'
 RESET = b'\x01\x00\x00\x00\x00\x00\x00\x00'  # SO_LINGER on, 0 s: close() sends a reset.
 
 
@@ -83,7 +88,7 @@ class Polite(threading.Thread):
   """The polite client: one request at a time on a keep-alive connection (a position to /v1/analyse, or
   `requests`); each answer's (time, seconds, status)."""
 
-  def __init__(self, server: Server, bodies: list[bytes], requests: list[bytes] | None = None, pause: float = 0):
+  def __init__(self, server: Any, bodies: list[bytes], requests: list[bytes] | None = None, pause: float = 0):
     super().__init__(daemon=True)
     self.server, self.requests = server, requests or [Client.request('/v1/analyse', body) for body in bodies]
     self.pause = pause
@@ -106,6 +111,42 @@ class Polite(threading.Thread):
 
   def since(self, start: float) -> list[tuple[float, float, int]]:
     return [a for a in self.answers if a[0] >= start]
+
+
+class Measured:
+  """The polite client and the /health/live probe (every 10 ms), each a thread of a process of their own: the
+  abusive clients' threads share the benchmark's interpreter lock, and the clients measured do not wait for it."""
+
+  def __init__(self, server: Server, bodies: list[bytes]):
+    context = multiprocessing.get_context('fork')  # Before any thread of the benchmark.
+    self._pipe, child = context.Pipe()
+    self.process = context.Process(target=_measure, args=(server.host, server.port, bodies, child), daemon=True)
+
+  def start(self) -> None:
+    self.process.start()
+
+  def since(self, start: float) -> tuple[list[tuple[float, float, int]], list[tuple[float, float, int]]]:
+    """The polite client's answers, and the probe's, since `start` (`time.monotonic`, the same in every process)."""
+    self._pipe.send(start)
+    return self._pipe.recv()
+
+  def stop(self) -> None:
+    if self.process.is_alive():
+      self._pipe.send(None)
+      self.process.join(30)
+
+
+def _measure(host: str, port: int, bodies: list[bytes], pipe: Any) -> None:
+  """`Measured`'s process: its clients run until the pipe says None; each `since` it is asked, it answers."""
+  server = types.SimpleNamespace(host=host, port=port)
+  polite, live = Polite(server, bodies), Polite(server, [], [LIVE], pause=0.01)
+  polite.start()
+  live.start()
+  while (start := pipe.recv()) is not None:
+    pipe.send((polite.since(start), live.since(start)))
+  for client in (polite, live):
+    client.stop.set()
+    client.join(30)
 
 
 def _head(method: str, path: str, body: bytes, **headers: str) -> bytes:
@@ -188,6 +229,7 @@ def _fuzz(rng: random.Random, count: int) -> list[bytes]:
   fields = ['fen', 'moves', 'positions', 'chess960', 'movetime_ms', 'pgn', 'x']
   out = []
   for _ in range(count):
+    path = rng.choice(['/v1/analyse', '/v1/analyse', '/v1/play', '/v1/pgn', '/v1/nowhere'])
     kind = rng.random()
     if kind < 0.1:
       body = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
@@ -195,12 +237,11 @@ def _fuzz(rng: random.Random, count: int) -> list[bytes]:
       body = b'[' * 3000 + b']' * 3000
     else:
       value = {f: rng.choice(values) for f in rng.sample(fields, rng.randrange(3))}
-      if 'movetime_ms' in value:
-        value['movetime_ms'] = rng.choice([0, 1, 5, 'x', 60_001])  # A valid one searches 5 ms at most.
+      if 'movetime_ms' in value or path == '/v1/play':  # A valid one searches 5 ms at most (a search of the
+        value['movetime_ms'] = rng.choice([0, 1, 5, 'x', 60_001])  # agent's own budget is load: serve.py's).
       if 'positions' in value:
         value['positions'] = [{'fen': rng.choice(values)} for _ in range(rng.choice([0, 2, 300]))]
       body = json.dumps(value).encode()
-    path = rng.choice(['/v1/analyse', '/v1/analyse', '/v1/play', '/v1/pgn', '/v1/nowhere'])
     out.append(_head('POST', path, body))
   return out
 
@@ -218,8 +259,7 @@ def main() -> None:
   print(f'load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs')
   bodies = [json.dumps({'fen': board.fen()}).encode() for board in sample_boards(256)]
   server = Server(args.checkpoint, args.timeout)
-  polite = Polite(server, bodies)
-  live = Polite(server, [], [b'GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'], pause=0.01)
+  measured = Measured(server, bodies)
   rng = random.Random(7)
   limit = args.timeout + 1
   slow_body = _head('POST', '/v1/analyse', b'').replace(b'Length: 0', b'Length: 1000') + b'{'
@@ -234,11 +274,10 @@ def main() -> None:
     ('heavy-pgn', lambda: (*_asked(server, [_pgn()] * 20, refused=True), None)),
   ]
   try:
-    polite.start()
-    live.start()
+    measured.start()
     start = time.monotonic()
     time.sleep(args.phase)
-    idle = [seconds for _, seconds, _ in polite.since(start)]
+    idle = [seconds for _, seconds, _ in measured.since(start)[0]]
     idle_p50 = statistics.median(idle)
     rss_start = server.rss_mb()
     print(
@@ -252,11 +291,11 @@ def main() -> None:
       tried, wrong, last = phase()
       empty, done = server.drained(last) if last is not None else (float('nan'), float('nan'))
       time.sleep(max(0.0, args.phase - (time.monotonic() - begin)))
-      answers = polite.since(begin)
-      wrong += sum(1 for _, _, status in answers + live.since(begin) if status != 200)
+      answers, probes = measured.since(begin)
+      wrong += sum(1 for _, _, status in answers + probes if status != 200)
       seconds = [s for _, s, _ in answers] or [float('inf')]
       p50, p99 = percentile(seconds, 0.5), percentile(seconds, 0.99)
-      live_max = max((s for _, s, _ in live.since(begin)), default=float('inf'))
+      live_max = max((s for _, s, _ in probes), default=float('inf'))
       print(
         f'{name:14} {tried:6d} {wrong:6d} {1000 * p50:8.2f} {1000 * p99:8.2f} {p99 / idle_p50:8.2f} '
         f'{server.rss_mb() - rss:+7.1f} {empty:9.3f} {done:7.3f} {1000 * live_max:11.1f}'
@@ -265,9 +304,7 @@ def main() -> None:
       worst['ratio'] = max(worst['ratio'], p99 / idle_p50)
       worst['drain'] = max(worst['drain'], 0.0 if empty != empty else empty)
       worst['live'] = max(worst['live'], live_max)
-    for client in (polite, live):
-      client.stop.set()
-      client.join(30)
+    measured.stop()
     requests = int(sum(v for k, v in server.metrics().items() if k.startswith('searchless_serve_requests_total')))
     growth = server.rss_mb() - rss_start
     print(
@@ -276,8 +313,7 @@ def main() -> None:
       f' after the last disconnect (target 1 s); /health/live at most {1000 * worst["live"]:.1f} ms'
     )
   finally:
-    polite.stop.set()
-    live.stop.set()
+    measured.stop()
     server.close()
   print(f'load average after: {os.getloadavg()[0]:.2f} (1 min)')
 

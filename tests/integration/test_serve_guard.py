@@ -280,6 +280,35 @@ def test_pgn_text_that_is_not_one_game_and_chess960(served):
   assert status == 400 and answer['error'].startswith("moves[0]: 'e1h1' is not a legal move")  # Pieces between.
 
 
+def _parsers(served) -> list[int]:
+  """The pids of the server's PGN parser processes (its children running `searchless.play.serve.parser`)."""
+  children = []
+  for task in os.listdir(f'/proc/{served.process.pid}/task'):
+    with open(f'/proc/{served.process.pid}/task/{task}/children') as listed:
+      children += [int(pid) for pid in listed.read().split()]
+  found = []
+  for pid in children:
+    with open(f'/proc/{pid}/cmdline', 'rb') as cmdline:
+      if b'searchless.play.serve.parser' in cmdline.read():
+        found.append(pid)
+  return found
+
+
+def test_a_pgn_is_parsed_in_a_process_of_its_own_started_again_when_it_ends(served):
+  game = {'pgn': '1. e4 e5 (1... c5 2. Nf3) 2. Nf3 *'}
+  moves = [{'uci': 'e2e4', 'san': 'e4'}, {'uci': 'e7e5', 'san': 'e5'}, {'uci': 'g1f3', 'san': 'Nf3'}]
+  status, _, answer = served.post('/v1/pgn', game)
+  assert (status, answer['moves']) == (200, moves)
+  [first] = _parsers(served)  # One process parses every PGN, not the server's interpreter.
+  os.kill(first, signal.SIGKILL)
+  status, _, answer = served.post('/v1/pgn', game)  # Asked of a new process.
+  assert (status, answer['moves']) == (200, moves)
+  [second] = _parsers(served)
+  assert second != first
+  assert served.post('/v1/pgn', {'pgn': 'hello world'})[0] == 400  # Its refusals are the server's 400s.
+  assert served.get('/health/live')[0] == 200
+
+
 FUZZ_REQUESTS = 10_000
 FIELDS = ['fen', 'moves', 'positions', 'chess960', 'movetime_ms', 'pgn', 'depth', '', 'fén', '\x00']
 VALUES = [
@@ -505,3 +534,9 @@ def test_beyond_loopback_a_token_or_no_token_is_required_and_other_flags_are_one
     serve_argv(model_checkpoint, '--agent', 'search:nope'), capture_output=True, text=True, timeout=120
   )
   assert (done.returncode, done.stderr) == (2, 'error: --agent search:nope: checkpoint path nope does not exist\n')
+
+
+def test_each_search_starts_from_an_empty_tree(served):
+  first, second = (served.post('/v1/play', {'fen': KIWIPETE})[2] for _ in range(2))
+  assert first['visits'] == 16  # The agent's sims: no visits kept from an earlier request on this position.
+  assert {**first, 'seconds': 0} == {**second, 'seconds': 0}  # The same request, the same answer.

@@ -33,7 +33,6 @@ import logging
 import time
 from typing import Any
 
-import chess.pgn
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -48,6 +47,7 @@ from searchless.play.serve import batcher as batcher_lib
 from searchless.play.serve import guard
 from searchless.play.serve import inputs
 from searchless.play.serve import metrics as metrics_lib
+from searchless.play.serve import parser as parser_lib
 from searchless.play.serve import service as service_lib
 
 _LOG = logging.getLogger(__name__)
@@ -296,6 +296,7 @@ def make_app(
     )
 
   checking = asyncio.Lock()
+  parser = parser_lib.Parser()
 
   async def analyse(body: bytes) -> dict[str, Any]:
     async with checking:  # One request's checks at a time, and after a batch's (64 positions: 10-20 ms) the loop
@@ -320,7 +321,7 @@ def make_app(
     return await service.engine(inputs.position_request(body))
 
   async def pgn(body: bytes) -> dict[str, Any]:
-    return await asyncio.to_thread(_game, body)  # Bounded (`inputs.MAX_PGN_PLIES`), and off the event loop.
+    return await parser.answer(body)  # Bounded (`inputs.MAX_PGN_PLIES`), and in a process of its own.
 
   async def review(body: bytes) -> dict[str, Any]:
     boards, moves = review_lib.replay(inputs.position_request(body))
@@ -348,6 +349,7 @@ def make_app(
   @contextlib.asynccontextmanager
   async def lifespan(app: Starlette):
     service.start()
+    parser.start()
     loop = asyncio.get_running_loop()
 
     async def warm() -> None:
@@ -372,6 +374,7 @@ def make_app(
     finally:
       warming.cancel()
       await service.stop()
+      await asyncio.to_thread(parser.stop)
 
   endpoints = {'/v1/analyse': (analyse, None), '/v1/play': (play, 'agent')}
   endpoints |= {'/v1/stockfish': (stockfish, 'stockfish'), '/v1/pgn': (pgn, None), '/v1/review': (review, None)}
@@ -398,15 +401,3 @@ def _position(answer: dict[str, Any] | Exception) -> dict[str, Any]:
     return {'error': 'the model gave non-finite values for this position (the server logged it)'}
   assert not isinstance(answer, Exception), answer
   return answer
-
-
-def _game(body: bytes) -> dict[str, Any]:
-  """A /v1/pgn answer: the game's headers, start FEN, moves (UCI and SAN) and whether it is Chess960."""
-  game: chess.pgn.Game = inputs.pgn_request(body)
-  board = game.board()
-  fen = board.fen()
-  moves = []
-  for move in game.mainline_moves():
-    moves.append({'uci': move.uci(), 'san': board.san(move)})
-    board.push(move)
-  return {'headers': dict(game.headers), 'fen': fen, 'chess960': board.chess960, 'moves': moves}

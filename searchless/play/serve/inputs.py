@@ -272,3 +272,21 @@ def pgn_request(body: bytes) -> chess.pgn.Game:
   if sum(1 for _ in game.mainline_moves()) > MAX_MOVES:
     raise BadRequest(f'pgn: more than {MAX_MOVES} moves')
   return game
+
+
+def pgn_answer(body: bytes) -> dict[str, Any]:
+  """The /v1/pgn answer to `body` (`pgn_request`): the game's headers, start FEN, moves (UCI and SAN) and whether
+  it is Chess960.
+
+  >>> answer = pgn_answer(b'{"pgn": "1. e4 e5 (1... c5) 2. Nf3 *"}')
+  >>> [move['san'] for move in answer['moves']], answer['chess960']
+  (['e4', 'e5', 'Nf3'], False)
+  """
+  game = pgn_request(body)
+  board = game.board()
+  fen = board.fen()
+  moves = []
+  for move in game.mainline_moves():
+    moves.append({'uci': move.uci(), 'san': board.san(move)})
+    board.push(move)
+  return {'headers': dict(game.headers), 'fen': fen, 'chess960': board.chess960, 'moves': moves}

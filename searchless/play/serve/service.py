@@ -274,6 +274,7 @@ class Service:
         searcher.config = dataclasses.replace(config, seconds=seconds, simulations=10**9, depth=None)
       else:
         searcher.config = dataclasses.replace(config, seconds=seconds, depth=alphabeta.MAX_DEPTH, nodes=None)
+    searcher.reset()  # A request's search starts afresh: its answer and its memory owe nothing to other clients'.
     try:
       result = agent.search(board, stop=lambda: self.stopping.is_set() or gone())
     finally:

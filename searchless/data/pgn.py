@@ -134,8 +134,8 @@ class Game:
 
   key: str  # Stable identity used for the train/test split.
   location: str
-  fens: tuple[str, ...]
-  # With `parse_game(..., with_evals=True)` only (else empty):
+  fens: tuple[str, ...]  # With `parse_game(..., moves_only=True)`: the start position's alone.
+  # With `parse_game(..., with_evals=True)` or `moves_only=True` only (else empty):
   moves: tuple[str, ...] = ()  # The mainline's moves (UCI): moves[k] is played on fens[k].
   evals: tuple[
     str | None, ...
@@ -151,6 +151,8 @@ class Skip:
 
 class _BoardsVisitor(chess.pgn.BaseVisitor):
   """Collects the mainline's boards (and its moves and [%eval] comments); ignores variations."""
+
+  every_fen = True  # Else the start position's FEN alone (`parse_game`'s moves_only).
 
   def begin_game(self):
     self.headers = {}
@@ -185,9 +187,10 @@ class _BoardsVisitor(chess.pgn.BaseVisitor):
     if self.result_seen:
       self.after_result = True
     elif not move:  # A null move.
-      self.null_move = self.null_move or f'a null move at ply {len(self.fens) + 1}'
+      self.null_move = self.null_move or f'a null move at ply {len(self.moves) + 1}'
     elif not self.errors:
-      self.fens.append(tokenizer.clamp_counters(board.fen()))
+      if self.every_fen or not self.fens:
+        self.fens.append(tokenizer.clamp_counters(board.fen()))
       self.moves.append(move.uci())
 
   def visit_comment(self, comment):
@@ -286,12 +289,23 @@ def illegal_position(board: chess.Board) -> str:
   return f'{board.fen()!r}: {problems}{hint}'
 
 
-def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals: bool = False) -> Game | Skip:
-  """Parses one game's text into its boards (`with_evals`: and its moves and [%eval]s), or says why it is skipped."""
+class _MovesVisitor(_BoardsVisitor):
+  """`_BoardsVisitor` with the start position's FEN alone."""
+
+  every_fen = False
+
+
+def parse_game(
+  raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals: bool = False, *, moves_only: bool = False
+) -> Game | Skip:
+  """Parses one game's text into its boards (`with_evals`: and its moves and [%eval]s), or says why it is skipped.
+  `moves_only`: its start position's FEN and its moves, no other board's FEN (a FEN costs more than the move that
+  makes its board: what replays the moves needs none)."""
   if '\ufffd' in raw.text:
     return Skip('bad_encoding', raw.location, 'bytes that are not UTF-8')
+  visiting = _MovesVisitor if moves_only else _BoardsVisitor
   try:
-    visitor = chess.pgn.read_game(io.StringIO(_one_blank_line_after_tags(raw.text)), Visitor=_BoardsVisitor)
+    visitor = chess.pgn.read_game(io.StringIO(_one_blank_line_after_tags(raw.text)), Visitor=visiting)
   except Exception as e:  # python-chess raises on some malformed input.
     return Skip('unparsable', raw.location, f'{type(e).__name__}: {e}')
   if visitor is None:
@@ -323,6 +337,9 @@ def parse_game(raw: RawGame, game_filter: GameFilter = GameFilter(), with_evals:
     return Skip('truncated', raw.location, 'the movetext has no result token')
   if filtered := _filtered(headers, game_filter):
     return Skip(filtered, raw.location)
+  if moves_only:
+    start = visitor.fens[:1] or [tokenizer.clamp_counters(visitor.board.fen())]  # A game of no move: its board.
+    return Game(game_key(headers, raw.text), raw.location, tuple(start), tuple(visitor.moves))
   fens = visitor.fens + [tokenizer.clamp_counters(visitor.board.fen())]
   if not with_evals:
     return Game(game_key(headers, raw.text), raw.location, tuple(fens))

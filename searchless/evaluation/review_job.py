@@ -80,7 +80,7 @@ class ParseForReview(beam.DoFn):
     self._filter = game_filter
 
   def process(self, raw: pgn.RawGame) -> Iterator[ReviewGame | pgn.Skip]:
-    parsed = pgn.parse_game(raw, self._filter, with_evals=True)
+    parsed = pgn.parse_game(raw, self._filter, moves_only=True)
     if isinstance(parsed, pgn.Skip):
       yield parsed
       return
@@ -89,20 +89,39 @@ class ParseForReview(beam.DoFn):
     yield ReviewGame(parsed.key, parsed.location, tags, parsed.fens[0], parsed.moves)
 
 
-Chunk = tuple[tuple[str, str | None], ...]  # Consecutive positions of a game: (FEN, the move played there or None).
+# Consecutive positions of a game: the first one's FEN, and the move played in each (UCI; None: the game's end).
+Chunk = tuple[str, tuple[str | None, ...]]
 
 
 def positions(game: ReviewGame, size: int) -> Iterator[tuple[tuple[str, int], Chunk]]:
-  """((game, first ply), chunk) for the positions of `game` (the last included), `size` consecutive ones a chunk."""
+  """((game, first ply), chunk) for the positions of `game` (the last included), `size` consecutive ones a chunk.
+
+  >>> game = ReviewGame('g', 'g.pgn:1', {}, chess.STARTING_FEN, ('e2e4', 'e7e5', 'g1f3'))
+  >>> for key, (fen, moves) in positions(game, 3):
+  ...   print(key, fen, moves)
+  ('g', 0) rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 ('e2e4', 'e7e5', 'g1f3')
+  ('g', 3) rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2 (None,)
+  """
   board = chess.Board(game.start_fen)
-  chunk: list[tuple[str, str | None]] = []
-  for ply, move in enumerate([*game.moves, None]):
-    chunk.append((board.fen(), move))
+  moves = [*game.moves, None]
+  for first in range(0, len(moves), size):
+    yield (game.key, first), (board.fen(), tuple(moves[first : first + size]))
+    for move in moves[first : first + size]:
+      if move is not None:
+        board.push_uci(move)
+
+
+def boards(chunk: Chunk) -> tuple[list[chess.Board], list[chess.Move | None]]:
+  """A chunk's boards (each replayed from the one before: no FEN but the first one's) and the moves played."""
+  fen, moves = chunk
+  board = chess.Board(fen)
+  played = [None if move is None else chess.Move.from_uci(move) for move in moves]
+  out = []
+  for move in played:
+    out.append(board.copy(stack=False))
     if move is not None:
-      board.push_uci(move)
-    if len(chunk) == size or move is None:
-      yield (game.key, ply + 1 - len(chunk)), tuple(chunk)
-      chunk = []
+      board.push(move)
+  return out, played
 
 
 def boards_per_call(kind: str, packed: bool) -> int:
@@ -162,13 +181,11 @@ class PolicyHandler(ModelHandler[Chunk, list[review.PositionView], policy_lib.Po
   ) -> list[list[review.PositionView]]:
     results = []
     for chunk in batch:
-      boards = [chess.Board(fen) for fen, _ in chunk]
-      played = [None if move is None else chess.Move.from_uci(move) for _, move in chunk]
-      results.append(review.views(model, boards, played))
+      results.append(review.views(model, *boards(chunk)))
     return results
 
   def get_num_bytes(self, batch: Sequence[Chunk]) -> int:
-    return sum(len(fen) for chunk in batch for fen, _ in chunk)
+    return sum(len(fen) + 5 * len(moves) for fen, moves in batch)
 
 
 def record(game: ReviewGame, views: Sequence[review.PositionView]) -> dict[str, Any]:
@@ -296,7 +313,7 @@ class ReviewGames(beam.PTransform):
     if self.progress_dir:
       _ = (
         todo
-        | 'Sizes' >> beam.Map(lambda item: len(item[1]))
+        | 'Sizes' >> beam.Map(lambda item: len(item[1][1]))  # (key, (first FEN, moves))
         | 'Total' >> beam.CombineGlobally(sum).without_defaults()
         | 'TellProgress' >> beam.Map(progress.write_total, self.progress_dir)
       )

@@ -74,6 +74,9 @@ def test_live_at_once_ready_once_every_shape_is_compiled(served):
   assert served.get('/health/ready')[::2] == (200, {'status': 'ready', 'compiled_shapes': 9})
   assert served.lines[1] == 'ready: 9 batch shapes compiled in ' + served.lines[1].split(' in ')[1]
   assert served.metric('searchless_serve_ready') == 1
+  # What the process holds for good (JAX, the model: hundreds of thousands of objects) is frozen by the time it
+  # says ready: out of the collector's generations, which a full collection no longer walks.
+  assert served.metric('searchless_serve_gc_frozen_objects') > 100_000
 
 
 def test_analyse_answers_every_legal_move_best_first_as_the_policy(served, policy):

@@ -365,6 +365,7 @@ def make_app(
       # variations, a batch's boards) sets off, no longer walks it with every thread stopped (150-770 ms each).
       gc.collect()
       gc.freeze()
+      service.metrics.frozen.set(gc.get_freeze_count())
       if on_ready is not None:
         on_ready(seconds)
 

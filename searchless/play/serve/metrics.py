@@ -9,7 +9,9 @@
 * ``searchless_serve_requests_in_flight``: requests read and not yet answered (`in_flight`);
 * ``searchless_serve_ready``: 1 once every batch shape is compiled;
 * ``searchless_serve_compiled_shapes``, ``searchless_serve_compiled_after_ready_total``: the batch shapes compiled,
-  and those compiled after ready (none, when the warm-up compiled everything a call can use).
+  and those compiled after ready (none, when the warm-up compiled everything a call can use);
+* ``searchless_serve_gc_frozen_objects``: what the process held once ready (the model, JAX), out of the garbage
+  collector's generations (`gc.freeze`): no full collection walks it.
 
 >>> metrics = Metrics()
 >>> metrics.batch_size.observe(3)
@@ -65,6 +67,11 @@ class Metrics:
     )
     self.compiled_after_ready = prometheus_client.Counter(
       'searchless_serve_compiled_after_ready', 'Batch shapes compiled after ready (none expected).', registry=registry
+    )
+    self.frozen = prometheus_client.Gauge(
+      'searchless_serve_gc_frozen_objects',
+      "Objects moved out of the garbage collector's generations once ready (gc.freeze).",
+      registry=registry,
     )
 
   def started(self) -> None:

@@ -41,11 +41,9 @@ about lanes² tasks.
 from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
 
 import argparse
-from collections.abc import Iterator, Sequence
-import contextlib
+from collections.abc import Sequence
 import dataclasses
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -261,7 +259,7 @@ def run(argv: Sequence[str] | None = None, *, command: Sequence[str] | None = No
 
     existing = beam_job.existing_dataset(out)
     with beam_job.dataset_job(out, roots=plan.roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
-      with _progress_bar(progress_dir):
+      with progress_lib.shown(progress_dir):
         result = beam_job.run_pipeline(p)
       return _commit(result, plan, keeper, options, engine_config, start, command)
 
@@ -292,21 +290,6 @@ def _kept(keeper: resume.Keeper, engine_config: engine_lib.EngineConfig, local: 
       file=sys.stderr,
     )
   return kept
-
-
-@contextlib.contextmanager
-def _progress_bar(progress_dir: str | None) -> Iterator[None]:
-  """A progress line (`progress_lib.ProgressThread`) while the block runs, if `progress_dir`; its folder goes after."""
-  if progress_dir is None:
-    yield
-    return
-  bar = progress_lib.ProgressThread(progress_dir)
-  bar.start()
-  try:
-    yield
-  finally:
-    bar.stop()
-    shutil.rmtree(progress_dir, ignore_errors=True)
 
 
 def _commit(

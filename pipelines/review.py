@@ -19,39 +19,37 @@ package version or a changed input is refused, naming what differs (``--restart`
 job writing to the same folder is refused.
 """
 
+from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
+
 import argparse
 from collections.abc import Sequence
 import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
 import tempfile
-import threading
 import time
 from typing import Any
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from searchless.data import beam_job
+from searchless.data import games
+from searchless.data import job_results
+from searchless.data import manifest as manifest_lib
+from searchless.data import pgn
+from searchless.data import progress as progress_lib
+from searchless.data import resume
+from searchless.data import shards
+from searchless.data import streams
+from searchless.evaluation import review_job
+from searchless.play import policy as policy_lib
+from searchless.play import review
+from searchless.plumbing import cli
 from searchless.plumbing import errors
-
-errors.require_beam('searchless-review')  # Before the imports that need Beam.
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-import apache_beam as beam  # noqa: E402
-
-from searchless.data import beam_job  # noqa: E402
-from searchless.data import job_results  # noqa: E402
-from searchless.data import manifest as manifest_lib  # noqa: E402
-from searchless.data import pgn  # noqa: E402
-from searchless.data import progress as progress_lib  # noqa: E402
-from searchless.data import resume  # noqa: E402
-from searchless.data import shards  # noqa: E402
-from searchless.data import streams  # noqa: E402
-from searchless.play import review  # noqa: E402
-from searchless.evaluation import review_job  # noqa: E402
-from searchless.play import policy as policy_lib  # noqa: E402
-from searchless.plumbing import cli  # noqa: E402
-from searchless.plumbing import outputs  # noqa: E402
-from searchless.plumbing import progress_bars  # noqa: E402
+from searchless.plumbing import outputs
 
 PROG = 'searchless-review'
 SUMMARY = 'summary.json'
@@ -158,21 +156,23 @@ def run_job(
   progress: bool = True,
   command: Sequence[str] = (PROG,),
 ) -> dict[str, Any]:
-  """Runs the review job; returns its summary."""
+  """Builds the review's graph and runs it; returns its summary (also written to DIR/summary.json)."""
   pipeline_options, local = beam_job.beam_options(beam_args)
-  batch = options.batch_boards or review_job.default_batch(options.checkpoint, options.policy)
-  out = options.output_dir
+  o = options
+  batch = o.batch_boards or review_job.default_batch(o.checkpoint, o.policy)
+  out = o.output_dir
   with outputs.sole_writer(out, PROG, '--out'):  # One job a folder.
-    graph = review_job.ReviewGames(options, batch)  # Matches the inputs: a glob that matches nothing fails here.
-    identity = review_job.model_identity(options.checkpoint)
+    inputs = streams.match_files(list(o.input), 'GAMES')  # A glob that matches nothing fails here.
+    identity = review_job.model_identity(o.checkpoint)
     # A chunk's numbers depend on its positions (`review_job.PolicyHandler`): --batch_boards is a setting.
-    settings = {
-      **resume.settings(policy=options.policy, dtype=options.dtype, batch_boards=batch),
-      'model': identity,
-    }
-    inputs = {path: resume.input_identity(path) for path in graph.inputs}
+    settings = {**resume.settings(policy=o.policy, dtype=o.dtype, batch_boards=batch), 'model': identity}
     keeper = resume.Keeper(
-      out, settings, 'chunks of reviewed positions', list(command), inputs=inputs, restart=options.restart
+      out,
+      settings,
+      'chunks of reviewed positions',
+      list(command),
+      inputs={path: resume.input_identity(path) for path in inputs},
+      restart=o.restart,
     )
     kept = resume.pieces_of_kind(keeper.kept_pieces(), review_job.PIECE_KIND)
     if kept:
@@ -180,66 +180,82 @@ def run_job(
         f'resuming: {resume.items_held(kept)} chunks of positions an interrupted run reviewed are kept', file=sys.stderr
       )
     progress_dir = tempfile.mkdtemp(prefix='searchless-review-progress-') if local and progress else None
-    graph.kept, graph.progress_dir = kept, progress_dir
-    pipeline = beam.Pipeline(options=pipeline_options)
-    _ = pipeline | 'Review' >> graph
     start = time.time()
-    roots = [out]
 
-    bar = _Bar(progress_dir) if progress_dir else None
-    if bar:
-      bar.start()
-    try:
-      existing = _existing(out)
-      with beam_job.dataset_job(out, roots=roots, existing=existing, overwrite=options.overwrite, keeper=keeper):
-        beam_job.run_pipeline(pipeline)
-        results = job_results.read_results(graph.results_path)
+    p = beam.Pipeline(options=pipeline_options)
+    read = (
+      p
+      | 'Files' >> beam.Create(inputs)
+      | 'ReadGames' >> beam.ParDo(games.ReadGames(o.limit, o.skip_corrupt_inputs))  # RawGame | CorruptInput
+    )
+    texts = read | 'Texts' >> beam.Filter(review_job.is_text)
+    if o.limit is not None:
+      texts = texts | 'Limit' >> review_job.FirstGames(o.limit, inputs)
+    parsed = (  # ReviewGame | Skip
+      texts
+      | 'Distribute' >> games.Distribute(review_job.location, o.parallelism)
+      | 'Parse' >> beam.ParDo(review_job.ParseForReview(pgn.GameFilter(min_elo=o.min_rating)))
+    )
+    to_review = parsed | 'Kept' >> beam.Filter(review_job.is_game).with_output_types(review_job.ReviewGame)
+    if o.sample_games is not None:
+      to_review = to_review | 'Sample' >> games.SampleGames(o.sample_games)
+    skip_kept = resume.SkipKept(kept, review_job.chunk_key, p)
+    resolved = (  # ('todo', ((game, ply), chunk)), or ('kept', ((game, ply), chunk), views) from the kept pieces
+      to_review | 'Positions' >> beam.FlatMap(review_job.positions, batch) | 'SkipKept' >> skip_kept
+    )
+    views = resolved | 'ReviewChunks' >> review_job.ReviewChunks(o, progress_dir)  # ((game, ply), views)
+    lines = (
+      {
+        'game': to_review | 'GameByKey' >> beam.Map(review_job.by_game),
+        'views': views | 'ViewsByGame' >> beam.Map(review_job.views_by_game),
+      }
+      | 'ByGame' >> beam.CoGroupByKey()
+      | 'Review' >> beam.FlatMap(review_job.joined)
+    )
+    skipped = parsed | 'Skipped' >> beam.Filter(review_job.is_skip).with_output_types(pgn.Skip)
+    specs = review_job.outputs(out)
+    pieces = (
+      (lines | 'KeyLines' >> beam.WithKeys(specs[0].key), skipped | 'KeySkipped' >> beam.WithKeys(specs[1].key))
+      | 'ToWrite' >> beam.Flatten()
+      | 'Write' >> shards.WriteShards(review_job.record_sets(specs))
+    )
+    counts = (
+      read | 'CountRead' >> beam.Map(review_job.read_count),
+      parsed | 'CountParsed' >> beam.Map(review_job.parse_count),
+      lines | 'CountRecords' >> beam.FlatMap(review_job.record_counts),
+      resolved | 'CountKept' >> beam.FlatMap(review_job.kept_count),
+    )
+    notes = [p | 'NoNotes' >> beam.Create([])]  # Flattened below: never an empty Flatten (Dask's runner fails).
+    if skip_kept.dropped is not None:
+      notes.append(
+        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'chunks of positions')))
+      )
+    results_path = review_job.results_path(out)
+    _ = {
+      'counts': counts | 'AllCounts' >> beam.Flatten(),
+      'pieces': pieces,
+      'notes': notes | 'AllNotes' >> beam.Flatten(),
+    } | 'WriteResults' >> job_results.WriteResults(results_path)
+
+    existing = _existing(out)
+    bar = {'desc': 'review', 'unit': 'position', 'detail': False}
+    with progress_lib.shown(progress_dir, **bar):  # The line, then its folder, go at the end, whatever happens.
+      with beam_job.dataset_job(out, roots=[out], existing=existing, overwrite=o.overwrite, keeper=keeper):
+        beam_job.run_pipeline(p)
+        results = job_results.read_results(results_path)
         for note in results.notes:
           print(f'warning: {note}', file=sys.stderr)
         counts = results.counts
         if not counts.get('games_reviewed', 0) and not counts.get('corrupt_input_files', 0):
           keeper.remove()
-          raise errors.BadInput(_no_games(counts, graph.inputs))
-        shards.commit(graph.outputs, results.pieces, roots)
-        summary = _summary(counts, options, graph, batch, identity, list(command), time.time() - start)
+          raise errors.BadInput(_no_games(counts, inputs))
+        shards.commit(specs, results.pieces, [out])
+        summary = _summary(counts, options, inputs, batch, identity, list(command), time.time() - start)
         _write_json(FileSystems.join(out, SUMMARY), summary)
         if '://' not in out:
           plot(summary['bands'], os.path.join(out, PLOT))
         keeper.remove()
         return summary
-    finally:
-      if bar and progress_dir:
-        bar.stop()
-        shutil.rmtree(progress_dir, ignore_errors=True)
-
-
-class _Bar(threading.Thread):
-  """The local job's progress line: positions reviewed of those to review, and their rate (the workers' files)."""
-
-  def __init__(self, directory: str):
-    super().__init__(daemon=True)
-    self._directory, self._halt, self._bar, self._start = directory, threading.Event(), None, time.monotonic()
-
-  def _draw(self) -> None:
-    totals = progress_lib.summarize(self._directory)
-    if not totals['workers']:
-      return
-    if self._bar is None:
-      self._bar = progress_bars.bar(desc='review', unit='position', file=sys.stderr, dynamic_ncols=True)
-    self._bar.total = totals['total']
-    self._bar.n = totals['boards']
-    self._bar.refresh()
-
-  def run(self) -> None:
-    while not self._halt.wait(1.0):
-      self._draw()
-
-  def stop(self) -> None:
-    self._halt.set()
-    self.join()
-    self._draw()
-    if self._bar is not None:
-      self._bar.close()
 
 
 def _no_games(counts: dict[str, int], inputs: Sequence[str]) -> str:
@@ -282,13 +298,13 @@ def slope_per_band(rows: Sequence[dict[str, Any]]) -> float | None:
   return round(100 * sxy / sxx, 3)
 
 
-def _summary(counts, options, graph, batch, identity, command, wall) -> dict[str, Any]:
+def _summary(counts, options, inputs, batch, identity, command, wall) -> dict[str, Any]:
   rows = bands(counts)
   return {
     'code': manifest_lib.code_version(),
     'command': command,
     'output_dir': options.output_dir,
-    'inputs': graph.inputs,
+    'inputs': inputs,
     'model': {'checkpoint': options.checkpoint, 'identity': identity, 'policy': options.policy, 'dtype': options.dtype},
     'games': {
       'read': counts.get('games_read', 0),

@@ -1,13 +1,16 @@
-"""The progress of a local (DirectRunner) annotation job, on the one progress bar (`plumbing.progress_bars`).
+"""The progress of a local (DirectRunner) job, annotation or review, on the one progress bar (`plumbing.progress_bars`).
 
 Workers write running totals to small JSON files (`WorkerProgress`), the job writes the number of boards to
 ``total.json`` (`write_total`); `ProgressThread` sums them every second and moves the bar: boards done of the
-total, with boards/s, action-values/s, failures and the ETA.
+total, with boards/s, the ETA and (an annotation's) action-values/s and failures. `shown` shows it while a job runs.
 """
 
+from collections.abc import Iterator
+import contextlib
 import glob
 import json
 import os
+import shutil
 import sys
 import threading
 from typing import Any, TextIO
@@ -36,10 +39,21 @@ def summarize(directory: str) -> dict:
 
 
 class ProgressThread(threading.Thread):
-  """Moves the annotation's bar every `interval` seconds until stopped; nothing shows before a worker starts."""
+  """Moves the job's bar every `interval` seconds until stopped; nothing shows before a worker starts. `desc` and
+  `unit` name the job and what it counts; `detail`: the action-values/s and failures after the bar (annotation)."""
 
-  def __init__(self, directory: str, interval: float = 1.0, stream: TextIO | None = None):
+  def __init__(
+    self,
+    directory: str,
+    interval: float = 1.0,
+    stream: TextIO | None = None,
+    *,
+    desc: str = 'annotate',
+    unit: str = 'board',
+    detail: bool = True,
+  ):
     super().__init__(daemon=True)
+    self._desc, self._unit, self._detail = desc, unit, detail
     # sys.stderr when the bar starts (a command may point it away from fd 2: `errors.child_stderr_to`).
     self._directory, self._interval, self._stream = directory, interval, stream or sys.stderr
     self._halt = threading.Event()
@@ -51,14 +65,15 @@ class ProgressThread(threading.Thread):
     if self._bar is None:
       if not totals['workers']:
         return  # Annotation has not started yet.
-      self._bar = progress_bars.bar(desc='annotate', unit='board', file=self._stream, dynamic_ncols=True)
+      self._bar = progress_bars.bar(desc=self._desc, unit=self._unit, file=self._stream, dynamic_ncols=True)
       self._start = time.monotonic()
     elapsed = max(time.monotonic() - self._start, 1e-9)
     self._bar.total = totals['total']
     self._bar.n = totals['boards'] + totals['failures']
-    self._bar.set_postfix_str(
-      f'{totals["action_values"] / elapsed:.1f} action-values/s, failures {totals["failures"]}', refresh=False
-    )
+    if self._detail:
+      self._bar.set_postfix_str(
+        f'{totals["action_values"] / elapsed:.1f} action-values/s, failures {totals["failures"]}', refresh=False
+      )
     if refresh:
       self._bar.refresh()
 
@@ -72,6 +87,22 @@ class ProgressThread(threading.Thread):
     self._draw(refresh=False)
     if self._bar is not None:
       self._bar.close()  # Shows the last state.
+
+
+@contextlib.contextmanager
+def shown(directory: str | None, **bar: Any) -> Iterator[None]:
+  """A progress line (`ProgressThread`, with `bar`'s options) while the block runs, if `directory`; the folder
+  goes after."""
+  if directory is None:
+    yield
+    return
+  thread = ProgressThread(directory, **bar)
+  thread.start()
+  try:
+    yield
+  finally:
+    thread.stop()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 class WorkerProgress:

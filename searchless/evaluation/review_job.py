@@ -21,7 +21,6 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, RunInference
-from apache_beam.pvalue import PBegin, PDone
 import chess
 import chess.pgn
 
@@ -31,7 +30,6 @@ from searchless.data import pgn
 from searchless.data import progress
 from searchless.data import resume
 from searchless.data import shards
-from searchless.data import streams
 from searchless.play import review
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
@@ -252,122 +250,121 @@ class KeepViews(beam.DoFn):
       self._progress.update(force=True)
 
 
-def _joined(key_groups: tuple[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
-  """A game and its positions' views (by ply) as its record."""
+def is_text(item: Any) -> bool:
+  return isinstance(item, pgn.RawGame)
+
+
+def is_game(item: Any) -> bool:
+  return isinstance(item, ReviewGame)
+
+
+def is_skip(item: Any) -> bool:
+  return isinstance(item, pgn.Skip)
+
+
+def location(raw: pgn.RawGame) -> str:
+  return raw.location
+
+
+def chunk_key(item: tuple[tuple[str, int], Any]) -> tuple[str, int]:
+  """A chunk's key, (game, first ply): what its resume piece holds it by."""
+  return item[0]
+
+
+def by_game(game: ReviewGame) -> tuple[str, ReviewGame]:
+  return game.key, game
+
+
+def views_by_game(keyed: tuple[tuple[str, int], list[review.PositionView]]) -> tuple[str, tuple[int, Any]]:
+  (game, first), views = keyed
+  return game, (first, views)
+
+
+def joined(key_groups: tuple[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
+  """A game and its chunks' views (by first ply) as its record."""
   _, groups = key_groups
   game = next(iter(groups['game']))
   views = [view for _, chunk in sorted(groups['views'], key=lambda item: item[0]) for view in chunk]
   yield record(game, views)
 
 
-def _file_rank(paths: Sequence[str]) -> Any:
-  """The order of `--limit`: by file (in the order given), then line."""
-  index = {path: i for i, path in enumerate(paths)}
-  return lambda raw: (-index[raw.path], -raw.line)  # Top.Of keeps the largest: the first games are.
+def read_count(item: Any) -> job_results.Count:
+  return ('corrupt_input_files' if isinstance(item, games_lib.CorruptInput) else 'games_read', 1)
 
 
-class ReviewGames(beam.PTransform):
-  """The whole review graph, from the input files to the pieces of games.jsonl and skipped.jsonl and the job's
-  results file (`results_path`); `outputs` names the file sets to commit."""
+def parse_count(item: ReviewGame | pgn.Skip) -> job_results.Count:
+  return ('games_kept', 1) if isinstance(item, ReviewGame) else (f'games_skipped/{item.reason}', 1)
 
-  def __init__(self, options: ReviewOptions, batch: int, kept: Sequence[str] = (), progress_dir: str | None = None):
+
+def kept_count(resolved: tuple[Any, ...]) -> Iterator[job_results.Count]:
+  if resolved[0] == 'kept':  # ('kept', (key, chunk), views): a chunk an interrupted run reviewed.
+    yield 'positions_from_an_interrupted_run', len(resolved[2])
+
+
+class FirstGames(beam.PTransform):
+  """``--limit``: the first `limit` game texts of `paths` (file by file in the order given, then by line)."""
+
+  def __init__(self, limit: int, paths: Sequence[str]):
     super().__init__()
-    self.options, self.batch, self.kept, self.progress_dir = options, batch, list(kept), progress_dir
-    self.inputs = streams.match_files(list(options.input), 'GAMES')
-    self.results_path = FileSystems.join(options.output_dir, shards.TMP_DIR, job_results.RESULTS)
-    out = options.output_dir
-    self.outputs = [shards.ShardSpec(out, 'games', '.jsonl'), shards.ShardSpec(out, 'skipped', '.jsonl')]
+    self._limit, self._index = limit, {path: i for i, path in enumerate(paths)}
 
-  def expand(self, pbegin: PBegin) -> PDone:
-    o = self.options
-    read = (
-      pbegin
-      | 'Files' >> beam.Create(self.inputs)
-      | 'ReadGames' >> beam.ParDo(games_lib.ReadGames(o.limit, o.skip_corrupt_inputs))
-    )
-    texts = read | 'Texts' >> beam.Filter(lambda r: isinstance(r, pgn.RawGame))
-    if o.limit is not None:
-      texts = (
-        texts
-        | 'Limit' >> beam.combiners.Top.Of(o.limit, key=_file_rank(self.inputs))
-        | 'UnpackLimit' >> beam.FlatMap(lambda first: first)
-      )
-    parsed = (
+  def expand(self, texts: beam.PCollection) -> beam.PCollection:
+    index = self._index
+    return (
       texts
-      | 'Distribute' >> games_lib.Distribute(lambda raw: raw.location, o.parallelism)
-      | 'Parse' >> beam.ParDo(ParseForReview(pgn.GameFilter(min_elo=o.min_rating)))
+      | 'Top' >> beam.combiners.Top.Of(self._limit, key=lambda raw: (-index[raw.path], -raw.line))  # The largest.
+      | 'Unpack' >> beam.FlatMap(lambda first: first)
     )
-    kept = parsed | 'Kept' >> beam.Filter(lambda g: isinstance(g, ReviewGame))
-    skipped = parsed | 'Skipped' >> beam.Filter(lambda g: isinstance(g, pgn.Skip))
-    if o.sample_games is not None:
-      kept = kept | 'Sample' >> games_lib.SampleGames(o.sample_games)
-    chunks = kept | 'Positions' >> beam.FlatMap(lambda game, size: positions(game, size), self.batch)
-    skip_kept = resume.SkipKept(self.kept, lambda item: item[0], pbegin)
-    resolved = chunks | 'SkipKept' >> skip_kept
+
+
+class ReviewChunks(beam.PTransform):
+  """`resume.SkipKept`'s chunks -> ((game, first ply), views) for each: those to do through the model (RunInference,
+  `PolicyHandler`, each kept as it comes: `KeepViews`), and those an interrupted run kept, from its pieces."""
+
+  def __init__(self, options: ReviewOptions, progress_dir: str | None):
+    super().__init__()
+    self._options, self._progress_dir = options, progress_dir
+
+  def expand(self, resolved: beam.PCollection) -> beam.PCollection:
+    o = self._options
     todo = resolved | 'ToDo' >> beam.Filter(lambda r: r[0] == 'todo') | 'Chunks' >> beam.Map(lambda r: r[1])
-    from_pieces = (
+    kept = (
       resolved
       | 'FromPieces' >> beam.Filter(lambda r: r[0] == 'kept')
       | 'KeptViews' >> beam.Map(lambda r: (r[1][0], r[2]))
     )
-    if self.progress_dir:
+    if self._progress_dir:
       _ = (
         todo
         | 'Sizes' >> beam.Map(lambda item: len(item[1][1]))  # (key, (first FEN, moves))
         | 'Total' >> beam.CombineGlobally(sum).without_defaults()
-        | 'TellProgress' >> beam.Map(progress.write_total, self.progress_dir)
+        | 'TellProgress' >> beam.Map(progress.write_total, self._progress_dir)
       )
-    handler = PolicyHandler(o.checkpoint, o.policy, o.dtype)
     computed = (
       todo
       | 'SpreadChunks' >> games_lib.Distribute(lambda item: f'{item[0][0]} {item[0][1]}', o.parallelism)
-      | 'Model' >> RunInference(KeyedModelHandler(handler))
-      | 'Keep' >> beam.ParDo(KeepViews(resume.folder(o.output_dir), o.chunk_games, self.progress_dir))
+      | 'Model' >> RunInference(KeyedModelHandler(PolicyHandler(o.checkpoint, o.policy, o.dtype)))
+      | 'Keep' >> beam.ParDo(KeepViews(resume.folder(o.output_dir), o.chunk_games, self._progress_dir))
     )
-    views = (
-      (computed, from_pieces)
-      | 'AllViews' >> beam.Flatten()
-      | 'ByGameKey' >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
-    )
-    lines = (
-      {'game': kept | 'GameByKey' >> beam.Map(lambda g: (g.key, g)), 'views': views}
-      | 'ByGame' >> beam.CoGroupByKey()
-      | 'Review' >> beam.FlatMap(_joined)
-    )
-    games_spec, skips_spec = self.outputs
-    record_sets = [
-      shards.RecordSet(games_spec, encode, lambda line: line['key']),
-      shards.RecordSet(skips_spec, games_lib.skip_line, lambda s: s.location),
-    ]
-    pieces = (
-      (
-        lines | 'KeyLines' >> beam.Map(lambda line, key: (key, line), games_spec.key),
-        skipped | 'KeySkipped' >> beam.Map(lambda s, key: (key, s), skips_spec.key),
-      )
-      | 'ToWrite' >> beam.Flatten()
-      | 'Write' >> shards.WriteShards(record_sets)
-    )
-    counts = (
-      read
-      | 'CountRead'
-      >> beam.Map(lambda r: ('corrupt_input_files' if isinstance(r, games_lib.CorruptInput) else 'games_read', 1)),
-      parsed
-      | 'CountParsed'
-      >> beam.Map(lambda g: ('games_kept', 1) if isinstance(g, ReviewGame) else (f'games_skipped/{g.reason}', 1)),
-      lines | 'CountRecords' >> beam.FlatMap(record_counts),
-      from_pieces | 'CountKept' >> beam.Map(lambda kv: ('positions_from_an_interrupted_run', len(kv[1]))),
-    )
-    notes = [pbegin | 'NoNotes' >> beam.Create([])]  # Flattened below: never an empty Flatten (Dask's runner fails).
-    if skip_kept.dropped is not None:
-      notes.append(
-        skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'chunks of positions')))
-      )
-    _ = {
-      'counts': counts | 'AllCounts' >> beam.Flatten(),
-      'pieces': pieces,
-      'notes': notes | 'AllNotes' >> beam.Flatten(),
-    } | 'WriteResults' >> job_results.WriteResults(self.results_path)
-    return PDone(pbegin.pipeline)
+    return (computed, kept) | 'AllViews' >> beam.Flatten()
+
+
+def outputs(out: str) -> list[shards.ShardSpec]:
+  """The job's file sets: games.jsonl and skipped.jsonl."""
+  return [shards.ShardSpec(out, 'games', '.jsonl'), shards.ShardSpec(out, 'skipped', '.jsonl')]
+
+
+def record_sets(specs: Sequence[shards.ShardSpec]) -> list[shards.RecordSet]:
+  games_spec, skips_spec = specs
+  return [
+    shards.RecordSet(games_spec, encode, lambda line: line['key']),
+    shards.RecordSet(skips_spec, games_lib.skip_line, lambda skip: skip.location),
+  ]
+
+
+def results_path(out: str) -> str:
+  """Where the job's counts, pieces and notes go (`job_results.WriteResults`)."""
+  return FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
 
 
 def model_identity(checkpoint: str) -> str:

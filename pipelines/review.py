@@ -22,11 +22,13 @@ job writing to the same folder is refused.
 from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+import contextlib
 import dataclasses
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -34,6 +36,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import DirectOptions
 
 from searchless.data import beam_job
 from searchless.data import games
@@ -180,6 +183,10 @@ def run_job(
         f'resuming: {resume.items_held(kept)} chunks of positions an interrupted run reviewed are kept', file=sys.stderr
       )
     progress_dir = tempfile.mkdtemp(prefix='searchless-review-progress-') if local and progress else None
+    direct = pipeline_options.view_as(DirectOptions)
+    workers = direct.direct_num_workers if local and direct.direct_running_mode == 'multi_processing' else 0
+    slots_dir = tempfile.mkdtemp(prefix='searchless-review-cores-') if workers > 1 else None
+    slots = None if slots_dir is None else (slots_dir, workers)  # Each local worker on its share of the cores.
     start = time.time()
 
     p = beam.Pipeline(options=pipeline_options)
@@ -203,7 +210,7 @@ def run_job(
     resolved = (  # ('todo', ((game, ply), chunk)), or ('kept', ((game, ply), chunk), views) from the kept pieces
       to_review | 'Positions' >> beam.FlatMap(review_job.positions, batch) | 'SkipKept' >> skip_kept
     )
-    views = resolved | 'ReviewChunks' >> review_job.ReviewChunks(o, progress_dir)  # ((game, ply), views)
+    views = resolved | 'ReviewChunks' >> review_job.ReviewChunks(o, progress_dir, slots)  # ((game, ply), views)
     lines = (
       {
         'game': to_review | 'GameByKey' >> beam.Map(review_job.by_game),
@@ -239,7 +246,7 @@ def run_job(
 
     existing = _existing(out)
     bar = {'desc': 'review', 'unit': 'position', 'detail': False}
-    with progress_lib.shown(progress_dir, **bar):  # The line, then its folder, go at the end, whatever happens.
+    with progress_lib.shown(progress_dir, **bar), _removed(slots_dir):  # Whatever happens, at the end.
       with beam_job.dataset_job(out, roots=[out], existing=existing, overwrite=o.overwrite, keeper=keeper):
         beam_job.run_pipeline(p)
         results = job_results.read_results(results_path)
@@ -256,6 +263,15 @@ def run_job(
           plot(summary['bands'], os.path.join(out, PLOT))
         keeper.remove()
         return summary
+
+
+@contextlib.contextmanager
+def _removed(folder: str | None) -> Iterator[None]:
+  try:
+    yield
+  finally:
+    if folder is not None:
+      shutil.rmtree(folder, ignore_errors=True)
 
 
 def _no_games(counts: dict[str, int], inputs: Sequence[str]) -> str:

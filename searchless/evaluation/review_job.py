@@ -33,6 +33,7 @@ from searchless.data import shards
 from searchless.play import review
 from searchless.play import policy as policy_lib
 from searchless.play import predictor as predictor_lib
+from searchless.plumbing import cores
 
 NAMESPACE = 'searchless-review'
 PIECE_KIND = 'chunks'  # The resume pieces' kind: ((game, first ply), its positions' views) each.
@@ -157,11 +158,13 @@ class PolicyHandler(ModelHandler[Chunk, list[review.PositionView], policy_lib.Po
   every runner (7 of 731 moves differed in the 6th decimal between two runs of 12 games).
   """
 
-  def __init__(self, checkpoint: str, policy: str | None, dtype: str):
+  def __init__(self, checkpoint: str, policy: str | None, dtype: str, slots: tuple[str, int] | None = None):
     super().__init__()
-    self._checkpoint, self._policy, self._dtype = checkpoint, policy, dtype
+    self._checkpoint, self._policy, self._dtype, self._slots = checkpoint, policy, dtype, slots
 
   def load_model(self) -> policy_lib.Policy:
+    if self._slots is not None:  # Local workers, one a core: each on its own (`cores.claim`), before JAX starts.
+      cores.claim(*self._slots)
     from searchless.play import player  # Loads JAX: on the workers only.
 
     loaded = player.load_policy(self._checkpoint, policy=self._policy, compute_dtype=self._dtype)
@@ -319,11 +322,12 @@ class FirstGames(beam.PTransform):
 
 class ReviewChunks(beam.PTransform):
   """`resume.SkipKept`'s chunks -> ((game, first ply), views) for each: those to do through the model (RunInference,
-  `PolicyHandler`, each kept as it comes: `KeepViews`), and those an interrupted run kept, from its pieces."""
+  `PolicyHandler`, each kept as it comes: `KeepViews`), and those an interrupted run kept, from its pieces.
+  `slots`: (a folder, the local workers) for `cores.claim`; None elsewhere."""
 
-  def __init__(self, options: ReviewOptions, progress_dir: str | None):
+  def __init__(self, options: ReviewOptions, progress_dir: str | None, slots: tuple[str, int] | None = None):
     super().__init__()
-    self._options, self._progress_dir = options, progress_dir
+    self._options, self._progress_dir, self._slots = options, progress_dir, slots
 
   def expand(self, resolved: beam.PCollection) -> beam.PCollection:
     o = self._options
@@ -343,7 +347,7 @@ class ReviewChunks(beam.PTransform):
     computed = (
       todo
       | 'SpreadChunks' >> games_lib.Distribute(lambda item: f'{item[0][0]} {item[0][1]}', o.parallelism)
-      | 'Model' >> RunInference(KeyedModelHandler(PolicyHandler(o.checkpoint, o.policy, o.dtype)))
+      | 'Model' >> RunInference(KeyedModelHandler(PolicyHandler(o.checkpoint, o.policy, o.dtype, self._slots)))
       | 'Keep' >> beam.ParDo(KeepViews(resume.folder(o.output_dir), o.chunk_games, self._progress_dir))
     )
     return (computed, kept) | 'AllViews' >> beam.Flatten()

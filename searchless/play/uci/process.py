@@ -15,6 +15,8 @@ import os
 import sys
 from typing import TextIO
 
+from searchless.plumbing import cores
+
 
 def available_cpus() -> int:
   """The CPUs this process may run on."""
@@ -40,16 +42,8 @@ def limit_cpu_threads(threads: int) -> Callable[[], None] | None:
   allowed = os.sched_getaffinity(0)
   if threads >= len(allowed):
     return lambda: None
-
-  def set_all(cpus: set[int]) -> None:
-    for task in os.listdir('/proc/self/task'):
-      try:
-        os.sched_setaffinity(int(task), cpus)
-      except OSError:  # A thread that just ended.
-        pass
-
-  set_all(set(sorted(allowed)[:threads]))
-  return lambda: set_all(allowed)
+  cores.pin(set(sorted(allowed)[:threads]))
+  return lambda: cores.pin(allowed)
 
 
 def uci_stdout() -> TextIO:

@@ -8,6 +8,7 @@ which answer the requests in flight first. A request goes: uvicorn (`connections
 -> `batcher.Batcher` -> the policy, and back. The modules:
 
 * `inputs`: the request bodies, read and checked (one sentence naming the field at fault);
+* `parser`: /v1/pgn's parse, in a process of its own (off the server's interpreter lock);
 * `batcher`: the dynamic batcher: positions of concurrent requests go into one model call, run on a thread of
   its own, from a bounded queue;
 * `service`: the model, its warm-up, and the answers (every legal move's win probability, best first), with the

@@ -163,9 +163,7 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
   sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
   # Each loss compiled as one program (op by op, every operation compiled a kernel of its own: seconds).
-  packed_fn = jax.jit(
-    step_lib.make_loss_fn(network.build(ModelConfig.from_config(packed_config)).apply, packed_config)
-  )
+  packed_fn = jax.jit(step_lib.make_loss_fn(network.build(ModelConfig.from_config(packed_config)).apply, packed_config))
   per_move_fn = jax.jit(
     step_lib.make_loss_fn(network.build(ModelConfig.from_config(per_move_config)).apply, per_move_config)
   )

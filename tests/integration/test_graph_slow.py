@@ -40,8 +40,23 @@ def _row(fen: str, board_moves) -> np.ndarray:
   )
 
 
-def _layer():
-  return hk.without_apply_rng(hk.transform(lambda *a, **k: graph.Gateau(2, np.dtype('float32'))(*a, **k)))
+class _Layer:
+  """One Gateau layer (2 heads): its init and apply, each compiled as one program. Run op by op, every operation
+  compiled a kernel of its own (seconds a test). The inputs but the parameters are the program's constants: the
+  layer reads the groups' senders and masks as NumPy arrays while it is traced."""
+
+  def __init__(self):
+    self._layer = hk.without_apply_rng(hk.transform(lambda *a, **k: graph.Gateau(2, np.dtype('float32'))(*a, **k)))
+
+  def init(self, rng, *args, **kwargs):
+    return jax.jit(lambda key: self._layer.init(key, *args, **kwargs))(rng)
+
+  def apply(self, params, *args, **kwargs):
+    return jax.jit(lambda p: self._layer.apply(p, *args, **kwargs))(params)
+
+
+def _layer() -> _Layer:
+  return _Layer()
 
 
 @pytest.mark.slow
@@ -245,8 +260,8 @@ def test_graph_tiny_outputs_are_pinned_on_fixed_inputs():
     rows.append(np.concatenate([tokenizer.tokenize(fen), actions, [-1] * (48 - len(actions))]))
     valid.append(len(actions))
   rng = np.random.default_rng(27)
-  params = jax.tree.map(
-    lambda p: p + 0.2 * rng.standard_normal(p.shape).astype(np.float32), network.init_params(config)
+  params = jax.tree.map(  # In NumPy: JAX's adds outside jit compile a kernel per shape.
+    lambda p: np.asarray(p) + 0.2 * rng.standard_normal(p.shape).astype(np.float32), network.init_params(config)
   )
   action_values, state_values = (
     np.asarray(x) for x in jax.jit(network.build(config, with_value=True).apply)(params, None, np.array(rows, np.int32))

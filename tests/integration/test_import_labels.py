@@ -134,17 +134,19 @@ def test_bad_lines_are_counted_and_logged_with_their_line(tmp_path):
   assert manifest.splits == {'train': {'boards_seen': 2, 'boards': 2, 'moves_valued': 6, 'best_moves': 2}}
 
 
-def test_inputs_given_with_input_as_annotate_takes_them_import_the_same(tmp_path, lichess_999):
-  common = ['--test_fraction', '0', *IN_MEMORY]  # A Beam flag with a value: not taken for an input.
-  positional = import_labels.run([str(lichess_999), str(EVAL_SAMPLE), '--out', str(tmp_path / 'a'), *common])
+def test_inputs_given_with_input_as_annotate_takes_them_import_the_same(imported, tmp_path, lichess_999):
+  positional_out, positional = imported  # The same inputs, given as positional arguments.
+  # A flag of the command's and a Beam flag, each with a value: neither value is taken for an input.
+  common = ['--test_fraction', str(positional.split['test_fraction']), *IN_MEMORY]
   flagged = import_labels.run(
     ['--input', str(lichess_999), f'--input={EVAL_SAMPLE}', '--out', str(tmp_path / 'b'), *common]
   )
   assert flagged.inputs == positional.inputs and flagged.splits == positional.splits
-  assert flagged.splits['train']['boards'] > 0
+  assert flagged.splits['train']['boards'] > 0 and flagged.splits['test']['boards'] > 0
   for kind in ('state_value', 'behavioral_cloning', 'partial_board_value'):
-    name = f'train/{kind}_data.bag'
-    assert (tmp_path / 'b' / name).read_bytes() == (tmp_path / 'a' / name).read_bytes()
+    for split in ('train', 'test'):
+      name = f'{split}/{kind}_data.bag'
+      assert (tmp_path / 'b' / name).read_bytes() == (positional_out / name).read_bytes()
 
 
 def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, lichess_999):
@@ -157,7 +159,10 @@ def test_no_evaluations_and_an_existing_dataset_are_one_line_errors(tmp_path, li
     '(1 games_skipped/no_evals)\n'
   )
   assert not (tmp_path / 'a').exists()
-  done = subprocess.run([*cmd, str(EVAL_SAMPLE), '--out', str(tmp_path / 'b')], capture_output=True, text=True)
+  # A dataset in b (in one process: the default runner's worker processes run in test_resume.py).
+  done = subprocess.run(
+    [*cmd, str(EVAL_SAMPLE), '--out', str(tmp_path / 'b'), *IN_MEMORY], capture_output=True, text=True
+  )
   assert done.returncode == 0 and 'database lines: 31 read, 31 kept' in done.stdout
   again = subprocess.run([*cmd, str(EVAL_SAMPLE), '--out', str(tmp_path / 'b')], capture_output=True, text=True)
   assert again.returncode == 2 and 'already holds a dataset (manifest.json, skipped.jsonl' in again.stderr

@@ -162,8 +162,11 @@ def test_packed_loss_is_the_per_move_loss_over_the_real_moves(board_bag, loss):
   rows = packing.packed_rows(boards, 64, edges)  # [5, 77 + 128]
   raw = [records.encode('action_value', av) for b in boards for av in boards_lib.to_chessbench(b)['action_value']]
   sequences = sequences_lib.to_sequences('action_value', raw, 128)  # [sum M, 79]
-  packed_fn = step_lib.make_loss_fn(network.build(ModelConfig.from_config(packed_config)).apply, packed_config)
-  per_move_fn = step_lib.make_loss_fn(network.build(ModelConfig.from_config(per_move_config)).apply, per_move_config)
+  # Each loss compiled as one program (op by op, every operation compiled a kernel of its own: seconds).
+  packed_fn = jax.jit(step_lib.make_loss_fn(network.build(ModelConfig.from_config(packed_config)).apply, packed_config))
+  per_move_fn = jax.jit(
+    step_lib.make_loss_fn(network.build(ModelConfig.from_config(per_move_config)).apply, per_move_config)
+  )
   (packed_loss, packed_count), (per_move_loss, per_move_count) = packed_fn(params, rows), per_move_fn(params, sequences)
   assert int(packed_count) == int(per_move_count) == len(raw) == sum(len(b.moves) for b in boards)
   assert float(packed_loss) == pytest.approx(float(per_move_loss), rel=1e-5)

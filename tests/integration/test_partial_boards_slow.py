@@ -3,6 +3,7 @@
 The fast ones, and the helpers both use, are in tests/unit/test_partial_boards.py.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -35,8 +36,9 @@ def test_the_loss_of_a_partial_board_is_over_its_valued_moves(name):
   model_config = ModelConfig.from_config(config)
   params = network.init_params(model_config)
   with_value = model_config.kind == 'graph'
-  apply = network.build(model_config, with_value=with_value).apply
-  loss_fn = step_lib.make_loss_fn(apply, config)
+  # Each compiled as one program (op by op, every operation compiled a kernel of its own: seconds).
+  apply = jax.jit(network.build(model_config, with_value=with_value).apply)
+  loss_fn = jax.jit(step_lib.make_loss_fn(apply, config))
   rows = packing.packed_rows([PARTIAL], 64, EDGES)
   loss, count = loss_fn(params, jnp.asarray(rows))
   assert float(count) == 3.0

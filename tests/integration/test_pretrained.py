@@ -1,6 +1,5 @@
 """The model shipped in the package: export format, the name 'pretrained' everywhere, an installed wheel."""
 
-import concurrent.futures
 import importlib
 import json
 import os
@@ -160,6 +159,26 @@ def _not_the_product(wheel: pathlib.Path) -> list[str]:
   return found
 
 
+# `script --help` for each script named, one after another in one process (each a process of its own spent a second
+# importing what the others import again): {script: [exit status, stdout, stderr]}, as JSON.
+SHOW_HELP = """
+import contextlib, io, json, runpy, sys, traceback
+shown = {}
+for script in sys.argv[1:]:
+  sys.argv, out, err, status = [script, '--help'], io.StringIO(), io.StringIO(), 0
+  try:
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+      runpy.run_path(script, run_name='__main__')
+  except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+  except BaseException:
+    status = 1
+    err.write(traceback.format_exc())
+  shown[script] = [status, out.getvalue(), err.getvalue()]
+print(json.dumps(shown))
+"""
+
+
 @pytest.mark.slow
 def test_the_wheel_holds_the_product_only(wheel):
   assert _not_the_product(wheel) == []
@@ -212,12 +231,14 @@ def test_an_installed_wheel_loads_pretrained_outside_the_source_tree(wheel, tmp_
   scripts = sorted((target / 'bin').glob('searchless-*'))
   assert [s.name for s in scripts] == sorted(_scripts())
 
-  def show_help(script):
-    return subprocess.run([sys.executable, str(script), '--help'], cwd=work, env=env, capture_output=True, text=True)
-
-  with concurrent.futures.ThreadPoolExecutor(4) as pool:  # Four at a time: each spends its time importing.
-    for script, shown in zip(scripts, pool.map(show_help, scripts)):
-      assert shown.returncode == 0 and 'usage:' in shown.stdout, (script.name, shown.stderr[-500:])
+  shown = subprocess.run(
+    [sys.executable, '-c', SHOW_HELP, *map(str, scripts)], cwd=work, env=env, capture_output=True, text=True
+  )
+  assert shown.returncode == 0, shown.stderr[-3000:]
+  helps = json.loads(shown.stdout)
+  assert sorted(helps) == sorted(map(str, scripts))
+  for script, (status, out, err) in helps.items():
+    assert status == 0 and 'usage:' in out, (script, err[-500:])
 
   # The demo from the wheel alone: its default input and puzzles are the samples shipped in the package, and it
   # trains a shipped config by name. (Its other steps run from the source tree in test_demo.py.)

@@ -81,12 +81,20 @@ def _expected(reference: pathlib.Path, kept_fens: set) -> tuple[int, int]:
 
 
 @pytest.fixture(scope='module')
-def interrupted(stockfish, tmp_path_factory) -> pathlib.Path:
-  """The output folder of an annotation stopped by Ctrl-C once it kept two pieces (copy it before use)."""
+def ctrl_c(stockfish, tmp_path_factory) -> tuple[pathlib.Path, int, str]:
+  """An annotation stopped by Ctrl-C once it kept three pieces: its output folder (copy it before use), exit status
+  and stderr."""
   out = tmp_path_factory.mktemp('interrupted') / 'out'
   status, _, err = signal_when(
     [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)], _kept(out, 3)
   )
+  return out, status, err
+
+
+@pytest.fixture(scope='module')
+def interrupted(ctrl_c) -> pathlib.Path:
+  """The output folder of the annotation Ctrl-C stopped (copy it before use)."""
+  out, status, err = ctrl_c
   assert status == 130 and resume.pieces(str(out)), err
   return out
 
@@ -107,17 +115,17 @@ def reference(stockfish, tmp_path_factory) -> pathlib.Path:
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_ctrl_c_then_a_kill_then_a_rerun_writes_the_uninterrupted_dataset(stockfish, reference, tmp_path):
-  out = tmp_path / 'out'
-  cmd = [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)]
-  status, _, err = signal_when(cmd, _kept(out, 2))
-  kept = resume.items_held(resume.pieces(str(out)))
+def test_ctrl_c_then_a_kill_then_a_rerun_writes_the_uninterrupted_dataset(stockfish, reference, ctrl_c, tmp_path):
+  stopped, status, err = ctrl_c  # The module's one Ctrl-C'd run (the other tests start from copies of its folder).
+  kept = resume.items_held(resume.pieces(str(stopped)))
   assert status == 130 and err.count('\n') == 1, err
   assert err.startswith(
-    f'interrupted; kept {kept} annotated boards in {out / resume.FOLDER}; the same command resumes: '
+    f'interrupted; kept {kept} annotated boards in {stopped / resume.FOLDER}; the same command resumes: '
   )
-  assert not (out / 'manifest.json').exists() and not (out / 'train').exists()  # Nothing half-written.
+  assert not (stopped / 'manifest.json').exists() and not (stopped / 'train').exists()  # Nothing half-written.
 
+  out = _copy(stopped, tmp_path)
+  cmd = [sys.executable, '-m', 'searchless.pipelines.annotate', *_args(stockfish, out)]
   status, _, _ = signal_when(cmd, _kept(out, len(resume.pieces(str(out))) + 2), signal.SIGKILL)  # A reboot, say.
   assert status == -signal.SIGKILL
   kept = resume.items_held(resume.pieces(str(out)))

@@ -300,23 +300,16 @@ class ToRecords(beam.PTransform):
     self._plan = plan
 
   def expand(self, annotated: PCollection) -> PCollection:
-    keyed = []
-    for split in self._plan.split_names:
-      of_split = (
-        annotated
-        | f'Select[{split}]' >> beam.Filter(lambda a, s: isinstance(a, Annotated) and a.split == s, split)
-        | f'Annotations[{split}]' >> beam.Map(lambda a: a.annotation)
-      )
-      for output in self._plan.outputs:
-        if output.split == split:
-          keyed.append(
-            of_split
-            | f'{output.kind}[{split}]' >> beam.FlatMap(annotation_records.RECORDS_OF[output.kind])
-            | f'Key[{split}/{output.kind}]' >> beam.WithKeys(output.spec.key)
-          )
+    records = annotated | 'Splits' >> job_results.SplitRecords(
+      self._plan, annotation_records.RECORDS_OF, _split_of, lambda a: a.annotation
+    )
     failures = annotated | 'Failures' >> beam.Filter(lambda a: isinstance(a, Failed))
-    keyed.append(failures | 'KeyFailures' >> beam.WithKeys(self._plan.spec('failures').key))
-    return keyed | 'Records' >> beam.Flatten()
+    keyed_failures = failures | 'KeyFailures' >> beam.WithKeys(self._plan.spec('failures').key)
+    return (records, keyed_failures) | 'Records' >> beam.Flatten()
+
+
+def _split_of(output: Annotated | Failed | EngineSeen) -> str | None:
+  return output.split if isinstance(output, Annotated) else None
 
 
 def engine_ids(output: Annotated | Failed | EngineSeen) -> Iterator[tuple[str, str]]:

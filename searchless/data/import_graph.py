@@ -269,18 +269,6 @@ class ToRecords(beam.PTransform):
     self._plan = plan
 
   def expand(self, merged: PCollection) -> PCollection:
-    keyed = []
-    for split in self._plan.split_names:
-      of_split = (
-        merged
-        | f'Select[{split}]' >> beam.Filter(lambda sb, s: sb[0] == s, split)
-        | f'Boards[{split}]' >> beam.Map(lambda sb: sb[1])
-      )
-      for output in self._plan.outputs:
-        if output.split == split:
-          keyed.append(
-            of_split
-            | f'{output.kind}[{split}]' >> beam.FlatMap(lichess_evals.RECORDS_OF[output.kind])
-            | f'Key[{split}/{output.kind}]' >> beam.WithKeys(output.spec.key)
-          )
-    return keyed | 'Records' >> beam.Flatten()
+    return merged | 'Splits' >> job_results.SplitRecords(
+      self._plan, lichess_evals.RECORDS_OF, lambda sb: sb[0], lambda sb: sb[1]
+    )

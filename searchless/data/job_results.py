@@ -8,7 +8,7 @@ the driver reads that back (`read_results`) to write the manifest. `OutputSet`
 names a file set a job writes, `JobPlan` all that a job reads and writes.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 import dataclasses
 import json
 from typing import Any
@@ -132,3 +132,36 @@ class JobPlan:
   def roots(self) -> list[str]:
     """The folders the job writes its pieces in: OUT and its record sets' folders."""
     return sorted({self.output_dir, *(o.spec.directory for o in self.outputs)})
+
+
+class SplitRecords(beam.PTransform):
+  """A job's items -> (set key, record) for every record set of `plan`, as `shards.WriteShards` takes them: the
+  items of each split (`split_of`: an item's split, None for none), their `payload`, made records by the function
+  of the set's kind in `records_of` and keyed by the set."""
+
+  def __init__(
+    self,
+    plan: JobPlan,
+    records_of: Mapping[str, Callable[..., Any]],
+    split_of: Callable[[Any], str | None],
+    payload: Callable[[Any], Any],
+  ):
+    super().__init__()
+    self._plan, self._records_of, self._split_of, self._payload = plan, records_of, split_of, payload
+
+  def expand(self, items: PCollection) -> PCollection:
+    keyed = []
+    for split in self._plan.split_names:
+      of_split = (
+        items
+        | f'Select[{split}]' >> beam.Filter(lambda item, s, split_of: split_of(item) == s, split, self._split_of)
+        | f'Payload[{split}]' >> beam.Map(self._payload)
+      )
+      for output in self._plan.outputs:
+        if output.split == split:
+          keyed.append(
+            of_split
+            | f'{output.kind}[{split}]' >> beam.FlatMap(self._records_of[output.kind])
+            | f'Key[{split}/{output.kind}]' >> beam.WithKeys(output.spec.key)
+          )
+    return keyed | 'Records' >> beam.Flatten()

@@ -22,13 +22,12 @@ job writing to the same folder is refused.
 from searchless.plumbing import beam_check  # noqa: F401  # First: Beam is there, or one line says so.
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 import contextlib
 import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -185,8 +184,8 @@ def run_job(
     progress_dir = tempfile.mkdtemp(prefix='searchless-review-progress-') if local and progress else None
     direct = pipeline_options.view_as(DirectOptions)
     workers = direct.direct_num_workers if local and direct.direct_running_mode == 'multi_processing' else 0
-    slots_dir = tempfile.mkdtemp(prefix='searchless-review-cores-') if workers > 1 else None
-    slots = None if slots_dir is None else (slots_dir, workers)  # Each local worker on its share of the cores.
+    slots_dir = tempfile.TemporaryDirectory(prefix='searchless-review-cores-') if workers > 1 else None
+    slots = None if slots_dir is None else (slots_dir.name, workers)  # Each local worker on its share of the cores.
     start = time.time()
 
     p = beam.Pipeline(options=pipeline_options)
@@ -246,7 +245,7 @@ def run_job(
 
     existing = _existing(out)
     bar = {'desc': 'review', 'unit': 'position', 'detail': False}
-    with progress_lib.shown(progress_dir, **bar), _removed(slots_dir):  # Whatever happens, at the end.
+    with progress_lib.shown(progress_dir, **bar), slots_dir or contextlib.nullcontext():  # Gone at the end.
       with beam_job.dataset_job(out, roots=[out], existing=existing, overwrite=o.overwrite, keeper=keeper):
         beam_job.run_pipeline(p)
         results = job_results.read_results(results_path)
@@ -263,15 +262,6 @@ def run_job(
           plot(summary['bands'], os.path.join(out, PLOT))
         keeper.remove()
         return summary
-
-
-@contextlib.contextmanager
-def _removed(folder: str | None) -> Iterator[None]:
-  try:
-    yield
-  finally:
-    if folder is not None:
-      shutil.rmtree(folder, ignore_errors=True)
 
 
 def _no_games(counts: dict[str, int], inputs: Sequence[str]) -> str:

@@ -33,9 +33,11 @@ run: $(VENV)/.installed stockfish
 	  $(if $(ANNOTATE_ARGS),--annotate_args '$(ANNOTATE_ARGS)') --train_args '$(TRAIN_ARGS)' \
 	  $(if $(PUZZLES),--puzzles '$(PUZZLES)') $(RUN_ARGS)
 
+# mypy (20 s of one core) runs beside the tests, in the gaps the workers leave; either failing fails the target.
 test: setup stockfish-optional lint
-	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m mypy & types=$$!; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
+	wait $$types && exit $$tests
 
 # The unit tests (no engine, no Beam job, no process) and the docstring examples of the package, without the
 # tests marked slow.

@@ -188,11 +188,13 @@ print(f'slowest build {slowest:.2f} s')
 @pytest.mark.slow
 def test_search_agents_built_side_by_side_in_one_process_compile_without_a_race():
   """Six search agents of the two shipped models, built one after the other while the earlier ones compile in the
-  background, 3 times in one process: no compile fails (traces of two threads at once used to mix: a
-  `ValueError: Incompatible shapes` or `KeyError: Var(...)` logged, a build of seconds taking a minute)."""
+  background, in one process: no compile fails, nothing is logged (traces of two threads at once used to mix: a
+  `ValueError: Incompatible shapes` or `KeyError: Var(...)` logged, a build of seconds taking a minute). Whether
+  traces and compiles take turns is asserted in tests/unit/test_background_compile.py, whose two tests of it fail
+  without `background_compile.tracing`; this run (three rounds of it too) passes even then, so one round."""
   start = time.perf_counter()
   done = subprocess.run(
-    [sys.executable, '-c', BUILD_SIX, '3', *SEARCH_SPECS], capture_output=True, text=True, timeout=1200
+    [sys.executable, '-c', BUILD_SIX, '1', *SEARCH_SPECS], capture_output=True, text=True, timeout=1200
   )
   print(f'{done.stdout.strip()}, {time.perf_counter() - start:.1f} s in all')
   assert (done.returncode, done.stderr) == (0, '')

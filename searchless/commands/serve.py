@@ -104,7 +104,7 @@ def one_malloc_arena() -> None:
   """Every thread of this process allocates from one glibc arena, not one of its own (up to 8 a core), before the
   model's threads start. Each arena keeps its own high-water mark: the first calls of 64 positions grew XLA's
   threads' arenas by 20-55 MB that the process kept (+51 MB under `benchmarks/serve_abuse.py`; with one arena,
-  +14 MB), for no speed measured (RESULTS). Not glibc (another C library, another system): nothing."""
+  +14 to +33 MB), at no speed measured (RESULTS). Not glibc (another C library, another system): nothing."""
   if sys.platform.startswith('linux'):
     try:
       ctypes.CDLL(None).mallopt(M_ARENA_MAX, 1)

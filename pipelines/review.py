@@ -236,7 +236,7 @@ def run_job(
       notes.append(
         skip_kept.dropped | 'Dropped' >> beam.Map(lambda r: ('note', resume.dropped_note(r, 'chunks of positions')))
       )
-    results_path = review_job.results_path(out)
+    results_path = job_results.results_path(out)
     _ = {
       'counts': counts | 'AllCounts' >> beam.Flatten(),
       'pieces': pieces,

@@ -226,7 +226,7 @@ def plan(o: AnnotateOptions) -> job_results.JobPlan:
     shards.RecordSet(failures, _failure_line, lambda f: f.fen),
     shards.RecordSet(skips, games.skip_line, lambda s: s.location),
   ]
-  results_path = FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
+  results_path = job_results.results_path(out)
   return job_results.JobPlan(out, inputs, test_fraction, split_names, outputs, record_sets, results_path)
 
 

@@ -136,7 +136,7 @@ def plan(o: ImportOptions, paths: Sequence[str]) -> job_results.JobPlan:
   skips = shards.ShardSpec(o.output_dir, 'skipped', '.jsonl')
   outputs.append(job_results.OutputSet(skips, None, 'skipped'))
   record_sets.append(shards.RecordSet(skips, games.skip_line, _location))
-  results_path = FileSystems.join(o.output_dir, shards.TMP_DIR, job_results.RESULTS)
+  results_path = job_results.results_path(o.output_dir)
   return job_results.JobPlan(o.output_dir, inputs, o.test_fraction, split_names, outputs, record_sets, results_path)
 
 

@@ -24,6 +24,11 @@ RESULTS = 'results.json'  # Written by `WriteResults` under shards.TMP_DIR of th
 Count = tuple[str, int]  # A count of the manifest: (name, amount), summed per name.
 
 
+def results_path(output_dir: str) -> str:
+  """Where a job writing to `output_dir` leaves its counts, pieces and notes (`WriteResults`)."""
+  return FileSystems.join(output_dir, shards.TMP_DIR, RESULTS)
+
+
 class _WriteFile(beam.DoFn):
   """All of a job's results, gathered under one key -> one JSON file (`read_results`)."""
 

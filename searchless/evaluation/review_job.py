@@ -19,7 +19,6 @@ import json
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, RunInference
 import chess
 import chess.pgn
@@ -364,11 +363,6 @@ def record_sets(specs: Sequence[shards.ShardSpec]) -> list[shards.RecordSet]:
     shards.RecordSet(games_spec, encode, lambda line: line['key']),
     shards.RecordSet(skips_spec, games_lib.skip_line, lambda skip: skip.location),
   ]
-
-
-def results_path(out: str) -> str:
-  """Where the job's counts, pieces and notes go (`job_results.WriteResults`)."""
-  return FileSystems.join(out, shards.TMP_DIR, job_results.RESULTS)
 
 
 def model_identity(checkpoint: str) -> str:

@@ -55,10 +55,6 @@ class _Layer:
     return jax.jit(lambda p: self._layer.apply(p, *args, **kwargs))(params)
 
 
-def _layer() -> _Layer:
-  return _Layer()
-
-
 @pytest.mark.slow
 def test_node_update_is_permutation_equivariant():
   """Relabelling the nodes and reordering each node's edges relabels and reorders the outputs."""
@@ -69,7 +65,7 @@ def test_node_update_is_permutation_equivariant():
   mask[:, 0] = True
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
   e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
-  layer = _layer()
+  layer = _Layer()
   params = layer.init(jax.random.PRNGKey(0), h, [e], [board_graph.Group(senders, mask)])
   out_h, (out_e,) = layer.apply(params, h, [e], [board_graph.Group(senders, mask)])
 
@@ -94,7 +90,7 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
   mask = np.arange(slots)[None] < degree[:, None]
   h = rng.normal(size=(batch, nodes, width)).astype(np.float32)
   e = rng.normal(size=(batch, nodes, slots, edge_width)).astype(np.float32)
-  layer = _layer()
+  layer = _Layer()
   one = [board_graph.Group(senders, mask)]
   params = layer.init(jax.random.PRNGKey(0), h, [e], one)
   out_h, (out_e,) = (jax.tree.map(np.asarray, x) for x in layer.apply(params, h, [e], one))
@@ -122,7 +118,7 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
 
 
 @pytest.mark.slow
-def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_layer():
+def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_Layer():
   """The first layer's `TabledEdges` (each slot a row of a table) and the last layer's `read` (the new edges at the
   move places only) compute what the layer on every slot's own edge does, at those places."""
   rng = np.random.default_rng(2)
@@ -134,7 +130,7 @@ def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_layer():
   table = rng.normal(size=(5, edge_width)).astype(np.float32)
   rows = [rng.integers(0, 5, size=(batch, *g.mask.shape)) for g in groups]
   edges = [table[r] for r in rows]  # [B, n, K, De] per group
-  layer = _layer()
+  layer = _Layer()
   params = layer.init(jax.random.PRNGKey(0), h, edges, groups)
   out_h, out_e = (jax.tree.map(np.asarray, x) for x in layer.apply(params, h, edges, groups))
   tabled_h, tabled_e = (

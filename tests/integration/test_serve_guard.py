@@ -204,17 +204,23 @@ def test_clients_that_leave_cost_nobody_anything(served):
   assert status == 200 and len(answer['positions']) == 64
 
 
-def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(served):
-  """Clients that send 8 positions each while the server is stopped (SIGSTOP) and close before it goes on: the
-  server reads their requests and, one turn of its loop later, their closes. Each request's checks wait their
-  turn and the loop reads its sockets after each, so at most the first is checked (a 400: its last move is
-  illegal), the others are counted 499 unchecked, and no position reaches the model."""
+@pytest.mark.parametrize('leaving', ['closed after a request answered', 'reset on a new connection'])
+def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(served, leaving):
+  """Clients that send 8 positions each while the server is stopped (SIGSTOP) and leave before it goes on (a close
+  on a connection already served once, or a reset on a new one, as `benchmarks/serve_abuse.py`'s leavers): the
+  server reads their requests and their leaving. With other requests in flight, a request's checks wait for the
+  loop to read its sockets and cancel the clients gone, and the checks of one request at a time wait their turn,
+  so at most the first is checked (a 400: its last move is illegal), the others are counted 499 unchecked, and no
+  position reaches the model."""
   clients = 8
   body = json.dumps({'positions': [{'fen': KIWIPETE}] * 7 + [{'moves': ['e2e5']}]}).encode()
   socks = [socket.create_connection((served.host, served.port), timeout=30) for _ in range(clients)]
-  for sock in socks:  # Each connection accepted and served once before the stop.
-    sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
-    assert sock.recv(65536).startswith(b'HTTP/1.1 200')
+  for sock in socks:
+    if leaving == 'reset on a new connection':
+      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\x01\x00\x00\x00\x00\x00\x00\x00')  # RST at close.
+    else:  # Each connection accepted and served once before the stop.
+      sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
+      assert sock.recv(65536).startswith(b'HTTP/1.1 200')
   count = lambda name, **labels: served.metric(name, **labels)  # noqa: E731
   before = {s: count('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) for s in ('400', '499')}
   positions_before = count('searchless_serve_batch_size_sum')

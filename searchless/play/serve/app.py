@@ -14,7 +14,8 @@
 
 An API request whose client leaves before its answer is cancelled (its positions leave the queue, its search
 stops) and counted 499; the checks of /v1/analyse requests take their turn, so that one left meanwhile is
-cancelled before its checks. Once ready, the process's long-lived objects are frozen out of the garbage
+cancelled before its checks (a batch's wait, with others in flight, until the loop acts on the disconnects it
+read: `gone_cancelled`). Once ready, the process's long-lived objects are frozen out of the garbage
 collector's generations (a full collection over them stopped every thread for 150-770 ms).
 
 Every error is a JSON object ``{"error": "<one sentence>"}``: 400 for a bad body
@@ -142,6 +143,15 @@ async def unless_gone(receive: Receive, work: Awaitable[Any]) -> Any:
     raise
   finally:
     watcher.cancel()
+
+
+async def gone_cancelled() -> None:
+  """Lets the event loop read its sockets and act on what it read: a client whose disconnect is there to read is
+  cancelled here (`unless_gone`), before the work that follows. That takes the loop four turns under asyncio (one
+  reads the reset, the next reports the connection lost, the third wakes the request's watcher, which cancels
+  the request, the fourth delivers it) and three under uvloop (which reports the loss as it reads)."""
+  for _ in range(4):
+    await asyncio.sleep(0)
 
 
 Handler = Callable[[bytes], Awaitable[dict[str, Any]]]
@@ -302,6 +312,8 @@ def make_app(
     async with checking:  # One request's checks at a time, and after a batch's (64 positions: 10-20 ms) the loop
       batch = True  # reads its sockets before the next's: a client that left meanwhile is cancelled (`unless_gone`)
       try:  # before its checks and its model call. Lone positions read together are queued together (one call).
+        if service.requests > 1 and b'"positions"' in body:  # A batch's checks, with others in flight: a client
+          await gone_cancelled()  # gone costs none (100 gone: 0.8 s of CPU). Lone positions go on together.
         boards, batch = inputs.analyse_request(body)
       finally:
         if batch:  # Or checks that failed.

@@ -118,7 +118,7 @@ def test_regrouping_the_receivers_moves_their_slots_and_changes_nothing_else():
 
 
 @pytest.mark.slow
-def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_Layer():
+def test_edges_from_a_table_and_edges_read_at_some_places_are_the_same_layer():
   """The first layer's `TabledEdges` (each slot a row of a table) and the last layer's `read` (the new edges at the
   move places only) compute what the layer on every slot's own edge does, at those places."""
   rng = np.random.default_rng(2)

@@ -316,8 +316,8 @@ def main() -> None:
         f'{server.rss_mb() - rss:+7.1f} {empty:9.3f} {done:7.3f} {1000 * live_max:11.1f}'
       )
       worst['wrong'] += wrong
-      ratio = 'shared' if name == 'shared' else 'ratio'  # The reference, not an abuse.
-      worst[ratio] = max(worst[ratio], p99 / idle_p50)
+      key = 'shared' if name == 'shared' else 'ratio'  # The reference, not an abuse.
+      worst[key] = max(worst[key], p99 / idle_p50)
       worst['drain'] = max(worst['drain'], 0.0 if empty != empty else empty)
       worst['live'] = max(worst['live'], live_max)
     measured.stop()

@@ -29,6 +29,7 @@ TOKEN = 'a-token-of-the-tests-0123'
 AUTH = {'Authorization': f'Bearer {TOKEN}'}
 JSON = {'Content-Type': 'application/json'}
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
+RESET = b'\x01\x00\x00\x00\x00\x00\x00\x00'  # SO_LINGER on, 0 s: close() sends a reset.
 CHESS960 = 'rk2r3/pppppppp/8/8/8/8/PPPPPPPP/RK2R3 w KQkq - 0 1'  # Its rooks on a and e: only Chess960 castles.
 MAX_CONNECTIONS = 24
 
@@ -194,7 +195,7 @@ def test_clients_that_leave_cost_nobody_anything(served):
     with socket.create_connection((served.host, served.port), timeout=30) as sock:
       sock.sendall(_http('POST', '/v1/analyse', body, {**JSON, **AUTH}))
       time.sleep(0.01)
-      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\x01\x00\x00\x00\x00\x00\x00\x00')  # RST at close.
+      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
 
   concurrently([leave] * leaving)
   gone = lambda s: served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) - before[s]  # noqa: E731
@@ -217,7 +218,7 @@ def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(serve
   socks = [socket.create_connection((served.host, served.port), timeout=30) for _ in range(clients)]
   for sock in socks:
     if leaving == 'reset on a new connection':
-      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\x01\x00\x00\x00\x00\x00\x00\x00')  # RST at close.
+      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
     else:  # Each connection accepted and served once before the stop.
       sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
       assert sock.recv(65536).startswith(b'HTTP/1.1 200')

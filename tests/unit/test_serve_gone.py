@@ -1,5 +1,6 @@
-"""A client that leaves while its request waits (`searchless.play.serve.app.unless_gone`, `gone_cancelled`), with
-uvicorn's side played by `receive`: the client's disconnect, read by the loop at a turn the test sets. The real
+"""A client that leaves while its request waits (`searchless.play.serve.app.unless_gone`, `gone_cancelled`): a
+real TCP connection on 127.0.0.1 whose client resets it at a moment the test sets, read by the loop's own
+transport; uvicorn's part (its disconnect event and `receive`) is played by a protocol of a few lines. The real
 server's leavers are in tests/integration/test_serve_guard.py and `benchmarks/serve_abuse.py`; there, the turn at
 which a reset is read, against a request's checks, is a matter of timing, which this fixes."""
 

@@ -106,7 +106,8 @@ def quick(monkeypatch):
   monkeypatch.setattr(fetch, 'BACKOFF', 0.01)
 
 
-STALL = 0.3  # Seconds without a byte that a test with a stalled server waits (`_stalls`).
+STALL = 1.0  # Seconds without a byte that a test with a stalled server waits (`_stalls`): long enough that a
+# loaded machine's pause before the first bytes is not taken for the stall.
 
 
 def _stalls(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,7 +122,7 @@ def _interrupted(site, out_dir, capsys, **server) -> int:
     code, _, err = _run(
       capsys, 'chessbench-data', 'puzzles', '--base_url', s.url, '--out', str(out_dir), '--retries', '0'
     )
-  assert code == 2 and err == f'error: cannot fetch {s.url}{PUZZLES}: no bytes for 0.3 s\n'
+  assert code == 2 and err == f'error: cannot fetch {s.url}{PUZZLES}: no bytes for {STALL:g} s\n'
   return (out_dir / 'chessbench/data/puzzles.csv.part').stat().st_size
 
 
@@ -356,7 +357,7 @@ def test_failures_are_tried_again_in_one_layer_a_bounded_number_of_times(site, t
     code, out, err = _run(
       capsys, 'chessbench-data', 'puzzles', '--base_url', server.url, '--out', str(out_dir), '--retries', '1'
     )
-  assert err == f'error: cannot fetch {server.url}{PUZZLES}: no bytes for 0.3 s (after 1 retries)\n'
+  assert err == f'error: cannot fetch {server.url}{PUZZLES}: no bytes for {STALL:g} s (after 1 retries)\n'
   assert (code, len(server.gets(PUZZLES))) == (2, 2)
   assert _files(out_dir) == ['chessbench/data/puzzles.csv.part', 'chessbench/data/puzzles.csv.part.json']
 

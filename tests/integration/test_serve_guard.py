@@ -408,7 +408,9 @@ def _fuzz_request(rng: random.Random, port: int) -> bytes:
 
 
 class _Connection:
-  """A keep-alive connection that sends raw requests and reads each answer (opened again when the server closes)."""
+  """A keep-alive connection that sends raw requests and reads each answer (opened again when the server closes).
+  A request on a kept connection that the server closed as idle (--keepalive_timeout, a race that a pause of the
+  test's process can lose) is sent again on a new one, as HTTP clients do; on a new one, no answer is an error."""
 
   def __init__(self, served):
     self.address = (served.host, served.port)
@@ -416,14 +418,32 @@ class _Connection:
     self.buffer = b''
 
   def ask(self, data: bytes) -> tuple[int, bytes]:
-    if self.sock is None:
-      self.sock = socket.create_connection(self.address, timeout=30)
-      self.buffer = b''
+    if self.sock is not None:
+      try:
+        self.sock.sendall(data)
+        if self._head():
+          return self._answer()
+      except ConnectionError:
+        pass
+      self.close()  # Closed while idle, before the request came.
+    self.sock = socket.create_connection(self.address, timeout=30)
+    self.buffer = b''
     self.sock.sendall(data)
+    assert self._head(), f'closed without an answer to {data[:300]!r}'
+    return self._answer()
+
+  def _head(self) -> bool:
+    """Reads until the answer's head is in; False if the server closed before it."""
+    assert self.sock is not None
     while b'\r\n\r\n' not in self.buffer:
       chunk = self.sock.recv(65536)
-      assert chunk, f'closed without an answer to {data[:300]!r}'
+      if not chunk:
+        return False
       self.buffer += chunk
+    return True
+
+  def _answer(self) -> tuple[int, bytes]:
+    assert self.sock is not None
     head, _, self.buffer = self.buffer.partition(b'\r\n\r\n')
     lines = head.decode('latin-1').lower().split('\r\n')
     headers = dict(line.split(': ', 1) for line in lines[1:])

@@ -21,7 +21,7 @@ import pytest
 from searchless.engines import launch
 from searchless.play.serve import inputs
 
-from serve_process import Served, concurrently, serve_argv, wait_for
+from serve_process import Served, concurrently, reset_on_close, serve_argv, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,6 @@ TOKEN = 'a-token-of-the-tests-0123'
 AUTH = {'Authorization': f'Bearer {TOKEN}'}
 JSON = {'Content-Type': 'application/json'}
 KIWIPETE = 'r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1'
-RESET = b'\x01\x00\x00\x00\x00\x00\x00\x00'  # SO_LINGER on, 0 s: close() sends a reset.
 CHESS960 = 'rk2r3/pppppppp/8/8/8/8/PPPPPPPP/RK2R3 w KQkq - 0 1'  # Its rooks on a and e: only Chess960 castles.
 MAX_CONNECTIONS = 24
 
@@ -195,7 +194,7 @@ def test_clients_that_leave_cost_nobody_anything(served):
     with socket.create_connection((served.host, served.port), timeout=30) as sock:
       sock.sendall(_http('POST', '/v1/analyse', body, {**JSON, **AUTH}))
       time.sleep(0.01)
-      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
+      reset_on_close(sock)
 
   concurrently([leave] * leaving)
   gone = lambda s: served.metric('searchless_serve_requests_total', endpoint='/v1/analyse', status=s) - before[s]  # noqa: E731
@@ -218,7 +217,7 @@ def test_clients_gone_before_their_checks_cost_no_checks_and_no_model_call(serve
   socks = [socket.create_connection((served.host, served.port), timeout=30) for _ in range(clients)]
   for sock in socks:
     if leaving == 'reset on a new connection':
-      sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
+      reset_on_close(sock)
     else:  # Each connection accepted and served once before the stop.
       sock.sendall(_http('GET', '/health/live').replace(b'Connection: close', b'Connection: keep-alive'))
       assert sock.recv(65536).startswith(b'HTTP/1.1 200')

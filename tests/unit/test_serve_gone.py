@@ -12,7 +12,7 @@ import pytest
 
 from searchless.play.serve import app
 
-RESET = b'\x01\x00\x00\x00\x00\x00\x00\x00'  # SO_LINGER on, 0 s: close() sends a reset.
+from serve_process import reset_on_close
 
 
 def _runners() -> list:
@@ -40,7 +40,7 @@ def _done(leave_at: str, wait: Callable[[], Awaitable[None]], runner) -> list[st
 
     with socket.create_server(('127.0.0.1', 0)) as listener:
       client = socket.create_connection(listener.getsockname())
-      client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
+      reset_on_close(client)
       accepted, _ = listener.accept()
     await loop.connect_accepted_socket(Protocol, accepted)
 
